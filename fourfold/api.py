@@ -1,0 +1,175 @@
+"""Python API: the same operations as the CLI and the MCP server, as library calls.
+
+    from fourfold import Fourfold
+    ff = Fourfold.open("path/to/repo")      # index folder: path/to/repo/.fourfold
+    ff.index()                               # incremental
+    ff.search("where is parseConfig defined").hits
+    ff.grep("ECONNREFUSED")
+"""
+from __future__ import annotations
+
+import os
+import time
+from functools import cached_property
+from pathlib import Path
+
+from .discovery.walk import DEFAULT_MAX_FILE_BYTES
+from .errors import FourfoldError, NotIndexedError
+from .indexer import IndexSummary, Progress, index_repository
+from .retrievers.structural import StructuralRetriever
+from .retrievers.text import LineMatch, TextRetriever
+from .routing.engine import SearchEngine, SearchOptions, SearchResponse
+from .store.sqlite import SQLiteStore
+
+INDEX_DIR_NAME = ".fourfold"
+DB_NAME = "index.sqlite"
+
+
+def find_index_dir(start: Path) -> Path | None:
+    """The nearest .fourfold folder holding an index, at start or above it."""
+    for folder in (start, *start.parents):
+        if (folder / INDEX_DIR_NAME / DB_NAME).exists():
+            return folder / INDEX_DIR_NAME
+    return None
+
+
+class Fourfold:
+    """One index folder, serving one or more repositories."""
+
+    def __init__(self, root: str | os.PathLike, index_dir: str | os.PathLike | None = None,
+                 max_file_bytes: int = DEFAULT_MAX_FILE_BYTES):
+        self.root = Path(root).resolve()
+        if not self.root.exists():
+            raise FourfoldError(f"{root}: no such folder")
+        if index_dir is None:
+            index_dir = find_index_dir(self.root) or self.root / INDEX_DIR_NAME
+        self.index_dir = Path(index_dir).resolve()
+        self.max_file_bytes = max_file_bytes
+        try:
+            self.index_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise FourfoldError(f"cannot create index folder {self.index_dir}: {exc}") from exc
+        ignore = self.index_dir / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("# fourfold index: not source\n*\n")
+        self.store = SQLiteStore(self.index_dir / DB_NAME)
+        self._priors_cache: tuple[float, tuple] | None = None
+
+    open = classmethod(lambda cls, root=".", **kw: cls(root, **kw))
+
+    # -- indexing -------------------------------------------------------------------------
+    def index(self, progress: Progress | None = None, workers: int | None = None) -> IndexSummary:
+        summary = index_repository(self.store, self.index_dir, self.root, self.max_file_bytes,
+                                   workers=workers, progress=progress)
+        self._priors_cache = None
+        return summary
+
+    def is_indexed(self) -> bool:
+        return any(r.indexed_at for r in self.store.repos())
+
+    def ensure_indexed(self, progress: Progress | None = None) -> IndexSummary | None:
+        """Index on first use; later calls reuse the index as it is."""
+        if self.repo_id() is None:
+            return self.index(progress)
+        return None
+
+    def repo_id(self) -> int | None:
+        """The indexed repository that contains root (None: not indexed yet)."""
+        best = None
+        for repo in self.store.repos():
+            repo_root = Path(repo.root)
+            if repo.indexed_at and (self.root == repo_root or repo_root in self.root.parents
+                                    or self.root in repo_root.parents):
+                if best is None or len(str(repo_root)) > len(best[1]):
+                    best = (repo.repo_id, str(repo_root))
+        return best[0] if best else None
+
+    def _require_index(self) -> None:
+        if not self.is_indexed():
+            raise NotIndexedError(f"{self.root} is not indexed yet; run `fourfold index "
+                                  f"{self.root}` first")
+
+    # -- retrievers -----------------------------------------------------------------------
+    @cached_property
+    def text(self) -> TextRetriever:
+        return TextRetriever(self.store)
+
+    @cached_property
+    def structural(self) -> StructuralRetriever:
+        return StructuralRetriever(self.store)
+
+    @cached_property
+    def engine(self) -> SearchEngine:
+        retrievers = {"text": self.text, "structural": self.structural}
+        return SearchEngine(retrievers, self._priors)
+
+    def _priors(self) -> tuple[dict, dict]:
+        """File flags and centrality keyed for fusion; cached until the next index run."""
+        if self._priors_cache is None:
+            flags = {(None, f.path): f.flags for f in self.store.files()}
+            self._priors_cache = (time.time(), (flags, {}))
+        return self._priors_cache[1]
+
+    # -- queries --------------------------------------------------------------------------
+    def search(self, query: str, options: SearchOptions | None = None, **kw) -> SearchResponse:
+        self._require_index()
+        options = options or SearchOptions(**kw)
+        return self.engine.search(query, options)
+
+    def grep(self, pattern: str, regex: bool = False, case_sensitive: bool = False,
+             whole_word: bool = False, path_glob: str | None = None,
+             limit: int | None = None) -> list[LineMatch]:
+        self._require_index()
+        return self.text.grep(pattern, regex=regex, case_sensitive=case_sensitive,
+                              whole_word=whole_word, path_glob=path_glob, limit=limit)
+
+    def definitions(self, name: str, kind: str | None = None, limit: int = 20) -> list[dict]:
+        self._require_index()
+        if not name.strip():
+            raise FourfoldError("empty name: give the symbol to look up")
+        return [{"path": s.path, "start_line": s.start_line, "end_line": s.end_line,
+                 "name": s.name, "qualname": s.qualname, "kind": s.kind,
+                 "signature": s.signature, "doc": s.doc, "language": s.language,
+                 "match": ("exact", "qualified", "case", "prefix", "subword")[tier]}
+                for s, tier in self.structural.definitions(name.strip(), kind, limit=limit)]
+
+    def outline(self, path: str) -> list[dict]:
+        """The symbols of one file, nested by parent."""
+        self._require_index()
+        stored = self.store.file_by_path(self.relative(path))
+        if stored is None:
+            raise FourfoldError(f"{path} is not in the index")
+        nodes: dict[str, dict] = {}
+        roots: list[dict] = []
+        for s in self.store.symbols_of_file(stored.file_id):
+            node = {"name": s.name, "qualname": s.qualname, "kind": s.kind,
+                    "start_line": s.start_line, "end_line": s.end_line,
+                    "signature": s.signature, "children": []}
+            nodes.setdefault(s.qualname, node)
+            parent = nodes.get(s.parent) if s.parent else None
+            (parent["children"] if parent else roots).append(node)
+        return roots
+
+    def relative(self, path: str) -> str:
+        """A user-given path (absolute, or relative to the cwd or the root) as stored."""
+        candidate = Path(path)
+        for base in (Path.cwd(), self.root):
+            full = (base / candidate).resolve() if not candidate.is_absolute() else candidate
+            for repo in self.store.repos():
+                try:
+                    return full.relative_to(repo.root).as_posix()
+                except ValueError:
+                    continue
+        return candidate.as_posix()
+
+    def status(self) -> dict:
+        repos = []
+        for r in self.store.repos():
+            repos.append({"root": r.root, "name": r.name, "indexed_at": r.indexed_at,
+                          "files": r.files, "bytes": r.bytes, "chunks": r.chunks,
+                          "symbols": r.symbols, "languages": r.languages})
+        size = sum(p.stat().st_size for p in self.index_dir.glob(DB_NAME + "*"))
+        return {"index_dir": str(self.index_dir), "index_bytes": size, "repositories": repos}
+
+    def close(self) -> None:
+        self.store.close()

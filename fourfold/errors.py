@@ -1,0 +1,17 @@
+"""Errors that reach a user as a clear message (CLI exit code 2, MCP error), never a traceback."""
+
+
+class FourfoldError(Exception):
+    """Base class: the message is written for the person or agent that asked."""
+
+
+class IndexBusyError(FourfoldError):
+    pass
+
+
+class NotIndexedError(FourfoldError):
+    pass
+
+
+class QueryError(FourfoldError):
+    """Empty query, malformed regex, unknown option value."""

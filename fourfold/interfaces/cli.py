@@ -1,0 +1,339 @@
+"""Command line: `fourfold index|search|grep|def|outline|refs|callees|importers|impact|status`.
+
+Human output by default, --json for machines. Exit code 0: results; 1: none; 2: error.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from ..api import Fourfold
+from ..errors import FourfoldError
+from ..routing.engine import SearchOptions
+from ..routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
+
+EXIT_RESULTS, EXIT_EMPTY, EXIT_ERROR = 0, 1, 2
+
+
+class ProgressBar:
+    """A one-line progress bar on stderr, only when stderr is a terminal."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled and sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        if not self.enabled or total < 50:
+            return
+        now = time.monotonic()
+        if done != total and now - self.last < 0.1:
+            return
+        self.last = now
+        width = 30
+        filled = int(width * done / max(total, 1))
+        sys.stderr.write(f"\r{phase:<8} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}")
+        if done == total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def _open(args) -> Fourfold:
+    return Fourfold(args.path, index_dir=args.index_dir,
+                    max_file_bytes=getattr(args, "max_file_bytes", None) or 2 * 1024 * 1024)
+
+
+def _ensure(ff: Fourfold, args) -> None:
+    summary = ff.ensure_indexed(ProgressBar(not args.json))
+    if summary and not args.json:
+        print(f"indexed {summary.files} files in {summary.seconds:.2f}s", file=sys.stderr)
+
+
+def _emit(args, payload, human) -> int:
+    """Print JSON or human text; the exit code says whether anything was found."""
+    if args.json:
+        print(json.dumps(payload, ensure_ascii=False, indent=None))
+    else:
+        human()
+    return EXIT_RESULTS if payload.get("total", len(payload.get("results", []))) else EXIT_EMPTY
+
+
+def _human_size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def cmd_index(args) -> int:
+    ff = _open(args)
+    summary = ff.index(ProgressBar(not args.json), workers=args.workers)
+    payload = summary.to_dict()
+    payload["total"] = summary.files
+
+    def human() -> None:
+        skipped = ", ".join(f"{n} {why}" for why, n in sorted(summary.skipped.items()))
+        print(f"{summary.files} files ({_human_size(summary.bytes)} read) in "
+              f"{summary.seconds:.2f}s: {summary.added} added, {summary.changed} changed, "
+              f"{summary.deleted} deleted, {summary.unchanged} unchanged"
+              + (f"; skipped {skipped}" if skipped else ""))
+        print(f"index: {ff.index_dir}")
+    _emit(args, payload, human)
+    return EXIT_RESULTS
+
+
+def _print_hit(hit, root_note: str = "") -> None:
+    symbol = f"  {hit.symbol}" if hit.symbol else ""
+    print(f"{hit.path}:{hit.start_line}-{hit.end_line}{symbol}  ({hit.score:.4f})")
+    for line_no, text in hit.lines[:3]:
+        print(f"    {line_no:>5}: {text[:200]}")
+
+
+def cmd_search(args) -> int:
+    ff = _open(args)
+    if args.batch:
+        return _batch(ff, args)
+    _ensure(ff, args)
+    response = ff.search(args.query, _search_options(args))
+    payload = response.to_dict()
+
+    def human() -> None:
+        print(f"# intent {response.intent} ({response.confidence:.2f}, {response.rule}); "
+              f"{response.fusion_strategy} over {', '.join(response.modalities) or 'nothing'}"
+              + (f"; unavailable: {', '.join(response.unavailable)}" if response.unavailable
+                 else ""))
+        for hit in response.hits:
+            _print_hit(hit)
+        if not response.hits:
+            print("no results")
+    return _emit(args, payload, human)
+
+
+def _search_options(args) -> SearchOptions:
+    return SearchOptions(
+        preset=args.preset, modalities=tuple(args.modality) if args.modality else None,
+        weights=parse_weights(args.weights) if args.weights else None, intent=args.intent,
+        rrf_k=args.rrf_k, profile=args.profile, limit=args.limit, all_chunks=args.all_chunks,
+        direct=not args.no_direct, boost=not args.no_boost, path_glob=args.glob)
+
+
+def _batch(ff: Fourfold, args) -> int:
+    """One JSON line per query, paths relative to the indexed folder; index and models once."""
+    _ensure(ff, args)
+    options = _search_options(args)
+    source = sys.stdin if args.batch == "-" else open(args.batch, encoding="utf-8")
+    answered = 0
+    with source:
+        for line in source:
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            try:
+                response = ff.search(item["query"], options)
+                out = {"id": item.get("id"), "intent": response.intent,
+                       "fusion_strategy": response.fusion_strategy,
+                       "modalities": response.modalities,
+                       "latency_ms": round(response.timings_ms.get("total", 0.0), 3),
+                       "results": [{"path": h.path, "start_line": h.start_line,
+                                    "end_line": h.end_line, "score": round(h.score, 6),
+                                    "symbol": h.symbol} for h in response.hits]}
+                answered += bool(response.hits)
+            except FourfoldError as exc:
+                out = {"id": item.get("id"), "error": str(exc), "results": []}
+            print(json.dumps(out, ensure_ascii=False), flush=True)
+    return EXIT_RESULTS if answered else EXIT_EMPTY
+
+
+def cmd_grep(args) -> int:
+    ff = _open(args)
+    _ensure(ff, args)
+    matches = ff.grep(args.pattern, regex=args.regex, case_sensitive=not args.ignore_case,
+                      whole_word=args.word, path_glob=args.glob, limit=args.limit)
+    payload = {"total": len(matches), "results": [m.to_dict() for m in matches]}
+
+    def human() -> None:
+        for m in matches:
+            print(f"{m.path}:{m.line}:{m.text}")
+    return _emit(args, payload, human)
+
+
+def cmd_status(args) -> int:
+    ff = _open(args)
+    status = ff.status()
+    status["total"] = len(status["repositories"])
+
+    def human() -> None:
+        print(f"index {status['index_dir']} ({_human_size(status['index_bytes'])})")
+        if not status["repositories"]:
+            print("nothing indexed yet: run `fourfold index PATH`")
+        for r in status["repositories"]:
+            when = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["indexed_at"]))
+                    if r["indexed_at"] else "never (interrupted)")
+            langs = ", ".join(f"{k} {v}" for k, v in list(r["languages"].items())[:8])
+            print(f"{r['root']}: {r['files']} files, {_human_size(r['bytes'])}, "
+                  f"{r['symbols']} symbols, {r['chunks']} chunks; indexed {when}")
+            print(f"  languages: {langs}")
+            for name, state in r.get("modalities", {}).items():
+                print(f"  {name}: {state}")
+    _emit(args, status, human)
+    return EXIT_RESULTS
+
+
+def cmd_def(args) -> int:
+    ff = _open(args)
+    _ensure(ff, args)
+    found = ff.definitions(args.name, kind=args.kind, limit=args.limit)
+    payload = {"total": len(found), "results": found}
+
+    def human() -> None:
+        for d in found:
+            print(f"{d['path']}:{d['start_line']}-{d['end_line']}  {d['kind']} {d['qualname']}")
+            if d["signature"]:
+                print(f"    {d['signature'][:200]}")
+    return _emit(args, payload, human)
+
+
+def cmd_outline(args) -> int:
+    ff = Fourfold(args.path or Path(args.file).resolve().parent, index_dir=args.index_dir)
+    _ensure(ff, args)
+    tree = ff.outline(args.file)
+    payload = {"total": len(tree), "file": args.file, "results": tree}
+
+    def human() -> None:
+        def show(nodes, depth):
+            for n in nodes:
+                print(f"{'  ' * depth}{n['kind']} {n['name']}  "
+                      f"[{n['start_line']}-{n['end_line']}]")
+                show(n["children"], depth + 1)
+        show(tree, 0)
+    return _emit(args, payload, human)
+
+
+def _graph_command(args) -> int:
+    ff = _open(args)
+    _ensure(ff, args)
+    result = getattr(ff, args.graph_query)(**{k: getattr(args, k) for k in args.graph_args})
+    payload = result
+
+    def human() -> None:
+        for note in result.get("notes", []):
+            print(f"# {note}")
+        for r in result["results"]:
+            where = f"{r['path']}:{r.get('line') or r.get('start_line')}"
+            extra = f"  (distance {r['distance']})" if "distance" in r else ""
+            print(f"{where}  {r.get('symbol') or ''}{extra}")
+        if result.get("total", 0) > len(result["results"]):
+            print(f"# {len(result['results'])} of {result['total']} shown; "
+                  f"next page: --offset {result.get('next_offset')}")
+    return _emit(args, payload, human)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fourfold", description="Local-first code search: one question, four retrievers.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser, path: bool = True) -> None:
+        if path:
+            p.add_argument("path", nargs="?", default=".", help="folder to index/search")
+        p.add_argument("--index-dir", help="where the index lives (default PATH/.fourfold)")
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("index", help="index a folder (incremental)")
+    common(p)
+    p.add_argument("--max-file-bytes", type=int, help="skip files larger than this")
+    p.add_argument("--workers", type=int, help="parser processes (default: all cores)")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("search", help="ask anything; fourfold routes and fuses")
+    p.add_argument("query", nargs="?", default="")
+    common(p)
+    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--preset", choices=sorted(PRESETS), default="default")
+    p.add_argument("--modality", action="append", choices=MODALITIES,
+                   help="run only these modalities (repeatable)")
+    p.add_argument("--weights", help="explicit weights, e.g. semantic=0.5,text=0.3")
+    p.add_argument("--intent", help="force an intent")
+    p.add_argument("--rrf-k", type=float, help="the k of reciprocal rank fusion")
+    p.add_argument("--profile", choices=sorted(PROFILES), default="seed")
+    p.add_argument("--all-chunks", action="store_true", help="keep every chunk, not one per file")
+    p.add_argument("--no-direct", action="store_true", help="always fuse")
+    p.add_argument("--no-boost", action="store_true", help="no centrality boost")
+    p.add_argument("--glob", help="only paths matching this glob")
+    p.add_argument("--batch", help="JSONL file of {id, query} ('-' for stdin); one JSON line out "
+                                   "per query")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("grep", help="exact text search, one line per hit")
+    p.add_argument("pattern")
+    common(p)
+    p.add_argument("--regex", "-e", action="store_true", help="pattern is an RE2 regex")
+    p.add_argument("-i", "--ignore-case", action="store_true", default=None)
+    p.add_argument("--case-sensitive", "-s", dest="ignore_case", action="store_false")
+    p.add_argument("-w", "--word", action="store_true", help="whole words only")
+    p.add_argument("--glob", help="only paths matching this glob")
+    p.add_argument("--limit", type=int)
+    p.set_defaults(func=cmd_grep)
+
+    p = sub.add_parser("status", help="what is indexed, when, how big")
+    common(p)
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("def", help="where is NAME defined")
+    p.add_argument("name")
+    common(p)
+    p.add_argument("--kind", help="function, class, method, struct, interface ...")
+    p.add_argument("--limit", type=int, default=20)
+    p.set_defaults(func=cmd_def)
+
+    p = sub.add_parser("outline", help="the symbols of one file, nested")
+    p.add_argument("file")
+    p.add_argument("path", nargs="?", default=None, help="indexed folder (default: find it)")
+    p.add_argument("--index-dir")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_outline)
+
+    graph_verbs = {
+        "refs": ("references", "callers and other references of NAME"),
+        "callees": ("callees", "what NAME calls"),
+        "importers": ("importers", "files importing FILE_OR_MODULE"),
+        "impact": ("impact", "transitive dependents of NAME (blast radius)"),
+    }
+    for verb, (method, help_text) in graph_verbs.items():
+        p = sub.add_parser(verb, help=help_text)
+        p.add_argument("name")
+        common(p)
+        p.add_argument("--limit", type=int, default=50)
+        p.add_argument("--offset", type=int, default=0)
+        graph_args = ["name", "limit", "offset"]
+        if verb == "impact":
+            p.add_argument("--depth", type=int, default=3)
+            graph_args.append("depth")
+        p.set_defaults(func=_graph_command, graph_query=method, graph_args=graph_args)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "command", None) == "grep" and args.ignore_case is None:
+        args.ignore_case = True  # literal search is case-insensitive unless asked otherwise
+    try:
+        return args.func(args)
+    except FourfoldError as exc:
+        print(f"fourfold: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("fourfold: interrupted; the index keeps its last complete batch", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_RESULTS
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Plain data records shared by every stage of the pipeline.
+
+Lines are 1-based and inclusive everywhere.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class Symbol:
+    """A definition found by the structural parser."""
+
+    name: str
+    qualname: str  # "Class.method", "module.func", "Type::fn"
+    kind: str  # function, method, class, struct, enum, interface, trait, module, type, constant ...
+    start_line: int
+    end_line: int
+    signature: str = ""
+    doc: str = ""
+    parent: str | None = None  # qualname of the enclosing symbol
+
+
+@dataclass(slots=True)
+class Chunk:
+    """A span of a file that retrievers return and the embedder reads."""
+
+    start_line: int
+    end_line: int
+    text: str
+    symbol: str | None = None  # qualname of the symbol the chunk belongs to
+    kind: str = "window"  # "symbol", "header", "window", "text"
+
+
+@dataclass(slots=True)
+class Reference:
+    """A use of a name found by the parser; the graph resolves it to a definition."""
+
+    kind: str  # "call", "import", "inherit", "ref"
+    name: str  # the called / imported / inherited name as written ("os.path", "self.save", "./util")
+    line: int
+    source: str | None = None  # qualname of the enclosing symbol, None at module level
+
+
+@dataclass(slots=True)
+class ParseResult:
+    symbols: list[Symbol] = field(default_factory=list)
+    chunks: list[Chunk] = field(default_factory=list)
+    references: list[Reference] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Hit:
+    """One ranked result: a span of a file."""
+
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    symbol: str | None = None
+    kind: str | None = None
+    lines: list[tuple[int, str]] = field(default_factory=list)  # (line number, text) to show
+    repo: str | None = None
+    contributions: dict[str, float] = field(default_factory=dict)  # modality -> fused share
+
+    def to_dict(self) -> dict:
+        out = {
+            "path": self.path,
+            "start_line": self.start_line,
+            "end_line": self.end_line,
+            "score": round(self.score, 6),
+            "symbol": self.symbol,
+        }
+        if self.kind:
+            out["kind"] = self.kind
+        if self.repo:
+            out["repo"] = self.repo
+        if self.lines:
+            out["lines"] = [{"line": n, "text": t} for n, t in self.lines]
+        if self.contributions:
+            out["contributions"] = {k: round(v, 6) for k, v in self.contributions.items()}
+        return out

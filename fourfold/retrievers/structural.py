@@ -1,0 +1,130 @@
+"""Structural modality: definitions from the tree-sitter symbol table, found by name.
+
+Ranking: exact name > qualified match > prefix > sub-word; first-party before
+vendor/generated, source before tests (unless the query asks for tests); then kind.
+"""
+from __future__ import annotations
+
+import fnmatch
+import re
+
+from ..discovery.classify import DOWNRANKED, TEST
+from ..model import Hit
+from ..store.base import Store, StoredSymbol
+from ..text_tokens import identifier_tokens, query_terms
+from .base import Query
+
+KIND_ALIASES = {
+    "function": {"function", "method", "macro"},
+    "method": {"method", "function"},
+    "class": {"class", "struct", "interface", "trait", "enum", "type", "record", "object"},
+    "struct": {"struct", "class", "type"},
+    "interface": {"interface", "trait", "protocol", "class"},
+    "trait": {"trait", "interface"},
+    "type": {"type", "class", "struct", "interface", "enum", "trait"},
+    "enum": {"enum", "class", "type"},
+    "module": {"module", "namespace", "package"},
+    "namespace": {"namespace", "module"},
+    "impl": {"impl", "class", "struct"},
+    "constant": {"constant", "variable"},
+    "macro": {"macro", "function"},
+}
+# Types and modules answer a bare name more often than a variable of the same name.
+KIND_PRIORITY = {"class": 0, "struct": 0, "interface": 0, "trait": 0, "enum": 0, "type": 1,
+                 "module": 1, "namespace": 1, "function": 1, "method": 2, "impl": 2,
+                 "macro": 2, "constant": 3, "variable": 4, "field": 5}
+_SPLIT = re.compile(r"\.|::|#|->|/")
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[_\-$]", "", name.lower())
+
+
+def match_tier(symbol: StoredSymbol, target: str) -> int | None:
+    """0 exact, 1 qualified, 2 case-insensitive / style-insensitive, 3 prefix, 4 sub-word."""
+    last = _SPLIT.split(target)[-1]
+    qualified = last != target
+    if qualified:
+        wanted = _SPLIT.split(target.lower())
+        have = _SPLIT.split(symbol.qualname.lower())
+        if have[-len(wanted):] == wanted:
+            return 0
+        if symbol.name.lower() != last.lower():
+            return None
+        return 1 if symbol.qualname.lower().endswith(last.lower()) else None
+    if symbol.name == target:
+        return 0
+    if symbol.name.lower() == target.lower():
+        return 1
+    if _normalise(symbol.name) == _normalise(target):
+        return 2
+    if symbol.name.lower().startswith(target.lower()):
+        return 3
+    wanted = set(identifier_tokens(target))
+    have = set(identifier_tokens(symbol.name))
+    if wanted and wanted <= have:
+        return 4
+    return None
+
+
+class StructuralRetriever:
+    modality = "structural"
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def ready(self) -> bool:
+        return True
+
+    def definitions(self, name: str, kind: str | None = None, repo_id: int | None = None,
+                    path_glob: str | None = None, wants_tests: bool = False,
+                    limit: int = 50) -> list[tuple[StoredSymbol, int]]:
+        """Definitions matching a name, best first, with their match tier."""
+        last = _SPLIT.split(name)[-1]
+        candidates = {s.symbol_id: s for s in self.store.symbols_named([name, last], repo_id)}
+        if len(candidates) < limit:
+            tokens = list(identifier_tokens(last)) or [last.lower()]
+            for s in self.store.symbols_by_token(tokens + [last.lower()], repo_id):
+                candidates.setdefault(s.symbol_id, s)
+        allowed = KIND_ALIASES.get(kind, {kind}) if kind and kind != "import" else None
+        scored = []
+        for s in candidates.values():
+            if allowed and s.kind not in allowed:
+                continue
+            if path_glob and not (fnmatch.fnmatch(s.path, path_glob)
+                                  or fnmatch.fnmatch(s.path, f"*/{path_glob}")):
+                continue
+            tier = match_tier(s, name)
+            if tier is None:
+                continue
+            scored.append((s, tier))
+        scored.sort(key=lambda st: (
+            st[1], bool(st[0].flags & DOWNRANKED),
+            bool(st[0].flags & TEST) and not wants_tests,
+            KIND_PRIORITY.get(st[0].kind, 3), st[0].qualname.count("."), len(st[0].path),
+            st[0].path, st[0].start_line))
+        return scored[:limit]
+
+    def search(self, query: Query, limit: int) -> list[Hit]:
+        wants_tests = "test" in query.text.lower()
+        targets = [query.target] if query.target else []
+        if not targets:
+            # A sentence: look up the identifiers and sub-words it mentions.
+            words = re.findall(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*", query.text)
+            targets = [w for w in words if w.lower() in set(query_terms(query.text))
+                       or any(c.isupper() for c in w[1:]) or "_" in w or "." in w]
+        hits: list[Hit] = []
+        seen: set[int] = set()
+        per_target = max(limit // max(len(targets), 1), 5)
+        kind = query.options.get("kind")
+        for target in targets[:8]:
+            for s, tier in self.definitions(target, kind, query.repo_id, query.path_glob,
+                                            wants_tests, per_target):
+                if s.symbol_id in seen:
+                    continue
+                seen.add(s.symbol_id)
+                hits.append(Hit(s.path, s.start_line, s.end_line, 1.0 / (1 + tier),
+                                symbol=s.qualname, kind=s.kind))
+        if len(targets) > 1:
+            hits.sort(key=lambda h: -h.score)  # stable: tier first, then per-target order
+        return hits[:limit]

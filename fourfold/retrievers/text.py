@@ -1,0 +1,222 @@
+"""Text modality: exact literal and regex search (trigram prefilter, exact verification)
+and BM25 ranking over identifier-split tokens."""
+from __future__ import annotations
+
+import fnmatch
+import re
+import re._parser as sre_parse  # the stdlib regex parser, used only to find required literals
+from dataclasses import dataclass
+
+import re2
+
+from ..discovery.classify import DOWNRANKED, TEST
+from ..errors import QueryError
+from ..model import Hit
+from ..store.base import Store, StoredFile
+from ..text_tokens import query_terms
+from .base import Query
+
+MIN_TRIGRAM = 3
+_WORD_CHAR = re.compile(r"\w")
+
+
+@dataclass(slots=True)
+class LineMatch:
+    path: str
+    line: int
+    text: str
+    file_id: int
+    flags: int
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "line": self.line, "text": self.text}
+
+
+def _fts_phrase(literal: str) -> str:
+    return '"' + literal.replace('"', '""') + '"'
+
+
+def _literal_match_expr(pattern: str) -> str | None:
+    return _fts_phrase(pattern) if len(pattern) >= MIN_TRIGRAM else None
+
+
+# A required-literal expression: ("and", [...]) / ("or", [...]) / str; None = no constraint.
+def _required(items) -> object | None:
+    terms: list = []
+    run: list[str] = []
+
+    def close() -> None:
+        if len(run) >= MIN_TRIGRAM:
+            terms.append("".join(run))
+        run.clear()
+
+    for op, arg in items:
+        if op is sre_parse.LITERAL:
+            run.append(chr(arg))
+            continue
+        close()
+        if op is sre_parse.SUBPATTERN:
+            sub = _required(arg[-1])
+            if sub is not None:
+                terms.append(sub)
+        elif op in (sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT, sre_parse.POSSESSIVE_REPEAT):
+            low, _high, body = arg
+            if low >= 1:
+                sub = _required(body)
+                if sub is not None:
+                    terms.append(sub)
+        elif op is sre_parse.BRANCH:
+            branches = [_required(b) for b in arg[1]]
+            if branches and all(b is not None for b in branches):
+                terms.append(("or", branches))
+        elif op is sre_parse.ATOMIC_GROUP:
+            sub = _required(arg)
+            if sub is not None:
+                terms.append(sub)
+    close()
+    if not terms:
+        return None
+    return terms[0] if len(terms) == 1 else ("and", terms)
+
+
+def _expr_to_fts(expr) -> str:
+    if isinstance(expr, str):
+        return _fts_phrase(expr)
+    op, parts = expr
+    joiner = " AND " if op == "and" else " OR "
+    return "(" + joiner.join(_expr_to_fts(p) for p in parts) + ")"
+
+
+def regex_match_expr(pattern: str) -> str | None:
+    """An FTS5 trigram expression every matching file satisfies, or None (scan all)."""
+    try:
+        parsed = sre_parse.parse(pattern)
+    except Exception:  # RE2 syntax Python cannot read: verification alone stays exact
+        return None
+    if any(op is sre_parse.LITERAL and arg > 0xFFFF for op, arg in parsed):
+        return None
+    expr = _required(list(parsed))
+    return _expr_to_fts(expr) if expr is not None else None
+
+
+def compile_regex(pattern: str, case_sensitive: bool = True):
+    options = re2.Options()
+    options.log_errors = False
+    options.case_sensitive = case_sensitive
+    try:
+        return re2.compile("(?m)" + pattern, options)
+    except Exception as exc:  # google-re2 raises its own Error type with a bytes message
+        detail = exc.args[0] if exc.args else exc
+        if isinstance(detail, bytes):
+            detail = detail.decode("utf-8", "replace")
+        raise QueryError(f"invalid regular expression {pattern!r}: {detail}") from None
+
+
+def _path_ok(path: str, glob: str | None) -> bool:
+    return glob is None or fnmatch.fnmatch(path, glob) or fnmatch.fnmatch(path, f"*/{glob}")
+
+
+class TextRetriever:
+    modality = "text"
+
+    def __init__(self, store: Store):
+        self.store = store
+
+    def ready(self) -> bool:
+        return True
+
+    # -- exact search -------------------------------------------------------------------
+    def grep(self, pattern: str, regex: bool = False, case_sensitive: bool = False,
+             whole_word: bool = False, path_glob: str | None = None, repo_id: int | None = None,
+             limit: int | None = None) -> list[LineMatch]:
+        """Every line matching the pattern, in path then line order (like grep -rn)."""
+        if not pattern:
+            raise QueryError("empty pattern: give some text or a regular expression to find")
+        if regex:
+            matcher = compile_regex(pattern, case_sensitive)
+            match_expr = regex_match_expr(pattern)
+            if whole_word:
+                matcher = compile_regex(rf"\b(?:{pattern})\b", case_sensitive)
+        else:
+            match_expr = _literal_match_expr(pattern)
+            if whole_word:
+                matcher = re.compile(rf"(?<!\w){re.escape(pattern)}(?!\w)",
+                                     0 if case_sensitive else re.IGNORECASE)
+            elif case_sensitive:
+                matcher = None
+            else:
+                matcher = re.compile(re.escape(pattern), re.IGNORECASE)
+        out: list[LineMatch] = []
+        for stored, text in self.store.trigram_candidates(match_expr, repo_id):
+            if not _path_ok(stored.path, path_glob):
+                continue
+            out.extend(self._lines(stored, text, pattern, matcher))
+            if limit is not None and len(out) >= limit:
+                return out[:limit]
+        return out
+
+    @staticmethod
+    def _positions(text: str, pattern: str, matcher):
+        if matcher is None:
+            start = text.find(pattern)
+            while start >= 0:
+                yield start, start + len(pattern)
+                start = text.find(pattern, start + 1)
+        else:
+            for m in matcher.finditer(text):
+                if m.end() == m.start() and m.start() == len(text) and text.endswith("\n"):
+                    continue  # an empty match after the final newline is not a line
+                yield m.start(), m.end()
+
+    def _lines(self, stored: StoredFile, text: str, pattern: str, matcher) -> list[LineMatch]:
+        out: list[LineMatch] = []
+        line_no, line_start, last_line = 1, 0, 0
+        for start, end in self._positions(text, pattern, matcher):
+            if start > line_start:
+                newlines = text.count("\n", line_start, start)
+                if newlines:
+                    line_no += newlines
+                    line_start = text.rfind("\n", 0, start) + 1
+            if line_no == last_line:
+                continue
+            line_end = text.find("\n", start)
+            if line_end < 0:
+                line_end = len(text)
+            if end > line_end and matcher is not None and start != end:
+                # a regex match running across lines: grep reports only whole-line matches
+                if "\n" in text[start:end]:
+                    continue
+            out.append(LineMatch(stored.path, line_no, text[line_start:line_end].rstrip("\r"),
+                                 stored.file_id, stored.flags))
+            last_line = line_no
+        return out
+
+    # -- ranked search ------------------------------------------------------------------
+    def search(self, query: Query, limit: int) -> list[Hit]:
+        if query.intent == "exact_match" and query.target:
+            return self.literal_hits(query, limit)
+        terms = query_terms(query.text)
+        if not terms:
+            return []
+        match = " OR ".join(_fts_phrase(t) for t in terms)
+        ranked = self.store.bm25_chunks(match, limit * 3, query.repo_id)
+        hits = [Hit(c.path, c.start_line, c.end_line, score, symbol=c.symbol, kind=c.kind)
+                for c, score in ranked if _path_ok(c.path, query.path_glob)]
+        return hits[:limit]
+
+    def literal_hits(self, query: Query, limit: int) -> list[Hit]:
+        """Files containing the exact string, as spans around the matches."""
+        matches = self.grep(query.target, path_glob=query.path_glob, repo_id=query.repo_id,
+                            case_sensitive=any(c.isupper() for c in query.target))
+        by_file: dict[str, list[LineMatch]] = {}
+        for m in matches:
+            by_file.setdefault(m.path, []).append(m)
+        ranked = sorted(by_file.values(),
+                        key=lambda ms: (bool(ms[0].flags & DOWNRANKED), bool(ms[0].flags & TEST),
+                                        -len(ms), ms[0].path))
+        hits = []
+        for ms in ranked[:limit]:
+            first = ms[0].line
+            hits.append(Hit(ms[0].path, max(1, first - 2), first + 2, float(len(ms)),
+                            kind="match", lines=[(m.line, m.text) for m in ms[:5]]))
+        return hits

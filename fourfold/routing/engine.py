@@ -1,0 +1,151 @@
+"""One search: classify the question, run the modalities it deserves, fuse their lists."""
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from ..errors import QueryError
+from ..model import Hit
+from ..retrievers.base import Query, Retriever
+from .fusion import apply_priors, best_per_file, fuse
+from .intent import INTENTS, Intent, classify
+from .profiles import DIRECT_CONFIDENCE, DOMINANT, PRESETS, PROFILES
+
+CANDIDATES_PER_MODALITY = 60
+
+
+@dataclass
+class SearchResponse:
+    query: str
+    intent: str
+    confidence: float
+    rule: str
+    target: str | None
+    fusion_strategy: str  # "direct", "rrf" or "single"
+    modalities: list[str]
+    weights: dict[str, float]
+    hits: list[Hit]
+    unavailable: dict[str, str] = field(default_factory=dict)  # modality -> why it did not answer
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {
+            "query": self.query, "intent": self.intent, "confidence": self.confidence,
+            "rule": self.rule, "target": self.target, "fusion_strategy": self.fusion_strategy,
+            "modalities": self.modalities, "weights": self.weights,
+            "unavailable": self.unavailable,
+            "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
+            "results": [h.to_dict() for h in self.hits],
+        }
+
+
+@dataclass
+class SearchOptions:
+    preset: str = "default"
+    modalities: tuple[str, ...] | None = None
+    weights: dict[str, float] | None = None
+    intent: str | None = None
+    rrf_k: float | None = None
+    profile: str = "seed"
+    limit: int = 10
+    all_chunks: bool = False
+    direct: bool = True
+    boost: bool = True
+    language: str | None = None
+    path_glob: str | None = None
+    repo_id: int | None = None
+
+
+class SearchEngine:
+    def __init__(self, retrievers: dict[str, Retriever], priors):
+        """priors() -> (file_flags, centrality) maps keyed by (repo, path[, symbol])."""
+        self.retrievers = retrievers
+        self.priors = priors
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="fourfold-modality")
+
+    def _run(self, modality: str, query: Query, limit: int, response: SearchResponse
+             ) -> list[Hit]:
+        retriever = self.retrievers.get(modality)
+        if retriever is None:
+            response.unavailable[modality] = "not available in this index"
+            return []
+        if not retriever.ready():
+            response.unavailable[modality] = "still being built"
+            return []
+        started = time.perf_counter()
+        try:
+            return retriever.search(query, limit)
+        finally:
+            response.timings_ms[modality] = (time.perf_counter() - started) * 1000
+
+    def search(self, text: str, options: SearchOptions | None = None) -> SearchResponse:
+        options = options or SearchOptions()
+        if not text or not text.strip():
+            raise QueryError("empty query: ask a question, name a symbol, or quote a string")
+        if options.preset not in PRESETS:
+            raise QueryError(f"unknown preset {options.preset!r}; use {', '.join(PRESETS)}")
+        if options.profile not in PROFILES:
+            raise QueryError(f"unknown weight profile {options.profile!r}")
+        started = time.perf_counter()
+        intent = classify(text)
+        if options.intent:
+            if options.intent not in INTENTS:
+                raise QueryError(f"unknown intent {options.intent!r}; use {', '.join(INTENTS)}")
+            intent = Intent(options.intent, 1.0, "forced", intent.target or text.strip(),
+                            intent.kind, intent.plain)
+        preset = PRESETS[options.preset]
+        weights = dict(PROFILES[options.profile][intent.intent])
+        if options.weights:
+            weights = {m: options.weights.get(m, 0.0) for m in weights}
+        modalities = list(options.modalities or preset["modalities"])
+        if options.modalities is None and options.weights:
+            modalities = [m for m, w in weights.items() if w > 0]
+        k = options.rrf_k if options.rrf_k is not None else preset["k"]
+        query = Query(text=text, target=intent.target, intent=intent.intent,
+                      repo_id=options.repo_id, language=options.language,
+                      path_glob=options.path_glob,
+                      options={"kind": intent.kind})
+        response = SearchResponse(text, intent.intent, intent.confidence, intent.rule,
+                                  intent.target, "rrf", [], {}, [])
+        limit = options.limit
+        pool = limit if options.all_chunks else max(CANDIDATES_PER_MODALITY, limit * 3)
+
+        # Direct path: a confident, plain-shaped question goes to its dominant modality alone.
+        dominant = DOMINANT[intent.intent]
+        explicit = options.modalities is not None or options.weights is not None
+        if (options.direct and not explicit and intent.plain
+                and intent.confidence >= DIRECT_CONFIDENCE):
+            hits = self._run(dominant, query, pool, response)
+            if hits:
+                response.fusion_strategy = "direct"
+                response.modalities = [dominant]
+                response.weights = {dominant: 1.0}
+                for hit in hits:
+                    hit.contributions = {dominant: hit.score}
+                response.hits = self._finish(hits, options, text)
+                response.timings_ms["total"] = (time.perf_counter() - started) * 1000
+                return response
+
+        active = [m for m in modalities if weights.get(m, 0.0) > 0]
+        if not active and modalities:
+            active = modalities[:1]
+            weights = {active[0]: 1.0}
+        response.modalities = active
+        response.weights = {m: weights.get(m, 0.0) for m in active}
+        futures = {m: self._pool.submit(self._run, m, query, pool, response) for m in active}
+        ranked = {m: f.result() for m, f in futures.items()}
+        if len(active) == 1:
+            response.fusion_strategy = "single"
+        fused = fuse(ranked, response.weights, k)
+        response.hits = self._finish(fused, options, text)
+        response.timings_ms["total"] = (time.perf_counter() - started) * 1000
+        return response
+
+    def _finish(self, hits: list[Hit], options: SearchOptions, text: str) -> list[Hit]:
+        file_flags, centrality = self.priors()
+        wants_tests = "test" in text.lower() or "spec" in text.lower()
+        hits = apply_priors(hits, file_flags, centrality, wants_tests, boost=options.boost)
+        if not options.all_chunks:
+            hits = best_per_file(hits)
+        return hits[:options.limit]

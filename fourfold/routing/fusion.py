@@ -1,0 +1,86 @@
+"""Weighted Reciprocal Rank Fusion with a graph-importance boost (SPEC §4)."""
+from __future__ import annotations
+
+import math
+
+from ..discovery.classify import DOWNRANKED, TEST
+from ..model import Hit
+
+BOOST_SCALE = 0.3
+BOOST_CAP = 1.5
+DOWNRANK_FACTOR = 0.5  # vendor / build / generated / archive / minified
+TEST_FACTOR = 0.8  # tests rank below source unless the query asks for tests
+
+
+def rrf_contribution(weight: float, rank: int, k: float) -> float:
+    """weight × 1 / (k + rank + 1), rank 0-based."""
+    return weight / (k + rank + 1)
+
+
+def centrality_boost(centrality: float) -> float:
+    """min(1 + 0.3 ln(1 + c), 1.5); c is PageRank relative to the uniform share (mean 1)."""
+    return min(1.0 + BOOST_SCALE * math.log1p(max(centrality, 0.0)), BOOST_CAP)
+
+
+def hit_key(hit: Hit) -> tuple:
+    """Hits from different modalities name the same code by symbol, else by start line."""
+    return (hit.repo, hit.path, hit.symbol) if hit.symbol else (hit.repo, hit.path, hit.start_line)
+
+
+def fuse(ranked: dict[str, list[Hit]], weights: dict[str, float], k: float) -> list[Hit]:
+    """Merge per-modality lists; a hit's score is the sum of its weighted reciprocal ranks."""
+    merged: dict[tuple, Hit] = {}
+    for modality, hits in ranked.items():
+        weight = weights.get(modality, 0.0)
+        if weight <= 0:
+            continue
+        seen: set[tuple] = set()
+        rank = 0
+        for hit in hits:
+            key = hit_key(hit)
+            if key in seen:
+                continue
+            seen.add(key)
+            share = rrf_contribution(weight, rank, k)
+            rank += 1
+            fused = merged.get(key)
+            if fused is None:
+                fused = Hit(hit.path, hit.start_line, hit.end_line, 0.0, symbol=hit.symbol,
+                            kind=hit.kind, lines=list(hit.lines), repo=hit.repo)
+                merged[key] = fused
+            elif not fused.lines and hit.lines:
+                fused.lines = list(hit.lines)
+            fused.contributions[modality] = share
+            fused.score += share
+    return sorted(merged.values(), key=lambda h: -h.score)
+
+
+def apply_priors(hits: list[Hit], file_flags: dict[tuple, int], centrality: dict[tuple, float],
+                 wants_tests: bool, boost: bool = True) -> list[Hit]:
+    """Centrality boost, then down-rank vendor/build/generated/archive paths and tests."""
+    for hit in hits:
+        key = (hit.repo, hit.path)
+        factor = 1.0
+        if boost:
+            c = centrality.get((hit.repo, hit.path, hit.symbol)) if hit.symbol else None
+            factor = centrality_boost(c if c is not None else centrality.get(key, 0.0))
+        flags = file_flags.get(key, 0)
+        if flags & DOWNRANKED:
+            factor *= DOWNRANK_FACTOR
+        if flags & TEST and not wants_tests:
+            factor *= TEST_FACTOR
+        hit.score *= factor
+        if factor != 1.0:
+            hit.contributions = {m: v * factor for m, v in hit.contributions.items()}
+    return sorted(hits, key=lambda h: -h.score)
+
+
+def best_per_file(hits: list[Hit]) -> list[Hit]:
+    seen: set[tuple] = set()
+    out = []
+    for hit in hits:
+        key = (hit.repo, hit.path)
+        if key not in seen:
+            seen.add(key)
+            out.append(hit)
+    return out

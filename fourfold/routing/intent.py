@@ -1,0 +1,116 @@
+"""Intent classification: ordered rules, first match wins (SPEC §2). Costs microseconds."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+FIND_DEFINITION = "find_definition"
+FIND_REFERENCES = "find_references"
+UNDERSTAND_CODE = "understand_code"
+FIND_SIMILAR = "find_similar"
+IMPACT_ANALYSIS = "impact_analysis"
+EXACT_MATCH = "exact_match"
+INTENTS = (FIND_DEFINITION, FIND_REFERENCES, UNDERSTAND_CODE, FIND_SIMILAR, IMPACT_ANALYSIS,
+           EXACT_MATCH)
+
+
+@dataclass(frozen=True)
+class Intent:
+    intent: str
+    confidence: float
+    rule: str
+    target: str | None = None  # identifier, quoted string, or the X of "who calls X"
+    kind: str | None = None  # definition kind asked for ("class", "function", ...)
+    plain: bool = False  # the query is nothing but the pattern: the direct path may answer it
+
+    def to_dict(self) -> dict:
+        return {"intent": self.intent, "confidence": self.confidence, "rule": self.rule,
+                "target": self.target}
+
+
+_IDENT = r"[A-Za-z_$][\w$]*(?:(?:\.|::|#|->)[A-Za-z_$][\w$]*)*"
+DEFINITION_KEYWORDS = {
+    "def": "function", "class": "class", "func": "function", "fn": "function",
+    "function": "function", "import": "import", "interface": "interface", "struct": "struct",
+    "type": "type", "trait": "trait", "enum": "enum", "module": "module", "impl": "impl",
+    "protocol": "interface", "object": "class", "record": "class", "namespace": "namespace",
+    "method": "method", "const": "constant", "defmodule": "module", "defp": "function",
+    "macro": "macro", "typedef": "type",
+}
+_KEYWORD_FORM = re.compile(
+    rf"^\s*({'|'.join(sorted(DEFINITION_KEYWORDS, key=len, reverse=True))})\s+`?({_IDENT})`?"
+    r"\s*(\(.*\))?\s*[:{]?\s*$")
+_REFERENCES = re.compile(
+    rf"^\s*(?:who|what)\s+(?:calls|uses|invokes|references|imports)\s+`?({_IDENT})`?|"
+    rf"^\s*(?:callers|usages|uses|references|call\s+sites|importers)\s+(?:of|to)\s+`?({_IDENT})`?|"
+    rf"^\s*where\s+(?:is|are)\s+`?({_IDENT})`?\s+(?:used|called|referenced|imported)|"
+    rf"^\s*find\s+(?:all\s+)?(?:usages|references|callers)\s+(?:of|to)\s+`?({_IDENT})`?",
+    re.IGNORECASE)
+_IMPACT = re.compile(r"\b(impact|blast\s+radius|what\s+depends\s+on|depends\s+on|"
+                     r"what\s+(?:would\s+)?breaks?\s+if|dependents\s+of|affected\s+by)\b",
+                     re.IGNORECASE)
+_QUOTED = re.compile(r"\"([^\"]+)\"|'([^']{2,})'|`([^`]+)`")
+_ERROR_TOKEN = re.compile(
+    r"\b(Traceback|[A-Z]\w*(?:Error|Exception|Panic|Fault)|E[A-Z]{3,}|[A-Z][A-Z0-9]*_[A-Z0-9_]+)\b")
+_CAMEL = re.compile(r"^[A-Za-z_$]*[a-z][A-Z]\w*$|^[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+$|^[A-Z]\w*[a-z]\w*$")
+_SNAKE = re.compile(r"^_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*$")
+_DOTTED = re.compile(rf"^{_IDENT}$")
+_PLAIN_WORD = re.compile(r"^[A-Za-z_$][\w$]*$")
+_UNDERSTAND = re.compile(r"^\s*(how|why|explain|what\s+is|what\s+does|describe)\b|"
+                         r"\b(architecture|overview|design|flow|works?|handled|handling)\b",
+                         re.IGNORECASE)
+_SIMILAR_WORDS = re.compile(r"\b(similar\s+to|like\s+this|same\s+as|looks\s+like)\b",
+                            re.IGNORECASE)
+_CODE_PUNCT = re.compile(r"[(){};=<>\[\]]|=>|->|::")
+
+
+def _looks_like_code(query: str) -> bool:
+    if "\n" in query.strip() and len(_CODE_PUNCT.findall(query)) >= 2:
+        return True
+    return len(_CODE_PUNCT.findall(query)) >= 4 and not _UNDERSTAND.search(query)
+
+
+def _last_identifier(text: str) -> str | None:
+    candidates = [w for w in re.findall(_IDENT, text)
+                  if _CAMEL.match(w) or _SNAKE.match(w) or "." in w or "::" in w]
+    return candidates[-1] if candidates else None
+
+
+def classify(query: str) -> Intent:
+    """Put a query into one of six intents with a confidence; first matching rule wins."""
+    q = query.strip().strip("?").strip()
+    match = _KEYWORD_FORM.match(q)
+    if match:
+        return Intent(FIND_DEFINITION, 0.95, "definition keyword", match.group(2),
+                      kind=DEFINITION_KEYWORDS[match.group(1)], plain=True)
+    match = _REFERENCES.match(q)
+    if match:
+        target = next(g for g in match.groups() if g)
+        plain = match.end() >= len(q.rstrip("`").rstrip())
+        return Intent(FIND_REFERENCES, 0.90, "references phrase", target, plain=plain)
+    if _IMPACT.search(q):
+        rest = _IMPACT.split(q)[-1]
+        target = _last_identifier(rest) or _last_identifier(q)
+        if target is None:
+            words = re.findall(_IDENT, rest)
+            target = words[-1] if words else None
+        return Intent(IMPACT_ANALYSIS, 0.90, "impact phrase", target, plain=target is not None)
+    match = _QUOTED.search(q)
+    if match:
+        literal = next(g for g in match.groups() if g)
+        return Intent(EXACT_MATCH, 0.90, "quoted string", literal,
+                      plain=match.group(0) == q)
+    match = _ERROR_TOKEN.search(q)
+    if match and not _UNDERSTAND.match(q):
+        return Intent(EXACT_MATCH, 0.85, "error token", match.group(1), plain=match.group(0) == q)
+    if _CAMEL.match(q) or _SNAKE.match(q):
+        return Intent(FIND_DEFINITION, 0.80, "identifier", q)
+    if _DOTTED.match(q) and any(sep in q for sep in (".", "::", "#", "->")):
+        return Intent(FIND_DEFINITION, 0.70, "dotted identifier", q)
+    if _PLAIN_WORD.match(q):
+        return Intent(FIND_DEFINITION, 0.60, "single word", q)
+    if _SIMILAR_WORDS.search(q) or _looks_like_code(query):
+        return Intent(FIND_SIMILAR, 0.70, "code snippet or 'similar to'", None)
+    if _UNDERSTAND.search(q):
+        return Intent(UNDERSTAND_CODE, 0.75, "question word", None)
+    return Intent(UNDERSTAND_CODE, 0.40, "fallback", None)

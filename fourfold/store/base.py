@@ -1,0 +1,202 @@
+"""The storage interface. SQLite (embedded default) implements it; a PostgreSQL store is
+the second implementation for team scale. Retrievers talk only to this interface."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from ..model import Chunk, Reference, Symbol
+
+
+@dataclass(slots=True)
+class FileState:
+    file_id: int
+    size: int
+    mtime_ns: int
+    hash: str
+
+
+@dataclass(slots=True)
+class FileRecord:
+    """Everything the indexer learned about one file, written in one go."""
+
+    path: str
+    size: int
+    mtime_ns: int
+    hash: str
+    language: str | None
+    flags: int
+    text: str
+    symbols: list[Symbol] = field(default_factory=list)
+    chunks: list[Chunk] = field(default_factory=list)
+    references: list[Reference] = field(default_factory=list)
+    chunk_tokens: list[str] = field(default_factory=list)  # BM25 token text per chunk
+    chunk_hashes: list[str] = field(default_factory=list)  # embedding cache key per chunk
+
+
+@dataclass(slots=True)
+class RepoInfo:
+    repo_id: int
+    root: str
+    name: str
+    indexed_at: float | None
+    files: int
+    bytes: int
+    chunks: int
+    symbols: int
+    languages: dict[str, int]
+
+
+@dataclass(slots=True)
+class StoredFile:
+    file_id: int
+    repo_id: int
+    path: str
+    language: str | None
+    flags: int
+
+
+@dataclass(slots=True)
+class StoredSymbol:
+    symbol_id: int
+    file_id: int
+    path: str
+    name: str
+    qualname: str
+    kind: str
+    start_line: int
+    end_line: int
+    signature: str
+    doc: str
+    parent: str | None
+    flags: int
+    language: str | None
+
+
+@dataclass(slots=True)
+class StoredChunk:
+    chunk_id: int
+    file_id: int
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str | None
+    kind: str
+    flags: int
+
+
+@dataclass(slots=True)
+class StoredEdge:
+    kind: str
+    src_file: int
+    src_symbol: int | None
+    dst_file: int | None
+    dst_symbol: int | None
+    line: int
+    name: str
+    resolved: bool
+
+
+class Store(ABC):
+    """One index: repositories, files, contents, symbols, chunks, graph and vectors."""
+
+    # -- repositories and files -------------------------------------------------------
+    @abstractmethod
+    def ensure_repo(self, root: str, name: str) -> int: ...
+
+    @abstractmethod
+    def repos(self) -> list[RepoInfo]: ...
+
+    @abstractmethod
+    def mark_indexed(self, repo_id: int, when: float) -> None: ...
+
+    @abstractmethod
+    def file_states(self, repo_id: int) -> dict[str, FileState]: ...
+
+    @abstractmethod
+    def write_batch(self, repo_id: int, records: list[FileRecord], deleted: list[str],
+                    touched: list[tuple[str, int, int]]) -> None:
+        """Replace/insert records, delete paths, refresh (path, size, mtime) — atomically."""
+
+    @abstractmethod
+    def files(self, repo_id: int | None = None) -> list[StoredFile]: ...
+
+    @abstractmethod
+    def file_by_path(self, path: str, repo_id: int | None = None) -> StoredFile | None: ...
+
+    @abstractmethod
+    def content(self, file_id: int) -> str: ...
+
+    # -- text -------------------------------------------------------------------------
+    @abstractmethod
+    def trigram_candidates(self, match: str | None, repo_id: int | None = None
+                           ) -> Iterator[tuple[StoredFile, str]]:
+        """Files (with text) whose trigram index satisfies an FTS5 MATCH expression;
+        None means every file (patterns too short for trigrams)."""
+
+    @abstractmethod
+    def bm25_chunks(self, match: str, limit: int, repo_id: int | None = None
+                    ) -> list[tuple[StoredChunk, float]]:
+        """Chunks ranked by BM25 over identifier-split tokens (higher is better)."""
+
+    @abstractmethod
+    def chunks(self, chunk_ids: Iterable[int]) -> list[StoredChunk]: ...
+
+    @abstractmethod
+    def chunks_of_file(self, file_id: int) -> list[StoredChunk]: ...
+
+    # -- symbols ----------------------------------------------------------------------
+    @abstractmethod
+    def symbols_named(self, names: Iterable[str], repo_id: int | None = None
+                      ) -> list[StoredSymbol]:
+        """Symbols whose lower-cased name or qualname is in names."""
+
+    @abstractmethod
+    def symbols_by_token(self, tokens: Iterable[str], repo_id: int | None = None,
+                         limit: int = 2000) -> list[StoredSymbol]:
+        """Symbols whose name contains any of the given sub-word tokens or starts with them."""
+
+    @abstractmethod
+    def symbols_of_file(self, file_id: int) -> list[StoredSymbol]: ...
+
+    @abstractmethod
+    def symbols_by_id(self, ids: Iterable[int]) -> list[StoredSymbol]: ...
+
+    # -- graph ------------------------------------------------------------------------
+    @abstractmethod
+    def references(self, repo_id: int) -> Iterator[tuple[str, Reference]]:
+        """Every raw reference of a repository, with the path of its file."""
+
+    @abstractmethod
+    def replace_graph(self, repo_id: int, edges: list[StoredEdge],
+                      symbol_rank: dict[int, float], file_rank: dict[int, float]) -> None: ...
+
+    @abstractmethod
+    def edges_to(self, kind: str | None, dst_symbols: Iterable[int] = (),
+                 dst_files: Iterable[int] = (), names: Iterable[str] = ()) -> list[StoredEdge]: ...
+
+    @abstractmethod
+    def edges_from(self, kind: str | None, src_symbols: Iterable[int] = (),
+                   src_files: Iterable[int] = ()) -> list[StoredEdge]: ...
+
+    @abstractmethod
+    def all_edges(self, repo_id: int | None = None) -> list[StoredEdge]: ...
+
+    @abstractmethod
+    def centrality(self) -> tuple[dict[int, float], dict[int, float]]:
+        """(symbol_id -> rank, file_id -> rank), each scaled to [0, 1] by its maximum."""
+
+    # -- vectors ----------------------------------------------------------------------
+    @abstractmethod
+    def chunks_missing_vectors(self, model: str, limit: int) -> list[tuple[int, str]]:
+        """(chunk_id, embedding text) of chunks with no vector yet for this model."""
+
+    @abstractmethod
+    def put_vectors(self, model: str, rows: list[tuple[int, bytes, float]]) -> None: ...
+
+    @abstractmethod
+    def vectors(self, model: str) -> tuple[list[int], list[bytes], list[float]]: ...
+
+    @abstractmethod
+    def close(self) -> None: ...

@@ -1,0 +1,437 @@
+"""Embedded default store: one SQLite database (WAL) in the index folder.
+
+Contents carry an FTS5 trigram index (literal and regex prefilter); chunks carry an FTS5
+index of identifier-split tokens (BM25); symbols, references, edges, centrality and
+int8 vectors are plain tables. Every connection is per thread, so retrievers can run
+concurrently and readers keep working while an indexer writes.
+"""
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from ..errors import FourfoldError
+from ..model import Reference
+from ..text_tokens import identifier_tokens, token_text
+from .base import (FileRecord, FileState, RepoInfo, Store, StoredChunk, StoredEdge, StoredFile,
+                   StoredSymbol)
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS repos(
+    id INTEGER PRIMARY KEY, root TEXT UNIQUE NOT NULL, name TEXT NOT NULL, indexed_at REAL);
+CREATE TABLE IF NOT EXISTS files(
+    id INTEGER PRIMARY KEY, repo_id INTEGER NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL,
+    size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, language TEXT, flags INTEGER NOT NULL,
+    UNIQUE(repo_id, path));
+CREATE TABLE IF NOT EXISTS contents(file_id INTEGER PRIMARY KEY, text TEXT NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS content_trigrams USING fts5(
+    text, content='contents', content_rowid='file_id', tokenize='trigram');
+CREATE TABLE IF NOT EXISTS symbols(
+    id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, name TEXT NOT NULL,
+    name_lower TEXT NOT NULL, qualname TEXT NOT NULL, qualname_lower TEXT NOT NULL,
+    kind TEXT NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
+    signature TEXT, doc TEXT, parent TEXT);
+CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file_id);
+CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name_lower);
+CREATE INDEX IF NOT EXISTS symbols_qualname ON symbols(qualname_lower);
+CREATE TABLE IF NOT EXISTS symbol_tokens(token TEXT NOT NULL, symbol_id INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS symbol_tokens_token ON symbol_tokens(token);
+CREATE INDEX IF NOT EXISTS symbol_tokens_symbol ON symbol_tokens(symbol_id);
+CREATE TABLE IF NOT EXISTS chunks(
+    id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL, symbol TEXT, kind TEXT NOT NULL, embed_hash TEXT);
+CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunk_tokens USING fts5(
+    path, symbol, body, tokenize="porter unicode61 tokenchars '_'");
+CREATE TABLE IF NOT EXISTS refs(
+    file_id INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, line INTEGER NOT NULL,
+    source TEXT);
+CREATE INDEX IF NOT EXISTS refs_file ON refs(file_id);
+CREATE TABLE IF NOT EXISTS edges(
+    kind TEXT NOT NULL, repo_id INTEGER NOT NULL, src_file INTEGER NOT NULL, src_symbol INTEGER,
+    dst_file INTEGER, dst_symbol INTEGER, line INTEGER NOT NULL, name TEXT NOT NULL,
+    resolved INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS edges_dst_symbol ON edges(dst_symbol);
+CREATE INDEX IF NOT EXISTS edges_dst_file ON edges(dst_file);
+CREATE INDEX IF NOT EXISTS edges_src_symbol ON edges(src_symbol);
+CREATE INDEX IF NOT EXISTS edges_src_file ON edges(src_file);
+CREATE INDEX IF NOT EXISTS edges_name ON edges(name);
+CREATE TABLE IF NOT EXISTS symbol_rank(symbol_id INTEGER PRIMARY KEY, repo_id INTEGER, rank REAL);
+CREATE TABLE IF NOT EXISTS file_rank(file_id INTEGER PRIMARY KEY, repo_id INTEGER, rank REAL);
+CREATE TABLE IF NOT EXISTS vectors(
+    model TEXT NOT NULL, embed_hash TEXT NOT NULL, vec BLOB NOT NULL, scale REAL NOT NULL,
+    PRIMARY KEY(model, embed_hash));
+"""
+
+_FILE_COLS = "f.id, f.repo_id, f.path, f.language, f.flags"
+_SYMBOL_COLS = ("s.id, s.file_id, f.path, s.name, s.qualname, s.kind, s.start_line, s.end_line, "
+                "s.signature, s.doc, s.parent, f.flags, f.language")
+_CHUNK_COLS = "c.id, c.file_id, f.path, c.start_line, c.end_line, c.symbol, c.kind, f.flags"
+
+
+def _placeholders(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class SQLiteStore(Store):
+    def __init__(self, db_path: str | Path, readonly: bool = False):
+        self.db_path = str(db_path)
+        self._local = threading.local()
+        self._readonly = readonly
+        conn = self._conn()
+        if not readonly:
+            version = self._schema_version(conn)
+            if version is None:
+                with conn:
+                    conn.executescript(SCHEMA)
+                    conn.execute("INSERT OR REPLACE INTO meta VALUES('schema_version', ?)",
+                                 (str(SCHEMA_VERSION),))
+            elif version != SCHEMA_VERSION:
+                raise FourfoldError(
+                    f"index at {self.db_path} has schema version {version}, this fourfold "
+                    f"needs {SCHEMA_VERSION}; delete the index folder and index again")
+
+    # -- connections ----------------------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(self.db_path, timeout=30, isolation_level=None,
+                                       check_same_thread=False)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA busy_timeout=30000")
+                conn.execute("PRAGMA mmap_size=1073741824")
+                conn.execute("PRAGMA cache_size=-65536")
+            except sqlite3.DatabaseError as exc:
+                raise FourfoldError(f"cannot open index database {self.db_path}: {exc}") from exc
+            self._local.conn = conn
+        return conn
+
+    @staticmethod
+    def _schema_version(conn: sqlite3.Connection) -> int | None:
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.OperationalError:
+            return None
+        except sqlite3.DatabaseError as exc:
+            raise FourfoldError(f"index database is damaged ({exc}); delete it and index again")
+        return int(row[0]) if row else None
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def _query(self, sql: str, params: Iterable = ()) -> list[tuple]:
+        return self._conn().execute(sql, tuple(params)).fetchall()
+
+    # -- repositories and files ---------------------------------------------------------
+    def ensure_repo(self, root: str, name: str) -> int:
+        conn = self._conn()
+        row = conn.execute("SELECT id FROM repos WHERE root=?", (root,)).fetchone()
+        if row:
+            return row[0]
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            return conn.execute("INSERT INTO repos(root, name) VALUES(?, ?)", (root, name)).lastrowid
+
+    def repos(self) -> list[RepoInfo]:
+        out = []
+        for repo_id, root, name, indexed_at in self._query(
+                "SELECT id, root, name, indexed_at FROM repos ORDER BY id"):
+            files, size = self._query("SELECT count(*), coalesce(sum(size), 0) FROM files "
+                                      "WHERE repo_id=?", (repo_id,))[0]
+            chunks = self._query("SELECT count(*) FROM chunks c JOIN files f ON f.id=c.file_id "
+                                 "WHERE f.repo_id=?", (repo_id,))[0][0]
+            symbols = self._query("SELECT count(*) FROM symbols s JOIN files f ON "
+                                  "f.id=s.file_id WHERE f.repo_id=?", (repo_id,))[0][0]
+            languages = dict(self._query(
+                "SELECT coalesce(language, 'other'), count(*) FROM files WHERE repo_id=? "
+                "GROUP BY 1 ORDER BY 2 DESC", (repo_id,)))
+            out.append(RepoInfo(repo_id, root, name, indexed_at, files, size, chunks, symbols,
+                                languages))
+        return out
+
+    def mark_indexed(self, repo_id: int, when: float) -> None:
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("UPDATE repos SET indexed_at=? WHERE id=?", (when, repo_id))
+
+    def file_states(self, repo_id: int) -> dict[str, FileState]:
+        return {path: FileState(fid, size, mtime, h) for fid, path, size, mtime, h in self._query(
+            "SELECT id, path, size, mtime_ns, hash FROM files WHERE repo_id=?", (repo_id,))}
+
+    def _delete_file(self, conn: sqlite3.Connection, file_id: int) -> None:
+        row = conn.execute("SELECT text FROM contents WHERE file_id=?", (file_id,)).fetchone()
+        if row is not None:
+            conn.execute("INSERT INTO content_trigrams(content_trigrams, rowid, text) "
+                         "VALUES('delete', ?, ?)", (file_id, row[0]))
+        conn.execute("DELETE FROM contents WHERE file_id=?", (file_id,))
+        conn.execute("DELETE FROM symbol_tokens WHERE symbol_id IN "
+                     "(SELECT id FROM symbols WHERE file_id=?)", (file_id,))
+        conn.execute("DELETE FROM symbols WHERE file_id=?", (file_id,))
+        conn.execute("DELETE FROM chunk_tokens WHERE rowid IN "
+                     "(SELECT id FROM chunks WHERE file_id=?)", (file_id,))
+        conn.execute("DELETE FROM chunks WHERE file_id=?", (file_id,))
+        conn.execute("DELETE FROM refs WHERE file_id=?", (file_id,))
+        conn.execute("DELETE FROM files WHERE id=?", (file_id,))
+
+    def write_batch(self, repo_id: int, records: list[FileRecord], deleted: list[str],
+                    touched: list[tuple[str, int, int]]) -> None:
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            for path in deleted + [r.path for r in records]:
+                row = conn.execute("SELECT id FROM files WHERE repo_id=? AND path=?",
+                                   (repo_id, path)).fetchone()
+                if row:
+                    self._delete_file(conn, row[0])
+            for path, size, mtime in touched:
+                conn.execute("UPDATE files SET size=?, mtime_ns=? WHERE repo_id=? AND path=?",
+                             (size, mtime, repo_id, path))
+            for rec in records:
+                file_id = conn.execute(
+                    "INSERT INTO files(repo_id, path, hash, size, mtime_ns, language, flags) "
+                    "VALUES(?,?,?,?,?,?,?)",
+                    (repo_id, rec.path, rec.hash, rec.size, rec.mtime_ns, rec.language,
+                     rec.flags)).lastrowid
+                conn.execute("INSERT INTO contents(file_id, text) VALUES(?, ?)", (file_id, rec.text))
+                conn.execute("INSERT INTO content_trigrams(rowid, text) VALUES(?, ?)",
+                             (file_id, rec.text))
+                for sym in rec.symbols:
+                    sid = conn.execute(
+                        "INSERT INTO symbols(file_id, name, name_lower, qualname, qualname_lower,"
+                        " kind, start_line, end_line, signature, doc, parent) "
+                        "VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+                        (file_id, sym.name, sym.name.lower(), sym.qualname, sym.qualname.lower(),
+                         sym.kind, sym.start_line, sym.end_line, sym.signature, sym.doc,
+                         sym.parent)).lastrowid
+                    conn.executemany("INSERT INTO symbol_tokens(token, symbol_id) VALUES(?, ?)",
+                                     [(t, sid) for t in set(identifier_tokens(sym.name))])
+                path_tokens = token_text(rec.path)
+                for chunk, body_tokens, chunk_hash in zip(rec.chunks, rec.chunk_tokens,
+                                                          rec.chunk_hashes):
+                    cid = conn.execute(
+                        "INSERT INTO chunks(file_id, start_line, end_line, symbol, kind, "
+                        "embed_hash) VALUES(?,?,?,?,?,?)",
+                        (file_id, chunk.start_line, chunk.end_line, chunk.symbol, chunk.kind,
+                         chunk_hash)).lastrowid
+                    conn.execute("INSERT INTO chunk_tokens(rowid, path, symbol, body) "
+                                 "VALUES(?,?,?,?)",
+                                 (cid, path_tokens, token_text(chunk.symbol or ""), body_tokens))
+                conn.executemany(
+                    "INSERT INTO refs(file_id, kind, name, line, source) VALUES(?,?,?,?,?)",
+                    [(file_id, r.kind, r.name, r.line, r.source) for r in rec.references])
+
+    def files(self, repo_id: int | None = None) -> list[StoredFile]:
+        sql = f"SELECT {_FILE_COLS} FROM files f"
+        rows = self._query(sql + " WHERE f.repo_id=?", (repo_id,)) if repo_id else self._query(sql)
+        return [StoredFile(*row) for row in rows]
+
+    def file_by_path(self, path: str, repo_id: int | None = None) -> StoredFile | None:
+        sql = f"SELECT {_FILE_COLS} FROM files f WHERE f.path=?"
+        rows = (self._query(sql + " AND f.repo_id=?", (path, repo_id)) if repo_id
+                else self._query(sql, (path,)))
+        return StoredFile(*rows[0]) if rows else None
+
+    def content(self, file_id: int) -> str:
+        rows = self._query("SELECT text FROM contents WHERE file_id=?", (file_id,))
+        return rows[0][0] if rows else ""
+
+    # -- text -----------------------------------------------------------------------------
+    def trigram_candidates(self, match: str | None, repo_id: int | None = None
+                           ) -> Iterator[tuple[StoredFile, str]]:
+        if match is None:
+            sql = f"SELECT {_FILE_COLS}, c.text FROM files f JOIN contents c ON c.file_id=f.id"
+            params: tuple = ()
+            if repo_id:
+                sql += " WHERE f.repo_id=?"
+                params = (repo_id,)
+        else:
+            sql = (f"SELECT {_FILE_COLS}, c.text FROM content_trigrams t "
+                   "JOIN files f ON f.id=t.rowid JOIN contents c ON c.file_id=f.id "
+                   "WHERE content_trigrams MATCH ?")
+            params = (match,)
+            if repo_id:
+                sql += " AND f.repo_id=?"
+                params += (repo_id,)
+        for row in self._conn().execute(sql + " ORDER BY f.path", params):
+            yield StoredFile(*row[:5]), row[5]
+
+    def bm25_chunks(self, match: str, limit: int, repo_id: int | None = None
+                    ) -> list[tuple[StoredChunk, float]]:
+        # Column weights: a query word in the path or symbol name says more than one in a body.
+        sql = (f"SELECT {_CHUNK_COLS}, -bm25(chunk_tokens, 3.0, 5.0, 1.0) AS score "
+               "FROM chunk_tokens JOIN chunks c ON c.id=chunk_tokens.rowid "
+               "JOIN files f ON f.id=c.file_id WHERE chunk_tokens MATCH ?")
+        params: tuple = (match,)
+        if repo_id:
+            sql += " AND f.repo_id=?"
+            params += (repo_id,)
+        sql += " ORDER BY bm25(chunk_tokens, 3.0, 5.0, 1.0) LIMIT ?"
+        try:
+            rows = self._query(sql, params + (limit,))
+        except sqlite3.OperationalError as exc:
+            raise FourfoldError(f"text query could not run: {exc}") from exc
+        return [(StoredChunk(*row[:8]), row[8]) for row in rows]
+
+    def chunks(self, chunk_ids: Iterable[int]) -> list[StoredChunk]:
+        ids = list(chunk_ids)
+        out: list[StoredChunk] = []
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            out += [StoredChunk(*row) for row in self._query(
+                f"SELECT {_CHUNK_COLS} FROM chunks c JOIN files f ON f.id=c.file_id "
+                f"WHERE c.id IN ({_placeholders(len(part))})", part)]
+        return out
+
+    def chunks_of_file(self, file_id: int) -> list[StoredChunk]:
+        return [StoredChunk(*row) for row in self._query(
+            f"SELECT {_CHUNK_COLS} FROM chunks c JOIN files f ON f.id=c.file_id "
+            "WHERE c.file_id=? ORDER BY c.start_line", (file_id,))]
+
+    # -- symbols --------------------------------------------------------------------------
+    def _symbols_where(self, where: str, params: list, repo_id: int | None, limit: int | None = None
+                       ) -> list[StoredSymbol]:
+        sql = f"SELECT {_SYMBOL_COLS} FROM symbols s JOIN files f ON f.id=s.file_id WHERE {where}"
+        if repo_id:
+            sql += " AND f.repo_id=?"
+            params = params + [repo_id]
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        return [StoredSymbol(*row) for row in self._query(sql, params)]
+
+    def symbols_named(self, names: Iterable[str], repo_id: int | None = None
+                      ) -> list[StoredSymbol]:
+        names = sorted({n.lower() for n in names})
+        if not names:
+            return []
+        marks = _placeholders(len(names))
+        return self._symbols_where(f"(s.name_lower IN ({marks}) OR s.qualname_lower IN ({marks}))",
+                                   names + names, repo_id)
+
+    def symbols_by_token(self, tokens: Iterable[str], repo_id: int | None = None,
+                         limit: int = 2000) -> list[StoredSymbol]:
+        tokens = sorted({t.lower() for t in tokens if t})
+        if not tokens:
+            return []
+        prefix = " OR ".join("(s.name_lower >= ? AND s.name_lower < ?)" for _ in tokens)
+        params: list = []
+        for t in tokens:
+            params += [t, t + "\uffff"]
+        return self._symbols_where(
+            f"(s.id IN (SELECT symbol_id FROM symbol_tokens WHERE token IN "
+            f"({_placeholders(len(tokens))})) OR {prefix})", tokens + params, repo_id, limit)
+
+    def symbols_of_file(self, file_id: int) -> list[StoredSymbol]:
+        return self._symbols_where("s.file_id=? ORDER BY s.start_line", [file_id], None)
+
+    def symbols_by_id(self, ids: Iterable[int]) -> list[StoredSymbol]:
+        ids = list(ids)
+        out: list[StoredSymbol] = []
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            out += self._symbols_where(f"s.id IN ({_placeholders(len(part))})", part, None)
+        return out
+
+    # -- graph ----------------------------------------------------------------------------
+    def references(self, repo_id: int) -> Iterator[tuple[str, Reference]]:
+        for path, kind, name, line, source in self._conn().execute(
+                "SELECT f.path, r.kind, r.name, r.line, r.source FROM refs r "
+                "JOIN files f ON f.id=r.file_id WHERE f.repo_id=?", (repo_id,)):
+            yield path, Reference(kind, name, line, source)
+
+    def replace_graph(self, repo_id: int, edges: list[StoredEdge],
+                      symbol_rank: dict[int, float], file_rank: dict[int, float]) -> None:
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("DELETE FROM edges WHERE repo_id=?", (repo_id,))
+            conn.execute("DELETE FROM symbol_rank WHERE repo_id=?", (repo_id,))
+            conn.execute("DELETE FROM file_rank WHERE repo_id=?", (repo_id,))
+            conn.executemany(
+                "INSERT INTO edges(kind, repo_id, src_file, src_symbol, dst_file, dst_symbol, "
+                "line, name, resolved) VALUES(?,?,?,?,?,?,?,?,?)",
+                [(e.kind, repo_id, e.src_file, e.src_symbol, e.dst_file, e.dst_symbol, e.line,
+                  e.name, int(e.resolved)) for e in edges])
+            conn.executemany("INSERT INTO symbol_rank VALUES(?,?,?)",
+                             [(k, repo_id, v) for k, v in symbol_rank.items()])
+            conn.executemany("INSERT INTO file_rank VALUES(?,?,?)",
+                             [(k, repo_id, v) for k, v in file_rank.items()])
+
+    _EDGE_COLS = "kind, src_file, src_symbol, dst_file, dst_symbol, line, name, resolved"
+
+    def _edges(self, where: list[str], params: list, kind: str | None) -> list[StoredEdge]:
+        if not where:
+            return []
+        sql = f"SELECT {self._EDGE_COLS} FROM edges WHERE ({' OR '.join(where)})"
+        if kind:
+            sql += " AND kind=?"
+            params = params + [kind]
+        return [StoredEdge(k, sf, ss, df, ds, line, name, bool(res))
+                for k, sf, ss, df, ds, line, name, res in self._query(sql, params)]
+
+    def edges_to(self, kind: str | None, dst_symbols: Iterable[int] = (),
+                 dst_files: Iterable[int] = (), names: Iterable[str] = ()) -> list[StoredEdge]:
+        where, params = [], []
+        for column, values in (("dst_symbol", list(dst_symbols)), ("dst_file", list(dst_files)),
+                               ("name", list(names))):
+            if values:
+                where.append(f"{column} IN ({_placeholders(len(values))})")
+                params += values
+        return self._edges(where, params, kind)
+
+    def edges_from(self, kind: str | None, src_symbols: Iterable[int] = (),
+                   src_files: Iterable[int] = ()) -> list[StoredEdge]:
+        where, params = [], []
+        for column, values in (("src_symbol", list(src_symbols)), ("src_file", list(src_files))):
+            if values:
+                where.append(f"{column} IN ({_placeholders(len(values))})")
+                params += values
+        return self._edges(where, params, kind)
+
+    def all_edges(self, repo_id: int | None = None) -> list[StoredEdge]:
+        return self._edges(["repo_id=?"] if repo_id else ["1"], [repo_id] if repo_id else [], None)
+
+    def centrality(self) -> tuple[dict[int, float], dict[int, float]]:
+        symbols = dict(self._query("SELECT symbol_id, rank FROM symbol_rank"))
+        files = dict(self._query("SELECT file_id, rank FROM file_rank"))
+        return symbols, files
+
+    # -- vectors --------------------------------------------------------------------------
+    def chunks_missing_vectors(self, model: str, limit: int) -> list[tuple[int, str]]:
+        return self._query(
+            "SELECT min(c.id), c.embed_hash FROM chunks c WHERE c.embed_hash NOT IN "
+            "(SELECT embed_hash FROM vectors WHERE model=?) GROUP BY c.embed_hash LIMIT ?",
+            (model, limit))
+
+    def put_vectors(self, model: str, rows: list[tuple[str, bytes, float]]) -> None:
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany("INSERT OR REPLACE INTO vectors(model, embed_hash, vec, scale) "
+                             "VALUES(?,?,?,?)", [(model, h, v, s) for h, v, s in rows])
+
+    def vectors(self, model: str) -> tuple[list[int], list[bytes], list[float]]:
+        rows = self._query("SELECT c.id, v.vec, v.scale FROM chunks c JOIN vectors v ON "
+                           "v.embed_hash=c.embed_hash AND v.model=? ORDER BY c.id", (model,))
+        return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+
+    def vector_progress(self, model: str) -> tuple[int, int]:
+        total = self._query("SELECT count(*) FROM chunks")[0][0]
+        missing = self._query("SELECT count(*) FROM chunks WHERE embed_hash NOT IN "
+                              "(SELECT embed_hash FROM vectors WHERE model=?)", (model,))[0][0]
+        return total - missing, total
+
+
+def now() -> float:
+    return time.time()

@@ -1,0 +1,45 @@
+"""Identifier-aware tokens for BM25: `parseConfigFile`, `parse_config_file`,
+`parse-config-file` and `config.parse_file` all yield their sub-words, and identifiers are
+also kept whole so an exact identifier still scores highest."""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
+_SUBWORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+STOPWORDS = frozenset("""
+a an and are as at be by can do does did for from how i in into is it its me my of on or
+our so that the their them then there these this those to was we were what when where which
+who whom why will with you your should would could code find show get use used using
+""".split())
+
+
+@lru_cache(maxsize=200_000)
+def identifier_tokens(word: str) -> tuple[str, ...]:
+    """Lower-cased sub-words of an identifier, plus the whole identifier when it has parts."""
+    parts = [p.lower() for p in _SUBWORD.findall(word)]
+    whole = word.lower().strip("_")
+    if whole and (len(parts) != 1 or parts[0] != whole):
+        parts.append(whole)
+    return tuple(parts)
+
+
+def tokens(text: str) -> list[str]:
+    out: list[str] = []
+    for word in _WORD.findall(text):
+        out.extend(identifier_tokens(word))
+    return out
+
+
+def token_text(text: str) -> str:
+    """The text as the space-separated tokens that the BM25 index stores."""
+    return " ".join(tokens(text))
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct query tokens without stopwords (all of them if every word is a stopword)."""
+    terms = list(dict.fromkeys(tokens(query)))
+    kept = [t for t in terms if t not in STOPWORDS and len(t) > 1]
+    return kept or terms
