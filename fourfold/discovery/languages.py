@@ -42,7 +42,7 @@ FILENAMES: dict[str, str] = {
     ".bashrc": "bash", ".zshrc": "bash", ".profile": "bash",
 }
 
-_SHEBANG = re.compile(rb"^#!\s*(?:/usr/bin/env\s+(?:-S\s+)?)?\S*?([A-Za-z0-9_.+-]+)")
+_SHEBANG = re.compile(rb"^#!\s*(?:\S*/env\s+(?:-S\s+)?)?(?:\S*/)?([A-Za-z0-9_.+-]+)")
 _INTERPRETERS = {
     "python": "python", "python3": "python", "python2": "python",
     "node": "javascript", "nodejs": "javascript", "deno": "typescript", "bun": "javascript",
@@ -65,6 +65,6 @@ def detect_language(name: str, head: bytes = b"") -> str | None:
     if head.startswith(b"#!"):
         match = _SHEBANG.match(head.split(b"\n", 1)[0])
         if match:
-            interpreter = re.sub(r"[\d.]+$", "", match.group(1).decode("ascii", "replace"))
-            return _INTERPRETERS.get(match.group(1).decode("ascii", "replace"), _INTERPRETERS.get(interpreter))
+            name = match.group(1).decode("ascii", "replace")
+            return _INTERPRETERS.get(name) or _INTERPRETERS.get(re.sub(r"[\d.]+$", "", name))
     return None

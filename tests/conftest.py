@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+
+def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(textwrap.dedent(content), encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def make_tree(tmp_path):
+    def make(files: dict[str, str | bytes], name: str = "repo") -> Path:
+        return write_tree(tmp_path / name, files)
+    return make

@@ -1,0 +1,119 @@
+"""Incremental indexing, crash safety, locking and bad input."""
+import os
+import time
+
+import pytest
+
+from fourfold import Fourfold
+from fourfold.errors import IndexBusyError
+from fourfold.indexer import IndexLock
+
+
+def test_incremental_reindex_reads_only_the_changed_file(make_tree):
+    files = {f"pkg{i // 100}/mod{i}.py": f"def func_{i}(x):\n    return x + {i}\n"
+             for i in range(1000)}
+    root = make_tree(files)
+    ff = Fourfold(root)
+    first = ff.index()
+    assert first.files == 1000 and first.added == 1000
+    target = root / "pkg3/mod345.py"
+    target.write_text("def renamed_function(x):\n    return x * 2\n")
+    started = time.perf_counter()
+    second = ff.index()
+    elapsed = time.perf_counter() - started
+    assert second.read == 1 and second.changed == 1 and second.added == 0
+    assert elapsed < 1.0
+    assert [d["path"] for d in ff.definitions("renamed_function")] == ["pkg3/mod345.py"]
+    assert not [d for d in ff.definitions("func_345") if d["match"] == "exact"]
+    (root / "pkg0/mod7.py").unlink()
+    third = ff.index()
+    assert third.deleted == 1
+    assert not ff.grep("func_7(", case_sensitive=True)
+
+
+def test_touch_without_change_rewrites_nothing(make_tree):
+    root = make_tree({"a.py": "x = 1\n"})
+    ff = Fourfold(root)
+    ff.index()
+    os.utime(root / "a.py", ns=(1, 1))
+    summary = ff.index()
+    assert summary.read == 1 and summary.changed == 0 and summary.unchanged == 1
+
+
+def test_bad_input_is_skipped_with_reasons(make_tree):
+    root = make_tree({
+        "good.py": "def ok():\n    return 1\n",
+        "blob.dat2": b"\x00\x01\x02binary",
+        "latin.py": b"name = '\xe9t\xe9'  # not utf-8\ndef latin_func():\n    pass\n",
+        "locked.py": "def hidden():\n    pass\n",
+    })
+    os.chmod(root / "locked.py", 0)
+    try:
+        ff = Fourfold(root)
+        summary = ff.index()
+    finally:
+        os.chmod(root / "locked.py", 0o644)
+    assert summary.skipped.get("binary") == 1
+    if os.geteuid() != 0:  # root reads everything
+        assert summary.skipped.get("unreadable file") == 1
+    assert ff.definitions("latin_func")[0]["path"] == "latin.py"
+    assert ff.grep("\ufffdt\ufffd")  # invalid bytes decoded with replacement
+
+
+def test_file_deleted_during_indexing_is_reported(make_tree, monkeypatch):
+    from fourfold import indexer
+    root = make_tree({"a.py": "x = 1\n", "b.py": "y = 2\n"})
+    real = indexer.read_file
+
+    def vanish(found):
+        if found.path == "b.py":
+            os.unlink(found.abspath)
+        return real(found)
+    monkeypatch.setattr(indexer, "read_file", vanish)
+    summary = Fourfold(root).index(workers=1)
+    assert summary.skipped.get("deleted during indexing") == 1
+
+
+def test_crash_mid_index_keeps_previous_index_usable(make_tree, monkeypatch):
+    from fourfold import indexer
+    files = {f"m{i}.py": f"def f{i}():\n    return {i}\n" for i in range(600)}
+    root = make_tree(files)
+    ff = Fourfold(root)
+    ff.index()
+    for i in range(600):
+        (root / f"m{i}.py").write_text(f"def g{i}():\n    return {i}\n")
+    real = indexer.read_file
+    calls = {"n": 0}
+
+    def crash(found):
+        calls["n"] += 1
+        if calls["n"] == 400:
+            raise KeyboardInterrupt
+        return real(found)
+    monkeypatch.setattr(indexer, "read_file", crash)
+    with pytest.raises(KeyboardInterrupt):
+        ff.index(workers=1)
+    # every file is at its old or its new version, never missing
+    for i in (0, 300, 599):
+        assert ff.definitions(f"f{i}") or ff.definitions(f"g{i}")
+    assert len(ff.store.files()) == 600
+    monkeypatch.setattr(indexer, "read_file", real)
+    ff.index()
+    assert ff.definitions("g599")[0]["path"] == "m599.py"
+
+
+def test_second_indexer_is_refused(make_tree):
+    root = make_tree({"a.py": "x = 1\n"})
+    ff = Fourfold(root)
+    with IndexLock(ff.index_dir):
+        with pytest.raises(IndexBusyError, match="another fourfold indexer"):
+            ff.index()
+    assert ff.index().files == 1
+
+
+def test_index_folder_ignores_itself(make_tree):
+    root = make_tree({"a.py": "x = 1\n"})
+    ff = Fourfold(root)
+    ff.index()
+    assert (root / ".fourfold" / ".gitignore").read_text().strip().endswith("*")
+    assert ff.index().files == 1

@@ -1,0 +1,104 @@
+"""The text modality: exactness against grep, regex, BM25 ranking, bad input."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fourfold import Fourfold
+from fourfold.errors import QueryError
+from fourfold.retrievers.text import regex_match_expr
+
+STDLIB = Path(sys.modules["json"].__file__).parent.parent
+
+
+@pytest.fixture(scope="module")
+def stdlib_corpus(tmp_path_factory):
+    """A few hundred real files: some standard library packages, copied."""
+    root = tmp_path_factory.mktemp("corpus")
+    for package in ("json", "email", "http", "logging", "asyncio", "xml", "urllib"):
+        shutil.copytree(STDLIB / package, root / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    ff = Fourfold(root)
+    ff.index(workers=2)
+    return root, ff
+
+
+def grep_lines(root: Path, pattern: str, ignore_case: bool) -> set[tuple[str, int]]:
+    cmd = ["grep", "-rnF", "--binary-files=without-match", "--exclude-dir=.fourfold"]
+    if ignore_case:
+        cmd.append("-i")
+    out = subprocess.run(cmd + ["--", pattern, "."], cwd=root, capture_output=True, text=True,
+                         errors="replace").stdout
+    found = set()
+    for line in out.splitlines():
+        path, number, _ = line.split(":", 2)
+        found.add((path.removeprefix("./"), int(number)))
+    return found
+
+
+@pytest.mark.parametrize("pattern", ["def __init__", "self._", "Error", "import os", "http",
+                                     "return None", "://", "utf-8", "ab", "x"])
+@pytest.mark.parametrize("ignore_case", [False, True])
+def test_literal_grep_equals_grep(stdlib_corpus, pattern, ignore_case):
+    root, ff = stdlib_corpus
+    ours = {(m.path, m.line) for m in ff.grep(pattern, case_sensitive=not ignore_case)}
+    expected = grep_lines(root, pattern, ignore_case)
+    assert expected, "the pattern must occur in the corpus for the test to mean anything"
+    assert ours == expected
+
+
+def test_regex_grep_matches_python_re(stdlib_corpus):
+    import re
+    root, ff = stdlib_corpus
+    pattern = r"def (get|set)_\w+\(self"
+    ours = {(m.path, m.line) for m in ff.grep(pattern, regex=True, case_sensitive=True)}
+    expected = set()
+    for path in root.rglob("*.py"):
+        if ".fourfold" in path.parts:
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").split("\n"), 1):
+            if re.search(pattern, line):
+                expected.add((path.relative_to(root).as_posix(), number))
+    assert expected and ours == expected
+
+
+def test_whole_word(stdlib_corpus):
+    _, ff = stdlib_corpus
+    words = ff.grep("json", whole_word=True, case_sensitive=True)
+    assert words
+    assert all("jsonify" not in m.text or " json" in m.text or "json." in m.text for m in words)
+    plain = ff.grep("json", case_sensitive=True)
+    assert len(plain) > len(words)
+
+
+def test_required_literals_from_regex():
+    assert regex_match_expr("foo.*barbaz") == '("foo" AND "barbaz")'
+    assert regex_match_expr("(hello|world)x") == '("hello" OR "world")'
+    assert regex_match_expr("ab+c") is None
+    assert regex_match_expr(r"\w+") is None
+    assert regex_match_expr("(?:abc)?def") == '"def"'
+
+
+def test_invalid_regex_and_empty_pattern_are_clear_errors(stdlib_corpus):
+    _, ff = stdlib_corpus
+    with pytest.raises(QueryError, match="invalid regular expression"):
+        ff.grep("foo(", regex=True)
+    with pytest.raises(QueryError, match="invalid regular expression"):
+        ff.grep("(?<=a)b", regex=True)  # lookbehind: RE2 refuses, linear time guaranteed
+    with pytest.raises(QueryError, match="empty"):
+        ff.grep("")
+
+
+def test_ranked_search_prefers_identifier_and_path_matches(make_tree):
+    root = make_tree({
+        "config/parser.py": "def parse_config_file(path):\n    return load(path)\n",
+        "util/strings.py": "def shout(text):\n    return text.upper()\n",
+        "notes.md": "This mentions config once.\n",
+    })
+    ff = Fourfold(root)
+    ff.index()
+    response = ff.search("parse config file", modalities=("text",))
+    assert response.hits[0].path == "config/parser.py"
+    assert response.hits[0].symbol == "parse_config_file"
