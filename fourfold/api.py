@@ -9,13 +9,13 @@
 from __future__ import annotations
 
 import os
-import time
 from functools import cached_property
 from pathlib import Path
 
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES
 from .errors import FourfoldError, NotIndexedError
 from .indexer import IndexSummary, Progress, index_repository
+from .retrievers.graph import GraphRetriever
 from .retrievers.structural import StructuralRetriever
 from .retrievers.text import LineMatch, TextRetriever
 from .routing.engine import SearchEngine, SearchOptions, SearchResponse
@@ -99,15 +99,30 @@ class Fourfold:
         return StructuralRetriever(self.store)
 
     @cached_property
+    def graph(self) -> GraphRetriever:
+        return GraphRetriever(self.store, self.structural)
+
+    @cached_property
     def engine(self) -> SearchEngine:
-        retrievers = {"text": self.text, "structural": self.structural}
+        retrievers = {"text": self.text, "structural": self.structural, "graph": self.graph}
         return SearchEngine(retrievers, self._priors)
 
+    def _generation(self) -> tuple:
+        return tuple((r.repo_id, r.indexed_at) for r in self.store.repos())
+
     def _priors(self) -> tuple[dict, dict]:
-        """File flags and centrality keyed for fusion; cached until the next index run."""
-        if self._priors_cache is None:
-            flags = {(None, f.path): f.flags for f in self.store.files()}
-            self._priors_cache = (time.time(), (flags, {}))
+        """File flags and centrality keyed for fusion; reloaded when the index changes."""
+        generation = self._generation()
+        if self._priors_cache is None or self._priors_cache[0] != generation:
+            files = self.store.files()
+            flags = {(None, f.path): f.flags for f in files}
+            paths = {f.file_id: f.path for f in files}
+            symbol_rank, file_rank = self.store.centrality()
+            centrality: dict[tuple, float] = {(None, paths[fid]): rank
+                                              for fid, rank in file_rank.items() if fid in paths}
+            for s in self.store.symbols_by_id(symbol_rank):
+                centrality[(None, s.path, s.qualname)] = symbol_rank[s.symbol_id]
+            self._priors_cache = (generation, (flags, centrality))
         return self._priors_cache[1]
 
     # -- queries --------------------------------------------------------------------------
@@ -149,6 +164,25 @@ class Fourfold:
             parent = nodes.get(s.parent) if s.parent else None
             (parent["children"] if parent else roots).append(node)
         return roots
+
+    def references(self, name: str, limit: int = 50, offset: int = 0) -> dict:
+        """Callers and other references of a symbol, paged, with a total count."""
+        self._require_index()
+        return self.graph.references(name, limit=limit, offset=offset)
+
+    def callees(self, name: str, limit: int = 50, offset: int = 0) -> dict:
+        self._require_index()
+        return self.graph.callees(name, limit=limit, offset=offset)
+
+    def importers(self, name: str, limit: int = 50, offset: int = 0) -> dict:
+        """Files importing a file or module."""
+        self._require_index()
+        return self.graph.importers(name, limit=limit, offset=offset)
+
+    def impact(self, name: str, depth: int = 3, limit: int = 50, offset: int = 0) -> dict:
+        """Transitive dependents (blast radius) with their distance."""
+        self._require_index()
+        return self.graph.impact(name, depth=depth, limit=limit, offset=offset)
 
     def relative(self, path: str) -> str:
         """A user-given path (absolute, or relative to the cwd or the root) as stored."""

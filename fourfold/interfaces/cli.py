@@ -94,9 +94,11 @@ def _print_hit(hit, root_note: str = "") -> None:
 
 
 def cmd_search(args) -> int:
-    ff = _open(args)
     if args.batch:
-        return _batch(ff, args)
+        if args.query and args.path == ".":
+            args.path = args.query  # `search --batch FILE PATH`: the one positional is PATH
+        return _batch(_open(args), args)
+    ff = _open(args)
     _ensure(ff, args)
     response = ff.search(args.query, _search_options(args))
     payload = response.to_dict()

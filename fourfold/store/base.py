@@ -161,6 +161,10 @@ class Store(ABC):
     def symbols_of_file(self, file_id: int) -> list[StoredSymbol]: ...
 
     @abstractmethod
+    def symbols(self, repo_id: int) -> list[StoredSymbol]:
+        """Every symbol of a repository."""
+
+    @abstractmethod
     def symbols_by_id(self, ids: Iterable[int]) -> list[StoredSymbol]: ...
 
     # -- graph ------------------------------------------------------------------------
@@ -185,7 +189,7 @@ class Store(ABC):
 
     @abstractmethod
     def centrality(self) -> tuple[dict[int, float], dict[int, float]]:
-        """(symbol_id -> rank, file_id -> rank), each scaled to [0, 1] by its maximum."""
+        """(symbol_id -> rank, file_id -> rank); PageRank × node count, 1.0 = average."""
 
     # -- vectors ----------------------------------------------------------------------
     @abstractmethod

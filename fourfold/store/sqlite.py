@@ -335,6 +335,9 @@ class SQLiteStore(Store):
     def symbols_of_file(self, file_id: int) -> list[StoredSymbol]:
         return self._symbols_where("s.file_id=? ORDER BY s.start_line", [file_id], None)
 
+    def symbols(self, repo_id: int) -> list[StoredSymbol]:
+        return self._symbols_where("f.repo_id=?", [repo_id], None)
+
     def symbols_by_id(self, ids: Iterable[int]) -> list[StoredSymbol]:
         ids = list(ids)
         out: list[StoredSymbol] = []

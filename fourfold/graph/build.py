@@ -1,0 +1,50 @@
+"""Rebuild a repository's graph in the store: resolve references, rank, write edges."""
+from __future__ import annotations
+
+from ..model import Symbol
+from ..store.base import Store, StoredEdge
+from .centrality import compute_centrality
+from .resolve import FileFacts, resolve_graph
+
+EXTRA_FILES = ("go.mod",)  # read by import resolution (Go module path)
+
+
+def rebuild_graph(store: Store, repo_id: int) -> int:
+    """Resolve every reference of the repository and store edges and centrality.
+
+    Returns the number of edges. Symbol ids come from the store, so this runs after the
+    files are written; centrality is PageRank × node count (1.0 = an average node).
+    """
+    files = {f.path: f for f in store.files(repo_id)}
+    facts: dict[str, FileFacts] = {p: FileFacts(f.language or "") for p, f in files.items()}
+    symbol_ids: dict[tuple[str, str], int] = {}
+    for s in store.symbols(repo_id):
+        facts[s.path].symbols.append(Symbol(s.name, s.qualname, s.kind, s.start_line,
+                                            s.end_line, s.signature or "", "", s.parent))
+        symbol_ids.setdefault((s.path, s.qualname), s.symbol_id)
+    for path, ref in store.references(repo_id):
+        facts[path].references.append(ref)
+    extra = {p: store.content(files[p].file_id) for p in files
+             if p.rsplit("/", 1)[-1] in EXTRA_FILES}
+    edges = resolve_graph(facts, extra_files=extra or None)
+
+    def sym(path: str | None, qualname: str | None) -> int | None:
+        return symbol_ids.get((path, qualname)) if path and qualname else None
+
+    stored = [StoredEdge(e.kind, files[e.src_path].file_id, sym(e.src_path, e.src_symbol),
+                         files[e.dst_path].file_id if e.dst_path in files else None,
+                         sym(e.dst_path, e.dst_symbol), e.line, e.name,
+                         e.resolved and e.dst_path in files)
+              for e in edges if e.src_path in files]
+    symbol_scores, file_scores = compute_centrality(edges)
+    n_symbols = max(len(symbol_scores), 1)
+    n_files = max(len(file_scores), 1)
+    symbol_rank = {}
+    for (path, qualname), c in symbol_scores.items():
+        sid = sym(path, qualname)
+        if sid is not None:
+            symbol_rank[sid] = c.pagerank * n_symbols
+    file_rank = {files[p].file_id: c.pagerank * n_files for p, c in file_scores.items()
+                 if p in files}
+    store.replace_graph(repo_id, stored, symbol_rank, file_rank)
+    return len(stored)

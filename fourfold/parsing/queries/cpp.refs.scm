@@ -1,0 +1,6 @@
+(preproc_include path: (_) @reference.import)
+(call_expression function: [(identifier) (field_expression) (qualified_identifier) (template_function)] @reference.call)
+(new_expression type: [(type_identifier) (qualified_identifier) (template_type)] @reference.call)
+(base_class_clause [(type_identifier) (qualified_identifier) (template_type)] @reference.inherit)
+(parameter_declaration type: [(type_identifier) (qualified_identifier) (template_type)] @reference.ref)
+(using_declaration (qualified_identifier) @reference.import)

@@ -1,0 +1,5 @@
+(call target: (identifier) @_k (#any-of? @_k "alias" "import" "use" "require") (arguments . [(alias) (dot)] @reference.import.stmt))
+(unary_operator operand: (call target: (identifier) @_b (#eq? @_b "behaviour") (arguments (alias) @reference.inherit)))
+(call target: (identifier) @reference.call (#not-match? @reference.call "^(def|defp|defmodule|defmacro|defmacrop|defstruct|defprotocol|defimpl|defguard|defguardp|defdelegate|defexception|defoverridable|alias|import|use|require|if|unless|case|cond|with|for|try|receive|quote|unquote|fn|raise|reraise|throw|describe|test|setup|assert|refute|behaviour)$"))
+(call target: (dot left: [(alias) (identifier)] @receiver right: (identifier) @reference.call))
+(call target: (identifier) @_d (#eq? @_d "defmodule") (arguments . (alias) @reference.package))

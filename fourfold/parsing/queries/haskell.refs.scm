@@ -1,0 +1,6 @@
+(import module: (module) @reference.import alias: (module)? @alias)
+(apply function: [(variable) (constructor) (qualified)] @reference.call)
+(infix operator: (infix_id [(variable) (qualified)] @reference.call))
+(instance name: (_) @reference.inherit patterns: (type_patterns . (_) @source))
+(class context: (context (apply constructor: (_) @reference.inherit)))
+(header module: (module) @reference.package)

@@ -1,0 +1,12 @@
+(import_declaration) @reference.import.stmt
+(method_invocation object: (_) @receiver name: (identifier) @reference.call)
+(method_invocation !object name: (identifier) @reference.call)
+(object_creation_expression type: (_) @reference.call)
+(superclass (_) @reference.inherit)
+(super_interfaces (type_list (_) @reference.inherit))
+(extends_interfaces (type_list (_) @reference.inherit))
+(formal_parameter type: [(type_identifier) (scoped_type_identifier) (generic_type)] @reference.ref)
+(field_declaration type: [(type_identifier) (scoped_type_identifier) (generic_type)] @reference.ref)
+(method_declaration type: [(type_identifier) (scoped_type_identifier) (generic_type)] @reference.ref)
+(local_variable_declaration type: [(type_identifier) (scoped_type_identifier) (generic_type)] @reference.ref)
+(package_declaration [(scoped_identifier) (identifier)] @reference.package)

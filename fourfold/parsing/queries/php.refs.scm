@@ -1,0 +1,13 @@
+(namespace_use_declaration) @reference.import.stmt
+([(require_expression) (require_once_expression) (include_expression) (include_once_expression)] (string (string_content) @reference.import))
+([(require_expression) (require_once_expression) (include_expression) (include_once_expression)] (binary_expression right: (string (string_content) @reference.import)))
+(function_call_expression function: [(name) (qualified_name)] @reference.call)
+(member_call_expression object: (_) @receiver.arrow name: (name) @reference.call)
+(nullsafe_member_call_expression object: (_) @receiver.arrow name: (name) @reference.call)
+(scoped_call_expression scope: (_) @receiver.colons name: (name) @reference.call)
+(object_creation_expression [(name) (qualified_name)] @reference.call)
+(base_clause [(name) (qualified_name)] @reference.inherit)
+(class_interface_clause [(name) (qualified_name)] @reference.inherit)
+(use_declaration [(name) (qualified_name)] @reference.inherit)
+(simple_parameter type: (named_type [(name) (qualified_name)] @reference.ref))
+(namespace_definition name: (_) @reference.package)

@@ -1,0 +1,7 @@
+(call method: (identifier) @_m (#any-of? @_m "require" "load" "autoload") arguments: (argument_list (string (string_content) @reference.import)))
+(call method: (identifier) @_m (#eq? @_m "require_relative") arguments: (argument_list . (string (string_content) @reference.import.relative)))
+(call method: (identifier) @_m (#any-of? @_m "include" "extend" "prepend") arguments: (argument_list [(constant) (scope_resolution)] @reference.inherit))
+(class superclass: (superclass [(constant) (scope_resolution)] @reference.inherit))
+(call receiver: (_) @receiver method: (_) @reference.call)
+(call !receiver method: (identifier) @reference.call (#not-match? @reference.call "^(require|require_relative|load|autoload|include|extend|prepend|attr_accessor|attr_reader|attr_writer|private|protected|public|module_function)$"))
+(body_statement (identifier) @reference.call)

@@ -1,0 +1,5 @@
+(import_declaration (identifier) @reference.import)
+(call_expression . [(simple_identifier) (navigation_expression)] @reference.call)
+(class_declaration name: (_) @source (inheritance_specifier inherits_from: (_) @reference.inherit))
+(protocol_declaration (inheritance_specifier inherits_from: (_) @reference.inherit))
+(parameter (user_type) @reference.ref)

@@ -1,0 +1,329 @@
+"""Raw references (calls, imports, inheritance, type uses) found with tree-sitter queries.
+
+One query file per language: ``queries/<language>.refs.scm``. Capture convention:
+
+* ``@reference.call``    the callee as written (``foo``, ``self.save``, ``pkg.Func``, ``Type::new``)
+* ``@reference.import``  the imported module / path (quotes are stripped)
+* ``@reference.inherit`` a base class, implemented interface, trait, mixin or embedded type
+* ``@reference.ref``     a non-call use of a type name (annotations, parameter/field types)
+
+Variants of the main capture (``@reference.<kind>.<variant>``):
+
+* ``import.stmt``       the whole import statement; keywords are stripped and ``{a, b}`` groups
+                        expanded (Rust ``use``, Java/Kotlin/Scala/C#/PHP/Swift/Haskell imports)
+* ``import.relative``   a path relative to the file (Ruby ``require_relative``): ``./`` is added
+* ``import.mod``        a Rust ``mod foo;`` declaration: encoded ``mod foo``
+* ``import.default``    JS default import: encoded ``<module>:default as <local>``
+* ``import.namespace``  JS namespace import: encoded ``<module>:* as <local>``
+* ``import.star``       JS ``export * from '<module>'``: encoded ``<module>:*``
+
+Helper captures in the same match:
+
+* ``@receiver`` / ``@receiver.arrow`` / ``@receiver.colons``: prefix joined with ``.``, ``->``, ``::``
+* ``@module``  prefix joined with ``:`` (``from a.b import c`` -> ``a.b:c``)
+* ``@alias``   suffix `` as <alias>``
+* ``@source``  the defining type for references outside its span (Rust ``impl Trait for S``)
+
+Captures whose name starts with ``_`` only serve predicates.
+
+Name encodings (what the graph resolver reads):
+
+* import: ``module[:member][ as alias]``. ``module`` is the path as written: ``os.path``,
+  ``..pkg.mod`` (Python relative), ``./util`` (JS), ``fmt``, ``crate::a::b``, ``java.util.List``,
+  ``java.util.*``, ``<stdio.h>`` (system include, angle brackets kept), ``local/util.h``
+  (quoted include), ``App\\Models\\User``, ``mod foo`` (Rust module declaration).
+  ``member`` is present for Python ``from`` imports (``a.b:c``, ``.:sibling``, ``.utils:*``)
+  and JS/TS ES imports (``./util:a``, ``./util:b as c``, ``./d:default as D``,
+  ``./ns:* as ns``). ``alias`` for ``import x as y`` forms in every language that has them.
+* call: the callee as written, whitespace, generic arguments and ``?.`` removed. When the
+  receiver is not a plain name path (``foo().bar``, ``a[0].b``) it is encoded ``?.bar``.
+  Python ``super().m`` is encoded ``super.m``.
+* inherit / ref: the type name as written (generic arguments removed): ``Base``, ``ns::C``.
+"""
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+
+import tree_sitter
+
+from ..model import Reference, Symbol
+from .grammars import get_language
+
+_KINDS = ("call", "import", "inherit", "ref")
+
+_WS = re.compile(r"\s+")
+_GENERIC = re.compile(r"<[^<>]*>")
+_PATH = re.compile(
+    r"^(?:[$@:\\]|::)?[A-Za-z_][\w$]*(?:(?:\.|::|->|:|\\)[$@]?[A-Za-z_][\w$]*)*[!?]?$"
+)
+_TRAILING = re.compile(r"([A-Za-z_][\w$]*)[!?]?$")
+_STRIP_KW = re.compile(
+    r"^(?:import|using|use|static|global|from|export|alias|require|qualified|function|const"
+    r"|class|struct|enum|protocol|typealias|func|var|let|module|type)\s+"
+)
+
+
+@cache
+def _query(language: str) -> tree_sitter.Query | None:
+    """The language's reference query, compiled once. One query (one tree traversal): the
+    traversal, not the number of patterns, dominates the cost."""
+    try:
+        text = resources.files(__package__).joinpath("queries", f"{language}.refs.scm").read_text()
+    except (FileNotFoundError, OSError):
+        return None
+    return tree_sitter.Query(get_language(language), text)
+
+
+@cache
+def _capture_kind(cname: str) -> tuple[str, str]:
+    parts = cname.split(".")
+    return parts[1], (parts[2] if len(parts) > 2 else "")
+
+
+def _text(node: tree_sitter.Node) -> str:
+    return node.text.decode("utf-8", "replace")
+
+
+_SIMPLE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
+
+
+def _norm(text: str) -> str:
+    """Normalise a callee / type expression; '' when nothing name-like is left."""
+    if _SIMPLE.fullmatch(text):  # fast path: `foo`, `self.save`, `pkg.Func`
+        return text
+    t = _WS.sub("", text)
+    if "?." in t or "!!." in t:
+        t = t.replace("!!.", ".").replace("?.", ".")
+    if "super()" in t:
+        t = t.replace("super()", "super")
+    if "<" in t:
+        for _ in range(8):
+            n = _GENERIC.sub("", t)
+            if n == t:
+                break
+            t = n
+        t = t.replace("::::", "::")
+        if t.endswith("::"):
+            t = t[:-2]
+    if _PATH.match(t):
+        return t
+    m = _TRAILING.search(t)
+    return "?." + m.group(1) if m else ""
+
+
+def _unquote(text: str) -> str:
+    t = text.strip()
+    if len(t) >= 2 and t[0] in "\"'`" and t[-1] == t[0]:
+        t = t[1:-1]
+    return t
+
+
+def _expand_braces(s: str) -> list[str]:
+    i = s.find("{")
+    if i < 0:
+        return [s]
+    depth = 0
+    for j in range(i, len(s)):
+        if s[j] == "{":
+            depth += 1
+        elif s[j] == "}":
+            depth -= 1
+            if depth == 0:
+                break
+    else:
+        return [s.replace("{", "").replace("}", "")]
+    prefix, inner, suffix = s[:i], s[i + 1:j], s[j + 1:]
+    parts, depth, start = [], 0, 0
+    for k, ch in enumerate(inner):
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(inner[start:k])
+            start = k + 1
+    parts.append(inner[start:])
+    out: list[str] = []
+    for p in parts:
+        p = p.strip()
+        if p:
+            out.extend(_expand_braces(prefix + p + suffix))
+    return out
+
+
+def _import_stmt(text: str) -> list[str]:
+    """Clean an import statement's text into one or more module paths."""
+    t = text.strip().rstrip(";").strip()
+    # Haskell: import lists and hiding lists; Python-style parenthesised lists elsewhere are rare.
+    if "(" in t:
+        t = re.sub(r"\bhiding\b", " ", t)
+        t = re.sub(r"\([^()]*(?:\([^()]*\)[^()]*)*\)", " ", t)
+    prev = None
+    while prev != t:
+        prev = t
+        t = _STRIP_KW.sub("", t.strip())
+    t = re.sub(r"\s+qualified\b", "", t)
+    t = _WS.sub(" ", t).strip()
+    # C#: using X = A.B;
+    m = re.match(r"^([\w.]+)\s*=\s*(.+)$", t)
+    if m:
+        t = f"{m.group(2).strip()} as {m.group(1)}"
+    out = []
+    for item in _expand_braces(t):
+        item = _WS.sub(" ", item.replace("=>", " as ")).strip()
+        item = re.sub(r"(::|\.)self\b", "", item)
+        if item.endswith("._"):
+            item = item[:-2] + ".*"
+        if " as _" == item[-5:]:
+            continue
+        item = re.sub(r"\s*\bas\b\s*", " as ", item)
+        item = re.sub(r"\s*(::|\.|\\)\s*", r"\1", item)
+        if item:
+            out.append(item)
+    return out
+
+
+_TYPE_KINDS = frozenset({"class", "interface", "trait", "struct", "enum", "protocol", "module",
+                         "object", "record", "union", "impl", "extension", "mixin", "actor",
+                         "namespace", "type"})
+
+
+def _paint(symbols, n_lines: int) -> list[str | None]:
+    owner: list[str | None] = [None] * (n_lines + 2)
+    for s in sorted(symbols, key=lambda s: (s.start_line - s.end_line, -s.start_line)):
+        lo = max(s.start_line, 0)
+        hi = min(s.end_line, n_lines + 1)
+        if hi >= lo:
+            owner[lo:hi + 1] = [s.qualname] * (hi - lo + 1)
+    return owner
+
+
+def _source_index(symbols: list[Symbol], n_lines: int) -> tuple[list[str | None], dict[str, str]]:
+    """line -> qualname of the innermost symbol containing it."""
+    owner = _paint(symbols, n_lines)
+    by_name: dict[str, str] = {}
+    for s in symbols:
+        by_name.setdefault(s.name, s.qualname)
+        by_name.setdefault(s.qualname, s.qualname)
+    return owner, by_name
+
+
+def _elixir_skip(node: tree_sitter.Node) -> bool:
+    """`def name(args)`: the head of a definition is not a call."""
+    call = node.parent
+    args = call.parent if call is not None else None
+    outer = args.parent if args is not None else None
+    if outer is None or outer.type != "call" or args.type != "arguments":
+        return False
+    target = outer.child_by_field_name("target")
+    return target is not None and target.text in _ELIXIR_DEFS
+
+
+_ELIXIR_DEFS = {
+    b"def", b"defp", b"defmacro", b"defmacrop", b"defguard", b"defguardp", b"defdelegate",
+    b"defn", b"defnp",
+}
+_SKIP = {"elixir": _elixir_skip}
+
+
+def extract_references(
+    tree: tree_sitter.Tree, source: bytes, language: str, symbols: list[Symbol]
+) -> list[Reference]:
+    query = _query(language)
+    if query is None:
+        return []
+    n_lines = source.count(b"\n") + 1
+    owner, by_name = _source_index(symbols, n_lines)
+    skip = _SKIP.get(language)
+    seen: set[tuple[str, str, int]] = set()
+    qualified: set[tuple[str, int]] = set()
+    out: list[Reference] = []
+    items: list[tuple[str, tree_sitter.Node, dict]] = []
+    type_owner: list[str | None] | None = None
+    for _, caps in tree_sitter.QueryCursor(query).matches(tree.root_node):
+        for cname, nodes in caps.items():
+            if cname.startswith("reference."):
+                items.append((cname, nodes[0], caps))
+                break
+    for cname, node, caps in items:
+        kind, variant = _capture_kind(cname)
+        if skip is not None and skip(node):
+            continue
+        line = node.start_point[0] + 1
+        text = node.text.decode("utf-8", "replace")
+        names: list[str]
+        if kind == "call" and len(caps) == 1:  # the common case, kept short
+            name = _norm(text)
+            if name:
+                src = owner[line] if line < len(owner) else None
+                key = (kind, name, line)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(Reference(kind, name, line, src))
+            continue
+        if kind == "import":
+            if variant == "stmt":
+                names = _import_stmt(text)
+            else:
+                name = _unquote(text)
+                if variant == "relative" and not name.startswith((".", "/")):
+                    name = "./" + name
+                elif variant == "mod":
+                    name = "mod " + name
+                elif variant == "default":
+                    name = "default as " + name
+                elif variant == "star":
+                    name = "*"
+                elif variant == "namespace":
+                    name = "* as " + name
+                if len(caps) > 1:
+                    mod = caps.get("module")
+                    if mod:
+                        name = _unquote(_text(mod[0])) + ":" + name
+                    alias = caps.get("alias")
+                    if alias:
+                        a = _text(alias[0])
+                        if a not in ("_", ".") and a != name:
+                            name = f"{name} as {a}"
+                names = [name] if name else []
+        else:
+            if len(caps) > 1:
+                recv = caps.get("receiver")
+                sep = "."
+                if recv is None:
+                    recv = caps.get("receiver.arrow")
+                    sep = "->"
+                if recv is None:
+                    recv = caps.get("receiver.colons")
+                    sep = "::"
+                if recv is not None:
+                    text = _text(recv[0]) + sep + text
+            name = _norm(text)
+            names = [name] if name else []
+        src_caps = caps.get("source") if len(caps) > 1 else None
+        if src_caps:
+            st = _norm(_text(src_caps[0]))
+            src = by_name.get(st, st or None)
+        elif kind == "inherit":
+            # the class being declared, even when a member shares its line
+            if type_owner is None:
+                type_owner = _paint([s for s in symbols if s.kind in _TYPE_KINDS], n_lines)
+            src = type_owner[line] if line < len(type_owner) else None
+            if src is None:
+                src = owner[line] if line < len(owner) else None
+        else:
+            src = owner[line] if line < len(owner) else None
+        for name in names:
+            key = (kind, name, line)
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append(Reference(kind, name, line, src))
+            if kind == "import" and (" as " in name or ":" in name):
+                qualified.add((name.split(" as ")[0].split(":")[0], line))
+    if qualified:
+        # `import {a} from './x'` also matches the bare-module pattern: keep the richer form.
+        out = [r for r in out if r.kind != "import" or (r.name, r.line) not in qualified]
+    return out

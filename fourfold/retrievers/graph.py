@@ -1,0 +1,256 @@
+"""Graph modality: callers, callees, importers and blast radius over the stored edges.
+
+The edges of the index are loaded once into adjacency maps (reloaded when the index
+changes), so a depth-3 impact query is a breadth-first walk in memory.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from ..errors import QueryError
+from ..graph.centrality import impact as bfs_impact
+from ..model import Hit
+from ..store.base import Store, StoredEdge, StoredSymbol
+from .base import Query
+from .structural import StructuralRetriever
+
+Node = tuple[str, int]  # ("s", symbol_id) or ("f", file_id) for module-level code
+DEPENDENCY_KINDS = ("call", "inherit", "ref")
+
+
+@dataclass
+class LoadedGraph:
+    generation: tuple
+    edges: list[StoredEdge]
+    dependents: dict[Node, set[Node]] = field(default_factory=lambda: defaultdict(set))
+    incoming: dict[int, list[StoredEdge]] = field(default_factory=lambda: defaultdict(list))
+    outgoing: dict[int, list[StoredEdge]] = field(default_factory=lambda: defaultdict(list))
+    file_importers: dict[int, list[StoredEdge]] = field(default_factory=lambda: defaultdict(list))
+    unresolved_by_name: dict[str, list[StoredEdge]] = field(
+        default_factory=lambda: defaultdict(list))
+    symbol_rank: dict[int, float] = field(default_factory=dict)
+    file_rank: dict[int, float] = field(default_factory=dict)
+
+
+def _node(symbol: int | None, file_id: int) -> Node:
+    return ("s", symbol) if symbol is not None else ("f", file_id)
+
+
+def _last_name(name: str) -> str:
+    return re.split(r"\.|::|->|:|#", name)[-1]
+
+
+class GraphRetriever:
+    modality = "graph"
+
+    def __init__(self, store: Store, structural: StructuralRetriever):
+        self.store = store
+        self.structural = structural
+        self._graph: LoadedGraph | None = None
+        self._lock = threading.Lock()
+
+    def ready(self) -> bool:
+        return True
+
+    # -- loading ----------------------------------------------------------------------
+    def graph(self) -> LoadedGraph:
+        generation = tuple((r.repo_id, r.indexed_at) for r in self.store.repos())
+        with self._lock:
+            if self._graph is None or self._graph.generation != generation:
+                self._graph = self._load(generation)
+            return self._graph
+
+    def _load(self, generation: tuple) -> LoadedGraph:
+        g = LoadedGraph(generation, self.store.all_edges())
+        for e in g.edges:
+            if e.kind == "import":
+                if e.dst_file is not None and e.resolved:
+                    g.file_importers[e.dst_file].append(e)
+                continue
+            if e.src_symbol is not None:
+                g.outgoing[e.src_symbol].append(e)
+            if not e.resolved:
+                if e.kind == "call":
+                    g.unresolved_by_name[_last_name(e.name)].append(e)
+                continue
+            if e.dst_symbol is None:
+                continue
+            g.incoming[e.dst_symbol].append(e)
+            if e.kind in DEPENDENCY_KINDS:
+                src = _node(e.src_symbol, e.src_file)
+                if src != ("s", e.dst_symbol):
+                    g.dependents[("s", e.dst_symbol)].add(src)
+        g.symbol_rank, g.file_rank = self.store.centrality()
+        return g
+
+    # -- targets ----------------------------------------------------------------------
+    def definitions_of(self, name: str, repo_id: int | None = None) -> list[StoredSymbol]:
+        """The definitions a name means: exact or qualified matches, else case/style matches."""
+        if not name or not name.strip():
+            raise QueryError("empty name: give the symbol to look up")
+        found = self.structural.definitions(name.strip(), repo_id=repo_id, limit=200)
+        best = min((tier for _, tier in found), default=None)
+        if best is None or best > 2:
+            return []
+        return [s for s, tier in found if tier == best]
+
+    def _symbol_info(self, ids) -> dict[int, StoredSymbol]:
+        return {s.symbol_id: s for s in self.store.symbols_by_id(ids)}
+
+    def _paths(self) -> dict[int, str]:
+        return {f.file_id: f.path for f in self.store.files()}
+
+    @staticmethod
+    def _page(rows: list[dict], limit: int, offset: int, notes: list[str]) -> dict:
+        if limit < 1 or offset < 0:
+            raise QueryError("limit must be at least 1 and offset at least 0")
+        page = rows[offset:offset + limit]
+        out = {"total": len(rows), "offset": offset, "results": page, "notes": notes}
+        if offset + limit < len(rows):
+            out["next_offset"] = offset + limit
+        return out
+
+    def _definition_notes(self, name: str, targets: list[StoredSymbol]) -> list[str]:
+        if not targets:
+            return [f"no definition named {name!r} in the index"]
+        if len(targets) > 1:
+            listed = ", ".join(f"{t.qualname} ({t.path}:{t.start_line})" for t in targets[:5])
+            return [f"{len(targets)} definitions match {name!r}: {listed}; each result names "
+                    "its definition; a qualified name picks one"]
+        return []
+
+    # -- queries ----------------------------------------------------------------------
+    def references(self, name: str, limit: int = 50, offset: int = 0,
+                   repo_id: int | None = None) -> dict:
+        """Call sites and other uses of a symbol, each with the calling symbol."""
+        g = self.graph()
+        targets = self.definitions_of(name, repo_id)
+        edges = [(t, e) for t in targets for e in g.incoming.get(t.symbol_id, [])]
+        callers = self._symbol_info({e.src_symbol for _, e in edges if e.src_symbol is not None})
+        paths = self._paths()
+        rows = []
+        for target, e in edges:
+            caller = callers.get(e.src_symbol)
+            rows.append({"path": paths.get(e.src_file, "?"), "line": e.line, "kind": e.kind,
+                         "symbol": caller.qualname if caller else None,
+                         "start_line": caller.start_line if caller else e.line,
+                         "end_line": caller.end_line if caller else e.line,
+                         "definition": f"{target.path}:{target.qualname}", "resolved": True})
+        resolved_sites = {(r["path"], r["line"]) for r in rows}
+        last = _last_name(name)
+        unresolved = [e for e in g.unresolved_by_name.get(last, [])
+                      if (paths.get(e.src_file), e.line) not in resolved_sites]
+        unresolved_callers = self._symbol_info(
+            {e.src_symbol for e in unresolved if e.src_symbol is not None})
+        for e in unresolved:
+            caller = unresolved_callers.get(e.src_symbol)
+            rows.append({"path": paths.get(e.src_file, "?"), "line": e.line, "kind": e.kind,
+                         "symbol": caller.qualname if caller else None,
+                         "start_line": caller.start_line if caller else e.line,
+                         "end_line": caller.end_line if caller else e.line,
+                         "definition": None, "resolved": False, "name": e.name})
+        rows.sort(key=lambda r: (not r["resolved"], r["path"], r["line"]))
+        notes = self._definition_notes(name, targets)
+        if unresolved:
+            notes.append(f"{len(unresolved)} call sites of the name {last!r} could not be "
+                         "resolved to a definition; they are listed last with resolved=false")
+        return self._page(rows, limit, offset, notes)
+
+    def callees(self, name: str, limit: int = 50, offset: int = 0,
+                repo_id: int | None = None) -> dict:
+        g = self.graph()
+        targets = self.definitions_of(name, repo_id)
+        edges = [(t, e) for t in targets for e in g.outgoing.get(t.symbol_id, [])
+                 if e.kind == "call"]
+        info = self._symbol_info({e.dst_symbol for _, e in edges if e.dst_symbol is not None})
+        paths = self._paths()
+        rows = []
+        for target, e in edges:
+            callee = info.get(e.dst_symbol)
+            rows.append({"path": callee.path if callee else None, "line": e.line,
+                         "call_site": f"{target.path}:{e.line}", "name": e.name,
+                         "symbol": callee.qualname if callee else None,
+                         "start_line": callee.start_line if callee else None,
+                         "end_line": callee.end_line if callee else None,
+                         "kind": callee.kind if callee else None,
+                         "definition": f"{target.path}:{target.qualname}",
+                         "resolved": callee is not None})
+            if callee is None:
+                rows[-1]["path"] = paths.get(e.src_file)
+        rows.sort(key=lambda r: (not r["resolved"], r["call_site"]))
+        return self._page(rows, limit, offset, self._definition_notes(name, targets))
+
+    def importers(self, file_or_module: str, limit: int = 50, offset: int = 0,
+                  repo_id: int | None = None) -> dict:
+        g = self.graph()
+        paths = self._paths()
+        wanted = file_or_module.strip().strip("/")
+        if not wanted:
+            raise QueryError("empty file or module name")
+        as_path = wanted.replace(".", "/")
+        targets = [fid for fid, p in paths.items()
+                   if p == wanted or p.rsplit(".", 1)[0] == as_path
+                   or p.rsplit(".", 1)[0].endswith("/" + as_path)
+                   or p.endswith("/" + wanted)
+                   or p.rsplit(".", 1)[0] in (as_path + "/__init__", as_path + "/index",
+                                              as_path + "/mod")]
+        rows = []
+        for fid in targets:
+            for e in g.file_importers.get(fid, []):
+                rows.append({"path": paths.get(e.src_file), "line": e.line, "name": e.name,
+                             "imports": paths[fid]})
+        rows.sort(key=lambda r: (r["path"], r["line"]))
+        notes = [] if targets else [f"no indexed file matches {file_or_module!r}"]
+        return self._page(rows, limit, offset, notes)
+
+    def impact(self, name: str, depth: int = 3, limit: int = 50, offset: int = 0,
+               repo_id: int | None = None) -> dict:
+        """Transitive dependents, nearest first, then by centrality; cycle-safe and paged."""
+        if depth < 1:
+            raise QueryError("depth must be at least 1")
+        g = self.graph()
+        targets = self.definitions_of(name, repo_id)
+        distance = bfs_impact(g.dependents, [("s", t.symbol_id) for t in targets], depth)
+        info = self._symbol_info([n[1] for n in distance if n[0] == "s"])
+        paths = self._paths()
+
+        def centrality(node: Node) -> float:
+            return (g.symbol_rank.get(node[1], 0.0) if node[0] == "s"
+                    else g.file_rank.get(node[1], 0.0))
+
+        ordered = sorted(distance.items(), key=lambda kv: (kv[1], -centrality(kv[0]), kv[0]))
+        rows = []
+        for node, dist in ordered:
+            if node[0] == "s":
+                s = info.get(node[1])
+                if s is None:
+                    continue
+                rows.append({"path": s.path, "start_line": s.start_line, "end_line": s.end_line,
+                             "symbol": s.qualname, "kind": s.kind, "distance": dist,
+                             "centrality": round(centrality(node), 4)})
+            else:
+                rows.append({"path": paths.get(node[1]), "start_line": 1, "end_line": 1,
+                             "symbol": None, "kind": "module", "distance": dist,
+                             "centrality": round(centrality(node), 4)})
+        return self._page(rows, limit, offset, self._definition_notes(name, targets))
+
+    # -- the retriever interface ------------------------------------------------------
+    def search(self, query: Query, limit: int) -> list[Hit]:
+        if not query.target:
+            return []
+        if query.intent == "impact_analysis":
+            rows = self.impact(query.target, depth=3, limit=limit)["results"]
+        else:
+            rows = self.references(query.target, limit=limit)["results"]
+        hits, seen = [], set()
+        for rank, r in enumerate(rows):
+            key = (r["path"], r.get("symbol") or r["start_line"])
+            if r["path"] is None or key in seen:
+                continue
+            seen.add(key)
+            hits.append(Hit(r["path"], r["start_line"], r["end_line"], 1.0 / (1 + rank),
+                            symbol=r.get("symbol"), kind=r.get("kind")))
+        return hits

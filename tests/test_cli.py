@@ -1,0 +1,113 @@
+"""The command line as a user runs it: exit codes, JSON output, clear errors."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+PROJECT = {
+    "app/config.py": '''
+        """Configuration loading."""
+        import json
+
+
+        def parse_config(path):
+            """Read a JSON config file."""
+            with open(path) as handle:
+                return json.load(handle)
+
+
+        class Settings:
+            def __init__(self, path):
+                self.values = parse_config(path)
+
+            def get(self, key):
+                return self.values[key]
+        ''',
+    "app/main.py": '''
+        from app.config import Settings, parse_config
+
+
+        def run():
+            settings = Settings("app.json")
+            raw = parse_config("other.json")
+            raise ConnectionError("ECONNREFUSED while starting")
+        ''',
+    "web/server.ts": '''
+        export function startServer(port: number): void {
+          console.log("listening", port);
+        }
+        ''',
+}
+
+
+def fourfold(*args, cwd=None):
+    result = subprocess.run([sys.executable, "-m", "fourfold.interfaces.cli", *args],
+                            capture_output=True, text=True, cwd=cwd)
+    return result.returncode, result.stdout, result.stderr
+
+
+@pytest.fixture
+def project(make_tree):
+    return make_tree(PROJECT)
+
+
+def test_search_indexes_on_first_use_and_answers_json(project):
+    code, out, err = fourfold("search", "def parse_config", str(project), "--json")
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["intent"] == "find_definition"
+    assert payload["fusion_strategy"] == "direct"
+    first = payload["results"][0]
+    assert (first["path"], first["start_line"], first["symbol"]) == ("app/config.py", 6,
+                                                                     "parse_config")
+
+
+def test_grep_exit_codes_and_regex_errors(project):
+    assert fourfold("index", str(project))[0] == 0
+    code, out, _ = fourfold("grep", "econnrefused", str(project))
+    assert code == 0 and out.strip() == 'app/main.py:8:    raise ConnectionError("ECONNREFUSED ' \
+                                        'while starting")'
+    assert fourfold("grep", "econnrefused", str(project), "--case-sensitive")[0] == 1
+    code, _, err = fourfold("grep", "foo(", str(project), "--regex")
+    assert code == 2 and "invalid regular expression" in err and "Traceback" not in err
+    code, _, err = fourfold("search", "  ", str(project))
+    assert code == 2 and "empty query" in err
+
+
+def test_def_outline_refs_impact(project):
+    assert fourfold("index", str(project))[0] == 0
+    code, out, _ = fourfold("def", "parseConfig", str(project), "--json")
+    assert code == 0 and json.loads(out)["results"][0]["qualname"] == "parse_config"
+    code, out, _ = fourfold("outline", str(project / "app/config.py"), "--json")
+    tree = json.loads(out)["results"]
+    settings = next(n for n in tree if n["name"] == "Settings")
+    assert [c["name"] for c in settings["children"]] == ["__init__", "get"]
+    code, out, _ = fourfold("refs", "parse_config", str(project), "--json")
+    callers = {(r["path"], r["symbol"]) for r in json.loads(out)["results"] if r["resolved"]}
+    assert callers == {("app/config.py", "Settings.__init__"), ("app/main.py", "run")}
+    code, out, _ = fourfold("impact", "parse_config", str(project), "--json")
+    impact = {(r["symbol"], r["distance"]) for r in json.loads(out)["results"]}
+    assert ("Settings.__init__", 1) in impact and ("run", 1) in impact
+
+
+def test_status_and_not_indexed_error(project, tmp_path):
+    code, _, err = fourfold("def", "x", str(project), "--index-dir", str(tmp_path / "idx"))
+    assert code in (0, 1)  # indexes on first use
+    code, out, _ = fourfold("status", str(project), "--index-dir", str(tmp_path / "idx"),
+                            "--json")
+    repo = json.loads(out)["repositories"][0]
+    assert repo["files"] == 3 and repo["languages"]["python"] == 2
+    code, _, err = fourfold("index", str(tmp_path / "missing"))
+    assert code == 2 and "no such folder" in err
+
+
+def test_batch_search(project, tmp_path):
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"id": "a", "query": "Settings"}\n{"id": "b", "query": "startServer"}\n')
+    code, out, err = fourfold("search", "--batch", str(queries), str(project))
+    assert code == 0, err
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["id"] for line in lines] == ["a", "b"]
+    assert lines[0]["results"][0]["path"] == "app/config.py"
+    assert lines[1]["results"][0]["path"] == "web/server.ts"

@@ -1,0 +1,514 @@
+"""Graph modality: references, import/call/inheritance resolution, centrality, impact."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fourfold.discovery.languages import detect_language
+from fourfold.graph import (
+    FileFacts,
+    adjacency,
+    callers,
+    compute_centrality,
+    impact,
+    pagerank,
+    resolve_graph,
+)
+from fourfold.parsing import parse_file
+from fourfold.parsing.grammars import GRAMMARS, get_parser
+from fourfold.parsing.references import extract_references
+
+
+def build(tmp_path, files: dict[str, str]):
+    facts, extra = {}, {}
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+        lang = detect_language(p.name)
+        if lang is None:
+            extra[rel] = text
+            continue
+        res = parse_file(p.read_bytes(), lang)
+        facts[rel] = FileFacts(lang, res.symbols, res.references)
+    return resolve_graph(facts, extra_files=extra)
+
+
+def find(edges, kind, src_path=None, src_symbol=..., dst_path=None, dst_symbol=..., name=None):
+    out = []
+    for e in edges:
+        if e.kind != kind:
+            continue
+        if src_path is not None and e.src_path != src_path:
+            continue
+        if src_symbol is not ... and e.src_symbol != src_symbol:
+            continue
+        if dst_path is not None and e.dst_path != dst_path:
+            continue
+        if dst_symbol is not ... and e.dst_symbol != dst_symbol:
+            continue
+        if name is not None and e.name != name:
+            continue
+        out.append(e)
+    return out
+
+
+def edge(edges, *args, **kw):
+    hits = find(edges, *args, **kw)
+    assert hits, f"no {args} {kw} edge in:\n" + "\n".join(map(str, edges))
+    return hits[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Python
+
+PY = {
+    "pkg/__init__.py": "from .models import User\n",
+    "pkg/base.py": (
+        "class Base:\n"
+        "    def base_only(self):\n"
+        "        return 1\n"
+    ),
+    "pkg/models.py": (
+        "from .base import Base\n"
+        "\n"
+        "class User(Base):\n"
+        "    def save(self):\n"
+        "        self.validate()\n"
+        "        self.base_only()\n"
+        "        return write(self)\n"
+        "\n"
+        "    def validate(self):\n"
+        "        return True\n"
+        "\n"
+        "def write(obj):\n"
+        "    return obj\n"
+    ),
+    "pkg/service.py": (
+        "from pkg.models import User, write\n"
+        "import pkg.util as u\n"
+        "\n"
+        "def create():\n"
+        "    user = User()\n"
+        "    user.save()\n"
+        "    u.log('x')\n"
+        "    undefined_function()\n"
+        "\n"
+        "def ping(n):\n"
+        "    return pong(n - 1)\n"
+        "\n"
+        "def pong(n):\n"
+        "    return ping(n)\n"
+    ),
+    "pkg/util.py": (
+        "from . import service\n"
+        "\n"
+        "def log(msg):\n"
+        "    return service.ping(1)\n"
+    ),
+    "src/mylib/__init__.py": "",
+    "src/mylib/core.py": "def thing():\n    return 2\n",
+    "tests/test_core.py": "from mylib.core import thing\n\ndef test_thing():\n    assert thing() == 2\n",
+}
+
+
+def test_python_imports(tmp_path):
+    edges = build(tmp_path, PY)
+    edge(edges, "import", "pkg/service.py", dst_path="pkg/models.py")
+    edge(edges, "import", "pkg/service.py", dst_path="pkg/util.py")
+    edge(edges, "import", "pkg/models.py", dst_path="pkg/base.py", dst_symbol="Base")
+    edge(edges, "import", "pkg/__init__.py", dst_path="pkg/models.py")
+    # circular import util <-> service resolves in both directions
+    edge(edges, "import", "pkg/util.py", dst_path="pkg/service.py")
+    # src/ layout
+    edge(edges, "import", "tests/test_core.py", dst_path="src/mylib/core.py", dst_symbol="thing")
+    # a module outside the repository stays unresolved
+    assert not find(edges, "import", "pkg/service.py", dst_path="pkg/__init__.py", dst_symbol="User")
+
+
+def test_python_calls_and_inheritance(tmp_path):
+    edges = build(tmp_path, PY)
+    edge(edges, "inherit", "pkg/models.py", "User", "pkg/base.py", "Base")
+    edge(edges, "call", "pkg/models.py", "User.save", "pkg/models.py", "User.validate")
+    edge(edges, "call", "pkg/models.py", "User.save", "pkg/base.py", "Base.base_only")  # via base
+    edge(edges, "call", "pkg/models.py", "User.save", "pkg/models.py", "write")
+    edge(edges, "call", "pkg/service.py", "create", "pkg/models.py", "User")  # constructor
+    edge(edges, "call", "pkg/service.py", "create", "pkg/models.py", "User.save")
+    edge(edges, "call", "pkg/service.py", "create", "pkg/util.py", "log")  # alias module
+    edge(edges, "call", "pkg/util.py", "log", "pkg/service.py", "ping")
+    edge(edges, "call", "tests/test_core.py", "test_thing", "src/mylib/core.py", "thing")
+    un = edge(edges, "call", "pkg/service.py", "create", name="undefined_function")
+    assert un.resolved is False and un.dst_path is None and un.dst_symbol is None
+
+
+def test_python_impact_multi_hop_and_cycles(tmp_path):
+    edges = build(tmp_path, PY)
+    rev = adjacency(edges, reverse=True)
+    dist = impact(rev, [("pkg/base.py", "Base.base_only")], depth=3)
+    assert dist[("pkg/models.py", "User.save")] == 1
+    assert dist[("pkg/service.py", "create")] == 2
+    assert ("pkg/base.py", "Base.base_only") not in dist
+    # mutual recursion ping <-> pong terminates and reaches log through ping
+    dist = impact(rev, [("pkg/service.py", "ping")], depth=10)
+    assert dist[("pkg/service.py", "pong")] == 1
+    assert dist[("pkg/util.py", "log")] == 1
+    # depth bound
+    assert all(d <= 1 for d in impact(rev, [("pkg/base.py", "Base.base_only")], depth=1).values())
+    # circular file imports terminate too
+    frev = adjacency(edges, kinds=("import",), reverse=True, level="file")
+    fd = impact(frev, ["pkg/service.py"], depth=50)
+    assert fd["pkg/util.py"] == 1
+    # callers of User.save: the call site in create, with its line
+    sites = callers(edges, "pkg/models.py", "User.save")
+    assert [(e.src_path, e.line) for e in sites] == [("pkg/service.py", 6)]
+
+
+# ---------------------------------------------------------------------------------------------
+# TypeScript
+
+TS = {
+    "src/util.ts": (
+        "export function helper(): number { return 1 }\n"
+        "export class Base {\n"
+        "  greet(): string { return 'hi' }\n"
+        "}\n"
+    ),
+    "src/types.ts": "export interface Runnable {\n  run(): void\n}\n",
+    "src/index.ts": "export * from './util'\n",
+    "src/app/main.ts": (
+        "import { helper, Base } from '../util'\n"
+        "import { Runnable } from '../types'\n"
+        "import * as lib from '..'\n"
+        "export class App extends Base implements Runnable {\n"
+        "  run(): void {\n"
+        "    helper()\n"
+        "    this.greet()\n"
+        "    lib.helper()\n"
+        "    missing()\n"
+        "  }\n"
+        "}\n"
+    ),
+}
+
+
+def test_typescript(tmp_path):
+    edges = build(tmp_path, TS)
+    edge(edges, "import", "src/app/main.ts", dst_path="src/util.ts", dst_symbol="helper")
+    edge(edges, "import", "src/app/main.ts", dst_path="src/types.ts")
+    edge(edges, "import", "src/app/main.ts", dst_path="src/index.ts")  # directory index file
+    edge(edges, "import", "src/index.ts", dst_path="src/util.ts")
+    edge(edges, "inherit", "src/app/main.ts", "App", "src/util.ts", "Base")
+    edge(edges, "inherit", "src/app/main.ts", "App", "src/types.ts", "Runnable")
+    edge(edges, "call", "src/app/main.ts", "App.run", "src/util.ts", "helper", name="helper")
+    edge(edges, "call", "src/app/main.ts", "App.run", "src/util.ts", "Base.greet")  # this + base
+    edge(edges, "call", "src/app/main.ts", "App.run", "src/util.ts", "helper", name="lib.helper")
+    un = edge(edges, "call", "src/app/main.ts", "App.run", name="missing")
+    assert not un.resolved
+    dist = impact(adjacency(edges, reverse=True), [("src/util.ts", "Base.greet")], depth=3)
+    assert dist == {("src/app/main.ts", "App.run"): 1}
+
+
+# ---------------------------------------------------------------------------------------------
+# Go
+
+GO = {
+    "go.mod": "module example.com/proj\n\ngo 1.22\n",
+    "util/strings.go": "package util\n\nfunc Reverse(s string) string {\n\treturn s\n}\n",
+    "base.go": "package main\n\ntype Base struct{}\n\nfunc (b *Base) Hello() {}\n",
+    "main.go": (
+        "package main\n"
+        "\n"
+        "import (\n"
+        "\t\"fmt\"\n"
+        "\t\"example.com/proj/util\"\n"
+        ")\n"
+        "\n"
+        "type Server struct {\n"
+        "\tBase\n"
+        "}\n"
+        "\n"
+        "func (s *Server) Run() {\n"
+        "\tutil.Reverse(\"x\")\n"
+        "\ts.helper()\n"
+        "\tfmt.Println(1)\n"
+        "}\n"
+        "\n"
+        "func (s *Server) helper() {}\n"
+        "\n"
+        "func main() {\n"
+        "\tsrv := &Server{}\n"
+        "\tsrv.Run()\n"
+        "}\n"
+    ),
+}
+
+
+def test_go(tmp_path):
+    edges = build(tmp_path, GO)
+    edge(edges, "import", "main.go", dst_path="util/strings.go", name="example.com/proj/util")
+    fmt = edge(edges, "import", "main.go", name="fmt")
+    assert not fmt.resolved
+    edge(edges, "inherit", "main.go", "Server", "base.go", "Base")  # struct embedding
+    edge(edges, "call", "main.go", "Server.Run", "util/strings.go", "Reverse")
+    edge(edges, "call", "main.go", "Server.Run", "main.go", "Server.helper")
+    edge(edges, "call", "main.go", "main", "main.go", "Server.Run")
+    assert not edge(edges, "call", "main.go", "Server.Run", name="fmt.Println").resolved
+    dist = impact(adjacency(edges, reverse=True), [("util/strings.go", "Reverse")], depth=3)
+    assert dist[("main.go", "Server.Run")] == 1 and dist[("main.go", "main")] == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Java
+
+JAVA = {
+    "src/main/java/com/acme/model/Animal.java": (
+        "package com.acme.model;\n\npublic abstract class Animal {\n"
+        "    public void speak() {}\n}\n"
+    ),
+    "src/main/java/com/acme/model/Pet.java": "package com.acme.model;\n\npublic interface Pet {}\n",
+    "src/main/java/com/acme/model/Dog.java": (
+        "package com.acme.model;\n\n"
+        "public class Dog extends Animal implements Pet {\n"
+        "    public void bark() {\n"
+        "        speak();\n"
+        "    }\n"
+        "}\n"
+    ),
+    "src/main/java/com/acme/App.java": (
+        "package com.acme;\n\n"
+        "import com.acme.model.Dog;\n"
+        "import java.util.List;\n\n"
+        "public class App {\n"
+        "    void main() {\n"
+        "        Dog d = new Dog();\n"
+        "        d.bark();\n"
+        "        Util.nothing();\n"
+        "    }\n"
+        "}\n"
+    ),
+}
+
+
+def test_java(tmp_path):
+    edges = build(tmp_path, JAVA)
+    m = "src/main/java/com/acme/model/"
+    app = "src/main/java/com/acme/App.java"
+    edge(edges, "import", app, dst_path=m + "Dog.java", dst_symbol="Dog")
+    assert not edge(edges, "import", app, name="java.util.List").resolved
+    edge(edges, "inherit", m + "Dog.java", "Dog", m + "Animal.java", "Animal")  # same package
+    edge(edges, "inherit", m + "Dog.java", "Dog", m + "Pet.java", "Pet")
+    edge(edges, "call", m + "Dog.java", "Dog.bark", m + "Animal.java", "Animal.speak")  # implicit this
+    edge(edges, "call", app, "App.main", m + "Dog.java", "Dog")
+    edge(edges, "call", app, "App.main", m + "Dog.java", "Dog.bark")
+    assert not edge(edges, "call", app, "App.main", name="Util.nothing").resolved
+    dist = impact(adjacency(edges, reverse=True), [(m + "Animal.java", "Animal.speak")], depth=3)
+    assert dist[(m + "Dog.java", "Dog.bark")] == 1 and dist[(app, "App.main")] == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Rust
+
+RUST = {
+    "Cargo.toml": "[package]\nname = \"geo\"\n",
+    "src/lib.rs": "mod shapes;\npub mod util;\n\nuse crate::shapes::Circle;\n\npub fn unit() -> f64 {\n    Circle::new(1.0).describe()\n}\n",
+    "src/util.rs": "pub fn square(x: f64) -> f64 {\n    x * x\n}\n",
+    "src/shapes.rs": (
+        "use crate::util::square;\n"
+        "\n"
+        "pub trait Shape {\n"
+        "    fn area(&self) -> f64;\n"
+        "}\n"
+        "\n"
+        "pub struct Circle {\n"
+        "    r: f64,\n"
+        "}\n"
+        "\n"
+        "impl Shape for Circle {\n"
+        "    fn area(&self) -> f64 {\n"
+        "        square(self.r)\n"
+        "    }\n"
+        "}\n"
+        "\n"
+        "impl Circle {\n"
+        "    pub fn new(r: f64) -> Circle {\n"
+        "        Circle { r }\n"
+        "    }\n"
+        "    pub fn describe(&self) -> f64 {\n"
+        "        self.area() + nowhere()\n"
+        "    }\n"
+        "}\n"
+    ),
+}
+
+
+def test_rust(tmp_path):
+    edges = build(tmp_path, RUST)
+    edge(edges, "import", "src/lib.rs", dst_path="src/shapes.rs", name="mod shapes")
+    edge(edges, "import", "src/lib.rs", dst_path="src/util.rs", name="mod util")
+    edge(edges, "import", "src/lib.rs", dst_path="src/shapes.rs", dst_symbol="Circle")
+    edge(edges, "import", "src/shapes.rs", dst_path="src/util.rs", dst_symbol="square")
+    edge(edges, "inherit", "src/shapes.rs", "Circle", "src/shapes.rs", "Shape")
+    area = [e for e in find(edges, "call", "src/shapes.rs", dst_path="src/util.rs", dst_symbol="square")]
+    assert area and area[0].src_symbol.endswith("area")
+    describe = find(edges, "call", "src/shapes.rs", name="self.area")
+    assert describe and describe[0].resolved and describe[0].dst_symbol.endswith("area")
+    edge(edges, "call", "src/lib.rs", "unit", "src/shapes.rs", name="Circle::new")
+    assert not edge(edges, "call", "src/shapes.rs", name="nowhere").resolved
+    rev = adjacency(edges, reverse=True)
+    sq = ("src/util.rs", "square")
+    dist = impact(rev, [sq], depth=4)
+    assert ("src/lib.rs", "unit") in dist and dist[("src/lib.rs", "unit")] >= 2
+
+
+# ---------------------------------------------------------------------------------------------
+# References in every language
+
+SAMPLES = {
+    "python": ("import os\nfrom .u import h\nclass A(B):\n    def f(self):\n        self.g()\n", {"import", "inherit", "call"}),
+    "javascript": ("import {a} from './x'\nclass A extends B { m() { a() } }\n", {"import", "inherit", "call"}),
+    "typescript": ("import {a} from './x'\nclass A extends B implements I { m(): void { a() } }\n", {"import", "inherit", "call"}),
+    "tsx": ("import X from './x'\nconst a = () => <X />\n", {"import", "call"}),
+    "go": ("package m\nimport \"fmt\"\ntype S struct { B }\nfunc f() { fmt.Println() }\n", {"import", "inherit", "call"}),
+    "rust": ("use a::b;\nimpl T for S { fn f(&self) { g(); } }\n", {"import", "inherit", "call"}),
+    "java": ("import a.B;\nclass A extends B { void f() { g(); } }\n", {"import", "inherit", "call"}),
+    "c": ("#include \"a.h\"\nint f() { return g(); }\n", {"import", "call"}),
+    "cpp": ("#include <v>\nclass A : public B { void f() { g(); } };\n", {"import", "inherit", "call"}),
+    "csharp": ("using A.B;\nclass C : D { void F() { G(); } }\n", {"import", "inherit", "call"}),
+    "ruby": ("require 'x'\nclass A < B\n  def f\n    g(1)\n  end\nend\n", {"import", "inherit", "call"}),
+    "php": ("<?php\nuse A\\B;\nclass C extends D { function f() { g(); } }\n", {"import", "inherit", "call"}),
+    "kotlin": ("import a.B\nclass C : D() { fun f() { g() } }\n", {"import", "inherit", "call"}),
+    "swift": ("import Foundation\nclass C: D { func f() { g() } }\n", {"import", "inherit", "call"}),
+    "scala": ("import a.B\nclass C extends D { def f() = g() }\n", {"import", "inherit", "call"}),
+    "bash": ("source ./lib.sh\nf() { g 1; }\n", {"import", "call"}),
+    "lua": ("local m = require('a.b')\nlocal function f() m.g() end\n", {"import", "call"}),
+    "haskell": ("module M where\nimport Data.List\nf x = g x\n", {"import", "call"}),
+    "elixir": ("defmodule A do\n  alias B.C\n  def f(x), do: g(x)\nend\n", {"import", "call"}),
+    "zig": ("const std = @import(\"std\");\nfn f() void { g(); }\n", {"import", "call"}),
+}
+
+
+def test_samples_cover_every_grammar():
+    assert set(SAMPLES) == set(GRAMMARS)
+
+
+@pytest.mark.parametrize("language", sorted(SAMPLES))
+def test_reference_kinds_per_language(language):
+    src, kinds = SAMPLES[language]
+    data = src.encode()
+    refs = extract_references(get_parser(language).parse(data), data, language, [])
+    assert kinds <= {r.kind for r in refs}, refs
+    assert all(r.line >= 1 and r.name for r in refs)
+
+
+def test_reference_encodings():
+    data = (b"import os.path\nimport numpy as np\nfrom ..a.b import c as d, e\nfrom . import f\n"
+            b"from x import *\nclass K(Base):\n    def m(self):\n        super().m()\n"
+            b"        g().h()\n        np.array([1])\n")
+    refs = extract_references(get_parser("python").parse(data), data, "python", [])
+    names = {(r.kind, r.name) for r in refs}
+    assert {("import", "os.path"), ("import", "numpy as np"), ("import", "..a.b:c as d"),
+            ("import", "..a.b:e"), ("import", ".:f"), ("import", "x:*"), ("inherit", "Base"),
+            ("call", "super.m"), ("call", "?.h"), ("call", "g"), ("call", "np.array")} <= names
+    data = b"import D, { a as b } from './m'\nimport * as ns from '../n'\n"
+    refs = extract_references(get_parser("typescript").parse(data), data, "typescript", [])
+    assert {r.name for r in refs} == {"./m:default as D", "./m:a as b", "../n:* as ns"}
+
+
+def test_reference_source_is_innermost_symbol():
+    res = parse_file(b"def outer():\n    def inner():\n        a()\n    b()\nc()\n", "python")
+    src = {r.name: r.source for r in res.references if r.kind == "call"}
+    assert src["c"] is None
+    assert src["b"] == "outer"
+    assert src["a"] != "outer" and src["a"].endswith("inner")
+
+
+# ---------------------------------------------------------------------------------------------
+# Centrality
+
+
+def _dense_pagerank(n, src, dst, d=0.85):
+    m = np.zeros((n, n))
+    out = np.bincount(src, minlength=n)
+    for s, t in zip(src, dst):
+        m[t, s] += 1.0 / out[s]
+    m[:, out == 0] = 1.0 / n
+    g = d * m + (1 - d) / n
+    vals, vecs = np.linalg.eig(g)
+    v = np.real(vecs[:, np.argmax(np.real(vals))])
+    return v / v.sum()
+
+
+def test_pagerank_matches_dense_solution_with_dangling_nodes():
+    src = [0, 0, 1, 2, 3, 3]
+    dst = [1, 2, 2, 0, 2, 4]  # node 4 is dangling
+    pr = pagerank(5, src, dst, tol=1e-12)
+    assert pr.sum() == pytest.approx(1.0)
+    np.testing.assert_allclose(pr, _dense_pagerank(5, src, dst), atol=1e-8)
+    assert pr.argmax() == 2
+
+
+def test_pagerank_tolerance_does_not_scale_with_size():
+    rng = np.random.default_rng(0)
+    n = 20000
+    src = rng.integers(0, n, 100000)
+    dst = rng.integers(0, n, 100000)
+    pr = pagerank(n, src, dst, tol=1e-6)
+    again = pagerank(n, src, dst, tol=1e-12)
+    assert np.abs(pr - again).sum() < 1e-5
+
+
+def test_compute_centrality_from_edges(tmp_path):
+    edges = build(tmp_path, PY)
+    sym, files = compute_centrality(edges)
+    save = sym[("pkg/models.py", "User.save")]
+    assert save.in_degree == 1 and save.out_degree >= 3
+    assert files["pkg/models.py"].pagerank > files["tests/test_core.py"].pagerank
+    assert sum(c.pagerank for c in files.values()) == pytest.approx(1.0)
+
+
+def test_impact_limit_bounds_output():
+    adj = {0: set(range(1, 5001))}
+    for i in range(1, 5001):
+        adj[i] = {0, i + 1}
+    dist = impact(adj, [0], depth=3, limit=100)
+    assert len(dist) == 100 and all(d == 1 for d in dist.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# Other languages: one import / inheritance / call each
+
+MULTI = {
+    "c/include/lib/util.h": "int helper(int x);\n",
+    "c/src/main.c": "#include \"../include/lib/util.h\"\nint main() { return helper(1); }\n",
+    "rb/lib/app/base.rb": "module App\n  class Base\n    def hello; end\n  end\nend\n",
+    "rb/lib/kid.rb": "require 'app/base'\nclass Kid < App::Base\n  def run\n    hello\n  end\nend\n",
+    "php/src/Models/User.php": "<?php\nnamespace App\\Models;\nclass User { public function save() {} }\n",
+    "php/src/Svc.php": ("<?php\nnamespace App;\nuse App\\Models\\User;\n"
+                        "class Svc extends User {\n  function go() { $this->save(); }\n}\n"),
+    "kt/src/com/acme/Base.kt": "package com.acme\nopen class Base { fun greet() {} }\nfun topLevel() {}\n",
+    "kt/src/com/acme/App.kt": ("package com.acme.app\nimport com.acme.Base\nimport com.acme.topLevel\n"
+                               "class App : Base() {\n  fun run() { greet(); topLevel() }\n}\n"),
+    "cs/Acme/Base.cs": "namespace Acme.Core { public class Base { public void Greet() {} } }\n",
+    "cs/Acme/Prog.cs": "using Acme.Core;\nnamespace Acme.App { class Prog : Base {\n void Run() { Greet(); } } }\n",
+    "ex/lib/acme/util.ex": "defmodule Acme.Util do\n  def helper(x), do: x\nend\n",
+    "ex/lib/acme/main.ex": "defmodule Acme.Main do\n  alias Acme.Util\n  def run do\n    Util.helper(1)\n  end\nend\n",
+    "lua/a/b.lua": "local M = {}\nfunction M.helper() end\nreturn M\n",
+    "lua/main.lua": "local b = require(\"a.b\")\nlocal function run() b.helper() end\n",
+}
+
+
+@pytest.mark.parametrize("src,dst,call", [
+    ("c/src/main.c", "c/include/lib/util.h", "helper"),
+    ("rb/lib/kid.rb", "rb/lib/app/base.rb", "hello"),
+    ("php/src/Svc.php", "php/src/Models/User.php", "$this->save"),
+    ("kt/src/com/acme/App.kt", "kt/src/com/acme/Base.kt", "greet"),
+    ("cs/Acme/Prog.cs", "cs/Acme/Base.cs", "Greet"),
+    ("ex/lib/acme/main.ex", "ex/lib/acme/util.ex", "Util.helper"),
+    ("lua/main.lua", "lua/a/b.lua", "b.helper"),
+])
+def test_other_languages(tmp_path, src, dst, call):
+    edges = build(tmp_path, MULTI)
+    edge(edges, "import", src, dst_path=dst)
+    assert edge(edges, "call", src, dst_path=dst, name=call).resolved
+    if src.startswith(("rb/", "php/", "kt/", "cs/")):
+        edge(edges, "inherit", src, dst_path=dst)
