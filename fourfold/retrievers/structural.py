@@ -78,7 +78,8 @@ class StructuralRetriever:
 
     def definitions(self, name: str, kind: str | None = None, repo_id: int | None = None,
                     path_glob: str | None = None, wants_tests: bool = False,
-                    limit: int = 50) -> list[tuple[StoredSymbol, int]]:
+                    limit: int = 50, exact_only_if_found: bool = True
+                    ) -> list[tuple[StoredSymbol, int]]:
         """Definitions matching a name, best first, with their match tier."""
         last = _SPLIT.split(name)[-1]
         candidates = {s.symbol_id: s for s in self.store.symbols_named([name, last], repo_id)}
@@ -98,6 +99,9 @@ class StructuralRetriever:
             if tier is None:
                 continue
             scored.append((s, tier))
+        if exact_only_if_found and any(tier <= 1 for _, tier in scored):
+            # An exact or qualified definition exists: prefix and sub-word matches are noise.
+            scored = [st for st in scored if st[1] <= 2]
         scored.sort(key=lambda st: (
             st[1], bool(st[0].flags & DOWNRANKED),
             bool(st[0].flags & TEST) and not wants_tests,
@@ -119,7 +123,8 @@ class StructuralRetriever:
         kind = query.options.get("kind")
         for target in targets[:8]:
             for s, tier in self.definitions(target, kind, query.repo_id, query.path_glob,
-                                            wants_tests, per_target):
+                                            wants_tests, per_target,
+                                            exact_only_if_found=bool(query.target)):
                 if s.symbol_id in seen:
                     continue
                 seen.add(s.symbol_id)

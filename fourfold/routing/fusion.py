@@ -9,7 +9,7 @@ from ..model import Hit
 BOOST_SCALE = 0.3
 BOOST_CAP = 1.5
 DOWNRANK_FACTOR = 0.5  # vendor / build / generated / archive / minified
-TEST_FACTOR = 0.8  # tests rank below source unless the query asks for tests
+TEST_FACTOR = 0.5  # tests rank below source unless the query asks for tests
 
 
 def rrf_contribution(weight: float, rank: int, k: float) -> float:

@@ -69,6 +69,7 @@ CREATE TABLE IF NOT EXISTS vectors(
     PRIMARY KEY(model, embed_hash));
 """
 
+BM25_COLUMN_WEIGHTS = (3.0, 5.0, 1.0)  # path, symbol, body
 _FILE_COLS = "f.id, f.repo_id, f.path, f.language, f.flags"
 _SYMBOL_COLS = ("s.id, s.file_id, f.path, s.name, s.qualname, s.kind, s.start_line, s.end_line, "
                 "s.signature, s.doc, s.parent, f.flags, f.language")
@@ -270,14 +271,15 @@ class SQLiteStore(Store):
     def bm25_chunks(self, match: str, limit: int, repo_id: int | None = None
                     ) -> list[tuple[StoredChunk, float]]:
         # Column weights: a query word in the path or symbol name says more than one in a body.
-        sql = (f"SELECT {_CHUNK_COLS}, -bm25(chunk_tokens, 3.0, 5.0, 1.0) AS score "
+        w = ", ".join(str(x) for x in BM25_COLUMN_WEIGHTS)
+        sql = (f"SELECT {_CHUNK_COLS}, -bm25(chunk_tokens, {w}) AS score "
                "FROM chunk_tokens JOIN chunks c ON c.id=chunk_tokens.rowid "
                "JOIN files f ON f.id=c.file_id WHERE chunk_tokens MATCH ?")
         params: tuple = (match,)
         if repo_id:
             sql += " AND f.repo_id=?"
             params += (repo_id,)
-        sql += " ORDER BY bm25(chunk_tokens, 3.0, 5.0, 1.0) LIMIT ?"
+        sql += f" ORDER BY bm25(chunk_tokens, {w}) LIMIT ?"
         try:
             rows = self._query(sql, params + (limit,))
         except sqlite3.OperationalError as exc:

@@ -1,0 +1,174 @@
+"""Quality, latency and zero-result rate on the benchmark sets, scored by the reference scorer.
+
+    python bench/eval.py semble   [--preset default] [--modality M ...] [--no-direct] ...
+    python bench/eval.py localize [--preset default] ...
+    python bench/eval.py semble --ablations        (each modality alone, presets, direct, boost)
+
+Trees come from bench/datasets.py (prepare them first); indexes are kept under
+bench/.cache/indexes/ and updated incrementally, so a second run only searches.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))
+sys.path.insert(0, str(BENCH))
+import datasets  # noqa: E402
+
+from fourfold import Fourfold, SearchOptions  # noqa: E402
+from fourfold.routing.profiles import parse_weights  # noqa: E402
+
+SCORER = datasets.DATA_DIR / "score.py"
+INDEXES = BENCH / ".cache" / "indexes"
+RESULTS = BENCH / ".cache" / "results"
+
+
+def open_index(kind: str, key: str, root: Path, log: dict) -> Fourfold:
+    ff = Fourfold(root, index_dir=INDEXES / kind / key)
+    started = time.perf_counter()
+    summary = ff.index()
+    log.setdefault("index_s", {})[key] = time.perf_counter() - started
+    log.setdefault("files", {})[key] = summary.files
+    return ff
+
+
+def run_queries(ff: Fourfold, queries: list[tuple[str, str]], options: SearchOptions,
+                out: list[dict], latencies: list[float], intents: dict) -> None:
+    for qid, text in queries:
+        started = time.perf_counter()
+        response = ff.search(text, options)
+        latencies.append((time.perf_counter() - started) * 1000)
+        intents[qid] = response.intent
+        out.append({"id": qid, "intent": response.intent,
+                    "fusion_strategy": response.fusion_strategy,
+                    "results": [{"path": h.path, "start_line": h.start_line,
+                                 "end_line": h.end_line} for h in response.hits]})
+
+
+def score(kind: str, results_file: Path) -> dict:
+    target = datasets.SEMBLE_DATA if kind == "semble" else datasets.LOCALIZE_DATA
+    out = subprocess.run([sys.executable, str(SCORER), kind, str(target), str(results_file),
+                          "--json"], capture_output=True, text=True, check=True).stdout
+    return json.loads(out)
+
+
+def per_intent_ndcg(kind: str, results: list[dict]) -> dict[str, tuple[int, float]]:
+    """NDCG@10 per classified intent (semble only), scoring each intent's queries alone."""
+    if kind != "semble":
+        return {}
+    sys.path.insert(0, str(SCORER.parent))
+    import score as reference  # the reference scorer's own functions
+
+    repos = {r["name"]: r for r in datasets.semble_repos()}
+    by_intent: dict[str, list[float]] = defaultdict(list)
+    for rec in results:
+        name, n = rec["id"].rsplit("#", 1)
+        q = repos[name]["queries"][int(n)]
+        targets = [(t, None, None) if isinstance(t, str)
+                   else (t["path"], t.get("start_line"), t.get("end_line"))
+                   for t in q.get("relevant", []) + q.get("secondary", [])]
+        by_intent[rec["intent"]].append(reference.ndcg10(rec["results"], targets))
+    return {k: (len(v), sum(v) / len(v)) for k, v in sorted(by_intent.items())}
+
+
+def evaluate(kind: str, options: SearchOptions, label: str, quiet: bool = False) -> dict:
+    log: dict = {}
+    results: list[dict] = []
+    latencies: list[float] = []
+    intents: dict[str, str] = {}
+    if kind == "semble":
+        for repo in datasets.semble_repos():
+            ff = open_index("semble", repo["name"], Path(repo["index_root"]), log)
+            queries = [(q["id"], q["query"]) for q in repo["queries"]]
+            run_queries(ff, queries, options, results, latencies, intents)
+            ff.close()
+    else:
+        for inst in datasets.localization_instances():
+            ff = open_index("localize", inst["instance_id"], Path(inst["tree"]), log)
+            run_queries(ff, [(inst["instance_id"], inst["query"])], options, results,
+                        latencies, intents)
+            ff.close()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    results_file = RESULTS / f"{kind}-{label}.jsonl"
+    results_file.write_text("".join(json.dumps(r) + "\n" for r in results))
+    scored = score(kind, results_file)
+    zero = sum(1 for r in results if not r["results"]) / max(len(results), 1)
+    latencies.sort()
+    summary = {
+        "label": label, "scores": scored, "zero_result_rate": zero,
+        "latency_p50_ms": statistics.median(latencies),
+        "latency_p95_ms": latencies[max(int(len(latencies) * 0.95) - 1, 0)],
+        "index_median_s": statistics.median(log["index_s"].values()),
+        "per_intent": per_intent_ndcg(kind, results),
+        "strategies": dict(Counter(r["fusion_strategy"] for r in results)),
+    }
+    if not quiet:
+        print_summary(kind, summary)
+    return summary
+
+
+def print_summary(kind: str, s: dict) -> None:
+    sc = s["scores"]
+    if kind == "semble":
+        cats = " ".join(f"{c} {v:.3f}" for c, v in sc["by_category"].items())
+        head = f"NDCG@10 {sc['ndcg10']:.4f} ({cats})"
+    else:
+        head = " ".join(f"{k} {v:.3f}" for k, v in sc.items() if k.startswith(("acc", "Acc",
+                                                                               "mrr", "MRR")))
+        if not head:
+            head = json.dumps(sc)
+    print(f"[{s['label']}] {head}; zero-result {s['zero_result_rate']:.3f}; "
+          f"p50 {s['latency_p50_ms']:.1f} ms p95 {s['latency_p95_ms']:.1f} ms; "
+          f"index median {s['index_median_s']:.2f} s; strategies {s['strategies']}")
+    for intent, (n, v) in s["per_intent"].items():
+        print(f"    intent {intent:<16} n={n:<4} NDCG@10 {v:.3f}")
+
+
+def options_from(args) -> SearchOptions:
+    return SearchOptions(preset=args.preset,
+                         modalities=tuple(args.modality) if args.modality else None,
+                         weights=parse_weights(args.weights) if args.weights else None,
+                         rrf_k=args.rrf_k, profile=args.profile, limit=args.limit,
+                         direct=not args.no_direct, boost=not args.no_boost)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("kind", choices=["semble", "localize"])
+    parser.add_argument("--preset", default="default")
+    parser.add_argument("--modality", action="append")
+    parser.add_argument("--weights")
+    parser.add_argument("--rrf-k", type=float)
+    parser.add_argument("--profile", default="seed")
+    parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--no-direct", action="store_true")
+    parser.add_argument("--no-boost", action="store_true")
+    parser.add_argument("--label")
+    parser.add_argument("--ablations", action="store_true")
+    args = parser.parse_args()
+    if not args.ablations:
+        label = args.label or "-".join(filter(None, [args.preset, *(args.modality or []),
+                                                     "nodirect" if args.no_direct else "",
+                                                     "noboost" if args.no_boost else ""]))
+        evaluate(args.kind, options_from(args), label)
+        return
+    runs = [(f"only-{m}", SearchOptions(modalities=(m,), direct=False, limit=args.limit))
+            for m in ("text", "structural", "semantic", "graph")]
+    runs += [(p, SearchOptions(preset=p, limit=args.limit)) for p in ("quick", "default",
+                                                                      "thorough")]
+    runs += [("default-nodirect", SearchOptions(direct=False, limit=args.limit)),
+             ("default-noboost", SearchOptions(boost=False, limit=args.limit))]
+    for label, options in runs:
+        evaluate(args.kind, options, label)
+
+
+if __name__ == "__main__":
+    main()

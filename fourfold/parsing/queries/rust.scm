@@ -1,0 +1,15 @@
+; Rust: items; functions in impl/trait blocks become methods, qualified as Type::method.
+(function_item name: (identifier) @name) @definition.function
+(function_signature_item name: (identifier) @name) @definition.function
+(struct_item name: (type_identifier) @name) @definition.struct
+(union_item name: (type_identifier) @name) @definition.struct
+(enum_item name: (type_identifier) @name) @definition.enum
+(trait_item name: (type_identifier) @name) @definition.trait
+(impl_item type: (_) @name) @definition.impl
+(mod_item name: (identifier) @name) @definition.module
+(type_item name: (type_identifier) @name) @definition.type
+(macro_definition name: (identifier) @name) @definition.macro
+(source_file (const_item name: (identifier) @name) @definition.constant)
+(source_file (static_item name: (identifier) @name) @definition.constant)
+(declaration_list (const_item name: (identifier) @name) @definition.constant)
+(declaration_list (static_item name: (identifier) @name) @definition.constant)
