@@ -9,13 +9,16 @@
 from __future__ import annotations
 
 import os
+import time
 from functools import cached_property
 from pathlib import Path
 
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES
 from .errors import FourfoldError, NotIndexedError
 from .indexer import IndexSummary, Progress, index_repository
+from .errors import ModalityUnavailable
 from .retrievers.graph import GraphRetriever
+from .retrievers.semantic import SemanticRetriever
 from .retrievers.structural import StructuralRetriever
 from .retrievers.text import LineMatch, TextRetriever
 from .routing.engine import SearchEngine, SearchOptions, SearchResponse
@@ -37,7 +40,7 @@ class Fourfold:
     """One index folder, serving one or more repositories."""
 
     def __init__(self, root: str | os.PathLike, index_dir: str | os.PathLike | None = None,
-                 max_file_bytes: int = DEFAULT_MAX_FILE_BYTES):
+                 max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, embedder: str = "default"):
         self.root = Path(root).resolve()
         if not self.root.exists():
             raise FourfoldError(f"{root}: no such folder")
@@ -45,6 +48,7 @@ class Fourfold:
             index_dir = find_index_dir(self.root) or self.root / INDEX_DIR_NAME
         self.index_dir = Path(index_dir).resolve()
         self.max_file_bytes = max_file_bytes
+        self.embedder_name = embedder
         try:
             self.index_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -58,11 +62,32 @@ class Fourfold:
     open = classmethod(lambda cls, root=".", **kw: cls(root, **kw))
 
     # -- indexing -------------------------------------------------------------------------
-    def index(self, progress: Progress | None = None, workers: int | None = None) -> IndexSummary:
+    def index(self, progress: Progress | None = None, workers: int | None = None,
+              embed: bool = True) -> IndexSummary:
+        """Update text, structure and graph (committed first), then embed new chunks."""
         summary = index_repository(self.store, self.index_dir, self.root, self.max_file_bytes,
                                    workers=workers, progress=progress)
         self._priors_cache = None
+        if embed:
+            self.embed(progress, summary)
         return summary
+
+    def embed(self, progress: Progress | None = None, summary: IndexSummary | None = None
+              ) -> int:
+        """Embed every chunk that has no vector yet (cached by content; never twice)."""
+        from .semantic.indexing import embed_pending
+
+        started = time.perf_counter()
+        try:
+            count = embed_pending(self.store, self.semantic.embedder, progress=progress)
+        except ModalityUnavailable as exc:
+            if summary is not None:
+                summary.skipped[f"semantic unavailable: {exc}"] = 1
+            return 0
+        if summary is not None:
+            summary.embedded = count
+            summary.embed_seconds = time.perf_counter() - started
+        return count
 
     def is_indexed(self) -> bool:
         return any(r.indexed_at for r in self.store.repos())
@@ -99,12 +124,19 @@ class Fourfold:
         return StructuralRetriever(self.store)
 
     @cached_property
+    def semantic(self) -> SemanticRetriever:
+        from .semantic.embedder import load_embedder
+
+        return SemanticRetriever(self.store, lambda: load_embedder(self.embedder_name))
+
+    @cached_property
     def graph(self) -> GraphRetriever:
         return GraphRetriever(self.store, self.structural)
 
     @cached_property
     def engine(self) -> SearchEngine:
-        retrievers = {"text": self.text, "structural": self.structural, "graph": self.graph}
+        retrievers = {"text": self.text, "structural": self.structural, "graph": self.graph,
+                      "semantic": self.semantic}
         return SearchEngine(retrievers, self._priors)
 
     def _generation(self) -> tuple:
@@ -203,7 +235,15 @@ class Fourfold:
                           "files": r.files, "bytes": r.bytes, "chunks": r.chunks,
                           "symbols": r.symbols, "languages": r.languages})
         size = sum(p.stat().st_size for p in self.index_dir.glob(DB_NAME + "*"))
-        return {"index_dir": str(self.index_dir), "index_bytes": size, "repositories": repos}
+        modalities = {"text": "ready", "structural": "ready", "graph": "ready"}
+        try:
+            done, total = self.semantic.progress()
+            modalities["semantic"] = ("ready" if done == total else "building") + \
+                f" ({done}/{total} chunks embedded, model {self.semantic.embedder.name})"
+        except ModalityUnavailable as exc:
+            modalities["semantic"] = f"unavailable: {exc}"
+        return {"index_dir": str(self.index_dir), "index_bytes": size, "repositories": repos,
+                "modalities": modalities}
 
     def close(self) -> None:
         self.store.close()

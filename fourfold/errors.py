@@ -15,3 +15,7 @@ class NotIndexedError(FourfoldError):
 
 class QueryError(FourfoldError):
     """Empty query, malformed regex, unknown option value."""
+
+
+class ModalityUnavailable(FourfoldError):
+    """One modality cannot answer (e.g. its model is missing); the others still do."""

@@ -41,6 +41,8 @@ class IndexSummary:
     read: int = 0
     bytes: int = 0
     seconds: float = 0.0
+    embedded: int = 0
+    embed_seconds: float = 0.0
     skipped: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict:

@@ -43,7 +43,8 @@ class ProgressBar:
 
 def _open(args) -> Fourfold:
     return Fourfold(args.path, index_dir=args.index_dir,
-                    max_file_bytes=getattr(args, "max_file_bytes", None) or 2 * 1024 * 1024)
+                    max_file_bytes=getattr(args, "max_file_bytes", None) or 2 * 1024 * 1024,
+                    embedder=args.embedder)
 
 
 def _ensure(ff: Fourfold, args) -> None:
@@ -71,7 +72,8 @@ def _human_size(n: float) -> str:
 
 def cmd_index(args) -> int:
     ff = _open(args)
-    summary = ff.index(ProgressBar(not args.json), workers=args.workers)
+    summary = ff.index(ProgressBar(not args.json), workers=args.workers,
+                       embed=not args.no_embed)
     payload = summary.to_dict()
     payload["total"] = summary.files
 
@@ -81,6 +83,8 @@ def cmd_index(args) -> int:
               f"{summary.seconds:.2f}s: {summary.added} added, {summary.changed} changed, "
               f"{summary.deleted} deleted, {summary.unchanged} unchanged"
               + (f"; skipped {skipped}" if skipped else ""))
+        if summary.embedded:
+            print(f"embedded {summary.embedded} chunks in {summary.embed_seconds:.2f}s")
         print(f"index: {ff.index_dir}")
     _emit(args, payload, human)
     return EXIT_RESULTS
@@ -179,8 +183,8 @@ def cmd_status(args) -> int:
             print(f"{r['root']}: {r['files']} files, {_human_size(r['bytes'])}, "
                   f"{r['symbols']} symbols, {r['chunks']} chunks; indexed {when}")
             print(f"  languages: {langs}")
-            for name, state in r.get("modalities", {}).items():
-                print(f"  {name}: {state}")
+        for name, state in status.get("modalities", {}).items():
+            print(f"{name}: {state}")
     _emit(args, status, human)
     return EXIT_RESULTS
 
@@ -200,7 +204,8 @@ def cmd_def(args) -> int:
 
 
 def cmd_outline(args) -> int:
-    ff = Fourfold(args.path or Path(args.file).resolve().parent, index_dir=args.index_dir)
+    ff = Fourfold(args.path or Path(args.file).resolve().parent, index_dir=args.index_dir,
+                  embedder="default")
     _ensure(ff, args)
     tree = ff.outline(args.file)
     payload = {"total": len(tree), "file": args.file, "results": tree}
@@ -244,9 +249,13 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("path", nargs="?", default=".", help="folder to index/search")
         p.add_argument("--index-dir", help="where the index lives (default PATH/.fourfold)")
         p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.add_argument("--embedder", default="default",
+                       help="embedding model: static (default, fast) or minilm (transformer)")
 
     p = sub.add_parser("index", help="index a folder (incremental)")
     common(p)
+    p.add_argument("--no-embed", action="store_true",
+                   help="skip the semantic phase (text, structure and graph only)")
     p.add_argument("--max-file-bytes", type=int, help="skip files larger than this")
     p.add_argument("--workers", type=int, help="parser processes (default: all cores)")
     p.set_defaults(func=cmd_index)

@@ -5,7 +5,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from ..errors import QueryError
+from ..errors import ModalityUnavailable, QueryError
 from ..model import Hit
 from ..retrievers.base import Query, Retriever
 from .fusion import apply_priors, best_per_file, fuse
@@ -70,12 +70,15 @@ class SearchEngine:
         if retriever is None:
             response.unavailable[modality] = "not available in this index"
             return []
-        if not retriever.ready():
-            response.unavailable[modality] = "still being built"
-            return []
         started = time.perf_counter()
         try:
+            if not retriever.ready():
+                response.unavailable[modality] = "still being built"
+                return []
             return retriever.search(query, limit)
+        except ModalityUnavailable as exc:
+            response.unavailable[modality] = str(exc)
+            return []
         finally:
             response.timings_ms[modality] = (time.perf_counter() - started) * 1000
 

