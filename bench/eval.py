@@ -147,7 +147,7 @@ def main() -> None:
     parser.add_argument("--modality", action="append")
     parser.add_argument("--weights")
     parser.add_argument("--rrf-k", type=float)
-    parser.add_argument("--profile", default="seed")
+    parser.add_argument("--profile", default="tuned")
     parser.add_argument("--limit", type=int, default=10)
     parser.add_argument("--no-direct", action="store_true")
     parser.add_argument("--no-boost", action="store_true")

@@ -270,7 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--weights", help="explicit weights, e.g. semantic=0.5,text=0.3")
     p.add_argument("--intent", help="force an intent")
     p.add_argument("--rrf-k", type=float, help="the k of reciprocal rank fusion")
-    p.add_argument("--profile", choices=sorted(PROFILES), default="seed")
+    p.add_argument("--profile", choices=sorted(PROFILES), default="tuned",
+                   help="weight profile: tuned (default, measured on dev data) or seed (SPEC)")
     p.add_argument("--all-chunks", action="store_true", help="keep every chunk, not one per file")
     p.add_argument("--no-direct", action="store_true", help="always fuse")
     p.add_argument("--no-boost", action="store_true", help="no centrality boost")

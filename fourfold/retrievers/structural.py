@@ -36,6 +36,10 @@ KIND_PRIORITY = {"class": 0, "struct": 0, "interface": 0, "trait": 0, "enum": 0,
 _SPLIT = re.compile(r"\.|::|#|->|/")
 
 
+def _singular(token: str) -> str:
+    return token[:-1] if len(token) > 3 and token.endswith("s") else token
+
+
 def _normalise(name: str) -> str:
     return re.sub(r"[_\-$]", "", name.lower())
 
@@ -109,14 +113,39 @@ class StructuralRetriever:
             st[0].path, st[0].start_line))
         return scored[:limit]
 
+    def named_by(self, text: str, repo_id: int | None, path_glob: str | None, wants_tests: bool,
+                 limit: int) -> list[tuple[StoredSymbol, float]]:
+        """Definitions whose name the sentence spells out, word by word: "database dialect
+        interface" -> DatabaseDialect. Full coverage of a longer name ranks first."""
+        query_words = {_singular(t) for t in query_terms(text)}
+        scored = []
+        for s in self.store.symbols_by_token(query_words, repo_id, limit=5000):
+            if path_glob and not (fnmatch.fnmatch(s.path, path_glob)
+                                  or fnmatch.fnmatch(s.path, f"*/{path_glob}")):
+                continue
+            parts = identifier_tokens(s.name)
+            words = {_singular(w) for w in (parts[:-1] if len(parts) > 1 else parts)}
+            matched = len(words & query_words)
+            if not matched:
+                continue
+            full = matched == len(words)
+            score = matched * (1.0 if full else 0.5 * matched / len(words))
+            if s.flags & DOWNRANKED:
+                score *= 0.5
+            if s.flags & TEST and not wants_tests:
+                score *= 0.5
+            scored.append((s, score))
+        scored.sort(key=lambda st: (-st[1], KIND_PRIORITY.get(st[0].kind, 3),
+                                    st[0].qualname.count("."), st[0].path, st[0].start_line))
+        return scored[:limit]
+
     def search(self, query: Query, limit: int) -> list[Hit]:
         wants_tests = "test" in query.text.lower()
-        targets = [query.target] if query.target else []
-        if not targets:
-            # A sentence: look up the identifiers and sub-words it mentions.
-            words = re.findall(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*", query.text)
-            targets = [w for w in words if w.lower() in set(query_terms(query.text))
-                       or any(c.isupper() for c in w[1:]) or "_" in w or "." in w]
+        if not query.target:
+            return [Hit(s.path, s.start_line, s.end_line, score, symbol=s.qualname, kind=s.kind)
+                    for s, score in self.named_by(query.text, query.repo_id, query.path_glob,
+                                                  wants_tests, limit)]
+        targets = [query.target]
         hits: list[Hit] = []
         seen: set[int] = set()
         per_target = max(limit // max(len(targets), 1), 5)

@@ -13,7 +13,7 @@ from ..discovery.classify import DOWNRANKED, TEST
 from ..errors import QueryError
 from ..model import Hit
 from ..store.base import Store, StoredFile
-from ..text_tokens import query_terms
+from ..text_tokens import identifier_tokens, query_terms
 from .base import Query
 
 MIN_TRIGRAM = 3
@@ -116,11 +116,47 @@ def _path_ok(path: str, glob: str | None) -> bool:
     return glob is None or fnmatch.fnmatch(path, glob) or fnmatch.fnmatch(path, f"*/{glob}")
 
 
+STEM_BONUS = 1.0  # × the best BM25 score, for a file whose whole name the query spells out
+STEM_PARTIAL = 0.5  # share of the bonus per matched word when the name is only partly named
+
+
+def _singular(token: str) -> str:
+    return token[:-1] if len(token) > 3 and token.endswith("s") else token
+
+
+def name_words(path: str) -> tuple[str, ...]:
+    """The words of a file's name without extension: 'src/JsonArray.java' -> (json, array)."""
+    stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
+    parts = identifier_tokens(stem)
+    words = parts[:-1] if len(parts) > 1 else parts
+    return tuple(dict.fromkeys(_singular(w) for w in words if w))
+
+
+def name_match(words: tuple[str, ...], query_words: set[str]) -> float:
+    """1.0 when the query names every word of the file name; a partial share otherwise."""
+    if not words:
+        return 0.0
+    matched = sum(1 for w in words if w in query_words)
+    if matched == len(words):
+        return 1.0
+    if len(words) > 1 and matched:
+        return STEM_PARTIAL * matched / len(words)
+    return 0.0
+
+
 class TextRetriever:
     modality = "text"
 
     def __init__(self, store: Store):
         self.store = store
+        self._names: tuple[tuple, dict[str, tuple[str, ...]]] | None = None
+
+    def _file_names(self) -> dict[str, tuple[str, ...]]:
+        """path -> name words, for every indexed file (kept until the index changes)."""
+        generation = tuple((r.repo_id, r.indexed_at) for r in self.store.repos())
+        if self._names is None or self._names[0] != generation:
+            self._names = (generation, {f.path: name_words(f.path) for f in self.store.files()})
+        return self._names[1]
 
     def ready(self) -> bool:
         return True
@@ -202,7 +238,32 @@ class TextRetriever:
         ranked = self.store.bm25_chunks(match, limit * 3, query.repo_id)
         hits = [Hit(c.path, c.start_line, c.end_line, score, symbol=c.symbol, kind=c.kind)
                 for c, score in ranked if _path_ok(c.path, query.path_glob)]
-        return hits[:limit]
+        return self._name_bonus(hits, terms, query)[:limit]
+
+    def _name_bonus(self, hits: list[Hit], terms: list[str], query: Query) -> list[Hit]:
+        """A file whose name the query spells out ("JSON array" -> JsonArray.java) is likely
+        the answer: its best chunk gains a bonus, and such files join even when BM25 missed
+        them."""
+        if not hits:
+            return hits
+        query_words = {_singular(t) for t in terms}
+        names = self._file_names()
+        unit = hits[0].score * STEM_BONUS
+        best_in_file: dict[str, Hit] = {}
+        for hit in hits:
+            best_in_file.setdefault(hit.path, hit)
+        for path, hit in best_in_file.items():
+            hit.score += unit * name_match(names.get(path, ()), query_words)
+        missing = [p for p, words in names.items() if p not in best_in_file
+                   and name_match(words, query_words) == 1.0 and _path_ok(p, query.path_glob)]
+        for path in missing[:20]:
+            stored = self.store.file_by_path(path, query.repo_id)
+            chunks = self.store.chunks_of_file(stored.file_id) if stored else []
+            if chunks:
+                first = next((c for c in chunks if c.symbol), chunks[0])
+                hits.append(Hit(path, first.start_line, first.end_line, unit * 0.9,
+                                symbol=first.symbol, kind=first.kind))
+        return sorted(hits, key=lambda h: -h.score)
 
     def literal_hits(self, query: Query, limit: int) -> list[Hit]:
         """Files containing the exact string, as spans around the matches."""
@@ -211,12 +272,15 @@ class TextRetriever:
         by_file: dict[str, list[LineMatch]] = {}
         for m in matches:
             by_file.setdefault(m.path, []).append(m)
+        # The file named after the string (TRPCError -> TRPCError.ts) usually defines it.
+        wanted = name_words(query.target)
         ranked = sorted(by_file.values(),
                         key=lambda ms: (bool(ms[0].flags & DOWNRANKED), bool(ms[0].flags & TEST),
+                                        not wanted or name_words(ms[0].path) != wanted,
                                         -len(ms), ms[0].path))
         hits = []
-        for ms in ranked[:limit]:
+        for rank, ms in enumerate(ranked[:limit]):
             first = ms[0].line
-            hits.append(Hit(ms[0].path, max(1, first - 2), first + 2, float(len(ms)),
+            hits.append(Hit(ms[0].path, max(1, first - 2), first + 2, 1.0 / (1 + rank),
                             kind="match", lines=[(m.line, m.text) for m in ms[:5]]))
         return hits

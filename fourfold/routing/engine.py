@@ -10,7 +10,7 @@ from ..model import Hit
 from ..retrievers.base import Query, Retriever
 from .fusion import apply_priors, best_per_file, fuse
 from .intent import INTENTS, Intent, classify
-from .profiles import DIRECT_CONFIDENCE, DOMINANT, PRESETS, PROFILES
+from .profiles import DIRECT_CONFIDENCE, DOMINANT, PRESETS, PROFILE_K, PROFILES
 
 CANDIDATES_PER_MODALITY = 60
 
@@ -47,7 +47,7 @@ class SearchOptions:
     weights: dict[str, float] | None = None
     intent: str | None = None
     rrf_k: float | None = None
-    profile: str = "seed"
+    profile: str = "tuned"
     limit: int = 10
     all_chunks: bool = False
     direct: bool = True
@@ -104,7 +104,8 @@ class SearchEngine:
         modalities = list(options.modalities or preset["modalities"])
         if options.modalities is None and options.weights:
             modalities = [m for m, w in weights.items() if w > 0]
-        k = options.rrf_k if options.rrf_k is not None else preset["k"]
+        k = next(v for v in (options.rrf_k, PROFILE_K.get(options.profile), preset["k"])
+                 if v is not None)
         query = Query(text=text, target=intent.target, intent=intent.intent,
                       repo_id=options.repo_id, language=options.language,
                       path_glob=options.path_glob,

@@ -28,7 +28,11 @@ def hit_key(hit: Hit) -> tuple:
 
 
 def fuse(ranked: dict[str, list[Hit]], weights: dict[str, float], k: float) -> list[Hit]:
-    """Merge per-modality lists; a hit's score is the sum of its weighted reciprocal ranks."""
+    """Merge per-modality lists; a hit's score is the sum of its weighted reciprocal ranks.
+
+    Hits are merged per span (symbol or start line), not per file: measured on semble-dev,
+    one vote per file and modality scored lower (NDCG@10 0.734 against 0.777).
+    """
     merged: dict[tuple, Hit] = {}
     for modality, hits in ranked.items():
         weight = weights.get(modality, 0.0)
