@@ -1,0 +1,181 @@
+"""Intent rules, weighted RRF arithmetic, the boost, priors, the direct path and its fallback."""
+import math
+
+import pytest
+
+from fourfold.discovery.classify import TEST, VENDOR
+from fourfold.model import Hit
+from fourfold.retrievers.base import Query
+from fourfold.routing.engine import SearchEngine, SearchOptions
+from fourfold.routing.fusion import (BOOST_CAP, apply_priors, best_per_file, centrality_boost,
+                                     fuse, rrf_contribution)
+from fourfold.routing.intent import classify
+from fourfold.routing.profiles import SEED, parse_weights
+
+RULES = [
+    # query, intent, confidence, target
+    ("def parse_config", "find_definition", 0.95, "parse_config"),
+    ("class Session", "find_definition", 0.95, "Session"),
+    ("func NewServer", "find_definition", 0.95, "NewServer"),
+    ("fn main", "find_definition", 0.95, "main"),
+    ("interface Handler", "find_definition", 0.95, "Handler"),
+    ("struct Config", "find_definition", 0.95, "Config"),
+    ("type Options", "find_definition", 0.95, "Options"),
+    ("import requests", "find_definition", 0.95, "requests"),
+    ("who calls save_user", "find_references", 0.90, "save_user"),
+    ("callers of Session.close", "find_references", 0.90, "Session.close"),
+    ("usages of parseConfig", "find_references", 0.90, "parseConfig"),
+    ("references to `Router`", "find_references", 0.90, "Router"),
+    ("where is save_user used?", "find_references", 0.90, "save_user"),
+    ("what breaks if I change Session.close", "impact_analysis", 0.90, "Session.close"),
+    ("blast radius of parse_config", "impact_analysis", 0.90, "parse_config"),
+    ("what depends on UserModel", "impact_analysis", 0.90, "UserModel"),
+    ('"ECONNREFUSED"', "exact_match", 0.90, "ECONNREFUSED"),
+    ("where does it log 'connection reset by peer'", "exact_match", 0.90,
+     "connection reset by peer"),
+    ("ECONNREFUSED", "exact_match", 0.85, "ECONNREFUSED"),
+    ("Traceback in the worker", "exact_match", 0.85, "Traceback"),
+    ("KeyError when loading", "exact_match", 0.85, "KeyError"),
+    ("parseConfig", "find_definition", 0.80, "parseConfig"),
+    ("parse_config", "find_definition", 0.80, "parse_config"),
+    ("HandlerStack", "find_definition", 0.80, "HandlerStack"),
+    ("os.path.join", "find_definition", 0.70, "os.path.join"),
+    ("Rails::Engine", "find_definition", 0.70, "Rails::Engine"),
+    ("view", "find_definition", 0.60, "view"),
+    ("code similar to this retry loop", "find_similar", 0.70, None),
+    ("for (let i = 0; i < n; i++) { total += xs[i]; }", "find_similar", 0.70, None),
+    ("how does auth work", "understand_code", 0.75, None),
+    ("explain the caching layer", "understand_code", 0.75, None),
+    ("where is authentication handled", "understand_code", 0.75, None),
+    ("connection pooling and TCP connector", "understand_code", 0.40, None),
+]
+
+
+@pytest.mark.parametrize("query,intent,confidence,target", RULES)
+def test_classifier_rules(query, intent, confidence, target):
+    got = classify(query)
+    assert (got.intent, got.confidence, got.target) == (intent, confidence, target)
+
+
+def test_classifier_is_cheap():
+    import time
+    started = time.perf_counter()
+    for _ in range(200):
+        for query, *_ in RULES:
+            classify(query)
+    per_query_ms = (time.perf_counter() - started) * 1000 / (200 * len(RULES))
+    assert per_query_ms < 1.0
+
+
+def h(path, line=1, symbol=None, score=0.0):
+    return Hit(path, line, line + 5, score, symbol=symbol)
+
+
+def test_weighted_rrf_arithmetic():
+    ranked = {"text": [h("a.py"), h("b.py")], "semantic": [h("b.py"), h("c.py")]}
+    fused = fuse(ranked, {"text": 0.2, "semantic": 0.5}, k=40)
+    scores = {x.path: x.score for x in fused}
+    assert scores["a.py"] == pytest.approx(0.2 / 41)
+    assert scores["b.py"] == pytest.approx(0.2 / 42 + 0.5 / 41)
+    assert scores["c.py"] == pytest.approx(0.5 / 42)
+    assert [x.path for x in fused] == ["b.py", "c.py", "a.py"]
+    b = next(x for x in fused if x.path == "b.py")
+    assert b.contributions == pytest.approx({"text": 0.2 / 42, "semantic": 0.5 / 41})
+    assert rrf_contribution(0.6, 0, 60) == pytest.approx(0.6 / 61)
+
+
+def test_zero_weight_modality_does_not_vote():
+    fused = fuse({"text": [h("a.py")], "graph": [h("z.py")]}, {"text": 1.0, "graph": 0.0}, 40)
+    assert [x.path for x in fused] == ["a.py"]
+
+
+def test_boost_formula_and_cap():
+    assert centrality_boost(0.0) == 1.0
+    assert centrality_boost(1.0) == pytest.approx(1 + 0.3 * math.log(2))
+    assert centrality_boost(1e9) == BOOST_CAP
+
+
+def test_priors_downrank_vendor_and_tests_and_boost_hubs():
+    hits = [h("vendor/lib.py", score=1.0), h("tests/test_x.py", score=1.0),
+            h("src/leaf.py", score=1.0), h("src/hub.py", score=1.0)]
+    flags = {(None, "vendor/lib.py"): VENDOR, (None, "tests/test_x.py"): TEST}
+    centrality = {(None, "src/hub.py"): 20.0, (None, "src/leaf.py"): 0.1}
+    out = apply_priors(hits, flags, centrality, wants_tests=False)
+    assert [x.path for x in out[:2]] == ["src/hub.py", "src/leaf.py"]
+    assert {x.path: x.score for x in out[2:]} == {"tests/test_x.py": 0.5, "vendor/lib.py": 0.5}
+    assert out[0].score == pytest.approx(BOOST_CAP)
+    asked = apply_priors([h("tests/test_x.py", score=1.0)], flags, {}, wants_tests=True)
+    assert asked[0].score == 1.0
+
+
+def test_best_chunk_per_file():
+    hits = [h("a.py", 1), h("a.py", 50), h("b.py", 1)]
+    assert [(x.path, x.start_line) for x in best_per_file(hits)] == [("a.py", 1), ("b.py", 1)]
+
+
+class FakeRetriever:
+    def __init__(self, modality, hits):
+        self.modality, self.hits, self.calls = modality, hits, 0
+
+    def ready(self):
+        return True
+
+    def search(self, query: Query, limit: int):
+        self.calls += 1
+        return [Hit(x.path, x.start_line, x.end_line, x.score, symbol=x.symbol)
+                for x in self.hits][:limit]
+
+
+def engine(**hits):
+    retrievers = {m: FakeRetriever(m, hits.get(m, [])) for m in
+                  ("text", "structural", "graph", "semantic")}
+    return SearchEngine(retrievers, lambda: ({}, {})), retrievers
+
+
+def test_direct_path_asks_only_the_dominant_modality():
+    eng, r = engine(structural=[h("def.py", symbol="parse_config", score=1.0)],
+                    text=[h("other.py")])
+    response = eng.search("def parse_config")
+    assert response.fusion_strategy == "direct"
+    assert response.modalities == ["structural"]
+    assert r["text"].calls == 0 and r["semantic"].calls == 0
+    assert response.hits[0].path == "def.py"
+
+
+def test_empty_direct_answer_falls_back_to_fusion():
+    eng, r = engine(structural=[], text=[h("mention.py", score=1.0)])
+    response = eng.search("def parse_config")
+    assert response.fusion_strategy in ("rrf", "single")
+    assert r["structural"].calls == 2  # direct try, then as part of the fused run
+    assert response.hits[0].path == "mention.py"
+
+
+def test_exact_match_never_runs_semantic():
+    eng, r = engine(text=[h("a.py", score=1.0)], semantic=[h("b.py")])
+    eng.search("ECONNREFUSED while connecting", SearchOptions(direct=False, profile="seed"))
+    assert r["semantic"].calls == 0
+
+
+def test_explicit_control_overrides():
+    eng, r = engine(text=[h("a.py")], semantic=[h("b.py")], structural=[h("c.py")])
+    response = eng.search("how does auth work", SearchOptions(modalities=("text",)))
+    assert response.modalities == ["text"] and r["semantic"].calls == 0
+    response = eng.search("how does auth work",
+                          SearchOptions(weights=parse_weights("semantic=1,text=0")))
+    assert response.modalities == ["semantic"]
+    response = eng.search("how does auth work", SearchOptions(intent="exact_match",
+                                                              profile="seed"))
+    assert response.intent == "exact_match" and "semantic" not in response.modalities
+    assert SEED["exact_match"]["semantic"] == 0.0
+
+
+def test_presets():
+    eng, _ = engine(text=[h("a.py")], semantic=[h("b.py")], structural=[h("c.py")],
+                    graph=[h("d.py")])
+    assert eng.search("how does auth work", SearchOptions(preset="quick")).modalities == \
+        ["semantic"]
+    assert set(eng.search("how does auth work").modalities) == {"semantic", "text",
+                                                                "structural"}
+    assert set(eng.search("how does auth work",
+                          SearchOptions(preset="thorough")).modalities) == \
+        {"semantic", "text", "structural", "graph"}
