@@ -90,7 +90,7 @@ class Fourfold:
         return count
 
     def is_indexed(self) -> bool:
-        return any(r.indexed_at for r in self.store.repos())
+        return any(indexed_at for _, indexed_at in self.store.generation())
 
     def ensure_indexed(self, progress: Progress | None = None) -> IndexSummary | None:
         """Index on first use; later calls reuse the index as it is."""
@@ -101,7 +101,7 @@ class Fourfold:
     def repo_id(self) -> int | None:
         """The indexed repository that contains root (None: not indexed yet)."""
         best = None
-        for repo in self.store.repos():
+        for repo in self.store.repos(counts=False):
             repo_root = Path(repo.root)
             if repo.indexed_at and (self.root == repo_root or repo_root in self.root.parents
                                     or self.root in repo_root.parents):
@@ -140,7 +140,7 @@ class Fourfold:
         return SearchEngine(retrievers, self._priors)
 
     def _generation(self) -> tuple:
-        return tuple((r.repo_id, r.indexed_at) for r in self.store.repos())
+        return self.store.generation()
 
     def _priors(self) -> tuple[dict, dict]:
         """File flags and centrality keyed for fusion; reloaded when the index changes."""
@@ -221,7 +221,7 @@ class Fourfold:
         candidate = Path(path)
         for base in (Path.cwd(), self.root):
             full = (base / candidate).resolve() if not candidate.is_absolute() else candidate
-            for repo in self.store.repos():
+            for repo in self.store.repos(counts=False):
                 try:
                     return full.relative_to(repo.root).as_posix()
                 except ValueError:

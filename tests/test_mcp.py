@@ -186,7 +186,8 @@ def test_in_process_lists_and_calls_every_tool(server, repo):
                 assert r["cursor"]
 
             r = await call(client, "semantic_search", {"query": "retry with backoff"})
-            assert r["results"] and r["results"][0]["path"] == "src/app.py"
+            assert "retry_with_backoff" in [h["symbol"] for h in r["results"][:3]]
+            assert r["modalities"] == ["semantic"] or r["notes"]  # or answered by the ready ones
 
             r = await call(client, "text_pattern_search", {"pattern": "config"})
             assert r["total"] == 6
@@ -279,6 +280,19 @@ def test_in_process_lists_and_calls_every_tool(server, repo):
                                     {"query": "x", "cursor": "garbage!!"})
             assert "cursor" in text
     run(go)
+
+
+def test_modality_not_ready_answers_from_ready_ones(service, monkeypatch):
+    semantic = service.ff.engine.retrievers.get("semantic")
+    if semantic is not None:
+        monkeypatch.setattr(semantic, "ready", lambda: False)
+    r = service.semantic_search("retry with backoff", snippet_lines=0)
+    assert "semantic" in r["unavailable"] and r["notes"]
+    assert "retry_with_backoff" in [h["symbol"] for h in r["results"]]
+    r = service.intelligent_search("parse_config", preset="quick", snippet_lines=0)
+    assert r["results"] and r["notes"]
+    context = service.repository_context()
+    assert context["repositories"][0]["modalities"]["semantic"] != "ready"
 
 
 def test_cursor_is_bound_to_its_query(service):
@@ -511,3 +525,17 @@ def test_freshness_under_running_server(tmp_path):
         run(go)
     finally:
         svc.close()
+
+
+def test_cli_subcommands_register():
+    import argparse
+
+    from fourfold.interfaces.mcp_server import add_subcommands, cmd_mcp, cmd_serve
+
+    parser = argparse.ArgumentParser()
+    add_subcommands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["serve", "repo", "--port", "9999", "--no-watch"])
+    assert (args.func, args.path, args.port, args.host, args.no_watch) == (
+        cmd_serve, "repo", 9999, "127.0.0.1", True)
+    args = parser.parse_args(["mcp"])
+    assert (args.func, args.path, args.index_dir) == (cmd_mcp, ".", None)

@@ -243,6 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fourfold", description="Local-first code search: one question, four retrievers.")
     sub = parser.add_subparsers(dest="command", required=True)
+    from .mcp_server import add_subcommands  # `fourfold mcp` (stdio) and `fourfold serve` (HTTP)
+
+    add_subcommands(sub)
 
     def common(p: argparse.ArgumentParser, path: bool = True) -> None:
         if path:

@@ -345,8 +345,13 @@ class FourfoldService:
                                  timeout=FRESHNESS_WAIT_S)
 
     # -- helpers --------------------------------------------------------------------------
+    def _repo_rows(self) -> list[tuple]:
+        """(id, root, name, indexed_at) per repository, without the per-repo counts."""
+        return [(r.repo_id, r.root, r.name, r.indexed_at)
+                for r in self.ff.store.repos(counts=False)]
+
     def _generation(self) -> tuple:
-        return tuple((r.repo_id, r.indexed_at) for r in self.ff.store.repos())
+        return self.ff.store.generation()
 
     def _clear_cache(self) -> None:
         with self._cache_lock:
@@ -378,27 +383,39 @@ class FourfoldService:
         """A repository by name, root path or id; None: every repository in the index."""
         if repository is None or repository == "":
             return None
-        repos = self.ff.store.repos()
-        for r in repos:
-            if repository in (r.name, r.root, str(r.repo_id)):
-                return r.repo_id
+        repos = self._repo_rows()
+        for repo_id, root, name, _ in repos:
+            if repository in (name, root, str(repo_id)):
+                return repo_id
         try:
             wanted = Path(repository).expanduser().resolve()
-            for r in repos:
-                if Path(r.root) == wanted:
-                    return r.repo_id
+            for repo_id, root, _, _ in repos:
+                if Path(root) == wanted:
+                    return repo_id
         except (OSError, ValueError):
             pass
-        names = ", ".join(r.name for r in repos) or "none"
+        names = ", ".join(r[2] for r in repos) or "none"
         raise QueryError(f"unknown repository {repository!r}; indexed: {names}")
 
     def _repo_root(self, repo_id: int | None) -> tuple[int, Path]:
+        rows = self._repo_rows()
         if repo_id is None:
-            repo_id = self.ff.repo_id()
-        for r in self.ff.store.repos():
-            if r.repo_id == repo_id:
-                return r.repo_id, Path(r.root).resolve()
+            repo_id = self._default_repo(rows)
+        for rid, root, _, _ in rows:
+            if rid == repo_id:
+                return rid, Path(root).resolve()
         raise FourfoldError(f"{self.root} is not indexed yet")
+
+    def _default_repo(self, rows: list[tuple]) -> int | None:
+        """The indexed repository containing the served root (as Fourfold.repo_id)."""
+        best = None
+        for rid, root, _, indexed_at in rows:
+            repo_root = Path(root)
+            if indexed_at and (self.root == repo_root or repo_root in self.root.parents
+                               or self.root in repo_root.parents):
+                if best is None or len(root) > len(best[1]):
+                    best = (rid, root)
+        return best[0] if best else None
 
     def safe_path(self, raw: str, repo_id: int | None = None) -> tuple[int, str]:
         """A user path as (repo, stored relative path), refusing anything outside the root."""

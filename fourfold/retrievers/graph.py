@@ -57,7 +57,7 @@ class GraphRetriever:
 
     # -- loading ----------------------------------------------------------------------
     def graph(self) -> LoadedGraph:
-        generation = tuple((r.repo_id, r.indexed_at) for r in self.store.repos())
+        generation = self.store.generation()
         with self._lock:
             if self._graph is None or self._graph.generation != generation:
                 self._graph = self._load(generation)

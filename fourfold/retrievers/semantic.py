@@ -45,7 +45,7 @@ class SemanticRetriever:
         return done > 0
 
     def _matrix(self):
-        generation = (tuple((r.repo_id, r.indexed_at) for r in self.store.repos()),
+        generation = (self.store.generation(),
                       self.progress())
         with self._lock:
             if self._state is None or self._state[0] != generation:

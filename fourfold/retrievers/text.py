@@ -153,7 +153,7 @@ class TextRetriever:
 
     def _file_names(self) -> dict[str, tuple[str, ...]]:
         """path -> name words, for every indexed file (kept until the index changes)."""
-        generation = tuple((r.repo_id, r.indexed_at) for r in self.store.repos())
+        generation = self.store.generation()
         if self._names is None or self._names[0] != generation:
             self._names = (generation, {f.path: name_words(f.path) for f in self.store.files()})
         return self._names[1]

@@ -99,13 +99,15 @@ def embed_pending(store: Store, embedder: Embedder, cache: VectorCache | None = 
     cache = cache or VectorCache()
     done, total = store.vector_progress(embedder.name)
     embedded = 0
+    last_id = 0
     while True:
-        pending = store.chunks_missing_vectors(embedder.name, EMBED_BATCH)
+        pending = store.chunks_missing_vectors(embedder.name, EMBED_BATCH, after=last_id)
         if not pending:
             break
-        cached = cache.get(embedder.name, [h for _, h in pending])
+        last_id = pending[-1][0]
+        cached = cache.get(embedder.name, list({h for _, h in pending}))
         rows = [(h, *cached[h]) for _, h in pending if h in cached]
-        todo = [(cid, h) for cid, h in pending if h not in cached]
+        todo = list({h: (cid, h) for cid, h in pending if h not in cached}.values())
         if todo:
             texts = embedding_texts(store, [cid for cid, _ in todo])
             vectors = embedder.embed([texts.get(cid, "") for cid, _ in todo])

@@ -106,10 +106,15 @@ class Store(ABC):
     def ensure_repo(self, root: str, name: str) -> int: ...
 
     @abstractmethod
-    def repos(self) -> list[RepoInfo]: ...
+    def repos(self, counts: bool = True) -> list[RepoInfo]:
+        """Indexed repositories; counts=False skips the (slower) file/chunk/symbol counts."""
 
     @abstractmethod
     def mark_indexed(self, repo_id: int, when: float) -> None: ...
+
+    @abstractmethod
+    def generation(self) -> tuple:
+        """Changes whenever any repository finishes an index run; cheap to call per query."""
 
     @abstractmethod
     def file_states(self, repo_id: int) -> dict[str, FileState]: ...
@@ -193,8 +198,9 @@ class Store(ABC):
 
     # -- vectors ----------------------------------------------------------------------
     @abstractmethod
-    def chunks_missing_vectors(self, model: str, limit: int) -> list[tuple[int, str]]:
-        """(chunk id, chunk hash) of chunks with no vector yet for this model."""
+    def chunks_missing_vectors(self, model: str, limit: int, after: int = 0
+                               ) -> list[tuple[int, str]]:
+        """(chunk id, chunk hash) of chunks with no vector yet for this model, by id > after."""
 
     @abstractmethod
     def put_vectors(self, model: str, rows: list[tuple[str, bytes, float]]) -> None:

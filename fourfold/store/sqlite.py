@@ -144,10 +144,13 @@ class SQLiteStore(Store):
             conn.execute("BEGIN IMMEDIATE")
             return conn.execute("INSERT INTO repos(root, name) VALUES(?, ?)", (root, name)).lastrowid
 
-    def repos(self) -> list[RepoInfo]:
+    def repos(self, counts: bool = True) -> list[RepoInfo]:
         out = []
         for repo_id, root, name, indexed_at in self._query(
                 "SELECT id, root, name, indexed_at FROM repos ORDER BY id"):
+            if not counts:
+                out.append(RepoInfo(repo_id, root, name, indexed_at, 0, 0, 0, 0, {}))
+                continue
             files, size = self._query("SELECT count(*), coalesce(sum(size), 0) FROM files "
                                       "WHERE repo_id=?", (repo_id,))[0]
             chunks = self._query("SELECT count(*) FROM chunks c JOIN files f ON f.id=c.file_id "
@@ -166,6 +169,9 @@ class SQLiteStore(Store):
         with conn:
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("UPDATE repos SET indexed_at=? WHERE id=?", (when, repo_id))
+
+    def generation(self) -> tuple:
+        return tuple(self._query("SELECT id, indexed_at FROM repos ORDER BY id"))
 
     def file_states(self, repo_id: int) -> dict[str, FileState]:
         return {path: FileState(fid, size, mtime, h) for fid, path, size, mtime, h in self._query(
@@ -413,11 +419,12 @@ class SQLiteStore(Store):
         return symbols, files
 
     # -- vectors --------------------------------------------------------------------------
-    def chunks_missing_vectors(self, model: str, limit: int) -> list[tuple[int, str]]:
+    def chunks_missing_vectors(self, model: str, limit: int, after: int = 0
+                               ) -> list[tuple[int, str]]:
         return self._query(
-            "SELECT min(c.id), c.embed_hash FROM chunks c WHERE c.embed_hash NOT IN "
-            "(SELECT embed_hash FROM vectors WHERE model=?) GROUP BY c.embed_hash LIMIT ?",
-            (model, limit))
+            "SELECT c.id, c.embed_hash FROM chunks c LEFT JOIN vectors v ON v.model=? AND "
+            "v.embed_hash=c.embed_hash WHERE v.embed_hash IS NULL AND c.id>? "
+            "ORDER BY c.id LIMIT ?", (model, after, limit))
 
     def put_vectors(self, model: str, rows: list[tuple[str, bytes, float]]) -> None:
         conn = self._conn()
@@ -433,8 +440,9 @@ class SQLiteStore(Store):
 
     def vector_progress(self, model: str) -> tuple[int, int]:
         total = self._query("SELECT count(*) FROM chunks")[0][0]
-        missing = self._query("SELECT count(*) FROM chunks WHERE embed_hash NOT IN "
-                              "(SELECT embed_hash FROM vectors WHERE model=?)", (model,))[0][0]
+        missing = self._query("SELECT count(*) FROM chunks c LEFT JOIN vectors v ON v.model=? "
+                              "AND v.embed_hash=c.embed_hash WHERE v.embed_hash IS NULL",
+                              (model,))[0][0]
         return total - missing, total
 
 
