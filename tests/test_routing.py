@@ -179,3 +179,18 @@ def test_presets():
     assert set(eng.search("how does auth work",
                           SearchOptions(preset="thorough")).modalities) == \
         {"semantic", "text", "structural", "graph"}
+
+
+def test_long_issue_text_is_not_an_exact_match():
+    issue = ("Rule L060 could give a specific error message. At the moment rule L060 flags "
+             "something like this: 'Use COALESCE instead of IFNULL or NVL.' and it would be "
+             "nicer to name the function that was actually used")
+    assert classify(issue).intent != "exact_match"
+
+
+def test_exact_string_not_found_searches_its_words():
+    eng, r = engine(text=[], semantic=[h("b.py", score=1.0)], structural=[])
+    response = eng.search('"no such string anywhere"', SearchOptions(profile="seed"))
+    assert response.intent == "understand_code"
+    assert "not found verbatim" in response.rule
+    assert response.hits and response.hits[0].path == "b.py"

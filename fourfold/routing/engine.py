@@ -3,13 +3,13 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import ModalityUnavailable, QueryError
 from ..model import Hit
 from ..retrievers.base import Query, Retriever
 from .fusion import apply_priors, best_per_file, fuse
-from .intent import INTENTS, Intent, classify
+from .intent import EXACT_MATCH, INTENTS, UNDERSTAND_CODE, Intent, classify
 from .profiles import DIRECT_CONFIDENCE, DOMINANT, PRESETS, PROFILE_K, PROFILES
 
 CANDIDATES_PER_MODALITY = 60
@@ -142,6 +142,11 @@ class SearchEngine:
         if len(active) == 1:
             response.fusion_strategy = "single"
         fused = fuse(ranked, response.weights, k)
+        if not fused and intent.intent == EXACT_MATCH and not explicit:
+            # The exact string is nowhere: answer with its words rather than nothing.
+            fallback = self.search(text, replace(options, intent=UNDERSTAND_CODE))
+            fallback.rule = f"{intent.rule}; not found verbatim, searched its words"
+            return fallback
         response.hits = self._finish(fused, options, text)
         response.timings_ms["total"] = (time.perf_counter() - started) * 1000
         return response

@@ -61,6 +61,7 @@ _UNDERSTAND = re.compile(r"^\s*(how|why|explain|what\s+is|what\s+does|describe)\
                          re.IGNORECASE)
 _SIMILAR_WORDS = re.compile(r"\b(similar\s+to|like\s+this|same\s+as|looks\s+like)\b",
                             re.IGNORECASE)
+SHORT_QUERY_WORDS = 12
 _CODE_PUNCT = re.compile(r"[(){};=<>\[\]]|=>|->|::")
 
 
@@ -95,12 +96,13 @@ def classify(query: str) -> Intent:
             words = re.findall(_IDENT, rest)
             target = words[-1] if words else None
         return Intent(IMPACT_ANALYSIS, 0.90, "impact phrase", target, plain=target is not None)
-    match = _QUOTED.search(q)
+    short = len(q.split()) <= SHORT_QUERY_WORDS  # a pasted issue quotes strings incidentally
+    match = _QUOTED.search(q) if short else None
     if match:
         literal = next(g for g in match.groups() if g)
         return Intent(EXACT_MATCH, 0.90, "quoted string", literal,
                       plain=match.group(0) == q)
-    match = _ERROR_TOKEN.search(q)
+    match = _ERROR_TOKEN.search(q) if short else None
     if match and not _UNDERSTAND.match(q):
         return Intent(EXACT_MATCH, 0.85, "error token", match.group(1), plain=match.group(0) == q)
     if _CAMEL.match(q) or _SNAKE.match(q):
