@@ -216,6 +216,23 @@ class Fourfold:
         self._require_index()
         return self.graph.impact(name, depth=depth, limit=limit, offset=offset)
 
+    def similar(self, location: str, limit: int = 10) -> list:
+        """Code similar to the chunk at ``FILE:LINE`` (or the first chunk of FILE)."""
+        self._require_index()
+        path, _, line_text = location.rpartition(":")
+        if not path or not line_text.isdigit():
+            path, line_text = location, "1"
+        stored = self.store.file_by_path(self.relative(path))
+        if stored is None:
+            raise FourfoldError(f"{path} is not in the index")
+        line = int(line_text)
+        covering = [c for c in self.store.chunks_of_file(stored.file_id)
+                    if c.start_line <= line <= c.end_line]
+        if not covering:
+            raise FourfoldError(f"{path}:{line} is outside every chunk of that file")
+        innermost = min(covering, key=lambda c: c.end_line - c.start_line)
+        return self.semantic.similar(innermost.chunk_id, limit)
+
     def relative(self, path: str) -> str:
         """A user-given path (absolute, or relative to the cwd or the root) as stored."""
         candidate = Path(path)

@@ -23,7 +23,7 @@ from .parsing import parse_file
 from .store.base import FileRecord, Store
 from .text_tokens import token_text
 
-BATCH_FILES = 256
+BATCH_FILES = 48
 PARALLEL_THRESHOLD = 64  # below this many changed files, parsing in-process is faster
 BINARY_SNIFF_BYTES = 8192
 
@@ -121,7 +121,9 @@ def _parse_all(found: list[FoundFile], workers: int):
         return
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(workers) as pool:
-        yield from pool.imap(read_file, found, chunksize=8)
+        # Small chunks keep both workers busy to the end when a few files are huge.
+        chunksize = max(1, min(8, len(found) // (workers * 16)))
+        yield from pool.imap(read_file, found, chunksize=chunksize)
 
 
 def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,

@@ -5,7 +5,7 @@ import time
 import pytest
 
 from fourfold import Fourfold
-from fourfold.errors import IndexBusyError
+from fourfold.errors import FourfoldError, IndexBusyError
 from fourfold.indexer import IndexLock
 
 
@@ -117,3 +117,24 @@ def test_index_folder_ignores_itself(make_tree):
     ff.index()
     assert (root / ".fourfold" / ".gitignore").read_text().strip().endswith("*")
     assert ff.index().files == 1
+
+
+def test_index_of_an_older_schema_is_rebuilt_not_refused(make_tree):
+    import sqlite3
+
+    from fourfold.store.sqlite import SCHEMA_VERSION
+    root = make_tree({"a.py": "def alpha():\n    return 1\n"})
+    Fourfold(root).index()
+    db = root / ".fourfold" / "index.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE meta SET value=? WHERE key='schema_version'",
+                     (str(SCHEMA_VERSION - 1),))
+    ff = Fourfold(root)
+    assert not ff.is_indexed()  # the old layout is gone, nothing half-read
+    ff.ensure_indexed()
+    assert [m.line for m in ff.grep("alpha")] == [1]
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE meta SET value=? WHERE key='schema_version'",
+                     (str(SCHEMA_VERSION + 1),))
+    with pytest.raises(FourfoldError, match="newer fourfold"):
+        Fourfold(root)

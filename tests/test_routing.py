@@ -84,6 +84,18 @@ def test_weighted_rrf_arithmetic():
     assert rrf_contribution(0.6, 0, 60) == pytest.approx(0.6 / 61)
 
 
+def test_merged_hit_takes_the_span_of_its_strongest_vote():
+    tail_piece = Hit("engine.rb", 782, 782, 0.0, symbol="Rails.Engine")
+    definition = Hit("engine.rb", 348, 782, 0.0, symbol="Rails.Engine")
+    fused = fuse({"semantic": [tail_piece], "structural": [definition]},
+                 {"semantic": 0.2, "structural": 0.6}, k=5)
+    assert [(x.start_line, x.end_line) for x in fused] == [(348, 782)]
+    assert fused[0].score == pytest.approx(0.2 / 6 + 0.6 / 6)
+    weak = fuse({"semantic": [tail_piece], "structural": [definition]},
+                {"semantic": 0.6, "structural": 0.2}, k=5)
+    assert (weak[0].start_line, weak[0].end_line) == (782, 782)
+
+
 def test_zero_weight_modality_does_not_vote():
     fused = fuse({"text": [h("a.py")], "graph": [h("z.py")]}, {"text": 1.0, "graph": 0.0}, 40)
     assert [x.path for x in fused] == ["a.py"]

@@ -248,3 +248,147 @@ def test_reindex_embeds_only_new_chunks_and_reuses_the_shared_cache(make_tree, m
     assert ff.index().embedded == 0
     hits = ff.search("split a header line", modalities=("semantic",)).hits
     assert hits and hits[0].path == "m3.py"
+
+
+# ---------------------------------------------------------------- similar code
+
+SIMILAR_TREE = {
+    "readers.py": ("import json\n\n\ndef read_json_file(path):\n    with open(path) as f:\n"
+                   "        return json.load(f)\n"),
+    "loaders.py": ("import json\n\n\ndef load_json_document(filename):\n"
+                   "    with open(filename) as handle:\n        return json.load(handle)\n"),
+    "geometry.py": ("import math\n\n\ndef circle_area(radius):\n"
+                    "    return math.pi * radius ** 2\n"),
+    "net.py": ("import socket\n\n\ndef open_connection(host, port):\n"
+               "    return socket.create_connection((host, port))\n"),
+}
+
+
+def test_similar_returns_related_code_from_other_files(make_tree):
+    from fourfold import Fourfold
+    root = make_tree(SIMILAR_TREE)
+    ff = Fourfold(root)
+    ff.index()
+    hits = ff.similar("readers.py:5")
+    assert hits and hits[0].path == "loaders.py"
+    assert hits[0].symbol == "load_json_document"
+    assert all(h.path != "readers.py" for h in hits)
+    with pytest.raises(FourfoldError, match="not in the index"):
+        ff.similar("nowhere.py:3")
+
+
+def test_similar_on_the_command_line(make_tree, capsys):
+    import json as jsonlib
+
+    from fourfold.interfaces.cli import main
+    root = make_tree(SIMILAR_TREE)
+    assert main(["index", str(root), "--json"]) == 0
+    capsys.readouterr()
+    assert main(["similar", f"{root}/loaders.py:4", str(root), "--json"]) == 0
+    payload = jsonlib.loads(capsys.readouterr().out)
+    assert payload["results"][0]["path"] == "readers.py"
+
+
+# ---------------------------------------------------------------- remote providers
+
+class _EmbeddingsEndpoint:
+    """A real HTTP server speaking the OpenAI/Voyage embeddings protocol on 127.0.0.1.
+
+    Vectors are hashed bags of words, so texts sharing words get similar vectors; every
+    request body and its headers are recorded for the assertions.
+    """
+
+    def __init__(self):
+        import http.server
+        import json as jsonlib
+        import threading
+        self.requests: list[tuple[dict, dict]] = []
+        endpoint = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = jsonlib.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                endpoint.requests.append((body, dict(self.headers)))
+                if self.path != "/v1/embeddings":
+                    self.send_error(404)
+                    return
+                data = [{"index": i, "embedding": endpoint.vector(text)}
+                        for i, text in enumerate(body["input"])]
+                payload = jsonlib.dumps({"data": data[::-1], "model": body["model"]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @staticmethod
+    def vector(text: str) -> list[float]:
+        import hashlib
+        import re
+        v = [0.0] * 64
+        for word in re.findall(r"[a-z]+", text.lower()):
+            v[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
+        return v
+
+
+@pytest.fixture
+def embeddings_endpoint():
+    endpoint = _EmbeddingsEndpoint()
+    yield endpoint
+    endpoint.server.shutdown()
+
+
+def test_openai_compatible_endpoint_feeds_the_semantic_modality(make_tree, monkeypatch,
+                                                                embeddings_endpoint):
+    from fourfold import Fourfold
+    monkeypatch.setenv("FOURFOLD_OPENAI_BASE_URL", embeddings_endpoint.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    root = make_tree(SIMILAR_TREE)
+    ff = Fourfold(root, embedder="openai:code-embed")
+    summary = ff.index()
+    assert summary.embedded >= 4
+    body, headers = embeddings_endpoint.requests[0]
+    assert body["model"] == "code-embed" and headers["Authorization"] == "Bearer sk-test"
+    hits = ff.search("compute the area of a circle from its radius",
+                     modalities=("semantic",)).hits
+    assert hits[0].path == "geometry.py"
+    assert ff.status()["modalities"]["semantic"].startswith("ready")
+    assert "openai:code-embed@127.0.0.1" in ff.status()["modalities"]["semantic"]
+
+
+def test_voyage_marks_queries_and_documents(monkeypatch, embeddings_endpoint):
+    monkeypatch.setenv("VOYAGE_API_KEY", "pa-test")
+    monkeypatch.setenv("FOURFOLD_VOYAGE_URL", embeddings_endpoint.url)
+    emb = load_embedder("voyage")
+    docs = emb.embed(["def circle_area(radius)", "def open_connection(host)"])
+    query = emb.embed_query("circle area")
+    assert docs.shape == (2, 64) and emb.dim == 64
+    np.testing.assert_allclose(np.linalg.norm(docs, axis=1), 1.0, rtol=1e-5)
+    assert float(docs[0] @ query) > float(docs[1] @ query)  # answers kept in input order
+    sent = [(body["model"], body["input_type"]) for body, _ in embeddings_endpoint.requests]
+    assert sent == [("voyage-code-3", "document"), ("voyage-code-3", "query")]
+
+
+def test_remote_provider_errors_are_clear_and_indexing_goes_on(make_tree, monkeypatch):
+    from fourfold import Fourfold
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    with pytest.raises(EmbedderUnavailable, match="VOYAGE_API_KEY"):
+        load_embedder("voyage")
+    monkeypatch.delenv("FOURFOLD_OPENAI_MODEL", raising=False)
+    with pytest.raises(EmbedderUnavailable, match="needs a model"):
+        load_embedder("openai")
+    monkeypatch.setenv("FOURFOLD_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens
+    root = make_tree(SIMILAR_TREE)
+    ff = Fourfold(root, embedder="openai:code-embed")
+    summary = ff.index()
+    assert any("unreachable" in reason for reason in summary.skipped)
+    assert ff.grep("json.load")  # text, structure and graph are indexed all the same
+    response = ff.search("read a json file")
+    assert "semantic" in response.unavailable and response.hits

@@ -1240,3 +1240,23 @@ def test_c_typedef_struct_is_not_nested_in_the_typedef():
         ("type", "z_stream", None, 2, 4), ("struct", "z_stream_s", None, 2, 4)]
     assert symbols[0].doc == "A stream."
     assert [(c.start_line, c.end_line, c.symbol) for c in chunks] == [(1, 1, None), (2, 4, "z_stream_s")]
+
+
+def test_definition_lookup_prefers_the_file_named_after_the_symbol(make_tree):
+    from fourfold import Fourfold
+    partial = "namespace Pack {{ public static partial class Serializer {{ {body} }} }}\n"
+    root = make_tree({
+        "src/Json.cs": partial.format(body="public static string ToJson() => \"\";"),
+        "src/Serializer.cs": partial.format(body="public static byte[] Serialize() => null;"),
+        "lib/plug/adapters/test/conn.ex": "defmodule Plug.Adapters.Test.Conn do\nend\n",
+        "lib/plug/conn.ex": "defmodule Plug.Conn do\n  defstruct [:host]\nend\n",
+        "lib/plug/test.ex": "defmodule Plug.Test do\n  def conn(method), do: method\nend\n",
+    })
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    found = ff.definitions("Serializer")
+    assert [d["path"] for d in found] == ["src/Serializer.cs", "src/Json.cs"]
+    conn = ff.definitions("Conn")  # a module is called by its last segment
+    assert [(d["path"], d["match"]) for d in conn] == [
+        ("lib/plug/conn.ex", "exact"), ("lib/plug/adapters/test/conn.ex", "exact"),
+        ("lib/plug/test.ex", "qualified")]  # the function conn: same name, other case

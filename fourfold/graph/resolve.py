@@ -594,6 +594,7 @@ class _Resolver:
                     ln[imp.member].append(imp)
             self.local_names[p] = ln
         self.bases: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+        self._packages: dict[tuple[str, str], dict[str, list[tuple[str, Symbol]]]] = {}
 
     # -- helpers
     def enclosing_type(self, t: _FileTable, qual: str | None) -> Symbol | None:
@@ -687,17 +688,29 @@ class _Resolver:
                         return p, s
         return None
 
+    def _package_names(self, t: _FileTable) -> dict[str, list[tuple[str, Symbol]]]:
+        """name -> top-level definitions in the files of t's folder and language family,
+        built once per package: a Java package of hundreds of files is asked thousands of
+        times."""
+        key = (t.dir, t.fam)
+        index = self._packages.get(key)
+        if index is None:
+            index = defaultdict(list)
+            for p in self.mods.by_dir.get(t.dir, ()):
+                u = self.tables[p]
+                if u.fam != t.fam:
+                    continue
+                for name, symbols in u.by_name.items():
+                    index[name].extend((p, s) for s in symbols if s.parent is None)
+            self._packages[key] = index
+        return index
+
     def same_package(self, t: _FileTable, name: str, types_only: bool):
         if t.lang not in ("go", "java", "kotlin", "scala", "csharp", "swift", "rust", "c", "cpp"):
             return None
-        for p in self.mods.by_dir.get(t.dir, ()):
-            if p == t.path:
-                continue
-            u = self.tables[p]
-            if u.fam != t.fam:
-                continue
-            s = self.in_file(u, name, None, types_only)
-            if s is not None:
+        for p, s in self._package_names(t).get(name, ()):
+            if p != t.path and (s.kind in TYPE_KINDS if types_only
+                                else s.kind not in NON_CALLABLE):
                 return p, s
         return None
 

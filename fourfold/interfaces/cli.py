@@ -1,4 +1,5 @@
-"""Command line: `fourfold index|search|grep|def|outline|refs|callees|importers|impact|status`.
+"""Command line: index, search, grep, def, outline, similar, refs, callees, importers, impact,
+status.
 
 Human output by default, --json for machines. Exit code 0: results; 1: none; 2: error.
 """
@@ -220,6 +221,20 @@ def cmd_outline(args) -> int:
     return _emit(args, payload, human)
 
 
+def cmd_similar(args) -> int:
+    location = args.location
+    root = args.path or Path(location.rpartition(":")[0] or location).resolve().parent
+    ff = Fourfold(root, index_dir=args.index_dir, embedder=args.embedder)
+    _ensure(ff, args)
+    hits = ff.similar(location, limit=args.limit)
+    payload = {"total": len(hits), "results": [h.to_dict() for h in hits]}
+
+    def human() -> None:
+        for hit in hits:
+            _print_hit(hit)
+    return _emit(args, payload, human)
+
+
 def _graph_command(args) -> int:
     ff = _open(args)
     _ensure(ff, args)
@@ -253,7 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--index-dir", help="where the index lives (default PATH/.fourfold)")
         p.add_argument("--json", action="store_true", help="machine-readable output")
         p.add_argument("--embedder", default="default",
-                       help="embedding model: static (default, fast) or minilm (transformer)")
+                       help="embedding model: static (default, fast), minilm (transformer), "
+                            "voyage[:MODEL] or openai[:MODEL] (remote, opt-in)")
 
     p = sub.add_parser("index", help="index a folder (incremental)")
     common(p)
@@ -311,6 +327,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--index-dir")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_outline)
+
+    p = sub.add_parser("similar", help="code similar to the chunk at FILE:LINE")
+    p.add_argument("location", metavar="FILE:LINE")
+    p.add_argument("path", nargs="?", default=None, help="indexed folder (default: find it)")
+    p.add_argument("--index-dir")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--embedder", default="default")
+    p.add_argument("--limit", type=int, default=10)
+    p.set_defaults(func=cmd_similar)
 
     graph_verbs = {
         "refs": ("references", "callers and other references of NAME"),

@@ -10,7 +10,7 @@ import numpy as np
 from ..model import Hit
 from ..semantic.binary import search as binary_search
 from ..semantic.binary import to_codes
-from ..semantic.embedder import Embedder
+from ..semantic.embedder import Embedder, embed_query
 from ..semantic.indexing import load_vectors
 from ..store.base import Store
 from .base import Query
@@ -68,8 +68,32 @@ class SemanticRetriever:
                                     rescore_n=max(RESCORE_CANDIDATES, limit))
         return [(int(ids[i]), float(s)) for i, s in zip(idx, scores)]
 
+    def similar(self, chunk_id: int, limit: int) -> list[Hit]:
+        """Chunks in other files nearest one indexed chunk. The origin's own file is left out:
+        its chunks share the path the embedded text starts with, so they would crowd the list."""
+        from ..semantic.indexing import embedding_texts
+
+        ids, int8, _codes, _mean = self._matrix()
+        rows = np.flatnonzero(ids == chunk_id)
+        if len(rows):
+            vector = int8[rows[0]].astype(np.float32)
+            vector /= max(float(np.linalg.norm(vector)), 1e-9)
+        else:  # not embedded yet: embed its text now
+            vector = self.embedder.embed([embedding_texts(self.store, [chunk_id])[chunk_id]])[0]
+        (origin,) = self.store.chunks([chunk_id])
+        ranked = self.nearest(vector, limit + 50)
+        chunks = {c.chunk_id: c for c in self.store.chunks([cid for cid, _ in ranked])}
+        hits = []
+        for cid, score in ranked:
+            c = chunks.get(cid)
+            if c is None or c.path == origin.path:
+                continue
+            hits.append(Hit(c.path, c.start_line, c.end_line, score, symbol=c.symbol,
+                            kind=c.kind))
+        return hits[:limit]
+
     def search(self, query: Query, limit: int) -> list[Hit]:
-        vector = self.embedder.embed([query.text])[0]
+        vector = embed_query(self.embedder, query.text)
         ranked = self.nearest(vector, limit * 2 if query.path_glob else limit)
         chunks = {c.chunk_id: c for c in self.store.chunks([cid for cid, _ in ranked])}
         hits = []

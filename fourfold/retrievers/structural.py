@@ -1,7 +1,8 @@
 """Structural modality: definitions from the tree-sitter symbol table, found by name.
 
 Ranking: exact name > qualified match > prefix > sub-word; first-party before
-vendor/generated, source before tests (unless the query asks for tests); then kind.
+vendor/generated, source before tests (unless the query asks for tests); then the file named
+after the symbol; then kind.
 """
 from __future__ import annotations
 
@@ -44,6 +45,13 @@ def _normalise(name: str) -> str:
     return re.sub(r"[_\-$]", "", name.lower())
 
 
+def named_after(symbol: StoredSymbol) -> bool:
+    """The file is named after the symbol (conn.ex for Plug.Conn, Engine.java for Engine):
+    among equal definitions (partial classes, re-declarations) that file is the home one."""
+    stem = symbol.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    return _normalise(stem) == _normalise(symbol.name)
+
+
 def match_tier(symbol: StoredSymbol, target: str) -> int | None:
     """0 exact, 1 qualified, 2 case-insensitive / style-insensitive, 3 prefix, 4 sub-word."""
     last = _SPLIT.split(target)[-1]
@@ -56,11 +64,14 @@ def match_tier(symbol: StoredSymbol, target: str) -> int | None:
         if symbol.name.lower() != last.lower():
             return None
         return 1 if symbol.qualname.lower().endswith(last.lower()) else None
-    if symbol.name == target:
+    # A module keeps its dotted name whole (defmodule Plug.Conn, namespace App.Models); its
+    # last segment is what people call it.
+    name = _SPLIT.split(symbol.name)[-1]
+    if name == target:
         return 0
-    if symbol.name.lower() == target.lower():
+    if name.lower() == target.lower():
         return 1
-    if _normalise(symbol.name) == _normalise(target):
+    if _normalise(name) == _normalise(target):
         return 2
     if symbol.name.lower().startswith(target.lower()):
         return 3
@@ -108,7 +119,7 @@ class StructuralRetriever:
             scored = [st for st in scored if st[1] <= 2]
         scored.sort(key=lambda st: (
             st[1], bool(st[0].flags & DOWNRANKED),
-            bool(st[0].flags & TEST) and not wants_tests,
+            bool(st[0].flags & TEST) and not wants_tests, not named_after(st[0]),
             KIND_PRIORITY.get(st[0].kind, 3), st[0].qualname.count("."), len(st[0].path),
             st[0].path, st[0].start_line))
         return scored[:limit]

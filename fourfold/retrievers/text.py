@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import threading
 import re._parser as sre_parse  # the stdlib regex parser, used only to find required literals
 from dataclasses import dataclass
 
@@ -36,8 +37,22 @@ def _fts_phrase(literal: str) -> str:
     return '"' + literal.replace('"', '""') + '"'
 
 
+MAX_TRIGRAMS = 12  # more of a long literal's trigrams barely narrow the candidates further
+
+
+def _trigrams_all(literal: str) -> str:
+    """Every file containing the literal holds each of its trigrams. The trigram index keeps
+    no positions (a tenth of the size), so this is an AND of trigrams, not a phrase; exact
+    verification follows."""
+    grams = list(dict.fromkeys(literal[i:i + 3] for i in range(len(literal) - 2)))
+    if len(grams) > MAX_TRIGRAMS:
+        step = (len(grams) - 1) / (MAX_TRIGRAMS - 1)
+        grams = [grams[round(i * step)] for i in range(MAX_TRIGRAMS)]
+    return " AND ".join(_fts_phrase(g) for g in grams)
+
+
 def _literal_match_expr(pattern: str) -> str | None:
-    return _fts_phrase(pattern) if len(pattern) >= MIN_TRIGRAM else None
+    return _trigrams_all(pattern) if len(pattern) >= MIN_TRIGRAM else None
 
 
 # A required-literal expression: ("and", [...]) / ("or", [...]) / str; None = no constraint.
@@ -81,7 +96,7 @@ def _required(items) -> object | None:
 
 def _expr_to_fts(expr) -> str:
     if isinstance(expr, str):
-        return _fts_phrase(expr)
+        return "(" + _trigrams_all(expr) + ")"
     op, parts = expr
     joiner = " AND " if op == "and" else " OR "
     return "(" + joiner.join(_expr_to_fts(p) for p in parts) + ")"
@@ -144,11 +159,60 @@ def name_match(words: tuple[str, ...], query_words: set[str]) -> float:
     return 0.0
 
 
+GREP_READ_BATCH = 256  # files read from the store at once; a limit stops reading early
+CONTENT_CACHE_BYTES = 256 << 20
+
+
+class ContentCache:
+    """File texts kept in memory between searches, so a warm grep reads no database pages
+    and decodes no UTF-8. Keyed by file id and checked by content hash (an id freed by a
+    deleted file can come back for another); bounded in characters, oldest out first."""
+
+    def __init__(self, store: Store, budget: int = CONTENT_CACHE_BYTES):
+        self.store = store
+        self.budget = budget
+        self._texts: dict[int, tuple[str, str]] = {}  # insertion order = age
+        self._size = 0
+        self._lock = threading.Lock()  # modalities and MCP calls run in threads
+
+    def get(self, files: list[tuple[StoredFile, str]]) -> dict[int, str]:
+        out: dict[int, str] = {}
+        missing = []
+        with self._lock:
+            for stored, content_hash in files:
+                cached = self._texts.get(stored.file_id)
+                if cached is not None and cached[0] == content_hash:
+                    out[stored.file_id] = cached[1]
+                else:
+                    missing.append((stored.file_id, content_hash))
+        if missing:
+            fetched = self.store.contents(fid for fid, _ in missing)
+            with self._lock:
+                for fid, content_hash in missing:
+                    text = fetched.get(fid, "")
+                    out[fid] = text
+                    self._put(fid, content_hash, text)
+        return out
+
+    def _put(self, file_id: int, content_hash: str, text: str) -> None:
+        if len(text) > self.budget // 8:
+            return  # one huge file must not flush everything else
+        old = self._texts.pop(file_id, None)
+        if old is not None:
+            self._size -= len(old[1])
+        self._texts[file_id] = (content_hash, text)
+        self._size += len(text)
+        while self._size > self.budget:
+            oldest = next(iter(self._texts))
+            self._size -= len(self._texts.pop(oldest)[1])
+
+
 class TextRetriever:
     modality = "text"
 
     def __init__(self, store: Store):
         self.store = store
+        self._texts = ContentCache(store)
         self._names: tuple[tuple, dict[str, tuple[str, ...]]] | None = None
 
     def _file_names(self) -> dict[str, tuple[str, ...]]:
@@ -183,10 +247,14 @@ class TextRetriever:
             else:
                 matcher = re.compile(re.escape(pattern), re.IGNORECASE)
         out: list[LineMatch] = []
-        for stored, text in self.store.trigram_candidates(match_expr, repo_id):
-            if not _path_ok(stored.path, path_glob):
-                continue
-            out.extend(self._lines(stored, text, pattern, matcher))
+        candidates = [(stored, content_hash) for stored, content_hash
+                      in self.store.trigram_candidates(match_expr, repo_id)
+                      if _path_ok(stored.path, path_glob)]
+        for start in range(0, len(candidates), GREP_READ_BATCH):
+            batch = candidates[start:start + GREP_READ_BATCH]
+            texts = self._texts.get(batch)
+            for stored, _ in batch:
+                out.extend(self._lines(stored, texts[stored.file_id], pattern, matcher))
             if limit is not None and len(out) >= limit:
                 return out[:limit]
         return out

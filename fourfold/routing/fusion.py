@@ -52,6 +52,12 @@ def fuse(ranked: dict[str, list[Hit]], weights: dict[str, float], k: float) -> l
                 fused = Hit(hit.path, hit.start_line, hit.end_line, 0.0, symbol=hit.symbol,
                             kind=hit.kind, lines=list(hit.lines), repo=hit.repo)
                 merged[key] = fused
+            elif share > max(fused.contributions.values()):
+                # the span the strongest vote points at: the whole definition from the
+                # structural modality rather than one piece of it that text matched
+                fused.start_line, fused.end_line, fused.kind = hit.start_line, hit.end_line, \
+                    hit.kind
+                fused.lines = list(hit.lines) or fused.lines
             elif not fused.lines and hit.lines:
                 fused.lines = list(hit.lines)
             fused.contributions[modality] = share

@@ -16,8 +16,11 @@ SEED = {
     EXACT_MATCH: {"semantic": 0.0, "text": 0.9, "structural": 0.1, "graph": 0.0},
 }
 # Tuned on the semble-dev development split only (bench/eval.py); see docs/benchmarks.md.
+# find_definition: structural 0.8 lets the exact definition keep its rank against text and
+# semantic votes for other chunks (symbol NDCG@10 0.951 -> 0.961).
 TUNED = {intent: dict(weights) for intent, weights in SEED.items()}
 TUNED[UNDERSTAND_CODE] = {"semantic": 0.3, "text": 0.4, "structural": 0.3, "graph": 0.1}
+TUNED[FIND_DEFINITION] = {"semantic": 0.1, "text": 0.1, "structural": 0.8, "graph": 0.1}
 PROFILES = {"seed": SEED, "tuned": TUNED}
 # RRF k per profile (None: the preset's k). Measured on semble-dev, a small k lets each
 # modality's first answers decide more: NDCG@10 0.799 at k=40, 0.807 at 15, 0.821 at 5.

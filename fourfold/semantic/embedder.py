@@ -58,6 +58,13 @@ class Embedder(Protocol):
         ...
 
 
+def embed_query(embedder: Embedder, text: str) -> np.ndarray:
+    """A query's vector: providers that embed queries differently (Voyage) say so with an
+    ``embed_query`` method; the others embed a query like any text."""
+    method = getattr(embedder, "embed_query", None)
+    return method(text) if method else embedder.embed([text])[0]
+
+
 def _l2_normalize(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float32)
     norms = np.linalg.norm(x, axis=1, keepdims=True)
@@ -242,13 +249,22 @@ _CACHE_LOCK = threading.Lock()
 def load_embedder(name: str = "default", *, threads: int = 2) -> Embedder:
     """Load a bundled embedder by name: "default" (= "minilm") or "static".
 
+    ``"voyage[:MODEL]"`` and ``"openai[:MODEL]"`` select the optional remote providers of
+    :mod:`fourfold.semantic.remote` (off unless asked for by name).
+
     Loaded models are cached per process. Raises EmbedderUnavailable with a message that
     says what is missing when the model cannot be loaded; never downloads anything.
     """
+    provider, _, remote_model = name.partition(":")
+    if provider.lower() in ("voyage", "openai"):
+        from .remote import PROVIDERS
+
+        return PROVIDERS[provider.lower()](remote_model or None)
     key = ALIASES.get(name.lower())
     if key is None:
         raise EmbedderUnavailable(
-            f"unknown embedding model {name!r}; known: {', '.join(sorted(ALIASES))}")
+            f"unknown embedding model {name!r}; known: {', '.join(sorted(ALIASES))}, "
+            "voyage[:MODEL], openai[:MODEL]")
     cache_key = f"{key}:{threads}:{os.environ.get('FOURFOLD_ONNX_MODEL', '')}:" \
                 f"{os.environ.get('FOURFOLD_STATIC_MODEL', '')}:{os.environ.get('FOURFOLD_TOKENIZER', '')}"
     with _CACHE_LOCK:

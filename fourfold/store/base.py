@@ -136,9 +136,13 @@ class Store(ABC):
     # -- text -------------------------------------------------------------------------
     @abstractmethod
     def trigram_candidates(self, match: str | None, repo_id: int | None = None
-                           ) -> Iterator[tuple[StoredFile, str]]:
-        """Files (with text) whose trigram index satisfies an FTS5 MATCH expression;
-        None means every file (patterns too short for trigrams)."""
+                           ) -> list[tuple[StoredFile, str]]:
+        """(file, content hash) of the files whose trigram index satisfies an FTS5 MATCH
+        expression, in path order; None means every file (patterns too short for trigrams)."""
+
+    @abstractmethod
+    def contents(self, file_ids: Iterable[int]) -> dict[int, str]:
+        """file id -> text, for many files at once."""
 
     @abstractmethod
     def bm25_chunks(self, match: str, limit: int, repo_id: int | None = None

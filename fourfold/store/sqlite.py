@@ -19,7 +19,7 @@ from ..text_tokens import identifier_tokens, token_text
 from .base import (FileRecord, FileState, RepoInfo, Store, StoredChunk, StoredEdge, StoredFile,
                    StoredSymbol)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: trigram index without positions (detail=none)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -31,7 +31,7 @@ CREATE TABLE IF NOT EXISTS files(
     UNIQUE(repo_id, path));
 CREATE TABLE IF NOT EXISTS contents(file_id INTEGER PRIMARY KEY, text TEXT NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS content_trigrams USING fts5(
-    text, content='contents', content_rowid='file_id', tokenize='trigram');
+    text, content='contents', content_rowid='file_id', tokenize='trigram', detail='none');
 CREATE TABLE IF NOT EXISTS symbols(
     id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, name TEXT NOT NULL,
     name_lower TEXT NOT NULL, qualname TEXT NOT NULL, qualname_lower TEXT NOT NULL,
@@ -88,15 +88,31 @@ class SQLiteStore(Store):
         conn = self._conn()
         if not readonly:
             version = self._schema_version(conn)
-            if version is None:
-                with conn:
-                    conn.executescript(SCHEMA)
-                    conn.execute("INSERT OR REPLACE INTO meta VALUES('schema_version', ?)",
-                                 (str(SCHEMA_VERSION),))
-            elif version != SCHEMA_VERSION:
+            if version is not None and version > SCHEMA_VERSION:
                 raise FourfoldError(
-                    f"index at {self.db_path} has schema version {version}, this fourfold "
-                    f"needs {SCHEMA_VERSION}; delete the index folder and index again")
+                    f"index at {self.db_path} was written by a newer fourfold (schema "
+                    f"{version}, this one reads {SCHEMA_VERSION}); upgrade fourfold or use "
+                    "another --index-dir")
+            if version != SCHEMA_VERSION:
+                self._create(conn, drop_old=version is not None)
+
+    @staticmethod
+    def _create(conn: sqlite3.Connection, drop_old: bool) -> None:
+        """Create the schema. An index is derived data, so an older layout is dropped and
+        the next `index` rebuilds it rather than migrating it."""
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            if drop_old:
+                for kind in ("CREATE VIRTUAL TABLE%", "CREATE TABLE%"):  # FTS first: it owns
+                    names = [r[0] for r in conn.execute(  # its shadow tables
+                        "SELECT name FROM sqlite_master WHERE type='table' AND sql LIKE ?",
+                        (kind,)).fetchall()]
+                    for name in names:
+                        conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+            for statement in filter(str.strip, SCHEMA.split(";")):
+                conn.execute(statement)
+            conn.execute("INSERT OR REPLACE INTO meta VALUES('schema_version', ?)",
+                         (str(SCHEMA_VERSION),))
 
     # -- connections ----------------------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -256,23 +272,31 @@ class SQLiteStore(Store):
 
     # -- text -----------------------------------------------------------------------------
     def trigram_candidates(self, match: str | None, repo_id: int | None = None
-                           ) -> Iterator[tuple[StoredFile, str]]:
+                           ) -> list[tuple[StoredFile, str]]:
         if match is None:
-            sql = f"SELECT {_FILE_COLS}, c.text FROM files f JOIN contents c ON c.file_id=f.id"
+            sql = f"SELECT {_FILE_COLS}, f.hash FROM files f"
             params: tuple = ()
             if repo_id:
                 sql += " WHERE f.repo_id=?"
                 params = (repo_id,)
         else:
-            sql = (f"SELECT {_FILE_COLS}, c.text FROM content_trigrams t "
-                   "JOIN files f ON f.id=t.rowid JOIN contents c ON c.file_id=f.id "
-                   "WHERE content_trigrams MATCH ?")
+            sql = (f"SELECT {_FILE_COLS}, f.hash FROM content_trigrams t "
+                   "JOIN files f ON f.id=t.rowid WHERE content_trigrams MATCH ?")
             params = (match,)
             if repo_id:
                 sql += " AND f.repo_id=?"
                 params += (repo_id,)
-        for row in self._conn().execute(sql + " ORDER BY f.path", params):
-            yield StoredFile(*row[:5]), row[5]
+        return [(StoredFile(*row[:5]), row[5])
+                for row in self._query(sql + " ORDER BY f.path", params)]
+
+    def contents(self, file_ids: Iterable[int]) -> dict[int, str]:
+        ids = list(file_ids)
+        out: dict[int, str] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            out.update(self._query(f"SELECT file_id, text FROM contents WHERE file_id IN "
+                                   f"({_placeholders(len(part))})", part))
+        return out
 
     def bm25_chunks(self, match: str, limit: int, repo_id: int | None = None
                     ) -> list[tuple[StoredChunk, float]]:
