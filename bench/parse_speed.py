@@ -4,7 +4,8 @@
 
 Prints files/s for tree-sitter parse + symbol/chunk extraction over every .py file of the
 interpreter's standard library folder (site-packages excluded) using a process pool, the
-parse-only rate for comparison, and the share of the function/class definitions that `ast`
+parse-only rate for comparison, the CPU that reference extraction (the graph's input) adds,
+and the share of the function/class definitions that `ast`
 finds which the parser also finds with the same name and start line.
 """
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fourfold.parsing.grammars import get_parser  # noqa: E402
+from fourfold.parsing.references import extract_references  # noqa: E402
 from fourfold.parsing.structure import extract_structure  # noqa: E402
 
 
@@ -45,10 +47,14 @@ def _work(path: str):
     with open(path, "rb") as fh:
         src = fh.read()
     t0 = time.process_time()
-    symbols, chunks = extract_structure(_PARSER.parse(src), src, "python")
+    tree = _PARSER.parse(src)
+    symbols, chunks = extract_structure(tree, src, "python")
     cpu = time.process_time() - t0
+    t0 = time.process_time()
+    extract_references(tree, src, "python", symbols)
+    cpu_refs = time.process_time() - t0
     return path, [(s.name, s.start_line) for s in symbols if s.kind in ("function", "method", "class")], \
-        len(chunks), cpu
+        len(chunks), cpu, cpu_refs
 
 
 def _parse_only(path: str) -> float:
@@ -107,15 +113,19 @@ def main() -> None:
     nsym = sum(len(o[1]) for o in out)
     nchunks = sum(o[2] for o in out)
     cpu_full = sum(o[3] for o in out)
+    cpu_refs = sum(o[4] for o in out)
     n, w = len(files), args.workers
     print(f"load average now: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cpus (wall-clock rates suffer "
           f"when other work shares the cores; the CPU-time rates do not)")
     print(f"parse only:      wall {n / t_parse:8.1f} files/s | CPU {n / cpu_parse:7.1f} files/s per core, "
           f"x{w} = {w * n / cpu_parse:7.1f} files/s")
-    print(f"parse + extract: wall {n / t_full:8.1f} files/s | CPU {n / cpu_full:7.1f} files/s per core, "
+    print(f"(wall below includes reference extraction: {n / t_full:.1f} files/s)")
+    print(f"parse + extract: CPU {n / cpu_full:7.1f} files/s per core, "
           f"x{w} = {w * n / cpu_full:7.1f} files/s  ({size / 1e6 / cpu_full:.1f} MB/s per core; "
           f"{nsym} defs, {nchunks} chunks)")
-    found, total, misses = agreement({p: d for p, d, _, _ in out})
+    print(f"reference extraction (graph input): +{100 * cpu_refs / cpu_full:.0f}% CPU on top of "
+          "parse + extract")
+    found, total, misses = agreement({p: d for p, d, *_ in out})
     print(f"ast agreement:        {found}/{total} = {100.0 * found / max(total, 1):.3f}% "
           f"(FunctionDef/AsyncFunctionDef/ClassDef with same name and start line)")
     for path, item in misses[:10]:

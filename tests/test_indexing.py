@@ -138,3 +138,23 @@ def test_index_of_an_older_schema_is_rebuilt_not_refused(make_tree):
                      (str(SCHEMA_VERSION + 1),))
     with pytest.raises(FourfoldError, match="newer fourfold"):
         Fourfold(root)
+
+
+def test_changed_and_deleted_files_leave_no_words_behind(make_tree):
+    root = make_tree({"a.py": "def frobnicate_widget(size):\n    return size * 2\n",
+                      "b.py": "def keep_me():\n    return 'quux_marker'\n"})
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    text_only = {"modalities": ("text",)}
+    assert ff.search("frobnicate widget", **text_only).hits[0].path == "a.py"
+    (root / "a.py").write_text("def other_name(size):\n    return size + 1\n")
+    ff.index(embed=False)
+    conn = ff.store._conn()
+    count = "SELECT count(*) FROM chunk_tokens WHERE chunk_tokens MATCH ?"
+    assert conn.execute(count, ("frobnicate",)).fetchone()[0] == 0
+    assert conn.execute(count, ("other",)).fetchone()[0] == 1
+    assert not ff.search("frobnicate widget", **text_only).hits
+    (root / "b.py").unlink()
+    ff.index(embed=False)
+    assert conn.execute(count, ("quux_marker",)).fetchone()[0] == 0
+    assert conn.execute("INSERT INTO chunk_tokens(chunk_tokens) VALUES('integrity-check')")

@@ -119,7 +119,9 @@ def compile_regex(pattern: str, case_sensitive: bool = True):
     options.log_errors = False
     options.case_sensitive = case_sensitive
     try:
-        return re2.compile("(?m)" + pattern, options)
+        # compiled for UTF-8 bytes: RE2 on str re-encodes every text and maps every offset
+        # back, two to four times slower than on the bytes kept by the content cache
+        return re2.compile(("(?m)" + pattern).encode("utf-8", "surrogatepass"), options)
     except Exception as exc:  # google-re2 raises its own Error type with a bytes message
         detail = exc.args[0] if exc.args else exc
         if isinstance(detail, bytes):
@@ -171,40 +173,54 @@ class ContentCache:
     def __init__(self, store: Store, budget: int = CONTENT_CACHE_BYTES):
         self.store = store
         self.budget = budget
-        self._texts: dict[int, tuple[str, str]] = {}  # insertion order = age
+        self._texts: dict[int, list] = {}  # id -> [hash, str, UTF-8 bytes or None]; by age
         self._size = 0
         self._lock = threading.Lock()  # modalities and MCP calls run in threads
 
-    def get(self, files: list[tuple[StoredFile, str]]) -> dict[int, str]:
-        out: dict[int, str] = {}
+    def get(self, files: list[tuple[StoredFile, str]], utf8: bool = False
+            ) -> dict[int, str | bytes]:
+        """file id -> text (or its UTF-8 bytes, for RE2)."""
+        out: dict[int, str | bytes] = {}
         missing = []
         with self._lock:
             for stored, content_hash in files:
-                cached = self._texts.get(stored.file_id)
-                if cached is not None and cached[0] == content_hash:
-                    out[stored.file_id] = cached[1]
-                else:
+                entry = self._texts.get(stored.file_id)
+                if entry is None or entry[0] != content_hash:
                     missing.append((stored.file_id, content_hash))
+                elif not utf8:
+                    out[stored.file_id] = entry[1]
+                else:
+                    if entry[2] is None:
+                        entry[2] = _utf8(entry[1])
+                        self._size += len(entry[2])
+                    out[stored.file_id] = entry[2]
         if missing:
             fetched = self.store.contents(fid for fid, _ in missing)
             with self._lock:
                 for fid, content_hash in missing:
-                    text = fetched.get(fid, "")
-                    out[fid] = text
-                    self._put(fid, content_hash, text)
+                    entry = [content_hash, fetched.get(fid, ""), None]
+                    if utf8:
+                        entry[2] = _utf8(entry[1])
+                    out[fid] = entry[2] if utf8 else entry[1]
+                    self._put(fid, entry)
         return out
 
-    def _put(self, file_id: int, content_hash: str, text: str) -> None:
-        if len(text) > self.budget // 8:
+    def _put(self, file_id: int, entry: list) -> None:
+        size = len(entry[1]) + len(entry[2] or b"")
+        if size > self.budget // 8:
             return  # one huge file must not flush everything else
         old = self._texts.pop(file_id, None)
         if old is not None:
-            self._size -= len(old[1])
-        self._texts[file_id] = (content_hash, text)
-        self._size += len(text)
+            self._size -= len(old[1]) + len(old[2] or b"")
+        self._texts[file_id] = entry
+        self._size += size
         while self._size > self.budget:
-            oldest = next(iter(self._texts))
-            self._size -= len(self._texts.pop(oldest)[1])
+            oldest = self._texts.pop(next(iter(self._texts)))
+            self._size -= len(oldest[1]) + len(oldest[2] or b"")
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
 
 
 class TextRetriever:
@@ -252,7 +268,7 @@ class TextRetriever:
                       if _path_ok(stored.path, path_glob)]
         for start in range(0, len(candidates), GREP_READ_BATCH):
             batch = candidates[start:start + GREP_READ_BATCH]
-            texts = self._texts.get(batch)
+            texts = self._texts.get(batch, utf8=regex)
             for stored, _ in batch:
                 out.extend(self._lines(stored, texts[stored.file_id], pattern, matcher))
             if limit is not None and len(out) >= limit:
@@ -260,7 +276,7 @@ class TextRetriever:
         return out
 
     @staticmethod
-    def _positions(text: str, pattern: str, matcher):
+    def _positions(text: str | bytes, pattern: str, matcher, newline):
         if matcher is None:
             start = text.find(pattern)
             while start >= 0:
@@ -268,29 +284,35 @@ class TextRetriever:
                 start = text.find(pattern, start + 1)
         else:
             for m in matcher.finditer(text):
-                if m.end() == m.start() and m.start() == len(text) and text.endswith("\n"):
+                if m.end() == m.start() and m.start() == len(text) and text.endswith(newline):
                     continue  # an empty match after the final newline is not a line
                 yield m.start(), m.end()
 
-    def _lines(self, stored: StoredFile, text: str, pattern: str, matcher) -> list[LineMatch]:
+    def _lines(self, stored: StoredFile, text: str | bytes, pattern: str, matcher
+               ) -> list[LineMatch]:
+        """The matching lines of one file; text is str, or UTF-8 bytes for RE2 matchers."""
+        utf8 = isinstance(text, bytes)
+        newline, cr = (b"\n", b"\r") if utf8 else ("\n", "\r")
         out: list[LineMatch] = []
         line_no, line_start, last_line = 1, 0, 0
-        for start, end in self._positions(text, pattern, matcher):
+        for start, end in self._positions(text, pattern, matcher, newline):
             if start > line_start:
-                newlines = text.count("\n", line_start, start)
+                newlines = text.count(newline, line_start, start)
                 if newlines:
                     line_no += newlines
-                    line_start = text.rfind("\n", 0, start) + 1
+                    line_start = text.rfind(newline, 0, start) + 1
             if line_no == last_line:
                 continue
-            line_end = text.find("\n", start)
+            line_end = text.find(newline, start)
             if line_end < 0:
                 line_end = len(text)
             if end > line_end and matcher is not None and start != end:
                 # a regex match running across lines: grep reports only whole-line matches
-                if "\n" in text[start:end]:
+                if newline in text[start:end]:
                     continue
-            out.append(LineMatch(stored.path, line_no, text[line_start:line_end].rstrip("\r"),
+            line = text[line_start:line_end].rstrip(cr)
+            out.append(LineMatch(stored.path, line_no,
+                                 line.decode("utf-8", "surrogatepass") if utf8 else line,
                                  stored.file_id, stored.flags))
             last_line = line_no
         return out

@@ -19,7 +19,7 @@ from ..text_tokens import identifier_tokens, token_text
 from .base import (FileRecord, FileState, RepoInfo, Store, StoredChunk, StoredEdge, StoredFile,
                    StoredSymbol)
 
-SCHEMA_VERSION = 2  # 2: trigram index without positions (detail=none)
+SCHEMA_VERSION = 3  # 2: trigram index without positions; 3: contentless chunk tokens
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS chunks(
     end_line INTEGER NOT NULL, symbol TEXT, kind TEXT NOT NULL, embed_hash TEXT);
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunk_tokens USING fts5(
-    path, symbol, body, tokenize="porter unicode61 tokenchars '_'");
+    path, symbol, body, content='', tokenize="porter unicode61 tokenchars '_'");
 CREATE TABLE IF NOT EXISTS refs(
     file_id INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, line INTEGER NOT NULL,
     source TEXT);
@@ -194,16 +194,28 @@ class SQLiteStore(Store):
             "SELECT id, path, size, mtime_ns, hash FROM files WHERE repo_id=?", (repo_id,))}
 
     def _delete_file(self, conn: sqlite3.Connection, file_id: int) -> None:
-        row = conn.execute("SELECT text FROM contents WHERE file_id=?", (file_id,)).fetchone()
+        row = conn.execute("SELECT c.text, f.path FROM contents c JOIN files f ON f.id=c.file_id "
+                           "WHERE c.file_id=?", (file_id,)).fetchone()
         if row is not None:
+            text, path = row
             conn.execute("INSERT INTO content_trigrams(content_trigrams, rowid, text) "
-                         "VALUES('delete', ?, ?)", (file_id, row[0]))
+                         "VALUES('delete', ?, ?)", (file_id, text))
+            # The chunk token index keeps no copy of what it indexed (a fifth of the index),
+            # so deleting from it means handing back the same tokens, rebuilt from the text.
+            lines = text.split("\n")
+            path_tokens = token_text(path)
+            conn.executemany(
+                "INSERT INTO chunk_tokens(chunk_tokens, rowid, path, symbol, body) "
+                "VALUES('delete', ?, ?, ?, ?)",
+                [(cid, path_tokens, token_text(symbol or ""),
+                  token_text("\n".join(lines[start - 1:end])))
+                 for cid, start, end, symbol in conn.execute(
+                     "SELECT id, start_line, end_line, symbol FROM chunks WHERE file_id=?",
+                     (file_id,)).fetchall()])
         conn.execute("DELETE FROM contents WHERE file_id=?", (file_id,))
         conn.execute("DELETE FROM symbol_tokens WHERE symbol_id IN "
                      "(SELECT id FROM symbols WHERE file_id=?)", (file_id,))
         conn.execute("DELETE FROM symbols WHERE file_id=?", (file_id,))
-        conn.execute("DELETE FROM chunk_tokens WHERE rowid IN "
-                     "(SELECT id FROM chunks WHERE file_id=?)", (file_id,))
         conn.execute("DELETE FROM chunks WHERE file_id=?", (file_id,))
         conn.execute("DELETE FROM refs WHERE file_id=?", (file_id,))
         conn.execute("DELETE FROM files WHERE id=?", (file_id,))
@@ -221,6 +233,11 @@ class SQLiteStore(Store):
             for path, size, mtime in touched:
                 conn.execute("UPDATE files SET size=?, mtime_ns=? WHERE repo_id=? AND path=?",
                              (size, mtime, repo_id, path))
+            # Ids are given, not read back row by row, so each table takes one executemany
+            # per batch (the index lock makes this the only writer).
+            symbol_id = conn.execute("SELECT coalesce(max(id), 0) FROM symbols").fetchone()[0]
+            chunk_id = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]
+            symbols, symbol_tokens, chunks, chunk_tokens, refs = [], [], [], [], []
             for rec in records:
                 file_id = conn.execute(
                     "INSERT INTO files(repo_id, path, hash, size, mtime_ns, language, flags) "
@@ -231,29 +248,32 @@ class SQLiteStore(Store):
                 conn.execute("INSERT INTO content_trigrams(rowid, text) VALUES(?, ?)",
                              (file_id, rec.text))
                 for sym in rec.symbols:
-                    sid = conn.execute(
-                        "INSERT INTO symbols(file_id, name, name_lower, qualname, qualname_lower,"
-                        " kind, start_line, end_line, signature, doc, parent) "
-                        "VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-                        (file_id, sym.name, sym.name.lower(), sym.qualname, sym.qualname.lower(),
-                         sym.kind, sym.start_line, sym.end_line, sym.signature, sym.doc,
-                         sym.parent)).lastrowid
-                    conn.executemany("INSERT INTO symbol_tokens(token, symbol_id) VALUES(?, ?)",
-                                     [(t, sid) for t in set(identifier_tokens(sym.name))])
+                    symbol_id += 1
+                    symbols.append((symbol_id, file_id, sym.name, sym.name.lower(), sym.qualname,
+                                    sym.qualname.lower(), sym.kind, sym.start_line,
+                                    sym.end_line, sym.signature, sym.doc, sym.parent))
+                    symbol_tokens += [(t, symbol_id) for t in set(identifier_tokens(sym.name))]
                 path_tokens = token_text(rec.path)
                 for chunk, body_tokens, chunk_hash in zip(rec.chunks, rec.chunk_tokens,
                                                           rec.chunk_hashes):
-                    cid = conn.execute(
-                        "INSERT INTO chunks(file_id, start_line, end_line, symbol, kind, "
-                        "embed_hash) VALUES(?,?,?,?,?,?)",
-                        (file_id, chunk.start_line, chunk.end_line, chunk.symbol, chunk.kind,
-                         chunk_hash)).lastrowid
-                    conn.execute("INSERT INTO chunk_tokens(rowid, path, symbol, body) "
-                                 "VALUES(?,?,?,?)",
-                                 (cid, path_tokens, token_text(chunk.symbol or ""), body_tokens))
-                conn.executemany(
-                    "INSERT INTO refs(file_id, kind, name, line, source) VALUES(?,?,?,?,?)",
-                    [(file_id, r.kind, r.name, r.line, r.source) for r in rec.references])
+                    chunk_id += 1
+                    chunks.append((chunk_id, file_id, chunk.start_line, chunk.end_line,
+                                   chunk.symbol, chunk.kind, chunk_hash))
+                    chunk_tokens.append((chunk_id, path_tokens, token_text(chunk.symbol or ""),
+                                         body_tokens))
+                refs += [(file_id, r.kind, r.name, r.line, r.source) for r in rec.references]
+            conn.executemany(
+                "INSERT INTO symbols(id, file_id, name, name_lower, qualname, qualname_lower, "
+                "kind, start_line, end_line, signature, doc, parent) "
+                "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", symbols)
+            conn.executemany("INSERT INTO symbol_tokens(token, symbol_id) VALUES(?, ?)",
+                             symbol_tokens)
+            conn.executemany("INSERT INTO chunks(id, file_id, start_line, end_line, symbol, kind,"
+                             " embed_hash) VALUES(?,?,?,?,?,?,?)", chunks)
+            conn.executemany("INSERT INTO chunk_tokens(rowid, path, symbol, body) "
+                             "VALUES(?,?,?,?)", chunk_tokens)
+            conn.executemany("INSERT INTO refs(file_id, kind, name, line, source) "
+                             "VALUES(?,?,?,?,?)", refs)
 
     def files(self, repo_id: int | None = None) -> list[StoredFile]:
         sql = f"SELECT {_FILE_COLS} FROM files f"

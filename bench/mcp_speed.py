@@ -1,0 +1,97 @@
+"""MCP server over stdio: time from start to first answer, and tool-call latency p50.
+
+    python bench/mcp_speed.py [--files 10000] [--keep DIR]
+
+Writes a synthetic Python repository of --files files (packages of modules, each with a
+class and helpers calling each other), indexes it once (not timed), then starts
+`python -m fourfold.interfaces.mcp_server ROOT` as a subprocess through the official MCP
+client and times: process start -> first `find_symbol` answer, then 21 calls of each tool
+(median reported). The tree lives in a temporary folder unless --keep names one.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from fourfold import Fourfold  # noqa: E402
+
+MODULE = '''"""Module {i}."""
+from pkg{p:02d}.sub{s} import mod{prev:05d}
+
+
+class Widget{i}:
+    """A widget that runs helper {i}."""
+
+    def run(self, value):
+        return helper_{i}(value) + mod{prev:05d}.helper_{prev}(value)
+
+
+def helper_{i}(value):
+    return value * {i} % 97
+'''
+
+
+def write_repo(root: Path, files: int) -> None:
+    for i in range(files):
+        p, s = i // 1000, (i // 100) % 10
+        folder = root / f"pkg{p:02d}" / f"sub{s}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "__init__.py").touch()
+        prev = max(i - 1, p * 1000 + s * 100)
+        (folder / f"mod{i:05d}.py").write_text(MODULE.format(i=i, p=p, s=s, prev=prev))
+
+
+CALLS = [("find_symbol", {"name": "Widget77", "limit": 3}),
+         ("text_pattern_search", {"pattern": "helper_99", "limit": 20}),
+         ("intelligent_search", {"query": "Widget123.run", "limit": 5}),
+         ("dependency_search", {"name": "helper_70", "relation": "callers"}),
+         ("get_file", {"path": "pkg00/sub0/mod00007.py"})]
+
+
+async def measure(root: Path) -> None:
+    server = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "fourfold.interfaces.mcp_server", str(root)])
+    started = time.perf_counter()
+    async with Client(server) as client:
+        first = await client.call_tool("find_symbol", {"name": "helper_4242", "limit": 1})
+        to_first = time.perf_counter() - started
+        assert not first.is_error, first.content
+        latency = {}
+        for name, arguments in CALLS:
+            samples = []
+            for _ in range(21):
+                t0 = time.perf_counter()
+                answer = await client.call_tool(name, arguments)
+                samples.append(time.perf_counter() - t0)
+                assert not answer.is_error, answer.content
+            latency[name] = round(statistics.median(samples) * 1000, 1)
+    print(f"start -> first answer {to_first:.2f} s; tool p50 ms {latency}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--keep")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(args.keep) if args.keep else Path(tmp) / "repo"
+        if not (root / ".fourfold").exists():
+            write_repo(root, args.files)
+        started = time.perf_counter()
+        summary = Fourfold(root).index()
+        print(f"{summary.files} files indexed in {time.perf_counter() - started:.1f} s "
+              "(not part of the figures below)")
+        anyio.run(measure, root)
+
+
+if __name__ == "__main__":
+    main()
