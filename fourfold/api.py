@@ -216,6 +216,26 @@ class Fourfold:
         self._require_index()
         return self.graph.impact(name, depth=depth, limit=limit, offset=offset)
 
+    def central(self, limit: int = 20, repo_id: int | None = None) -> dict:
+        """The map of a repository: its most central files and symbols (PageRank over the
+        import, call and inheritance graph, 1.0 = an average node), most central first."""
+        self._require_index()
+        symbol_rank, file_rank = self.store.centrality()
+        files = {f.file_id: f for f in self.store.files(repo_id)}
+        top_files = sorted(((rank, fid) for fid, rank in file_rank.items() if fid in files),
+                           reverse=True)[:limit]
+        # over-fetch: symbols of other repositories of the index are dropped below
+        top_symbols = sorted(((rank, sid) for sid, rank in symbol_rank.items()),
+                             reverse=True)[:limit * 4]
+        info = {s.symbol_id: s for s in self.store.symbols_by_id([sid for _, sid in top_symbols])}
+        symbols = [(rank, info[sid]) for rank, sid in top_symbols
+                   if sid in info and info[sid].file_id in files][:limit]
+        return {"files": [{"path": files[fid].path, "language": files[fid].language,
+                           "rank": round(rank, 6)} for rank, fid in top_files],
+                "symbols": [{"symbol": s.qualname, "kind": s.kind, "path": s.path,
+                             "start_line": s.start_line, "rank": round(rank, 6)}
+                            for rank, s in symbols]}
+
     def similar(self, location: str, limit: int = 10) -> list:
         """Code similar to the chunk at ``FILE:LINE`` (or the first chunk of FILE)."""
         self._require_index()

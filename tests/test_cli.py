@@ -91,6 +91,16 @@ def test_def_outline_refs_impact(project):
     assert ("Settings.__init__", 1) in impact and ("run", 1) in impact
 
 
+def test_map_lists_the_most_central_files_and_symbols(project):
+    assert fourfold("index", str(project), "--no-embed")[0] == 0
+    code, out, _ = fourfold("map", str(project), "--json")
+    repo_map = json.loads(out)
+    assert code == 0 and repo_map["files"][0]["path"] == "app/config.py"  # main.py imports it
+    assert repo_map["symbols"][0]["symbol"] == "parse_config"  # called from two places
+    ranks = [s["rank"] for s in repo_map["symbols"]]
+    assert ranks == sorted(ranks, reverse=True) and ranks[0] > 1.0 > ranks[-1]
+
+
 def test_status_and_not_indexed_error(project, tmp_path):
     code, _, err = fourfold("def", "x", str(project), "--index-dir", str(tmp_path / "idx"))
     assert code in (0, 1)  # indexes on first use

@@ -1,5 +1,5 @@
-"""Command line: index, search, grep, def, outline, similar, refs, callees, importers, impact,
-status.
+"""Command line: index, search, grep, def, outline, similar, map, refs, callees, importers,
+impact, status.
 
 Human output by default, --json for machines. Exit code 0: results; 1: none; 2: error.
 """
@@ -221,6 +221,22 @@ def cmd_outline(args) -> int:
     return _emit(args, payload, human)
 
 
+def cmd_map(args) -> int:
+    ff = _open(args)
+    _ensure(ff, args)
+    repo_map = ff.central(limit=args.limit)
+    payload = {"total": len(repo_map["files"]) + len(repo_map["symbols"]), **repo_map}
+
+    def human() -> None:
+        print("# most central files (PageRank, 1.0 = average)")
+        for f in repo_map["files"]:
+            print(f"{f['rank']:8.2f}  {f['path']}")
+        print("# most central symbols")
+        for s in repo_map["symbols"]:
+            print(f"{s['rank']:8.2f}  {s['path']}:{s['start_line']}  {s['kind']} {s['symbol']}")
+    return _emit(args, payload, human)
+
+
 def cmd_similar(args) -> int:
     location = args.location
     root = args.path or Path(location.rpartition(":")[0] or location).resolve().parent
@@ -327,6 +343,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--index-dir")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_outline)
+
+    p = sub.add_parser("map", help="the most central files and symbols of the repository")
+    common(p)
+    p.add_argument("--limit", type=int, default=20)
+    p.set_defaults(func=cmd_map)
 
     p = sub.add_parser("similar", help="code similar to the chunk at FILE:LINE")
     p.add_argument("location", metavar="FILE:LINE")

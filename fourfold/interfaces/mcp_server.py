@@ -809,19 +809,8 @@ class FourfoldService:
                           "modalities": modalities})
 
         def compute() -> list:
-            symbol_rank, file_rank = self.ff.store.centrality()
-            files = {f.file_id: f for f in self.ff.store.files(repo_id)}
-            top_files = sorted(((rank, fid) for fid, rank in file_rank.items() if fid in files),
-                               reverse=True)[:500]
-            top_syms = sorted(((rank, sid) for sid, rank in symbol_rank.items()),
-                              reverse=True)[:2000]
-            info = {s.symbol_id: s for s in self.ff.store.symbols_by_id([s for _, s in top_syms])}
-            syms = [(rank, info[sid]) for rank, sid in top_syms
-                    if sid in info and info[sid].file_id in files][:500]
-            return [[{"path": files[fid].path, "language": files[fid].language,
-                      "rank": round(rank, 6)} for rank, fid in top_files],
-                    [{"symbol": s.qualname, "kind": s.kind, "path": s.path,
-                      "start_line": s.start_line, "rank": round(rank, 6)} for rank, s in syms]]
+            repo_map = self.ff.central(limit=500, repo_id=repo_id)
+            return [repo_map["files"], repo_map["symbols"]]
 
         central_files, central_symbols = self._rows(key, compute)
         half = max(MIN_MAX_TOKENS, tokens // 2)
