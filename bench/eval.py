@@ -29,10 +29,11 @@ from fourfold.routing.profiles import parse_weights  # noqa: E402
 SCORER = datasets.DATA_DIR / "score.py"
 INDEXES = BENCH / ".cache" / "indexes"
 RESULTS = BENCH / ".cache" / "results"
+EMBEDDER = "default"  # --embedder
 
 
 def open_index(kind: str, key: str, root: Path, log: dict) -> Fourfold:
-    ff = Fourfold(root, index_dir=INDEXES / kind / key)
+    ff = Fourfold(root, index_dir=INDEXES / kind / key, embedder=EMBEDDER)
     started = time.perf_counter()
     summary = ff.index()
     log.setdefault("index_s", {})[key] = time.perf_counter() - started
@@ -152,8 +153,12 @@ def main() -> None:
     parser.add_argument("--no-direct", action="store_true")
     parser.add_argument("--no-boost", action="store_true")
     parser.add_argument("--label")
+    parser.add_argument("--embedder", default="default",
+                        help="embedding model (vectors of each model are kept side by side)")
     parser.add_argument("--ablations", action="store_true")
     args = parser.parse_args()
+    global EMBEDDER
+    EMBEDDER = args.embedder
     if not args.ablations:
         label = args.label or "-".join(filter(None, [args.preset, *(args.modality or []),
                                                      "nodirect" if args.no_direct else "",

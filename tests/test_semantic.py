@@ -116,6 +116,18 @@ def test_binary_rescore_matches_float_search_on_random_data():
 
 # ---------------------------------------------------------------- chunk text
 
+def test_static_model_reads_identifiers_with_their_words():
+    from fourfold.semantic.embedder import with_identifier_words
+    assert with_identifier_words("x = parseConfigFile(path) # HTTPServer max_retries") == \
+        "x = parseConfigFile parse config file(path) # HTTPServer http server " \
+        "max_retries max retries"
+    emb = load_embedder("static")
+    assert emb.name == "static-words" and load_embedder("default") is emb
+    question, code, other = emb.embed(["read the config file", "def loadConfigFile(p): ...",
+                                       "def drawCircle(r): ..."])
+    assert float(question @ code) > float(question @ other)
+
+
 def test_chunk_text_layout_and_cut():
     body = "def parse_config(path):\n\n    data = open(path).read()\n    return json.loads(data)\n"
     t = chunk_text_for_embedding("src/app/config.py", "Loader.parseConfig",

