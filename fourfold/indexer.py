@@ -24,7 +24,7 @@ from .store.base import FileRecord, Store
 from .text_tokens import token_text
 
 BATCH_FILES = 48
-PARALLEL_THRESHOLD = 64  # below this many changed files, parsing in-process is faster
+PARALLEL_BYTES = 256 * 1024  # below this much changed source, parsing in-process is faster
 BINARY_SNIFF_BYTES = 8192
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -116,7 +116,7 @@ class IndexLock:
 
 
 def _parse_all(found: list[FoundFile], workers: int):
-    if len(found) < PARALLEL_THRESHOLD or workers <= 1:
+    if workers <= 1 or len(found) < 2 or sum(f.size for f in found) < PARALLEL_BYTES:
         yield from map(read_file, found)
         return
     ctx = multiprocessing.get_context("fork")

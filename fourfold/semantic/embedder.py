@@ -27,6 +27,7 @@ import hashlib
 import os
 import re
 import threading
+from functools import lru_cache
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -260,11 +261,17 @@ def with_identifier_words(text: str) -> str:
     """Each compound identifier followed by its words: "parseConfig" -> "parseConfig parse
     config". WordPiece cuts code names into meaningless pieces; a bag-of-tokens model then
     sees the words a question uses."""
-    def expand(match: re.Match) -> str:
-        word = match.group(0)
-        parts = split_identifier(word)
-        return word if " " not in parts else f"{word} {parts}"
-    return _IDENTIFIER.sub(expand, text)
+    return _IDENTIFIER.sub(_expand_identifier, text)
+
+
+@lru_cache(maxsize=200_000)
+def _identifier_with_words(word: str) -> str:
+    parts = split_identifier(word)
+    return word if " " not in parts else f"{word} {parts}"
+
+
+def _expand_identifier(match: re.Match) -> str:
+    return _identifier_with_words(match.group(0))
 
 
 _CACHE: dict[str, Embedder] = {}

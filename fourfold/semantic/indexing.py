@@ -43,6 +43,7 @@ class VectorCache:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
                 conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")  # a cache: no fsync per batch
                 conn.execute("CREATE TABLE IF NOT EXISTS vectors(model TEXT, hash TEXT, "
                              "vec BLOB, scale REAL, PRIMARY KEY(model, hash))")
             except (OSError, sqlite3.Error):
