@@ -41,12 +41,10 @@ class SemanticRetriever:
         return self.store.vector_progress(self.embedder.name)
 
     def ready(self) -> bool:
-        done, _total = self.progress()
-        return done > 0
+        return self.store.vector_count(self.embedder.name) > 0
 
     def _matrix(self):
-        generation = (self.store.generation(),
-                      self.progress())
+        generation = (self.store.generation(), self.store.vector_count(self.embedder.name))
         with self._lock:
             if self._state is None or self._state[0] != generation:
                 ids, int8, scales = load_vectors(self.store, self._embedder.name)

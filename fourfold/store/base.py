@@ -215,6 +215,11 @@ class Store(ABC):
         """(chunk ids, int8 vectors, scales) of every chunk embedded with this model."""
 
     @abstractmethod
+    def vector_count(self, model: str) -> int:
+        """How many distinct vectors of this model the index holds (cheap; it grows while
+        embedding runs, so it tells a reader when to reload)."""
+
+    @abstractmethod
     def vector_progress(self, model: str) -> tuple[int, int]:
         """(chunks with a vector, all chunks)."""
 

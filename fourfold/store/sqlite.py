@@ -322,16 +322,20 @@ class SQLiteStore(Store):
                     ) -> list[tuple[StoredChunk, float]]:
         # Column weights: a query word in the path or symbol name says more than one in a body.
         w = ", ".join(str(x) for x in BM25_COLUMN_WEIGHTS)
-        sql = (f"SELECT {_CHUNK_COLS}, -bm25(chunk_tokens, {w}) AS score "
-               "FROM chunk_tokens JOIN chunks c ON c.id=chunk_tokens.rowid "
-               "JOIN files f ON f.id=c.file_id WHERE chunk_tokens MATCH ?")
-        params: tuple = (match,)
         if repo_id:
-            sql += " AND f.repo_id=?"
-            params += (repo_id,)
-        sql += f" ORDER BY bm25(chunk_tokens, {w}) LIMIT ?"
+            sql = (f"SELECT {_CHUNK_COLS}, -bm25(chunk_tokens, {w}) AS score "
+                   "FROM chunk_tokens JOIN chunks c ON c.id=chunk_tokens.rowid "
+                   "JOIN files f ON f.id=c.file_id WHERE chunk_tokens MATCH ? "
+                   f"AND f.repo_id=? ORDER BY bm25(chunk_tokens, {w}) LIMIT ?")
+            params: tuple = (match, repo_id, limit)
+        else:  # rank inside the full-text index first, join only the winners
+            sql = (f"SELECT {_CHUNK_COLS}, -t.score FROM (SELECT rowid, "
+                   f"bm25(chunk_tokens, {w}) AS score FROM chunk_tokens WHERE chunk_tokens "
+                   "MATCH ? ORDER BY score LIMIT ?) t JOIN chunks c ON c.id=t.rowid "
+                   "JOIN files f ON f.id=c.file_id ORDER BY t.score")
+            params = (match, limit)
         try:
-            rows = self._query(sql, params + (limit,))
+            rows = self._query(sql, params)
         except sqlite3.OperationalError as exc:
             raise FourfoldError(f"text query could not run: {exc}") from exc
         return [(StoredChunk(*row[:8]), row[8]) for row in rows]
@@ -481,6 +485,9 @@ class SQLiteStore(Store):
         rows = self._query("SELECT c.id, v.vec, v.scale FROM chunks c JOIN vectors v ON "
                            "v.embed_hash=c.embed_hash AND v.model=? ORDER BY c.id", (model,))
         return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+
+    def vector_count(self, model: str) -> int:
+        return self._query("SELECT count(*) FROM vectors WHERE model=?", (model,))[0][0]
 
     def vector_progress(self, model: str) -> tuple[int, int]:
         total = self._query("SELECT count(*) FROM chunks")[0][0]
