@@ -13,9 +13,11 @@ import time
 from functools import cached_property
 from pathlib import Path
 
+from .discovery.classify import PROSE
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES
 from .errors import FourfoldError, NotIndexedError
 from .indexer import IndexSummary, Progress, index_repository
+from .parsing.grammars import has_grammar
 from .errors import ModalityUnavailable
 from .retrievers.graph import GraphRetriever
 from .retrievers.semantic import SemanticRetriever
@@ -147,7 +149,8 @@ class Fourfold:
         generation = self._generation()
         if self._priors_cache is None or self._priors_cache[0] != generation:
             files = self.store.files()
-            flags = {(None, f.path): f.flags for f in files}
+            flags = {(None, f.path): f.flags | (0 if has_grammar(f.language) else PROSE)
+                     for f in files}
             paths = {f.file_id: f.path for f in files}
             symbol_rank, file_rank = self.store.centrality()
             centrality: dict[tuple, float] = {(None, paths[fid]): rank

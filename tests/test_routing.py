@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from fourfold.discovery.classify import TEST, VENDOR
+from fourfold.discovery.classify import PROSE, TEST, VENDOR
 from fourfold.model import Hit
 from fourfold.retrievers.base import Query
 from fourfold.routing.engine import SearchEngine, SearchOptions
@@ -118,6 +118,21 @@ def test_priors_downrank_vendor_and_tests_and_boost_hubs():
     assert out[0].score == pytest.approx(BOOST_CAP)
     asked = apply_priors([h("tests/test_x.py", score=1.0)], flags, {}, wants_tests=True)
     assert asked[0].score == 1.0
+
+
+def test_prose_files_rank_below_code_unless_the_question_asks_for_them():
+    flags = {(None, "docs/setup.rst"): PROSE}
+    out = apply_priors([h("docs/setup.rst", score=1.0), h("src/setup.py", score=0.8)], flags,
+                       {}, wants_tests=False, boost=False)
+    assert [(x.path, x.score) for x in out] == [("src/setup.py", 0.8), ("docs/setup.rst", 0.5)]
+    kept = apply_priors([h("docs/setup.rst", score=1.0)], flags, {}, wants_tests=False,
+                        boost=False, wants_prose=True)
+    assert kept[0].score == 1.0
+    docs_first = engine(text=[h("docs/setup.rst", score=1.0), h("src/setup.py", score=0.9)])[0]
+    docs_first.priors = lambda: (flags, {})
+    asked = docs_first.search("where do the docs explain setup", SearchOptions(boost=False))
+    plain = docs_first.search("where is setup explained", SearchOptions(boost=False))
+    assert asked.hits[0].path == "docs/setup.rst" and plain.hits[0].path == "src/setup.py"
 
 
 def test_best_chunk_per_file():

@@ -11,9 +11,10 @@ ARCHIVE = 8
 MINIFIED = 16
 TEST = 32
 DOCS = 64
+PROSE = 128  # no programming-language grammar: docs, config, data (set when ranking)
 
 FLAG_NAMES = {VENDOR: "vendor", BUILD: "build", GENERATED: "generated", ARCHIVE: "archive",
-              MINIFIED: "minified", TEST: "test", DOCS: "docs"}
+              MINIFIED: "minified", TEST: "test", DOCS: "docs", PROSE: "prose"}
 DOWNRANKED = VENDOR | BUILD | GENERATED | ARCHIVE | MINIFIED
 
 _DIR_FLAGS = {

@@ -1,6 +1,7 @@
 """One search: classify the question, run the modalities it deserves, fuse their lists."""
 from __future__ import annotations
 
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -13,6 +14,9 @@ from .intent import EXACT_MATCH, INTENTS, UNDERSTAND_CODE, Intent, classify
 from .profiles import DIRECT_CONFIDENCE, DOMINANT, PRESETS, PROFILE_K, PROFILES
 
 CANDIDATES_PER_MODALITY = 60
+# Questions about documentation or configuration keep prose files at full rank.
+_PROSE_WORDS = re.compile(r"(?i)\b(docs?|documentation|readme|changelog|guide|tutorial|"
+                          r"config(uration)?|settings?|ya?ml|json|toml|markdown)\b")
 
 
 @dataclass
@@ -154,7 +158,9 @@ class SearchEngine:
     def _finish(self, hits: list[Hit], options: SearchOptions, text: str) -> list[Hit]:
         file_flags, centrality = self.priors()
         wants_tests = "test" in text.lower() or "spec" in text.lower()
-        hits = apply_priors(hits, file_flags, centrality, wants_tests, boost=options.boost)
+        wants_prose = bool(_PROSE_WORDS.search(text))
+        hits = apply_priors(hits, file_flags, centrality, wants_tests, boost=options.boost,
+                            wants_prose=wants_prose)
         if not options.all_chunks:
             hits = best_per_file(hits)
         return hits[:options.limit]

@@ -3,13 +3,14 @@ from __future__ import annotations
 
 import math
 
-from ..discovery.classify import DOWNRANKED, TEST
+from ..discovery.classify import DOWNRANKED, PROSE, TEST
 from ..model import Hit
 
 BOOST_SCALE = 0.3
 BOOST_CAP = 1.5
 DOWNRANK_FACTOR = 0.5  # vendor / build / generated / archive / minified
 TEST_FACTOR = 0.5  # tests rank below source unless the query asks for tests
+PROSE_FACTOR = 0.5  # docs, config and data rank below code unless the query asks for them
 
 
 def rrf_contribution(weight: float, rank: int, k: float) -> float:
@@ -66,8 +67,9 @@ def fuse(ranked: dict[str, list[Hit]], weights: dict[str, float], k: float) -> l
 
 
 def apply_priors(hits: list[Hit], file_flags: dict[tuple, int], centrality: dict[tuple, float],
-                 wants_tests: bool, boost: bool = True) -> list[Hit]:
-    """Centrality boost, then down-rank vendor/build/generated/archive paths and tests."""
+                 wants_tests: bool, boost: bool = True, wants_prose: bool = False) -> list[Hit]:
+    """Centrality boost, then down-rank vendor/build/generated/archive paths, tests, and
+    files in no programming language (docs, config, data)."""
     for hit in hits:
         key = (hit.repo, hit.path)
         factor = 1.0
@@ -79,6 +81,8 @@ def apply_priors(hits: list[Hit], file_flags: dict[tuple, int], centrality: dict
             factor *= DOWNRANK_FACTOR
         if flags & TEST and not wants_tests:
             factor *= TEST_FACTOR
+        if flags & PROSE and not wants_prose:
+            factor *= PROSE_FACTOR
         hit.score *= factor
         if factor != 1.0:
             hit.contributions = {m: v * factor for m, v in hit.contributions.items()}
