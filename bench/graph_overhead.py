@@ -1,0 +1,66 @@
+"""What the graph modality adds to indexing: cold index time per semble-dev repository with
+the graph (reference extraction in the parser processes, resolution, edges, PageRank) and
+without it (reference extraction and the graph build switched off), back to back.
+
+    python bench/graph_overhead.py [--repos a,b] [--rounds 2]
+
+Prints per-repository times and the median of the per-repository overheads.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))
+sys.path.insert(0, str(BENCH))
+import datasets  # noqa: E402
+
+import fourfold.graph.build as graph_build  # noqa: E402
+import fourfold.parsing as parsing  # noqa: E402
+from fourfold import Fourfold  # noqa: E402
+
+WITH_GRAPH = (parsing.extract_references, graph_build.rebuild_graph)
+WITHOUT_GRAPH = (lambda *args, **kwargs: [], lambda *args, **kwargs: 0)
+
+
+def cold_index(root: str, graph: bool) -> float:
+    # fork-started parser processes inherit the module state set here
+    parsing.extract_references, graph_build.rebuild_graph = WITH_GRAPH if graph else WITHOUT_GRAPH
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["FOURFOLD_CACHE_DIR"] = str(Path(tmp) / "cache")
+        ff = Fourfold(root, index_dir=Path(tmp) / "index")
+        started = time.perf_counter()
+        ff.index(embed=False)
+        return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repos")
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    wanted = set(args.repos.split(",")) if args.repos else None
+    overheads = []
+    for repo in datasets.semble_repos():
+        if wanted and repo["name"] not in wanted:
+            continue
+        with_graph, without = [], []
+        for _ in range(args.rounds):
+            without.append(cold_index(repo["index_root"], graph=False))
+            with_graph.append(cold_index(repo["index_root"], graph=True))
+        a, b = statistics.median(with_graph), statistics.median(without)
+        overheads.append(a / b - 1)
+        print(f"{repo['name']:<20} without graph {b:5.2f} s  with graph {a:5.2f} s  "
+              f"+{100 * (a / b - 1):3.0f}%", flush=True)
+    print(f"median overhead of the graph over {len(overheads)} repositories: "
+          f"+{100 * statistics.median(overheads):.0f}%")
+
+
+if __name__ == "__main__":
+    main()
