@@ -62,6 +62,7 @@ class Hit:
     lines: list[tuple[int, str]] = field(default_factory=list)  # (line number, text) to show
     repo: str | None = None
     contributions: dict[str, float] = field(default_factory=dict)  # modality -> fused share
+    file_support: float = 0.0  # added for the file's other hits (fusion.with_file_support)
 
     def to_dict(self) -> dict:
         out = {
@@ -79,4 +80,6 @@ class Hit:
             out["lines"] = [{"line": n, "text": t} for n, t in self.lines]
         if self.contributions:
             out["contributions"] = {k: round(v, 6) for k, v in self.contributions.items()}
+        if self.file_support:
+            out["file_support"] = round(self.file_support, 6)
         return out

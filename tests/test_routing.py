@@ -8,7 +8,7 @@ from fourfold.model import Hit
 from fourfold.retrievers.base import Query
 from fourfold.routing.engine import SearchEngine, SearchOptions
 from fourfold.routing.fusion import (BOOST_CAP, apply_priors, best_per_file, centrality_boost,
-                                     fuse, rrf_contribution)
+                                     fuse, rrf_contribution, with_file_support)
 from fourfold.routing.intent import classify
 from fourfold.routing.profiles import SEED, parse_weights
 
@@ -133,6 +133,20 @@ def test_prose_files_rank_below_code_unless_the_question_asks_for_them():
     asked = docs_first.search("where do the docs explain setup", SearchOptions(boost=False))
     plain = docs_first.search("where is setup explained", SearchOptions(boost=False))
     assert asked.hits[0].path == "docs/setup.rst" and plain.hits[0].path == "src/setup.py"
+
+
+def test_file_support_lifts_a_file_that_many_hits_point_at():
+    def hits():
+        return [h("lone.py", 1, score=0.30), h("busy.py", 1, score=0.26),
+                h("busy.py", 40, score=0.1), h("busy.py", 80, score=0.1),
+                h("other.py", 1, score=0.2)]
+    out = best_per_file(with_file_support(hits(), share=0.25))
+    assert [x.path for x in out] == ["busy.py", "lone.py", "other.py"]
+    assert out[0].score == pytest.approx(0.26 + 0.25 * 0.2)
+    assert out[0].to_dict()["file_support"] == pytest.approx(0.05)
+    assert "file_support" not in out[1].to_dict()
+    flat = best_per_file(with_file_support(hits(), share=0.0))
+    assert [x.path for x in flat] == ["lone.py", "busy.py", "other.py"]
 
 
 def test_best_chunk_per_file():

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from ..errors import ModalityUnavailable, QueryError
 from ..model import Hit
 from ..retrievers.base import Query, Retriever
-from .fusion import apply_priors, best_per_file, fuse
+from .fusion import apply_priors, best_per_file, fuse, with_file_support
 from .intent import EXACT_MATCH, INTENTS, UNDERSTAND_CODE, Intent, classify
 from .profiles import DIRECT_CONFIDENCE, DOMINANT, PRESETS, PROFILE_K, PROFILES
 
@@ -162,5 +162,5 @@ class SearchEngine:
         hits = apply_priors(hits, file_flags, centrality, wants_tests, boost=options.boost,
                             wants_prose=wants_prose)
         if not options.all_chunks:
-            hits = best_per_file(hits)
+            hits = best_per_file(with_file_support(hits))
         return hits[:options.limit]

@@ -89,6 +89,28 @@ def apply_priors(hits: list[Hit], file_flags: dict[tuple, int], centrality: dict
     return sorted(hits, key=lambda h: -h.score)
 
 
+# Measured on semble-dev (NDCG@10): 0 -> 0.832, 0.1 -> 0.856, 0.25 -> 0.857, 0.5 -> 0.858.
+FILE_SUPPORT = 0.25
+
+
+def with_file_support(hits: list[Hit], share: float = FILE_SUPPORT) -> list[Hit]:
+    """Each file's best hit gains a share of the scores of the file's other hits: a file
+    that several modalities and several of its chunks point at is more likely the answer
+    than one lucky chunk elsewhere. Only the best hit per file is kept afterwards."""
+    rest: dict[tuple, float] = {}
+    best: dict[tuple, Hit] = {}
+    for hit in hits:
+        key = (hit.repo, hit.path)
+        if key in best:
+            rest[key] = rest.get(key, 0.0) + hit.score
+        else:
+            best[key] = hit
+    for key, extra in rest.items():
+        best[key].file_support = share * extra
+        best[key].score += share * extra
+    return sorted(hits, key=lambda h: -h.score)
+
+
 def best_per_file(hits: list[Hit]) -> list[Hit]:
     seen: set[tuple] = set()
     out = []
