@@ -1260,3 +1260,21 @@ def test_definition_lookup_prefers_the_file_named_after_the_symbol(make_tree):
     assert [(d["path"], d["match"]) for d in conn] == [
         ("lib/plug/conn.ex", "exact"), ("lib/plug/adapters/test/conn.ex", "exact"),
         ("lib/plug/test.ex", "qualified")]  # the function conn: same name, other case
+
+
+def test_a_file_answers_its_own_name_after_the_definitions(make_tree):
+    from fourfold import Fourfold
+    root = make_tree({
+        "lib/application.js": "var app = exports = module.exports = {};\n"
+                              "app.init = function init() { this.cache = {}; };\n",
+        "lib/express.js": "function createApplication() { return {}; }\n",
+        "lib/router.js": "function application() { return 1; }\n",
+    })
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    hits = ff.search("application", modalities=("structural",), limit=5).hits
+    assert [(h.path, h.kind) for h in hits[:2]] == [("lib/router.js", "function"),
+                                                    ("lib/application.js", "module")]
+    assert "lib/express.js" not in [h.path for h in hits]  # exact answers exist: no sub-words
+    only_classes = ff.search("class application", modalities=("structural",)).hits
+    assert "lib/application.js" not in [h.path for h in only_classes]

@@ -11,7 +11,7 @@ import re
 
 from ..discovery.classify import DOWNRANKED, TEST
 from ..model import Hit
-from ..store.base import Store, StoredSymbol
+from ..store.base import Store, StoredFile, StoredSymbol
 from ..text_tokens import identifier_tokens, query_terms
 from .base import Query
 
@@ -87,6 +87,7 @@ class StructuralRetriever:
 
     def __init__(self, store: Store):
         self.store = store
+        self._stems: tuple[tuple, dict[str, list[StoredFile]]] | None = None
 
     def ready(self) -> bool:
         return True
@@ -150,26 +151,38 @@ class StructuralRetriever:
                                     st[0].qualname.count("."), st[0].path, st[0].start_line))
         return scored[:limit]
 
+    def files_named(self, name: str, repo_id: int | None = None,
+                    path_glob: str | None = None) -> list[StoredFile]:
+        """Files whose name is `name` (application.js, Conn.java): in most languages a file
+        is a module, so it answers a bare name as a definition does."""
+        generation = self.store.generation()
+        if self._stems is None or self._stems[0] != generation:
+            stems: dict[str, list[StoredFile]] = {}
+            for f in self.store.files():
+                stem = f.path.rsplit("/", 1)[-1].split(".", 1)[0]
+                stems.setdefault(_normalise(stem), []).append(f)
+            self._stems = (generation, stems)
+        return [f for f in self._stems[1].get(_normalise(_SPLIT.split(name)[-1]), ())
+                if (repo_id is None or f.repo_id == repo_id)
+                and (not path_glob or fnmatch.fnmatch(f.path, path_glob)
+                     or fnmatch.fnmatch(f.path, f"*/{path_glob}"))]
+
     def search(self, query: Query, limit: int) -> list[Hit]:
         wants_tests = "test" in query.text.lower()
         if not query.target:
             return [Hit(s.path, s.start_line, s.end_line, score, symbol=s.qualname, kind=s.kind)
                     for s, score in self.named_by(query.text, query.repo_id, query.path_glob,
                                                   wants_tests, limit)]
-        targets = [query.target]
-        hits: list[Hit] = []
-        seen: set[int] = set()
-        per_target = max(limit // max(len(targets), 1), 5)
         kind = query.options.get("kind")
-        for target in targets[:8]:
-            for s, tier in self.definitions(target, kind, query.repo_id, query.path_glob,
-                                            wants_tests, per_target,
-                                            exact_only_if_found=bool(query.target)):
-                if s.symbol_id in seen:
-                    continue
-                seen.add(s.symbol_id)
-                hits.append(Hit(s.path, s.start_line, s.end_line, 1.0 / (1 + tier),
-                                symbol=s.qualname, kind=s.kind))
-        if len(targets) > 1:
-            hits.sort(key=lambda h: -h.score)  # stable: tier first, then per-target order
+        hits = [Hit(s.path, s.start_line, s.end_line, 1.0 / (1 + tier), symbol=s.qualname,
+                    kind=s.kind)
+                for s, tier in self.definitions(query.target, kind, query.repo_id,
+                                                query.path_glob, wants_tests, limit)]
+        if kind in (None, "module"):
+            # after the definitions of the same name; first-party source before the rest
+            named = sorted(self.files_named(query.target, query.repo_id, query.path_glob),
+                           key=lambda f: (bool(f.flags & DOWNRANKED),
+                                          bool(f.flags & TEST) and not wants_tests,
+                                          len(f.path), f.path))
+            hits += [Hit(f.path, 1, 1, 0.5, kind="module") for f in named]
         return hits[:limit]
