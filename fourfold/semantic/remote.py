@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 
 import numpy as np
@@ -53,7 +54,7 @@ class RemoteEmbedder:
         self.timeout = timeout
         # The model name keys stored vectors: a different endpoint serving a model of the
         # same name may not give the same vectors, so the host is part of it.
-        host = urllib.request.urlparse(self.base_url).netloc or self.base_url
+        host = urllib.parse.urlparse(self.base_url).netloc or self.base_url
         self.name = f"{provider}:{model}@{host}"
         self._dim: int | None = None
 
