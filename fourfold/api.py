@@ -13,11 +13,10 @@ import time
 from functools import cached_property
 from pathlib import Path
 
-from .discovery.classify import PROSE
+from .discovery.classify import PROSE, PROSE_LANGUAGES
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES
 from .errors import FourfoldError, NotIndexedError
 from .indexer import IndexSummary, Progress, index_repository
-from .parsing.grammars import has_grammar
 from .errors import ModalityUnavailable
 from .retrievers.graph import GraphRetriever
 from .retrievers.semantic import SemanticRetriever
@@ -149,7 +148,8 @@ class Fourfold:
         generation = self._generation()
         if self._priors_cache is None or self._priors_cache[0] != generation:
             files = self.store.files()
-            flags = {(None, f.path): f.flags | (0 if has_grammar(f.language) else PROSE)
+            flags = {(None, f.path): f.flags | (PROSE if not f.language
+                                                 or f.language in PROSE_LANGUAGES else 0)
                      for f in files}
             paths = {f.file_id: f.path for f in files}
             symbol_rank, file_rank = self.store.centrality()
@@ -227,12 +227,16 @@ class Fourfold:
         files = {f.file_id: f for f in self.store.files(repo_id)}
         top_files = sorted(((rank, fid) for fid, rank in file_rank.items() if fid in files),
                            reverse=True)[:limit]
-        # over-fetch: symbols of other repositories of the index are dropped below
-        top_symbols = sorted(((rank, sid) for sid, rank in symbol_rank.items()),
-                             reverse=True)[:limit * 4]
-        info = {s.symbol_id: s for s in self.store.symbols_by_id([sid for _, sid in top_symbols])}
-        symbols = [(rank, info[sid]) for rank, sid in top_symbols
-                   if sid in info and info[sid].file_id in files][:limit]
+        ranked = sorted(symbol_rank, key=symbol_rank.get, reverse=True)
+        symbols = []
+        for start in range(0, len(ranked), 500):  # other repositories' symbols are skipped
+            part = ranked[start:start + 500]
+            info = {s.symbol_id: s for s in self.store.symbols_by_id(part)}
+            symbols += [(symbol_rank[sid], info[sid]) for sid in part
+                        if sid in info and info[sid].file_id in files]
+            if len(symbols) >= limit:
+                break
+        symbols = symbols[:limit]
         return {"files": [{"path": files[fid].path, "language": files[fid].language,
                            "rank": round(rank, 6)} for rank, fid in top_files],
                 "symbols": [{"symbol": s.qualname, "kind": s.kind, "path": s.path,
@@ -245,7 +249,7 @@ class Fourfold:
         path, _, line_text = location.rpartition(":")
         if not path or not line_text.isdigit():
             path, line_text = location, "1"
-        stored = self.store.file_by_path(self.relative(path))
+        stored = self.store.file_by_path(self.relative(path), self.repo_id())
         if stored is None:
             raise FourfoldError(f"{path} is not in the index")
         line = int(line_text)

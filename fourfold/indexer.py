@@ -21,7 +21,7 @@ from .discovery.walk import DEFAULT_MAX_FILE_BYTES, FoundFile, walk
 from .errors import FourfoldError, IndexBusyError
 from .parsing import parse_file
 from .store.base import FileRecord, Store
-from .text_tokens import token_text
+from .text_tokens import chunk_body, token_text
 
 BATCH_FILES = 48
 PARALLEL_BYTES = 256 * 1024  # below this much changed source, parsing in-process is faster
@@ -75,7 +75,7 @@ def read_file(found: FoundFile) -> FileRecord | tuple[str, str]:
     except RecursionError:
         return found.path, "too deeply nested to parse"
     lines = text.split("\n")
-    bodies = ["\n".join(lines[c.start_line - 1:c.end_line]) for c in parsed.chunks]
+    bodies = [chunk_body(lines, c.start_line, c.end_line) for c in parsed.chunks]
     return FileRecord(
         path=found.path, size=len(data), mtime_ns=found.mtime_ns,
         hash=hashlib.blake2b(data, digest_size=16).hexdigest(), language=language,
@@ -120,6 +120,7 @@ def _parse_all(found: list[FoundFile], workers: int):
         yield from map(read_file, found)
         return
     ctx = multiprocessing.get_context("fork")
+    workers = min(workers, len(found))
     with ctx.Pool(workers) as pool:
         # Small chunks keep both workers busy to the end when a few files are huge.
         chunksize = max(1, min(8, len(found) // (workers * 16)))

@@ -34,8 +34,17 @@ def tokens(text: str) -> list[str]:
 
 
 def token_text(text: str) -> str:
-    """The text as the space-separated tokens that the BM25 index stores."""
+    """The text as the space-separated tokens that the BM25 index stores.
+
+    The index keeps no copy of them (contentless FTS5): a delete hands the same tokens back,
+    rebuilt from the stored file text. Changing this function or `chunk_body` therefore
+    needs a new store schema version, so that old indexes are rebuilt."""
     return " ".join(tokens(text))
+
+
+def chunk_body(lines: list[str], start_line: int, end_line: int) -> str:
+    """The text of a chunk (1-based inclusive lines of ``text.split("\n")``)."""
+    return "\n".join(lines[start_line - 1:end_line])
 
 
 def query_terms(query: str) -> list[str]:

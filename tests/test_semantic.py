@@ -315,12 +315,20 @@ class _EmbeddingsEndpoint:
         import json as jsonlib
         import threading
         self.requests: list[tuple[dict, dict]] = []
+        self.busy = 0  # answer this many requests with HTTP 429 first
         endpoint = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self):
                 body = jsonlib.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 endpoint.requests.append((body, dict(self.headers)))
+                if endpoint.busy:
+                    endpoint.busy -= 1
+                    self.send_response(429)
+                    self.send_header("Retry-After", "0")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if self.path != "/v1/embeddings":
                     self.send_error(404)
                     return
@@ -361,18 +369,32 @@ def test_openai_compatible_endpoint_feeds_the_semantic_modality(make_tree, monke
                                                                 embeddings_endpoint):
     from fourfold import Fourfold
     monkeypatch.setenv("FOURFOLD_OPENAI_BASE_URL", embeddings_endpoint.url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("FOURFOLD_OPENAI_API_KEY", "sk-local")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-openai-key")
     root = make_tree(SIMILAR_TREE)
     ff = Fourfold(root, embedder="openai:code-embed")
+    embeddings_endpoint.busy = 2  # rate-limited twice: retried, nothing lost
     summary = ff.index()
     assert summary.embedded >= 4
-    body, headers = embeddings_endpoint.requests[0]
-    assert body["model"] == "code-embed" and headers["Authorization"] == "Bearer sk-test"
+    body, headers = embeddings_endpoint.requests[-1]
+    assert body["model"] == "code-embed" and headers["Authorization"] == "Bearer sk-local"
+    assert len(embeddings_endpoint.requests) == 3  # two 429s, then one batch
     hits = ff.search("compute the area of a circle from its radius",
                      modalities=("semantic",)).hits
     assert hits[0].path == "geometry.py"
     assert ff.status()["modalities"]["semantic"].startswith("ready")
     assert "openai:code-embed@127.0.0.1" in ff.status()["modalities"]["semantic"]
+
+
+def test_an_openai_key_only_goes_to_openai(monkeypatch, embeddings_endpoint):
+    from fourfold.semantic.remote import openai_embedder
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-openai-key")
+    monkeypatch.delenv("FOURFOLD_OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("FOURFOLD_OPENAI_BASE_URL", embeddings_endpoint.url)
+    openai_embedder("code-embed").embed(["x"])
+    assert "Authorization" not in embeddings_endpoint.requests[-1][1]
+    monkeypatch.setenv("FOURFOLD_OPENAI_BASE_URL", "https://api.openai.com/v1")
+    assert openai_embedder("text-embedding-3-small")._api_key == "sk-real-openai-key"
 
 
 def test_voyage_marks_queries_and_documents(monkeypatch, embeddings_endpoint):

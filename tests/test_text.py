@@ -108,3 +108,27 @@ def test_ranked_search_prefers_identifier_and_path_matches(make_tree):
     response = ff.search("parse config file", modalities=("text",))
     assert response.hits[0].path == "config/parser.py"
     assert response.hits[0].symbol == "parse_config_file"
+
+
+def test_content_cache_stays_within_budget_and_never_keeps_a_vanished_file(make_tree):
+    import sys
+
+    from fourfold.retrievers.text import ContentCache
+    from fourfold.store.base import StoredFile
+    root = make_tree({f"m{i:02}.py": f"def f{i:02}():\n    return '{'x' * 3000}'\n"
+                      for i in range(12)})
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    states = ff.store.file_states(ff.store.files()[0].repo_id)
+    files = sorted(((f, states[f.path].hash) for f in ff.store.files()), key=lambda x: x[0].path)
+    one = sys.getsizeof(ff.store.content(files[0][0].file_id))
+    cache = ContentCache(ff.store, budget=9 * one)
+    texts = cache.get(files)
+    assert all(texts[f.file_id].startswith("def f") for f, _ in files)
+    assert cache._size <= cache.budget and len(cache._texts) == 9  # the oldest three left
+    assert files[-1][0].file_id in cache._texts and files[0][0].file_id not in cache._texts
+    as_bytes = cache.get(files[-1:], utf8=True)  # the bytes count too: one more goes
+    assert as_bytes[files[-1][0].file_id].startswith(b"def f")
+    assert cache._size <= cache.budget and len(cache._texts) < 9
+    ghost = StoredFile(999_999, files[0][0].repo_id, "gone.py", "python", 0)
+    assert cache.get([(ghost, "h")]) == {999_999: ""} and 999_999 not in cache._texts

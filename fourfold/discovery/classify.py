@@ -11,7 +11,10 @@ ARCHIVE = 8
 MINIFIED = 16
 TEST = 32
 DOCS = 64
-PROSE = 128  # no programming-language grammar: docs, config, data (set when ranking)
+PROSE = 128  # documentation, configuration or data rather than code (set when ranking)
+# Languages that are prose, configuration or data; unknown files (None) count too.
+PROSE_LANGUAGES = frozenset({"markdown", "rst", "text", "json", "yaml", "toml", "ini", "xml",
+                             "html", "css"})
 
 FLAG_NAMES = {VENDOR: "vendor", BUILD: "build", GENERATED: "generated", ARCHIVE: "archive",
               MINIFIED: "minified", TEST: "test", DOCS: "docs", PROSE: "prose"}

@@ -224,7 +224,7 @@ def cmd_outline(args) -> int:
 def cmd_map(args) -> int:
     ff = _open(args)
     _ensure(ff, args)
-    repo_map = ff.central(limit=args.limit)
+    repo_map = ff.central(limit=args.limit, repo_id=ff.repo_id())
     payload = {"total": len(repo_map["files"]) + len(repo_map["symbols"]), **repo_map}
 
     def human() -> None:
@@ -238,9 +238,8 @@ def cmd_map(args) -> int:
 
 
 def cmd_similar(args) -> int:
+    ff = Fourfold(args.path or ".", index_dir=args.index_dir, embedder=args.embedder)
     location = args.location
-    root = args.path or Path(location.rpartition(":")[0] or location).resolve().parent
-    ff = Fourfold(root, index_dir=args.index_dir, embedder=args.embedder)
     _ensure(ff, args)
     hits = ff.similar(location, limit=args.limit)
     payload = {"total": len(hits), "results": [h.to_dict() for h in hits]}
@@ -351,7 +350,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("similar", help="code similar to the chunk at FILE:LINE")
     p.add_argument("location", metavar="FILE:LINE")
-    p.add_argument("path", nargs="?", default=None, help="indexed folder (default: find it)")
+    p.add_argument("path", nargs="?", default=None,
+                   help="indexed folder (default: the index at or above the current folder)")
     p.add_argument("--index-dir")
     p.add_argument("--json", action="store_true")
     p.add_argument("--embedder", default="default")

@@ -48,8 +48,12 @@ def _normalise(name: str) -> str:
 def named_after(symbol: StoredSymbol) -> bool:
     """The file is named after the symbol (conn.ex for Plug.Conn, Engine.java for Engine):
     among equal definitions (partial classes, re-declarations) that file is the home one."""
-    stem = symbol.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    return _normalise(stem) == _normalise(symbol.name)
+    return _normalise(_stem(symbol.path)) == _normalise(_SPLIT.split(symbol.name)[-1])
+
+
+def _stem(path: str) -> str:
+    """A file's name without any extension: 'src/Conn.ex' -> 'Conn', 'types.d.ts' -> 'types'."""
+    return path.rsplit("/", 1)[-1].split(".", 1)[0]
 
 
 def match_tier(symbol: StoredSymbol, target: str) -> int | None:
@@ -159,8 +163,7 @@ class StructuralRetriever:
         if self._stems is None or self._stems[0] != generation:
             stems: dict[str, list[StoredFile]] = {}
             for f in self.store.files():
-                stem = f.path.rsplit("/", 1)[-1].split(".", 1)[0]
-                stems.setdefault(_normalise(stem), []).append(f)
+                stems.setdefault(_normalise(_stem(f.path)), []).append(f)
             self._stems = (generation, stems)
         return [f for f in self._stems[1].get(_normalise(_SPLIT.split(name)[-1]), ())
                 if (repo_id is None or f.repo_id == repo_id)

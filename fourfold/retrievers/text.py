@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import sys
 import threading
 import re._parser as sre_parse  # the stdlib regex parser, used only to find required literals
 from dataclasses import dataclass
@@ -168,7 +169,7 @@ CONTENT_CACHE_BYTES = 256 << 20
 class ContentCache:
     """File texts kept in memory between searches, so a warm grep reads no database pages
     and decodes no UTF-8. Keyed by file id and checked by content hash (an id freed by a
-    deleted file can come back for another); bounded in characters, oldest out first."""
+    deleted file can come back for another); bounded in bytes of memory, oldest out first."""
 
     def __init__(self, store: Store, budget: int = CONTENT_CACHE_BYTES):
         self.store = store
@@ -179,7 +180,7 @@ class ContentCache:
 
     def get(self, files: list[tuple[StoredFile, str]], utf8: bool = False
             ) -> dict[int, str | bytes]:
-        """file id -> text (or its UTF-8 bytes, for RE2)."""
+        """file id -> text (or its UTF-8 bytes, for RE2); "" for a file gone meanwhile."""
         out: dict[int, str | bytes] = {}
         missing = []
         with self._lock:
@@ -192,31 +193,41 @@ class ContentCache:
                 else:
                     if entry[2] is None:
                         entry[2] = _utf8(entry[1])
-                        self._size += len(entry[2])
+                        self._size += sys.getsizeof(entry[2])
                     out[stored.file_id] = entry[2]
+            self._shrink()
         if missing:
             fetched = self.store.contents(fid for fid, _ in missing)
             with self._lock:
                 for fid, content_hash in missing:
-                    entry = [content_hash, fetched.get(fid, ""), None]
+                    if fid not in fetched:  # deleted since the candidates were listed
+                        out[fid] = b"" if utf8 else ""
+                        continue
+                    entry = [content_hash, fetched[fid], None]
                     if utf8:
                         entry[2] = _utf8(entry[1])
                     out[fid] = entry[2] if utf8 else entry[1]
                     self._put(fid, entry)
+                self._shrink()
         return out
 
+    @staticmethod
+    def _cost(entry: list) -> int:
+        return sys.getsizeof(entry[1]) + (sys.getsizeof(entry[2]) if entry[2] is not None else 0)
+
     def _put(self, file_id: int, entry: list) -> None:
-        size = len(entry[1]) + len(entry[2] or b"")
+        size = self._cost(entry)
         if size > self.budget // 8:
             return  # one huge file must not flush everything else
         old = self._texts.pop(file_id, None)
         if old is not None:
-            self._size -= len(old[1]) + len(old[2] or b"")
+            self._size -= self._cost(old)
         self._texts[file_id] = entry
         self._size += size
-        while self._size > self.budget:
-            oldest = self._texts.pop(next(iter(self._texts)))
-            self._size -= len(oldest[1]) + len(oldest[2] or b"")
+
+    def _shrink(self) -> None:
+        while self._size > self.budget and self._texts:
+            self._size -= self._cost(self._texts.pop(next(iter(self._texts))))
 
 
 def _utf8(text: str) -> bytes:

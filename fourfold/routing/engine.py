@@ -16,7 +16,8 @@ from .profiles import DIRECT_CONFIDENCE, DOMINANT, PRESETS, PROFILE_K, PROFILES
 CANDIDATES_PER_MODALITY = 60
 # Questions about documentation or configuration keep prose files at full rank.
 _PROSE_WORDS = re.compile(r"(?i)\b(docs?|documentation|readme|changelog|guide|tutorial|"
-                          r"config(uration)?|settings?|ya?ml|json|toml|markdown)\b")
+                          r"config(uration)?|settings?|ya?ml|json|toml|markdown|html|css|"
+                          r"stylesheets?)\b")
 
 
 @dataclass

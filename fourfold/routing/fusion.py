@@ -58,7 +58,7 @@ def fuse(ranked: dict[str, list[Hit]], weights: dict[str, float], k: float) -> l
                 # structural modality rather than one piece of it that text matched
                 fused.start_line, fused.end_line, fused.kind = hit.start_line, hit.end_line, \
                     hit.kind
-                fused.lines = list(hit.lines) or fused.lines
+                fused.lines = list(hit.lines)  # shown lines stay inside the span
             elif not fused.lines and hit.lines:
                 fused.lines = list(hit.lines)
             fused.contributions[modality] = share
@@ -96,7 +96,8 @@ FILE_SUPPORT = 0.25
 def with_file_support(hits: list[Hit], share: float = FILE_SUPPORT) -> list[Hit]:
     """Each file's best hit gains a share of the scores of the file's other hits: a file
     that several modalities and several of its chunks point at is more likely the answer
-    than one lucky chunk elsewhere. Only the best hit per file is kept afterwards."""
+    than one lucky chunk elsewhere. Returns every hit, re-sorted; `best_per_file` then
+    keeps one per file."""
     rest: dict[tuple, float] = {}
     best: dict[tuple, Hit] = {}
     for hit in hits:

@@ -15,7 +15,8 @@ SEED = {
     IMPACT_ANALYSIS: {"semantic": 0.1, "text": 0.1, "structural": 0.1, "graph": 0.7},
     EXACT_MATCH: {"semantic": 0.0, "text": 0.9, "structural": 0.1, "graph": 0.0},
 }
-# Tuned on the semble-dev development split only (bench/eval.py); see docs/benchmarks.md.
+# Tuned on the development splits only (bench/eval.py): semble-dev, and localization-dev for
+# find_similar; see docs/benchmarks.md.
 # find_definition: structural 0.8 lets the exact definition keep its rank against text and
 # semantic votes for other chunks (symbol NDCG@10 0.951 -> 0.961).
 TUNED = {intent: dict(weights) for intent, weights in SEED.items()}

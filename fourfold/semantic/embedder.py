@@ -10,8 +10,8 @@ Two bundled models, both derived from sentence-transformers/all-MiniLM-L6-v2 (Ap
   model by ``bench/distill_static.py`` (one vector per vocabulary token, PCA, Zipf/SIF
   weighting), stored in ``fourfold/semantic/data/minilm_static.npz``; embedding is a
   weighted mean of token vectors with plain numpy — thousands of chunks/s. Compound
-  identifiers are followed by their words before tokenising ("parseConfig parse config"):
-  semantic-only NDCG@10 on semble-dev 0.696 -> 0.716.
+  identifiers are followed by their words before tokenising ("parseConfig parse config"),
+  which raised semantic-only NDCG@10 on semble-dev from 0.696 (docs/benchmarks.md).
 
 ``load_embedder(name)`` never downloads anything. A model that is missing or corrupt raises
 :class:`EmbedderUnavailable` whose message says what is missing and how to get it, so the
@@ -204,8 +204,7 @@ class StaticEmbedder:
     """
 
     def __init__(self, path: Path | str = STATIC_PATH, tokenizer_path: Path | str = TOKENIZER_PATH,
-                 *, name: str = "static-words", max_tokens: int = 512,
-                 split_identifiers: bool = True):
+                 *, name: str = "static-words", max_tokens: int = 512):
         path = Path(path)
         if not path.is_file():
             raise EmbedderUnavailable(
@@ -232,13 +231,11 @@ class StaticEmbedder:
         self.name = name
         self.dim = int(emb.shape[1])
         self.max_tokens = max_tokens
-        self.split_identifiers = split_identifiers
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        if self.split_identifiers:
-            texts = [with_identifier_words(t) for t in texts]
+        texts = [with_identifier_words(t) for t in texts]
         encs = self._tok.encode_batch([t or "" for t in texts], add_special_tokens=False)
         lengths = np.fromiter((min(len(e.ids), self.max_tokens) for e in encs),
                               dtype=np.int64, count=len(encs))
@@ -274,6 +271,16 @@ def _expand_identifier(match: re.Match) -> str:
     return _identifier_with_words(match.group(0))
 
 
+def _vector_name(key: str, pinned: str | None, tokenizer: Path, path: Path | None = None
+                 ) -> str:
+    """The name vectors are stored under. Model files given by environment overrides (pinned
+    is None) or another tokenizer make other vectors, so they get a name of their own and
+    never mix with the bundled model's in the shared cache."""
+    if pinned is not None and tokenizer == TOKENIZER_PATH:
+        return key
+    return key + "@" + hashlib.sha256(f"{path}|{tokenizer}".encode()).hexdigest()[:8]
+
+
 _CACHE: dict[str, Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
@@ -305,10 +312,12 @@ def load_embedder(name: str = "default", *, threads: int = 2) -> Embedder:
         tok = Path(os.environ.get("FOURFOLD_TOKENIZER") or TOKENIZER_PATH)
         if key == "minilm":
             path, sha = _minilm_onnx_path()
-            emb: Embedder = OnnxEmbedder(path, tok, name="minilm", threads=threads,
-                                         expected_sha256=sha)
+            emb: Embedder = OnnxEmbedder(path, tok, name=_vector_name(key, sha, tok, path),
+                                         threads=threads, expected_sha256=sha)
         else:
             path = Path(os.environ.get("FOURFOLD_STATIC_MODEL") or STATIC_PATH)
-            emb = StaticEmbedder(path, tok, name=key)
+            custom = path != STATIC_PATH
+            emb = StaticEmbedder(path, tok, name=_vector_name(key, None if custom else "", tok,
+                                                              path))
         _CACHE[cache_key] = emb
         return emb

@@ -12,8 +12,12 @@ Configuration, by environment:
   Documents and queries are sent with Voyage's ``input_type`` "document" / "query".
 * OpenAI-compatible (OpenAI, a local Ollama, vLLM, llama.cpp server ...):
   ``FOURFOLD_OPENAI_BASE_URL`` (default http://localhost:11434/v1, Ollama's),
-  ``FOURFOLD_OPENAI_MODEL`` or the ``openai:MODEL`` suffix (required), ``OPENAI_API_KEY``
-  (sent as a bearer token when set).
+  ``FOURFOLD_OPENAI_MODEL`` or the ``openai:MODEL`` suffix (required),
+  ``FOURFOLD_OPENAI_API_KEY`` (sent as a bearer token when set). ``OPENAI_API_KEY`` is used
+  only when the endpoint is api.openai.com, so an OpenAI key never goes to another host.
+
+Rate limits and server errors (HTTP 429, 5xx) are retried with backoff, honouring
+``Retry-After``; a query gets a short timeout, so a hung endpoint cannot stall searches.
 
 Only the standard library talks HTTP here; a network failure or a bad answer raises
 :class:`EmbedderUnavailable` with the provider's message, so the caller keeps the other
@@ -21,8 +25,10 @@ modalities running.
 """
 from __future__ import annotations
 
+import http.client
 import json
 import os
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -35,7 +41,10 @@ VOYAGE_DEFAULT_MODEL = "voyage-code-3"
 VOYAGE_DEFAULT_URL = "https://api.voyageai.com/v1"
 OPENAI_DEFAULT_URL = "http://localhost:11434/v1"
 REQUEST_BATCH = 64
-TIMEOUT_S = 60.0
+TIMEOUT_S = 60.0  # a batch of documents
+QUERY_TIMEOUT_S = 5.0  # one query, on the search path
+RETRIES = 3
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
 class RemoteEmbedder:
@@ -64,27 +73,33 @@ class RemoteEmbedder:
             self._dim = int(self.embed(["dimension probe"]).shape[1])
         return self._dim
 
-    def _post(self, texts: list[str], extra: dict) -> np.ndarray:
+    def _post(self, texts: list[str], extra: dict, timeout: float) -> np.ndarray:
         body = json.dumps({"model": self.model, "input": texts, **extra}).encode()
         headers = {"Content-Type": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         request = urllib.request.Request(f"{self.base_url}/embeddings", data=body,
                                          headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                answer = json.load(response)
-        except urllib.error.HTTPError as exc:
-            detail = exc.read()[:300].decode("utf-8", "replace")
-            raise EmbedderUnavailable(
-                f"{self.provider} embeddings at {self.base_url} answered HTTP {exc.code}: "
-                f"{detail}") from exc
-        except (urllib.error.URLError, OSError, TimeoutError) as exc:
-            raise EmbedderUnavailable(
-                f"{self.provider} embeddings at {self.base_url} unreachable: {exc}") from exc
-        except ValueError as exc:
-            raise EmbedderUnavailable(
-                f"{self.provider} embeddings at {self.base_url} sent invalid JSON") from exc
+        for attempt in range(RETRIES + 1):
+            try:
+                with urllib.request.urlopen(request, timeout=timeout) as response:
+                    answer = json.load(response)
+                break
+            except urllib.error.HTTPError as exc:
+                if exc.code in RETRY_STATUS and attempt < RETRIES:
+                    time.sleep(_retry_after(exc.headers.get("Retry-After"), attempt))
+                    continue
+                detail = exc.read()[:300].decode("utf-8", "replace")
+                raise EmbedderUnavailable(
+                    f"{self.provider} embeddings at {self.base_url} answered HTTP "
+                    f"{exc.code}: {detail}") from exc
+            except (urllib.error.URLError, http.client.HTTPException, OSError,
+                    TimeoutError) as exc:
+                raise EmbedderUnavailable(
+                    f"{self.provider} embeddings at {self.base_url} unreachable: {exc}") from exc
+            except ValueError as exc:
+                raise EmbedderUnavailable(
+                    f"{self.provider} embeddings at {self.base_url} sent invalid JSON") from exc
         try:
             rows = sorted(answer["data"], key=lambda row: row.get("index", 0))
             vectors = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
@@ -98,10 +113,10 @@ class RemoteEmbedder:
                 f"vectors, got {len(vectors)}")
         return vectors
 
-    def _embed(self, texts: list[str], extra: dict) -> np.ndarray:
+    def _embed(self, texts: list[str], extra: dict, timeout: float) -> np.ndarray:
         if not texts:
             return np.zeros((0, self._dim or 0), dtype=np.float32)
-        parts = [self._post([t or " " for t in texts[i:i + self.batch_size]], extra)
+        parts = [self._post([t or " " for t in texts[i:i + self.batch_size]], extra, timeout)
                  for i in range(0, len(texts), self.batch_size)]
         vectors = np.concatenate(parts)
         if self._dim is not None and vectors.shape[1] != self._dim:
@@ -111,10 +126,18 @@ class RemoteEmbedder:
         return _l2_normalize(vectors)
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        return self._embed(texts, self._document_extra)
+        return self._embed(texts, self._document_extra, self.timeout)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._embed([text], self._query_extra)[0]
+        return self._embed([text], self._query_extra, QUERY_TIMEOUT_S)[0]
+
+
+def _retry_after(header: str | None, attempt: int) -> float:
+    """Seconds to wait before retrying: the server's Retry-After, else 1, 2, 4 s (at most 30)."""
+    try:
+        return min(float(header), 30.0) if header else float(2 ** attempt)
+    except ValueError:
+        return float(2 ** attempt)
 
 
 def voyage_embedder(model: str | None = None) -> RemoteEmbedder:
@@ -133,9 +156,11 @@ def openai_embedder(model: str | None = None) -> RemoteEmbedder:
         raise EmbedderUnavailable(
             "the openai embedder needs a model: --embedder openai:MODEL or "
             "FOURFOLD_OPENAI_MODEL (e.g. nomic-embed-text on Ollama)")
-    return RemoteEmbedder("openai", model,
-                          os.environ.get("FOURFOLD_OPENAI_BASE_URL") or OPENAI_DEFAULT_URL,
-                          os.environ.get("OPENAI_API_KEY"))
+    base_url = os.environ.get("FOURFOLD_OPENAI_BASE_URL") or OPENAI_DEFAULT_URL
+    key = os.environ.get("FOURFOLD_OPENAI_API_KEY")
+    if key is None and urllib.parse.urlparse(base_url).hostname == "api.openai.com":
+        key = os.environ.get("OPENAI_API_KEY")
+    return RemoteEmbedder("openai", model, base_url, key)
 
 
 PROVIDERS = {"voyage": voyage_embedder, "openai": openai_embedder}

@@ -15,7 +15,7 @@ from typing import Iterable, Iterator
 
 from ..errors import FourfoldError
 from ..model import Reference
-from ..text_tokens import identifier_tokens, token_text
+from ..text_tokens import chunk_body, identifier_tokens, token_text
 from .base import (FileRecord, FileState, RepoInfo, Store, StoredChunk, StoredEdge, StoredFile,
                    StoredSymbol)
 
@@ -94,21 +94,23 @@ class SQLiteStore(Store):
                     f"{version}, this one reads {SCHEMA_VERSION}); upgrade fourfold or use "
                     "another --index-dir")
             if version != SCHEMA_VERSION:
-                self._create(conn, drop_old=version is not None)
+                self._create(conn)
 
-    @staticmethod
-    def _create(conn: sqlite3.Connection, drop_old: bool) -> None:
-        """Create the schema. An index is derived data, so an older layout is dropped and
-        the next `index` rebuilds it rather than migrating it."""
+    def _create(self, conn: sqlite3.Connection) -> None:
+        """Create the schema. An index is derived data, so any other layout (older, or
+        half-made by a crash) is dropped and the next `index` rebuilds it rather than
+        migrating it. The version is read again under the write lock: two processes
+        opening an old index at once must not drop what the first one has rebuilt."""
         with conn:
             conn.execute("BEGIN IMMEDIATE")
-            if drop_old:
-                for kind in ("CREATE VIRTUAL TABLE%", "CREATE TABLE%"):  # FTS first: it owns
-                    names = [r[0] for r in conn.execute(  # its shadow tables
-                        "SELECT name FROM sqlite_master WHERE type='table' AND sql LIKE ?",
-                        (kind,)).fetchall()]
-                    for name in names:
-                        conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+            if self._schema_version(conn) == SCHEMA_VERSION:
+                return
+            for kind in ("CREATE VIRTUAL TABLE%", "CREATE TABLE%"):  # FTS first: it owns
+                names = [r[0] for r in conn.execute(  # its shadow tables
+                    "SELECT name FROM sqlite_master WHERE type='table' AND sql LIKE ?",
+                    (kind,)).fetchall()]
+                for name in names:
+                    conn.execute(f'DROP TABLE IF EXISTS "{name}"')
             for statement in filter(str.strip, SCHEMA.split(";")):
                 conn.execute(statement)
             conn.execute("INSERT OR REPLACE INTO meta VALUES('schema_version', ?)",
@@ -208,7 +210,7 @@ class SQLiteStore(Store):
                 "INSERT INTO chunk_tokens(chunk_tokens, rowid, path, symbol, body) "
                 "VALUES('delete', ?, ?, ?, ?)",
                 [(cid, path_tokens, token_text(symbol or ""),
-                  token_text("\n".join(lines[start - 1:end])))
+                  token_text(chunk_body(lines, start, end)))
                  for cid, start, end, symbol in conn.execute(
                      "SELECT id, start_line, end_line, symbol FROM chunks WHERE file_id=?",
                      (file_id,)).fetchall()])
