@@ -1278,3 +1278,15 @@ def test_a_file_answers_its_own_name_after_the_definitions(make_tree):
     assert "lib/express.js" not in [h.path for h in hits]  # exact answers exist: no sub-words
     only_classes = ff.search("class application", modalities=("structural",)).hits
     assert "lib/application.js" not in [h.path for h in only_classes]
+
+
+def test_home_file_of_a_dotted_module_and_of_a_partial_class():
+    from fourfold.retrievers.structural import named_after
+    from fourfold.store.base import StoredSymbol
+
+    def sym(path, name):
+        return StoredSymbol(1, 1, path, name, name, "class", 1, 2, "", "", None, 0, None)
+    assert named_after(sym("lib/plug/conn.ex", "Plug.Conn"))
+    assert named_after(sym("src/MessagePackSerializer.cs", "MessagePackSerializer"))
+    assert not named_after(sym("src/MessagePackSerializer.Json.cs", "MessagePackSerializer"))
+    assert not named_after(sym("src/helpers.py", "Conn"))

@@ -48,7 +48,8 @@ def _normalise(name: str) -> str:
 def named_after(symbol: StoredSymbol) -> bool:
     """The file is named after the symbol (conn.ex for Plug.Conn, Engine.java for Engine):
     among equal definitions (partial classes, re-declarations) that file is the home one."""
-    return _normalise(_stem(symbol.path)) == _normalise(_SPLIT.split(symbol.name)[-1])
+    name = symbol.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]  # Foo.Json.cs is not Foo's home
+    return _normalise(name) == _normalise(_SPLIT.split(symbol.name)[-1])
 
 
 def _stem(path: str) -> str:
