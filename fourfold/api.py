@@ -245,14 +245,19 @@ class Fourfold:
 
     def similar(self, location: str, limit: int = 10) -> list:
         """Code similar to the chunk at ``FILE:LINE`` (or the first chunk of FILE)."""
-        self._require_index()
         path, _, line_text = location.rpartition(":")
         if not path or not line_text.isdigit():
             path, line_text = location, "1"
-        stored = self.store.file_by_path(self.relative(path), self.repo_id())
+        return self.similar_at(self.relative(path), int(line_text), self.repo_id(), limit)
+
+    def similar_at(self, path: str, line: int, repo_id: int | None = None,
+                   limit: int = 10) -> list:
+        """Code in other files similar to the innermost chunk covering ``path:line`` (a path
+        as stored: relative to its repository root)."""
+        self._require_index()
+        stored = self.store.file_by_path(path, repo_id)
         if stored is None:
             raise FourfoldError(f"{path} is not in the index")
-        line = int(line_text)
         covering = [c for c in self.store.chunks_of_file(stored.file_id)
                     if c.start_line <= line <= c.end_line]
         if not covering:

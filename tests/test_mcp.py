@@ -38,7 +38,7 @@ def write_tree(root: Path, files: dict[str, str]) -> Path:
 
 TOOLS = {"intelligent_search", "semantic_search", "text_pattern_search", "structural_search",
          "find_symbol", "dependency_search", "analyze_dependencies", "get_file",
-         "repository_context", "get_task_context", "reindex"}
+         "find_similar_code", "repository_context", "get_task_context", "reindex"}
 
 FIXTURE = {
     "src/config.py": '''\
@@ -243,6 +243,11 @@ def test_in_process_lists_and_calls_every_tool(server, repo):
             r = await call(client, "get_file", {"path": str(repo / "web" / "index.ts")})
             assert r["path"] == "web/index.ts" and r["total_lines"] == 4
 
+            r = await call(client, "find_similar_code", {"path": "web/client.ts", "line": 10})
+            assert r["path"] == "web/client.ts" and r["line"] == 10 and r["total"] >= 1
+            assert all(h["path"] != "web/client.ts" for h in r["results"])
+            assert {"path", "start_line", "end_line", "symbol", "score"} <= set(r["results"][0])
+
             r = await call(client, "repository_context")
             repo_info = r["repositories"][0]
             assert repo_info["files"] >= 5
@@ -405,7 +410,8 @@ def test_path_traversal_refused(server, repo):
         async with Client(server) as client:
             for path in bad:
                 for tool, args in (("get_file", {"path": path}),
-                                   ("structural_search", {"path": path})):
+                                   ("structural_search", {"path": path}),
+                                   ("find_similar_code", {"path": path})):
                     text = await call_error(client, tool, args)
                     assert "TOPSECRET" not in text
                     assert "root:" not in text

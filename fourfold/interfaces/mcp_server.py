@@ -56,6 +56,7 @@ MAX_MAX_TOKENS = 50_000
 MAX_PAGE = 500
 SEARCH_DEPTH = 100        # ranked results computed once per query, then paged
 GREP_CAP = 50_000         # matching lines kept per pattern
+MAX_SIMILAR = 200         # nearest chunks kept for find_similar_code
 GRAPH_CAP = 100_000
 LINE_CHARS = 400          # a matched or shown line is cut to this many characters
 FRESHNESS_WAIT_S = 3.0    # a tool call waits this long for a pending re-index
@@ -69,7 +70,8 @@ retrieval. Use the specialised tools when you know what you need: `find_symbol` 
 definition), `text_pattern_search` (grep), `structural_search` (definitions by kind, outline
 of a file), `dependency_search` (callers, callees, importers, subclasses),
 `analyze_dependencies` (blast radius before a change), `get_file` (read lines),
-`repository_context` (a map of the repository), `get_task_context` (a token-budgeted pack of
+`find_similar_code` (relatives of the code at path:line), `repository_context` (a map of the
+repository), `get_task_context` (a token-budgeted pack of
 the code relevant to a task). Every answer is paged: pass `cursor` back to get the next page.
 Paths are relative to the repository root."""
 
@@ -749,6 +751,25 @@ class FourfoldService:
         result = page(rows, offset, limit, tokens, key)
         return {"name": name, "depth": depth, "summary": summary, **result, "notes": notes}
 
+    def find_similar_code(self, path: str, line: int = 1, repository: str | None = None,
+                          limit: int = 10, cursor: str | None = None,
+                          max_tokens: int | None = None) -> dict:
+        repo_id = self.repo_for(repository)
+        repo_id, rel = self.safe_path(path, repo_id)
+        if line < 1:
+            raise QueryError("line must be at least 1 (lines are 1-based)")
+        args = {"path": rel, "repo": repo_id, "line": line}
+        key, offset, limit, tokens = self._begin("find_similar_code", args, cursor, limit,
+                                                 max_tokens, 10)
+
+        def compute() -> list:
+            hits = self.ff.similar_at(rel, line, repo_id, limit=MAX_SIMILAR)
+            return [{"path": h.path, "start_line": h.start_line, "end_line": h.end_line,
+                     "symbol": h.symbol, "score": round(h.score, 4)} for h in hits]
+
+        return {"path": rel, "line": line, **page(self._rows(key, compute), offset, limit,
+                                                   tokens, key)}
+
     def get_file(self, path: str, start_line: int = 1, end_line: int | None = None,
                  repository: str | None = None, limit: int = 400, cursor: str | None = None,
                  max_tokens: int | None = None) -> dict:
@@ -1200,6 +1221,24 @@ def build_server(service: FourfoldService):
              "to read the code around a result. Paths stay inside the repository: '..', "
              "absolute paths elsewhere and symlinks out of the root are refused. Long files "
              "are paged: `cursor` continues where the page stopped.")
+
+    def find_similar_code(
+        path: Annotated[str, Field(description="File path relative to the repository root.")],
+        line: Annotated[int, Field(ge=1, description="A line inside the code to match "
+                                                     "(1-based).")] = 1,
+        repository: Repository = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_PAGE, description="Most results in one "
+                                                                   "page.")] = 10,
+        cursor: Cursor = None, max_tokens: MaxTokens = None,
+    ) -> dict[str, Any]:
+        return service.find_similar_code(path, line, repository, limit, cursor, max_tokens)
+
+    register(find_similar_code,
+             "Code elsewhere in the repository that resembles the function, class or block at "
+             "path:line, by meaning (the semantic index): near-duplicates to change together, "
+             "other implementations of the same idea, examples of how a pattern is used. Use "
+             "it when you have a piece of code in hand and want its relatives; for a "
+             "description in words use semantic_search.")
 
     def repository_context(
         repository: Repository = None,
