@@ -52,3 +52,14 @@ def query_terms(query: str) -> list[str]:
     terms = list(dict.fromkeys(tokens(query)))
     kept = [t for t in terms if t not in STOPWORDS and len(t) > 1]
     return kept or terms
+
+
+def file_stem(path: str) -> str:
+    """A file's name without any extension: 'src/JsonArray.java' -> 'JsonArray',
+    'types.d.ts' -> 'types'."""
+    return path.rsplit("/", 1)[-1].split(".", 1)[0]
+
+
+def singular(word: str) -> str:
+    """A crude singular for matching words ("routes" ~ "route"); short words stay."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word

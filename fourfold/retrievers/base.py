@@ -1,6 +1,7 @@
 """The one interface every modality implements. Routing and fusion see only this."""
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -28,3 +29,13 @@ class Retriever(Protocol):
     def ready(self) -> bool:
         """False while the modality's index is still being built."""
         ...
+
+
+def in_glob(path: str, glob: str) -> bool:
+    """A path matches a glob as a whole or below some folder ('*.py', 'src/*')."""
+    return fnmatch.fnmatch(path, glob) or fnmatch.fnmatch(path, f"*/{glob}")
+
+
+def path_ok(path: str, glob: str | None) -> bool:
+    """No glob, or a path inside it."""
+    return glob is None or in_glob(path, glob)

@@ -11,10 +11,9 @@ from ..model import Hit
 from ..semantic.binary import search as binary_search
 from ..semantic.binary import to_codes
 from ..semantic.embedder import Embedder, embed_query
-from ..semantic.indexing import load_vectors
+from ..semantic.indexing import embedding_texts, load_vectors
 from ..store.base import Store
-from .base import Query
-from .text import _path_ok
+from .base import Query, path_ok
 
 RESCORE_CANDIDATES = 100
 
@@ -69,8 +68,6 @@ class SemanticRetriever:
     def similar(self, chunk_id: int, limit: int) -> list[Hit]:
         """Chunks in other files nearest one indexed chunk. The origin's own file is left out:
         its chunks share the path the embedded text starts with, so they would crowd the list."""
-        from ..semantic.indexing import embedding_texts
-
         ids, int8, _codes, _mean = self._matrix()
         rows = np.flatnonzero(ids == chunk_id)
         if len(rows):
@@ -97,7 +94,7 @@ class SemanticRetriever:
         hits = []
         for cid, score in ranked:
             c = chunks.get(cid)
-            if c is not None and _path_ok(c.path, query.path_glob):
+            if c is not None and path_ok(c.path, query.path_glob):
                 hits.append(Hit(c.path, c.start_line, c.end_line, score, symbol=c.symbol,
                                 kind=c.kind))
         return hits[:limit]

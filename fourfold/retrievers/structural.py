@@ -6,14 +6,13 @@ after the symbol; then kind.
 """
 from __future__ import annotations
 
-import fnmatch
 import re
 
 from ..discovery.classify import DOWNRANKED, TEST
 from ..model import Hit
 from ..store.base import Store, StoredFile, StoredSymbol
-from ..text_tokens import identifier_tokens, query_terms
-from .base import Query
+from ..text_tokens import file_stem, identifier_tokens, query_terms, singular
+from .base import Query, in_glob
 
 KIND_ALIASES = {
     "function": {"function", "method", "macro"},
@@ -37,9 +36,6 @@ KIND_PRIORITY = {"class": 0, "struct": 0, "interface": 0, "trait": 0, "enum": 0,
 _SPLIT = re.compile(r"\.|::|#|->|/")
 
 
-def _singular(token: str) -> str:
-    return token[:-1] if len(token) > 3 and token.endswith("s") else token
-
 
 def _normalise(name: str) -> str:
     return re.sub(r"[_\-$]", "", name.lower())
@@ -50,11 +46,6 @@ def named_after(symbol: StoredSymbol) -> bool:
     among equal definitions (partial classes, re-declarations) that file is the home one."""
     name = symbol.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]  # Foo.Json.cs is not Foo's home
     return _normalise(name) == _normalise(_SPLIT.split(symbol.name)[-1])
-
-
-def _stem(path: str) -> str:
-    """A file's name without any extension: 'src/Conn.ex' -> 'Conn', 'types.d.ts' -> 'types'."""
-    return path.rsplit("/", 1)[-1].split(".", 1)[0]
 
 
 def match_tier(symbol: StoredSymbol, target: str) -> int | None:
@@ -113,8 +104,7 @@ class StructuralRetriever:
         for s in candidates.values():
             if allowed and s.kind not in allowed:
                 continue
-            if path_glob and not (fnmatch.fnmatch(s.path, path_glob)
-                                  or fnmatch.fnmatch(s.path, f"*/{path_glob}")):
+            if path_glob and not in_glob(s.path, path_glob):
                 continue
             tier = match_tier(s, name)
             if tier is None:
@@ -134,14 +124,13 @@ class StructuralRetriever:
                  limit: int) -> list[tuple[StoredSymbol, float]]:
         """Definitions whose name the sentence spells out, word by word: "database dialect
         interface" -> DatabaseDialect. Full coverage of a longer name ranks first."""
-        query_words = {_singular(t) for t in query_terms(text)}
+        query_words = {singular(t) for t in query_terms(text)}
         scored = []
         for s in self.store.symbols_by_token(query_words, repo_id, limit=5000):
-            if path_glob and not (fnmatch.fnmatch(s.path, path_glob)
-                                  or fnmatch.fnmatch(s.path, f"*/{path_glob}")):
+            if path_glob and not in_glob(s.path, path_glob):
                 continue
             parts = identifier_tokens(s.name)
-            words = {_singular(w) for w in (parts[:-1] if len(parts) > 1 else parts)}
+            words = {singular(w) for w in (parts[:-1] if len(parts) > 1 else parts)}
             matched = len(words & query_words)
             if not matched:
                 continue
@@ -164,12 +153,11 @@ class StructuralRetriever:
         if self._stems is None or self._stems[0] != generation:
             stems: dict[str, list[StoredFile]] = {}
             for f in self.store.files():
-                stems.setdefault(_normalise(_stem(f.path)), []).append(f)
+                stems.setdefault(_normalise(file_stem(f.path)), []).append(f)
             self._stems = (generation, stems)
         return [f for f in self._stems[1].get(_normalise(_SPLIT.split(name)[-1]), ())
                 if (repo_id is None or f.repo_id == repo_id)
-                and (not path_glob or fnmatch.fnmatch(f.path, path_glob)
-                     or fnmatch.fnmatch(f.path, f"*/{path_glob}"))]
+                and (not path_glob or in_glob(f.path, path_glob))]
 
     def search(self, query: Query, limit: int) -> list[Hit]:
         wants_tests = "test" in query.text.lower()

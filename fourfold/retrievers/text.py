@@ -2,7 +2,6 @@
 and BM25 ranking over identifier-split tokens."""
 from __future__ import annotations
 
-import fnmatch
 import re
 import sys
 import threading
@@ -15,8 +14,8 @@ from ..discovery.classify import DOWNRANKED, TEST
 from ..errors import QueryError
 from ..model import Hit
 from ..store.base import Store, StoredFile
-from ..text_tokens import identifier_tokens, query_terms
-from .base import Query
+from ..text_tokens import file_stem, identifier_tokens, query_terms, singular
+from .base import Query, path_ok
 
 MIN_TRIGRAM = 3
 _WORD_CHAR = re.compile(r"\w")
@@ -130,24 +129,16 @@ def compile_regex(pattern: str, case_sensitive: bool = True):
         raise QueryError(f"invalid regular expression {pattern!r}: {detail}") from None
 
 
-def _path_ok(path: str, glob: str | None) -> bool:
-    return glob is None or fnmatch.fnmatch(path, glob) or fnmatch.fnmatch(path, f"*/{glob}")
-
-
 STEM_BONUS = 1.0  # × the best BM25 score, for a file whose whole name the query spells out
 STEM_PARTIAL = 0.5  # share of the bonus per matched word when the name is only partly named
 
 
-def _singular(token: str) -> str:
-    return token[:-1] if len(token) > 3 and token.endswith("s") else token
-
 
 def name_words(path: str) -> tuple[str, ...]:
     """The words of a file's name without extension: 'src/JsonArray.java' -> (json, array)."""
-    stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
-    parts = identifier_tokens(stem)
+    parts = identifier_tokens(file_stem(path))
     words = parts[:-1] if len(parts) > 1 else parts
-    return tuple(dict.fromkeys(_singular(w) for w in words if w))
+    return tuple(dict.fromkeys(singular(w) for w in words if w))
 
 
 def name_match(words: tuple[str, ...], query_words: set[str]) -> float:
@@ -276,7 +267,7 @@ class TextRetriever:
         out: list[LineMatch] = []
         candidates = [(stored, content_hash) for stored, content_hash
                       in self.store.trigram_candidates(match_expr, repo_id)
-                      if _path_ok(stored.path, path_glob)]
+                      if path_ok(stored.path, path_glob)]
         for start in range(0, len(candidates), GREP_READ_BATCH):
             batch = candidates[start:start + GREP_READ_BATCH]
             texts = self._texts.get(batch, utf8=regex)
@@ -338,7 +329,7 @@ class TextRetriever:
         match = " OR ".join(_fts_phrase(t) for t in terms)
         ranked = self.store.bm25_chunks(match, limit * 3, query.repo_id)
         hits = [Hit(c.path, c.start_line, c.end_line, score, symbol=c.symbol, kind=c.kind)
-                for c, score in ranked if _path_ok(c.path, query.path_glob)]
+                for c, score in ranked if path_ok(c.path, query.path_glob)]
         return self._name_bonus(hits, terms, query)[:limit]
 
     def _name_bonus(self, hits: list[Hit], terms: list[str], query: Query) -> list[Hit]:
@@ -347,7 +338,7 @@ class TextRetriever:
         them."""
         if not hits:
             return hits
-        query_words = {_singular(t) for t in terms}
+        query_words = {singular(t) for t in terms}
         names = self._file_names()
         unit = hits[0].score * STEM_BONUS
         best_in_file: dict[str, Hit] = {}
@@ -356,7 +347,7 @@ class TextRetriever:
         for path, hit in best_in_file.items():
             hit.score += unit * name_match(names.get(path, ()), query_words)
         missing = [p for p, words in names.items() if p not in best_in_file
-                   and name_match(words, query_words) == 1.0 and _path_ok(p, query.path_glob)]
+                   and name_match(words, query_words) == 1.0 and path_ok(p, query.path_glob)]
         for path in missing[:20]:
             stored = self.store.file_by_path(path, query.repo_id)
             chunks = self.store.chunks_of_file(stored.file_id) if stored else []
