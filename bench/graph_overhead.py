@@ -1,6 +1,7 @@
 """What the graph modality adds to indexing: cold index time per semble-dev repository with
-the graph (reference extraction in the parser processes, resolution, edges, PageRank) and
-without it (reference extraction and the graph build switched off), back to back.
+the graph (reference patterns in the parser's query, resolution, edges, PageRank) and without
+it (`index_repository(build_graph=False)`: structure patterns only, no graph build), back to
+back.
 
     python bench/graph_overhead.py [--repos a,b] [--rounds 2]
 
@@ -21,22 +22,16 @@ sys.path.insert(0, str(BENCH.parent))
 sys.path.insert(0, str(BENCH))
 import datasets  # noqa: E402
 
-import fourfold.graph.build as graph_build  # noqa: E402
-import fourfold.parsing as parsing  # noqa: E402
 from fourfold import Fourfold  # noqa: E402
-
-WITH_GRAPH = (parsing.extract_references, graph_build.rebuild_graph)
-WITHOUT_GRAPH = (lambda *args, **kwargs: [], lambda *args, **kwargs: 0)
+from fourfold.indexer import index_repository  # noqa: E402
 
 
 def cold_index(root: str, graph: bool) -> float:
-    # fork-started parser processes inherit the module state set here
-    parsing.extract_references, graph_build.rebuild_graph = WITH_GRAPH if graph else WITHOUT_GRAPH
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["FOURFOLD_CACHE_DIR"] = str(Path(tmp) / "cache")
         ff = Fourfold(root, index_dir=Path(tmp) / "index")
         started = time.perf_counter()
-        ff.index(embed=False)
+        index_repository(ff.store, ff.index_dir, ff.root, build_graph=graph)
         return time.perf_counter() - started
 
 

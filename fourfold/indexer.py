@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -55,7 +56,7 @@ def chunk_hash(path: str, symbol: str | None, body: str) -> str:
                            digest_size=16).hexdigest()
 
 
-def read_file(found: FoundFile) -> FileRecord | tuple[str, str]:
+def read_file(found: FoundFile, references: bool = True) -> FileRecord | tuple[str, str]:
     """Read, classify and parse one file; (path, reason) when it is skipped."""
     try:
         with open(found.abspath, "rb") as handle:
@@ -71,7 +72,7 @@ def read_file(found: FoundFile) -> FileRecord | tuple[str, str]:
     language = detect_language(name, data[:256])
     flags = path_flags(found.path) | content_flags(data)
     try:
-        parsed = parse_file(text.encode("utf-8"), language)
+        parsed = parse_file(text.encode("utf-8"), language, references)
     except RecursionError:
         return found.path, "too deeply nested to parse"
     lines = text.split("\n")
@@ -115,23 +116,26 @@ class IndexLock:
         self.handle.close()
 
 
-def _parse_all(found: list[FoundFile], workers: int):
+def _parse_all(found: list[FoundFile], workers: int, references: bool):
+    read = partial(read_file, references=references)
     if workers <= 1 or len(found) < 2 or sum(f.size for f in found) < PARALLEL_BYTES:
-        yield from map(read_file, found)
+        yield from map(read, found)
         return
     ctx = multiprocessing.get_context("fork")
     workers = min(workers, len(found))
     with ctx.Pool(workers) as pool:
         # Small chunks keep both workers busy to the end when a few files are huge.
         chunksize = max(1, min(8, len(found) // (workers * 16)))
-        yield from pool.imap(read_file, found, chunksize=chunksize)
+        yield from pool.imap(read, found, chunksize=chunksize)
 
 
 def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
                      max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                      workers: int | None = None, progress: Progress | None = None,
                      build_graph: bool = True) -> IndexSummary:
-    """Bring the index of one repository up to date with its files on disk."""
+    """Bring the index of one repository up to date with its files on disk.
+
+    `build_graph=False` leaves references and the graph out (to measure what they cost)."""
     root_path = Path(root).resolve()
     if not root_path.is_dir():
         raise FourfoldError(f"{root} is not a folder")
@@ -164,7 +168,7 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
                 store.write_batch(repo_id, records, deleted + skipped_paths, touched)
             records, touched, skipped_paths, deleted = [], [], [], []
 
-        for result in _parse_all(to_read, workers or os.cpu_count() or 1):
+        for result in _parse_all(to_read, workers or os.cpu_count() or 1, build_graph):
             done += 1
             if isinstance(result, tuple):
                 path, reason = result

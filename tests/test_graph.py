@@ -512,3 +512,32 @@ def test_other_languages(tmp_path, src, dst, call):
     assert edge(edges, "call", src, dst_path=dst, name=call).resolved
     if src.startswith(("rb/", "php/", "kt/", "cs/")):
         edge(edges, "inherit", src, dst_path=dst)
+
+
+def test_remembered_resolution_still_sees_nested_definitions_and_local_imports(tmp_path):
+    # Calls from the methods of one class share one resolution, but a method with a nested
+    # definition of the same name, or a function-local import, must get its own answer.
+    edges = build(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/other.py": "def helper():\n    return 2\n",
+        "pkg/shapes.py": (
+            "def helper():\n    return 1\n\n"
+            "class Shape:\n"
+            "    def area(self):\n        return helper()\n\n"
+            "    def size(self):\n        return helper()\n\n"
+            "    def nested(self):\n"
+            "        def helper():\n            return 3\n"
+            "        return helper()\n\n"
+            "def local_import():\n"
+            "    from pkg.other import helper\n"
+            "    return helper()\n\n"
+            "def plain():\n    return helper()\n"),
+    })
+    def target(src):
+        e = edge(edges, "call", src_path="pkg/shapes.py", src_symbol=src, name="helper")
+        return e.dst_path, e.dst_symbol
+    assert target("Shape.area") == ("pkg/shapes.py", "helper")
+    assert target("Shape.size") == ("pkg/shapes.py", "helper")
+    assert target("Shape.nested") == ("pkg/shapes.py", "Shape.nested.helper")
+    assert target("local_import") == ("pkg/other.py", "helper")
+    assert target("plain") == ("pkg/shapes.py", "helper")

@@ -65,10 +65,10 @@ def test_file_deleted_during_indexing_is_reported(make_tree, monkeypatch):
     root = make_tree({"a.py": "x = 1\n", "b.py": "y = 2\n"})
     real = indexer.read_file
 
-    def vanish(found):
+    def vanish(found, **options):
         if found.path == "b.py":
             os.unlink(found.abspath)
-        return real(found)
+        return real(found, **options)
     monkeypatch.setattr(indexer, "read_file", vanish)
     summary = Fourfold(root).index(workers=1)
     assert summary.skipped.get("deleted during indexing") == 1
@@ -85,11 +85,11 @@ def test_crash_mid_index_keeps_previous_index_usable(make_tree, monkeypatch):
     real = indexer.read_file
     calls = {"n": 0}
 
-    def crash(found):
+    def crash(found, **options):
         calls["n"] += 1
         if calls["n"] == 400:
             raise KeyboardInterrupt
-        return real(found)
+        return real(found, **options)
     monkeypatch.setattr(indexer, "read_file", crash)
     with pytest.raises(KeyboardInterrupt):
         ff.index(workers=1)

@@ -128,6 +128,17 @@ class _Modules:
         self._py: dict[str, list[tuple[int, str]]] | None = None
         self._packages: dict[str, list[str]] | None = None
         self._go_mods: list[tuple[str, str]] | None = None
+        self._declared: dict[str, tuple[set[str], set[str]]] = {}
+        self.unresolved: set[tuple] = set()  # imports that name no file of the repository
+
+    def declared(self, path: str) -> tuple[set[str], set[str]]:
+        """The type names and top-level names a file declares (asked once per import)."""
+        names = self._declared.get(path)
+        if names is None:
+            symbols = self.files[path].symbols
+            names = self._declared[path] = ({s.name for s in symbols if s.kind in TYPE_KINDS},
+                                             {s.name for s in symbols if s.parent is None})
+        return names
 
     # -- generic path-suffix index (per family), keys are '/'-joined path suffixes
     def suffix_index(self, fam: str) -> dict[str, list[str]]:
@@ -398,6 +409,8 @@ def _resolve_one(mods: _Modules, path: str, lang: str, ref: Reference) -> list[_
 
 def _jvm_import(mods: _Modules, path: str, fam: str, module: str, alias, line: int, lang: str) -> _Import:
     segs = [s for s in re.split(r"[.\\]", module) if s]
+    if (module, fam, lang) in mods.unresolved:  # java.util.List, asked by hundreds of files
+        return _Import(module, None, alias or (segs[-1] if segs else None), line, [])
     wildcard = bool(segs) and segs[-1] == "*"
     if wildcard:
         segs = segs[:-1]
@@ -421,9 +434,8 @@ def _jvm_import(mods: _Modules, path: str, fam: str, module: str, alias, line: i
         cls, member = segs[k - 1], (segs[k] if k < len(segs) else None)
         pkg = ".".join(segs[:k - 1])
         for p in pk.get(pkg, ()):
-            t = mods.files[p]
-            if any(s.name == cls and (s.kind in TYPE_KINDS or (member is None and s.parent is None))
-                   for s in t.symbols) or \
+            types, top_level = mods.declared(p)
+            if cls in types or (member is None and cls in top_level) or \
                     posixpath.basename(p).rsplit(".", 1)[0] == cls:
                 return _Import(module, cls if member is None else member, alias or (member or cls),
                                line, [p], None)
@@ -433,6 +445,7 @@ def _jvm_import(mods: _Modules, path: str, fam: str, module: str, alias, line: i
             if target:
                 return _Import(module, cls if member is None else member, alias or (member or cls),
                                line, [target])
+    mods.unresolved.add((module, fam, lang))
     return _Import(module, None, alias or (segs[-1] if segs else None), line, [])
 
 
@@ -561,6 +574,9 @@ def _find_exported(tables, imports, path: str, name: str, depth: int):
 # Call / inheritance resolution
 
 
+_UNSET = object()
+
+
 def _scoped(imps, src: str | None) -> list[_Import]:
     """Imports visible from symbol `src`, innermost first (function-local imports shadow)."""
     out = [i for i in imps if i.scope is None or i.scope == src or (src or "").startswith(i.scope + ".")]
@@ -594,6 +610,9 @@ class _Resolver:
                     ln[imp.member].append(imp)
             self.local_names[p] = ln
         self.bases: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+        self.scoped_imports = {p for p, imps in imports.items() if any(i.scope for i in imps)}
+        self._calls: dict[tuple, tuple | None] = {}
+        self._contexts: dict[tuple[str, str | None], str | None] = {}
         self._packages: dict[tuple[str, str], dict[str, list[tuple[str, Symbol]]]] = {}
 
     # -- helpers
@@ -739,6 +758,10 @@ class _Resolver:
     def lookup(self, path: str, src: str | None, name: str, types_only: bool = False):
         """Resolve a plain (unqualified) name seen in `path` inside symbol `src`."""
         t = self.tables[path]
+        if src is not None and path in self.scoped_imports and any(
+                i.scope for i in _scoped(self.local_names[path].get(name, ()), src)):
+            hit = self.via_imports(path, name, types_only, src)  # a function-local import
+            return None if hit == "external" else hit  # shadows the file's own definitions
         s = self.in_file(t, name, src, types_only)
         if s is not None:
             return path, s
@@ -798,6 +821,37 @@ class _Resolver:
                 return self.member(hit[0], hit[1].qualname, name)
             return None
         return None
+
+    def context(self, t: _FileTable, src: str | None) -> str | None:
+        """The scope that decides what a name means inside `src`: the nearest of src and its
+        enclosing symbols that is a type or has members of its own. Resolution sees src only
+        through its enclosing type, nested definitions and function-local imports, so calls
+        from the methods of one class share one answer (except in files with local imports,
+        and in Go, whose receiver is read from src itself)."""
+        if src is None or t.lang == "go" or t.path in self.scoped_imports:
+            return src
+        qual = src
+        for _ in range(32):
+            s = t.by_qual.get(qual)
+            if s is None or s.kind in TYPE_KINDS or qual in t.members:
+                return qual
+            if s.parent is None:
+                return None
+            qual = s.parent
+        return src
+
+    def resolve_site(self, path: str, src: str | None, name: str, types_only: bool = False):
+        """resolve_call, remembered per (file, deciding scope, name): once the bases are
+        known, a name means the same from every method of a class."""
+        scope = self._contexts.get((path, src), _UNSET)
+        if scope is _UNSET:
+            scope = self._contexts[(path, src)] = self.context(self.tables[path], src)
+        key = (path, scope, name, types_only)
+        try:
+            return self._calls[key]
+        except KeyError:
+            hit = self._calls[key] = self.resolve_call(path, key[1], name, types_only)
+            return hit
 
     def resolve_call(self, path: str, src: str | None, name: str, types_only: bool = False):
         t = self.tables[path]
@@ -896,9 +950,9 @@ def resolve_graph(files: dict[str, FileFacts], extra_files: dict[str, str] | Non
     for path, facts in files.items():
         for ref in facts.references:
             if ref.kind == "call":
-                edges.append(_edge("call", path, ref.source, r.resolve_call(path, ref.source, ref.name), ref))
+                edges.append(_edge("call", path, ref.source, r.resolve_site(path, ref.source, ref.name), ref))
             elif ref.kind == "ref":
-                hit = r.resolve_call(path, ref.source, ref.name, types_only=True)
+                hit = r.resolve_site(path, ref.source, ref.name, types_only=True)
                 if hit is not None and hit[1] is not None and not (
                         hit[0] == path and hit[1].qualname == ref.source):
                     edges.append(_edge("ref", path, ref.source, hit, ref))

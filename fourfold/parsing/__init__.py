@@ -2,21 +2,46 @@
 
 `structure` turns a tree-sitter tree into symbols and chunks (query files in queries/);
 `references` finds calls, imports and inheritance for the graph; files without a grammar
-are chunked as plain text.
+are chunked as plain text. Both query files of a language run as one query: walking the
+tree, not matching patterns, is what a query costs, so one walk serves both.
 """
 from __future__ import annotations
 
+from functools import cache
+
+import tree_sitter
+
 from ..model import ParseResult
-from .grammars import get_parser, has_grammar
+from .grammars import get_language, get_parser, has_grammar
 from .references import extract_references
-from .structure import chunk_plain_text, extract_structure
+from .references import query_text as reference_query_text
+from .structure import chunk_plain_text, extract_structure, has_query
+from .structure import query_text as structure_query_text
 
 
-def parse_file(source: bytes, language: str | None) -> ParseResult:
-    """Parse one file. Never raises on malformed source: tree-sitter recovers what it can."""
+@cache
+def _file_query(language: str, references: bool) -> tuple[tree_sitter.Query | None, int]:
+    """The language's structure patterns, then (optionally) its reference patterns, as one
+    query; and the index of the first reference pattern."""
+    structure = structure_query_text(language) if has_query(language) else ""
+    split = tree_sitter.Query(get_language(language), structure).pattern_count if structure else 0
+    texts = [structure]
+    if references:
+        texts.append(reference_query_text(language) or "")
+    combined = "\n".join(texts)
+    return (tree_sitter.Query(get_language(language), combined) if combined.strip() else None), split
+
+
+def parse_file(source: bytes, language: str | None, references: bool = True) -> ParseResult:
+    """Parse one file. Never raises on malformed source: tree-sitter recovers what it can.
+    `references=False` skips what only the graph needs."""
     if not has_grammar(language):
         return ParseResult(chunks=chunk_plain_text(source.decode("utf-8", "replace")))
     tree = get_parser(language).parse(source)
-    symbols, chunks = extract_structure(tree, source, language)
-    references = extract_references(tree, source, language, symbols)
-    return ParseResult(symbols=symbols, chunks=chunks, references=references)
+    query, split = _file_query(language, references)
+    matches = tree_sitter.QueryCursor(query).matches(tree.root_node) if query else []
+    symbols, chunks = extract_structure(tree, source, language,
+                                        [m for m in matches if m[0] < split])
+    found = (extract_references(tree, source, language, symbols,
+                                [m for m in matches if m[0] >= split]) if references else [])
+    return ParseResult(symbols=symbols, chunks=chunks, references=found)

@@ -65,15 +65,19 @@ _STRIP_KW = re.compile(
 )
 
 
+def query_text(language: str) -> str | None:
+    try:
+        return resources.files(__package__).joinpath("queries", f"{language}.refs.scm").read_text()
+    except (FileNotFoundError, OSError):
+        return None
+
+
 @cache
 def _query(language: str) -> tree_sitter.Query | None:
     """The language's reference query, compiled once. One query (one tree traversal): the
     traversal, not the number of patterns, dominates the cost."""
-    try:
-        text = resources.files(__package__).joinpath("queries", f"{language}.refs.scm").read_text()
-    except (FileNotFoundError, OSError):
-        return None
-    return tree_sitter.Query(get_language(language), text)
+    text = query_text(language)
+    return tree_sitter.Query(get_language(language), text) if text else None
 
 
 @cache
@@ -153,33 +157,43 @@ def _expand_braces(s: str) -> list[str]:
     return out
 
 
+# import statement clean-up
+_HIDING = re.compile(r"\bhiding\b")
+_PARENS = re.compile(r"\([^()]*(?:\([^()]*\)[^()]*)*\)")
+_QUALIFIED = re.compile(r"\s+qualified\b")
+_USING_ALIAS = re.compile(r"^([\w.]+)\s*=\s*(.+)$")
+_SELF_SEGMENT = re.compile(r"(::|\.)self\b")
+_AS = re.compile(r"\s*\bas\b\s*")
+_SEPARATOR_SPACE = re.compile(r"\s*(::|\.|\\)\s*")
+
+
 def _import_stmt(text: str) -> list[str]:
     """Clean an import statement's text into one or more module paths."""
     t = text.strip().rstrip(";").strip()
     # Haskell: import lists and hiding lists; Python-style parenthesised lists elsewhere are rare.
     if "(" in t:
-        t = re.sub(r"\bhiding\b", " ", t)
-        t = re.sub(r"\([^()]*(?:\([^()]*\)[^()]*)*\)", " ", t)
+        t = _HIDING.sub(" ", t)
+        t = _PARENS.sub(" ", t)
     prev = None
     while prev != t:
         prev = t
         t = _STRIP_KW.sub("", t.strip())
-    t = re.sub(r"\s+qualified\b", "", t)
+    t = _QUALIFIED.sub("", t)
     t = _WS.sub(" ", t).strip()
     # C#: using X = A.B;
-    m = re.match(r"^([\w.]+)\s*=\s*(.+)$", t)
+    m = _USING_ALIAS.match(t)
     if m:
         t = f"{m.group(2).strip()} as {m.group(1)}"
     out = []
     for item in _expand_braces(t):
         item = _WS.sub(" ", item.replace("=>", " as ")).strip()
-        item = re.sub(r"(::|\.)self\b", "", item)
+        item = _SELF_SEGMENT.sub("", item)
         if item.endswith("._"):
             item = item[:-2] + ".*"
         if " as _" == item[-5:]:
             continue
-        item = re.sub(r"\s*\bas\b\s*", " as ", item)
-        item = re.sub(r"\s*(::|\.|\\)\s*", r"\1", item)
+        item = _AS.sub(" as ", item)
+        item = _SEPARATOR_SPACE.sub(r"\1", item)
         if item:
             out.append(item)
     return out
@@ -229,35 +243,54 @@ _SKIP = {"elixir": _elixir_skip}
 
 
 def extract_references(
-    tree: tree_sitter.Tree, source: bytes, language: str, symbols: list[Symbol]
+    tree: tree_sitter.Tree, source: bytes, language: str, symbols: list[Symbol],
+    matches: list | None = None,
 ) -> list[Reference]:
-    query = _query(language)
-    if query is None:
-        return []
+    """Raw references of one parsed file (`matches`: the reference query's matches when the
+    caller already ran them)."""
+    if matches is None:
+        query = _query(language)
+        if query is None:
+            return []
+        matches = tree_sitter.QueryCursor(query).matches(tree.root_node)
     n_lines = source.count(b"\n") + 1
     owner, by_name = _source_index(symbols, n_lines)
     skip = _SKIP.get(language)
     seen: set[tuple[str, str, int]] = set()
     qualified: set[tuple[str, int]] = set()
     out: list[Reference] = []
-    items: list[tuple[str, tree_sitter.Node, dict]] = []
     type_owner: list[str | None] | None = None
-    for _, caps in tree_sitter.QueryCursor(query).matches(tree.root_node):
+    n_owner = len(owner)
+    for _, caps in matches:
+        if len(caps) == 1 and skip is None:  # a plain call site: most matches, kept short
+            nodes = caps.get("reference.call")
+            if nodes is not None:
+                node = nodes[0]
+                line = node.start_point[0] + 1
+                name = _norm(node.text.decode("utf-8", "replace"))
+                if name:
+                    key = ("call", name, line)
+                    if key not in seen:
+                        seen.add(key)
+                        out.append(Reference("call", name, line,
+                                             owner[line] if line < n_owner else None))
+                continue
         for cname, nodes in caps.items():
             if cname.startswith("reference."):
-                items.append((cname, nodes[0], caps))
+                node = nodes[0]
                 break
-    for cname, node, caps in items:
+        else:
+            continue
         kind, variant = _capture_kind(cname)
         if skip is not None and skip(node):
             continue
         line = node.start_point[0] + 1
         text = node.text.decode("utf-8", "replace")
         names: list[str]
-        if kind == "call" and len(caps) == 1:  # the common case, kept short
+        if kind == "call" and len(caps) == 1:
             name = _norm(text)
             if name:
-                src = owner[line] if line < len(owner) else None
+                src = owner[line] if line < n_owner else None
                 key = (kind, name, line)
                 if key not in seen:
                     seen.add(key)

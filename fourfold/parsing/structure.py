@@ -97,11 +97,14 @@ _GENERIC = re.compile(r"[<\[(].*$", re.S)
 # ----------------------------------------------------------------------------- queries
 
 
+def query_text(language: str) -> str:
+    return (QUERY_DIR / f"{language}.scm").read_text(encoding="utf-8")
+
+
 @cache
 def _query(language: str) -> tree_sitter.Query:
     """The compiled query of a language (compiled once per process)."""
-    path = QUERY_DIR / f"{language}.scm"
-    return tree_sitter.Query(get_language(language), path.read_text(encoding="utf-8"))
+    return tree_sitter.Query(get_language(language), query_text(language))
 
 
 def has_query(language: str) -> bool:
@@ -267,8 +270,10 @@ def _signature(d: _Def, body, source: bytes, anchor) -> str:
 # ----------------------------------------------------------------------------- structure
 
 
-def _collect(tree: tree_sitter.Tree, source: bytes, language: str) -> list[_Def]:
-    matches = tree_sitter.QueryCursor(_query(language)).matches(tree.root_node)
+def _collect(tree: tree_sitter.Tree, source: bytes, language: str,
+             matches: list | None) -> list[_Def]:
+    if matches is None:
+        matches = tree_sitter.QueryCursor(_query(language)).matches(tree.root_node)
     seen: dict[tuple[int, int], _Def] = {}
     for pattern, caps in matches:
         node = kind = None
@@ -305,9 +310,11 @@ def _collect(tree: tree_sitter.Tree, source: bytes, language: str) -> list[_Def]
     return defs
 
 
-def extract_structure(tree: tree_sitter.Tree, source: bytes, language: str) -> tuple[list[Symbol], list[Chunk]]:
+def extract_structure(tree: tree_sitter.Tree, source: bytes, language: str,
+                      matches: list | None = None) -> tuple[list[Symbol], list[Chunk]]:
     """Symbols and chunks of one parsed file. Never raises on malformed source: whatever
-    tree-sitter recovered is used, and an unexpected failure degrades to line windows."""
+    tree-sitter recovered is used, and an unexpected failure degrades to line windows.
+    `matches`: this language's query matches when the caller already ran them."""
     text = source.decode("utf-8", "replace")
     lines = text.split("\n")
     if lines and lines[-1] == "" and len(lines) > 1:
@@ -315,20 +322,21 @@ def extract_structure(tree: tree_sitter.Tree, source: bytes, language: str) -> t
     if not has_query(language):
         return [], _windows(lines, 0, len(lines) - 1, None, "window")
     try:
-        defs, symbols = _symbols(tree, source, language)
+        defs, symbols = _symbols(tree, source, language, matches)
         return symbols, _chunks(defs, lines)
     except Exception:  # pragma: no cover - safety net: a file must never stop the indexer
         return [], _windows(lines, 0, len(lines) - 1, None, "window")
 
 
-def _symbols(tree: tree_sitter.Tree, source: bytes, language: str) -> tuple[list[_Def], list[Symbol]]:
+def _symbols(tree: tree_sitter.Tree, source: bytes, language: str,
+             matches: list | None) -> tuple[list[_Def], list[Symbol]]:
     facts = _FACTS.get(language, _DEFAULT_FACTS)
     sep = facts.sep
     kept: list[_Def] = []
     symbols: list[Symbol] = []
     stack: list[_Def] = []
     last_top: _Def | None = None
-    for d in _collect(tree, source, language):
+    for d in _collect(tree, source, language, matches):
         sb, eb = d.sb, d.eb
         while stack and not (stack[-1].sb <= sb and eb <= stack[-1].eb):
             stack.pop()

@@ -186,15 +186,9 @@ class Store(ABC):
                       symbol_rank: dict[int, float], file_rank: dict[int, float]) -> None: ...
 
     @abstractmethod
-    def edges_to(self, kind: str | None, dst_symbols: Iterable[int] = (),
-                 dst_files: Iterable[int] = (), names: Iterable[str] = ()) -> list[StoredEdge]: ...
-
-    @abstractmethod
-    def edges_from(self, kind: str | None, src_symbols: Iterable[int] = (),
-                   src_files: Iterable[int] = ()) -> list[StoredEdge]: ...
-
-    @abstractmethod
-    def all_edges(self, repo_id: int | None = None) -> list[StoredEdge]: ...
+    def all_edges(self, repo_id: int | None = None) -> list[StoredEdge]:
+        """Every edge (of one repository). The graph retriever walks them in memory, so the
+        store keeps no per-column edge indexes."""
 
     @abstractmethod
     def centrality(self) -> tuple[dict[int, float], dict[int, float]]:
