@@ -20,7 +20,7 @@ from .discovery.classify import content_flags, path_flags
 from .discovery.languages import detect_language
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES, FoundFile, walk
 from .errors import FourfoldError, IndexBusyError
-from .parsing import parse_file
+from .parsing import parse_file, parser_fingerprint
 from .store.base import FileRecord, Store
 from .text_tokens import chunk_body, token_text
 
@@ -148,8 +148,9 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
         known = store.file_states(repo_id)
         on_disk = {f.path for f in report.files}
         deleted = [p for p in known if p not in on_disk]
+        reparse = bool(known) and store.parser_of(repo_id) != parser_fingerprint()
         to_read = [f for f in report.files
-                   if f.path not in known or known[f.path].size != f.size
+                   if reparse or f.path not in known or known[f.path].size != f.size
                    or known[f.path].mtime_ns != f.mtime_ns]
         summary.files = len(report.files)
         summary.bytes = sum(f.size for f in report.files)
@@ -177,7 +178,7 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
                     skipped_paths.append(path)  # was indexed, no longer indexable
             else:
                 old = known.get(result.path)
-                if old is not None and old.hash == result.hash:
+                if old is not None and old.hash == result.hash and not reparse:
                     touched.append((result.path, result.size, result.mtime_ns))
                     summary.unchanged += 1
                 else:
@@ -191,13 +192,15 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
             if progress:
                 progress("parse", done, len(to_read))
         flush()
-        if build_graph and (summary.added or summary.changed or summary.deleted):
+        if build_graph and (summary.added or summary.changed or summary.deleted or reparse):
             try:
                 from .graph.build import rebuild_graph
             except ImportError:
                 rebuild_graph = None
             if rebuild_graph:
                 rebuild_graph(store, repo_id)
-        store.mark_indexed(repo_id, time.time())
+        # an index without references must be read again by the next full run
+        store.mark_indexed(repo_id, time.time(),
+                           parser_fingerprint() if build_graph else "without references")
     summary.seconds = time.perf_counter() - started
     return summary

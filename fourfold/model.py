@@ -6,6 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# The kind of a name a file makes public but defines elsewhere (Rust `pub use`): it answers
+# "where is X" when the definition lies outside the indexed tree, but is not a definition the
+# graph resolves calls to, and it ranks after real definitions.
+REEXPORT = "reexport"
+
 
 @dataclass(slots=True)
 class Symbol:
@@ -13,7 +18,8 @@ class Symbol:
 
     name: str
     qualname: str  # "Class.method", "module.func", "Type::fn"
-    kind: str  # function, method, class, struct, enum, interface, trait, module, type, constant ...
+    kind: str  # function, method, class, struct, enum, interface, trait, module, type, constant,
+    # ... or REEXPORT
     start_line: int
     end_line: int
     signature: str = ""

@@ -40,6 +40,20 @@ def test_touch_without_change_rewrites_nothing(make_tree):
     assert summary.read == 1 and summary.changed == 0 and summary.unchanged == 1
 
 
+def test_a_new_parser_reads_every_file_again(make_tree, monkeypatch):
+    from fourfold import indexer
+    root = make_tree({"a.py": "def alpha():\n    return beta()\n", "b.py": "def beta():\n    pass\n"})
+    ff = Fourfold(root)
+    ff.index()
+    assert ff.index().read == 0
+    monkeypatch.setattr(indexer, "parser_fingerprint", lambda: "a later parser")
+    summary = ff.index()
+    assert summary.read == 2 and summary.changed == 2
+    assert ff.index().read == 0
+    assert [d["path"] for d in ff.definitions("beta")] == ["b.py"]
+    assert [r["path"] for r in ff.references("beta")["results"]] == ["a.py"]
+
+
 def test_bad_input_is_skipped_with_reasons(make_tree):
     root = make_tree({
         "good.py": "def ok():\n    return 1\n",

@@ -1290,3 +1290,35 @@ def test_home_file_of_a_dotted_module_and_of_a_partial_class():
     assert named_after(sym("src/MessagePackSerializer.cs", "MessagePackSerializer"))
     assert not named_after(sym("src/MessagePackSerializer.Json.cs", "MessagePackSerializer"))
     assert not named_after(sym("src/helpers.py", "Conn"))
+
+
+def test_a_rust_pub_use_answers_for_a_name_defined_outside_the_tree(make_tree):
+    from fourfold import Fourfold
+    root = make_tree({
+        "src/extract/mod.rs": "pub use other_core::extract::{FromRef, FromRequest};\n"
+                              "pub use self::path::Path;\nuse std::fmt;\n",
+        "src/extract/path.rs": "pub struct Path(String);\n",
+        "src/handler.rs": "use crate::extract::Path;\n"
+                          "pub fn handle(p: Path) -> Path { Path::from(p) }\n",
+    })
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    assert [(d["path"], d["kind"]) for d in ff.definitions("FromRequest")] == [
+        ("src/extract/mod.rs", "reexport")]
+    # a real definition comes before the re-export of it; a private `use` is no re-export
+    assert [(d["path"], d["kind"]) for d in ff.definitions("Path")] == [
+        ("src/extract/path.rs", "struct"), ("src/extract/mod.rs", "reexport")]
+    assert not ff.definitions("fmt")
+    hits = ff.search("FromRequest", limit=3).hits
+    assert hits[0].path == "src/extract/mod.rs"
+    # the re-export is not a definition the graph resolves to, nor does it own the line
+    callers = ff.references("Path")["results"]
+    assert {r["path"] for r in callers} == {"src/handler.rs"}
+
+
+@pytest.mark.parametrize("language", ["javascript", "typescript", "tsx"])
+def test_an_export_from_clause_names_reexports(language):
+    src = b"export { a, b as c } from './x';\nexport { d };\nexport * from './y';\nfunction d() {}\n"
+    symbols, _ = structure(src, language)
+    assert [(s.name, s.kind) for s in symbols] == [("a", "reexport"), ("c", "reexport"),
+                                                   ("d", "function")]

@@ -24,7 +24,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from ..model import Reference, Symbol
+from ..model import REEXPORT, Reference, Symbol
 
 TYPE_KINDS = frozenset({
     "class", "interface", "trait", "struct", "enum", "protocol", "module", "type", "object",
@@ -927,6 +927,8 @@ class _Resolver:
 
 def resolve_graph(files: dict[str, FileFacts], extra_files: dict[str, str] | None = None) -> list[Edge]:
     """All edges of a repository: imports, inheritance, calls and (resolved) type refs."""
+    files = {p: FileFacts(f.language, [s for s in f.symbols if s.kind != REEXPORT], f.references)
+             if any(s.kind == REEXPORT for s in f.symbols) else f for p, f in files.items()}
     mods = _Modules(files, extra_files)
     edges, imports = resolve_imports(files, extra_files, mods)
     r = _Resolver(files, imports, mods)

@@ -7,7 +7,9 @@ tree, not matching patterns, is what a query costs, so one walk serves both.
 """
 from __future__ import annotations
 
+import hashlib
 from functools import cache
+from pathlib import Path
 
 import tree_sitter
 
@@ -17,6 +19,20 @@ from .references import extract_references
 from .references import query_text as reference_query_text
 from .structure import chunk_plain_text, extract_structure, has_query
 from .structure import query_text as structure_query_text
+
+
+# Raise when what parse_file extracts changes in code; query file edits are seen on their own.
+PARSER_VERSION = 1
+
+
+@cache
+def parser_fingerprint() -> str:
+    """Names what the parser extracts: an index read with another parser is re-read whole,
+    since unchanged files would otherwise keep their old symbols and references."""
+    digest = hashlib.blake2b(str(PARSER_VERSION).encode(), digest_size=8)
+    for query in sorted((Path(__file__).parent / "queries").glob("*.scm")):
+        digest.update(query.name.encode() + b"\0" + query.read_bytes())
+    return digest.hexdigest()
 
 
 @cache

@@ -48,7 +48,7 @@ from importlib import resources
 
 import tree_sitter
 
-from ..model import Reference, Symbol
+from ..model import REEXPORT, Reference, Symbol
 from .grammars import get_language
 
 _KINDS = ("call", "import", "inherit", "ref")
@@ -254,6 +254,7 @@ def extract_references(
             return []
         matches = tree_sitter.QueryCursor(query).matches(tree.root_node)
     n_lines = source.count(b"\n") + 1
+    symbols = [s for s in symbols if s.kind != REEXPORT]  # a `pub use` line encloses nothing
     owner, by_name = _source_index(symbols, n_lines)
     skip = _SKIP.get(language)
     seen: set[tuple[str, str, int]] = set()

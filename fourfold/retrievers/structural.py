@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from ..discovery.classify import DOWNRANKED, TEST
-from ..model import Hit
+from ..model import REEXPORT, Hit
 from ..store.base import Store, StoredFile, StoredSymbol
 from ..text_tokens import file_stem, identifier_tokens, query_terms, singular
 from .base import Query, in_glob
@@ -114,7 +114,7 @@ class StructuralRetriever:
             # An exact or qualified definition exists: prefix and sub-word matches are noise.
             scored = [st for st in scored if st[1] <= 2]
         scored.sort(key=lambda st: (
-            st[1], bool(st[0].flags & DOWNRANKED),
+            st[1], st[0].kind == REEXPORT, bool(st[0].flags & DOWNRANKED),
             bool(st[0].flags & TEST) and not wants_tests, not named_after(st[0]),
             KIND_PRIORITY.get(st[0].kind, 3), st[0].qualname.count("."), len(st[0].path),
             st[0].path, st[0].start_line))
@@ -127,8 +127,8 @@ class StructuralRetriever:
         query_words = {singular(t) for t in query_terms(text)}
         scored = []
         for s in self.store.symbols_by_token(query_words, repo_id, limit=5000):
-            if path_glob and not in_glob(s.path, path_glob):
-                continue
+            if s.kind == REEXPORT or (path_glob and not in_glob(s.path, path_glob)):
+                continue  # a sentence describes what code does: re-exports do nothing
             parts = identifier_tokens(s.name)
             words = {singular(w) for w in (parts[:-1] if len(parts) > 1 else parts)}
             matched = len(words & query_words)

@@ -110,7 +110,12 @@ class Store(ABC):
         """Indexed repositories; counts=False skips the (slower) file/chunk/symbol counts."""
 
     @abstractmethod
-    def mark_indexed(self, repo_id: int, when: float) -> None: ...
+    def mark_indexed(self, repo_id: int, when: float, parser: str) -> None:
+        """Record a finished index run and the parser version its files were read with."""
+
+    @abstractmethod
+    def parser_of(self, repo_id: int) -> str | None:
+        """The parser version of the repository's last finished index run."""
 
     @abstractmethod
     def generation(self) -> tuple:

@@ -179,11 +179,16 @@ class SQLiteStore(Store):
                                 languages))
         return out
 
-    def mark_indexed(self, repo_id: int, when: float) -> None:
+    def mark_indexed(self, repo_id: int, when: float, parser: str) -> None:
         conn = self._conn()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("UPDATE repos SET indexed_at=? WHERE id=?", (when, repo_id))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (f"parser:{repo_id}", parser))
+
+    def parser_of(self, repo_id: int) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key=?", (f"parser:{repo_id}",))
+        return rows[0][0] if rows else None
 
     def generation(self) -> tuple:
         return tuple(self._query("SELECT id, indexed_at FROM repos ORDER BY id"))

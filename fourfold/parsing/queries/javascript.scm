@@ -30,3 +30,6 @@
 ; top-level constants
 (program (lexical_declaration (variable_declarator name: (identifier) @name)) @definition.constant)
 (program (export_statement declaration: (lexical_declaration (variable_declarator name: (identifier) @name)) @definition.constant))
+; `export { a, b as c } from './x'`: names made public here though defined elsewhere
+(export_statement (export_clause (export_specifier name: (_) @name !alias) @definition.reexport) source: (_))
+(export_statement (export_clause (export_specifier alias: (_) @name) @definition.reexport) source: (_))

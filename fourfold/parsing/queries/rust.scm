@@ -13,3 +13,15 @@
 (source_file (static_item name: (identifier) @name) @definition.constant)
 (declaration_list (const_item name: (identifier) @name) @definition.constant)
 (declaration_list (static_item name: (identifier) @name) @definition.constant)
+; `pub use`: a name made public here though defined elsewhere, often outside the indexed tree
+; (axum's extract::FromRequest lives in axum-core). Ranked after real definitions.
+(use_declaration (visibility_modifier) argument: (scoped_identifier name: (identifier) @name) @definition.reexport)
+(use_declaration (visibility_modifier) argument: (use_as_clause alias: (identifier) @name) @definition.reexport)
+(use_declaration (visibility_modifier) argument: (scoped_use_list list: (use_list [
+  (identifier) @name @definition.reexport
+  (scoped_identifier name: (identifier) @name) @definition.reexport
+  (use_as_clause alias: (identifier) @name) @definition.reexport])))
+(use_declaration (visibility_modifier) argument: (scoped_use_list list: (use_list (scoped_use_list list: (use_list [
+  (identifier) @name @definition.reexport
+  (scoped_identifier name: (identifier) @name) @definition.reexport
+  (use_as_clause alias: (identifier) @name) @definition.reexport])))))

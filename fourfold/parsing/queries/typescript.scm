@@ -42,3 +42,6 @@
 (abstract_method_signature name: (_) @name) @definition.method
 (public_field_definition name: (_) @name) @definition.field
 (property_signature name: (_) @name) @definition.field
+; `export { a, b as c } from './x'`: names made public here though defined elsewhere
+(export_statement (export_clause (export_specifier name: (_) @name !alias) @definition.reexport) source: (_))
+(export_statement (export_clause (export_specifier alias: (_) @name) @definition.reexport) source: (_))
