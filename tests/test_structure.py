@@ -1322,3 +1322,21 @@ def test_an_export_from_clause_names_reexports(language):
     symbols, _ = structure(src, language)
     assert [(s.name, s.kind) for s in symbols] == [("a", "reexport"), ("c", "reexport"),
                                                    ("d", "function")]
+
+
+def test_an_identifier_spelled_in_a_question_names_its_definition(make_tree):
+    from fourfold import Fourfold
+    root = make_tree({
+        "src/extract/mod.rs": "pub use other_core::extract::FromRequest;\n",
+        "src/request.rs": "pub struct Request;\npub fn from_parts() {}\n"
+                          "pub struct RequestParts;\n",
+    })
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    hits = ff.search("how extractors implement FromRequest",
+                     modalities=("structural",), limit=5).hits
+    assert hits[0].path == "src/extract/mod.rs"
+    # a long text naming many identifiers (an issue, a traceback) singles none out
+    many = ff.search("FromRequest fails in RequestParts after from_parts with RequestBody",
+                     modalities=("structural",), limit=5).hits
+    assert "src/extract/mod.rs" not in [h.path for h in many]

@@ -34,6 +34,8 @@ KIND_PRIORITY = {"class": 0, "struct": 0, "interface": 0, "trait": 0, "enum": 0,
                  "module": 1, "namespace": 1, "function": 1, "method": 2, "impl": 2,
                  "macro": 2, "constant": 3, "variable": 4, "field": 5}
 _SPLIT = re.compile(r"\.|::|#|->|/")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_SPELLED = 3
 
 
 
@@ -141,7 +143,16 @@ class StructuralRetriever:
             if s.flags & TEST and not wants_tests:
                 score *= 0.5
             scored.append((s, score))
-        scored.sort(key=lambda st: (-st[1], KIND_PRIORITY.get(st[0].kind, 3),
+        # a compound identifier written out in a question ("how extractors implement
+        # FromRequest") names its definition, re-exports included, above any word match;
+        # a long text naming many (an issue with its traceback) singles none of them out
+        spelled = {w for w in _IDENTIFIER.findall(text) if len(identifier_tokens(w)) > 1}
+        if 0 < len(spelled) <= MAX_SPELLED:
+            best = max((score for _, score in scored), default=0.0) + 1.0
+            exact = [(sym, best) for sym in self.store.symbols_named(spelled, repo_id)
+                     if sym.name in spelled and (not path_glob or in_glob(sym.path, path_glob))]
+            scored = [st for st in scored if st[0].name not in spelled] + exact
+        scored.sort(key=lambda st: (-st[1], st[0].kind == REEXPORT, KIND_PRIORITY.get(st[0].kind, 3),
                                     st[0].qualname.count("."), st[0].path, st[0].start_line))
         return scored[:limit]
 
