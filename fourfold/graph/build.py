@@ -22,26 +22,28 @@ def rebuild_graph(store: Store, repo_id: int) -> int:
         facts[s.path].symbols.append(Symbol(s.name, s.qualname, s.kind, s.start_line,
                                             s.end_line, s.signature or "", "", s.parent))
         symbol_ids.setdefault((s.path, s.qualname), s.symbol_id)
-    for path, ref in store.references(repo_id):
-        facts[path].references.append(ref)
+    for path, refs in store.references(repo_id):
+        facts[path].references = refs
     extra = {p: store.content(files[p].file_id) for p in files
              if p.rsplit("/", 1)[-1] in EXTRA_FILES}
     edges = resolve_graph(facts, extra_files=extra or None)
 
-    def sym(path: str | None, qualname: str | None) -> int | None:
-        return symbol_ids.get((path, qualname)) if path and qualname else None
-
-    stored = [StoredEdge(e.kind, files[e.src_path].file_id, sym(e.src_path, e.src_symbol),
-                         files[e.dst_path].file_id if e.dst_path in files else None,
-                         sym(e.dst_path, e.dst_symbol), e.line, e.name,
-                         e.resolved and e.dst_path in files)
-              for e in edges if e.src_path in files]
+    file_ids = {p: f.file_id for p, f in files.items()}
+    stored = []
+    for e in edges:
+        src_file = file_ids.get(e.src_path)
+        if src_file is None:
+            continue
+        dst_file = file_ids.get(e.dst_path)
+        stored.append(StoredEdge(e.kind, src_file, symbol_ids.get((e.src_path, e.src_symbol)),
+                                 dst_file, symbol_ids.get((e.dst_path, e.dst_symbol)), e.line,
+                                 e.name, e.resolved and dst_file is not None))
     symbol_scores, file_scores = compute_centrality(edges)
     n_symbols = max(len(symbol_scores), 1)
     n_files = max(len(file_scores), 1)
     symbol_rank = {}
-    for (path, qualname), c in symbol_scores.items():
-        sid = sym(path, qualname)
+    for key, c in symbol_scores.items():
+        sid = symbol_ids.get(key)
         if sid is not None:
             symbol_rank[sid] = c.pagerank * n_symbols
     file_rank = {files[p].file_id: c.pagerank * n_files for p, c in file_scores.items()

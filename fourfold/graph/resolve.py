@@ -612,6 +612,8 @@ class _Resolver:
         self.bases: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
         self.scoped_imports = {p for p, imps in imports.items() if any(i.scope for i in imps)}
         self._calls: dict[tuple, tuple | None] = {}
+        self._unique_members: dict[tuple, tuple | None] = {}
+        self._members: dict[tuple, tuple | None] | None = None  # set once bases are known
         self._contexts: dict[tuple[str, str | None], str | None] = {}
         self._packages: dict[tuple[str, str], dict[str, list[tuple[str, Symbol]]]] = {}
 
@@ -629,7 +631,18 @@ class _Resolver:
         return None
 
     def member(self, path: str, type_qual: str, name: str, depth: int = 0) -> tuple[str, Symbol] | None:
-        """A member `name` of the type (path, type_qual), searching its bases."""
+        """A member `name` of the type (path, type_qual), searching its bases (remembered
+        once the bases are complete)."""
+        if self._members is None:
+            return self._member(path, type_qual, name, depth)
+        key = (path, type_qual, name)
+        try:
+            return self._members[key]
+        except KeyError:
+            hit = self._members[key] = self._member(path, type_qual, name, depth)
+            return hit
+
+    def _member(self, path: str, type_qual: str, name: str, depth: int) -> tuple[str, Symbol] | None:
         t = self.tables.get(path)
         if t is None:
             return None
@@ -650,7 +663,7 @@ class _Resolver:
             return best
         if depth < 6:
             for bp, bq in self.bases.get((path, type_qual), ()):
-                hit = self.member(bp, bq, name, depth + 1)
+                hit = self._member(bp, bq, name, depth + 1)
                 if hit:
                     return hit
         return None
@@ -822,6 +835,10 @@ class _Resolver:
             return None
         return None
 
+    def bases_complete(self) -> None:
+        """Inheritance is resolved: from now on a name means the same each time it is asked."""
+        self._members = {}
+
     def context(self, t: _FileTable, src: str | None) -> str | None:
         """The scope that decides what a name means inside `src`: the nearest of src and its
         enclosing symbols that is a type or has members of its own. Resolution sees src only
@@ -916,13 +933,20 @@ class _Resolver:
         return None
 
     def unknown_receiver(self, t: _FileTable, final: str, types_only: bool):
+        """`x.final()` with x of unknown type: the one definition of that name, if unique."""
         if final in COMMON_METHODS or len(final) < 3:
             return None
+        key = (t.fam, final, types_only)
+        try:
+            return self._unique_members[key]
+        except KeyError:
+            pass
         cands = [(p, s) for p, s in self.names.get((t.fam, final), ())
                  if (s.kind in TYPE_KINDS if types_only else s.kind not in NON_CALLABLE)]
-        if len(cands) == 1 and (types_only or cands[0][1].parent is not None):
-            return cands[0]
-        return None
+        hit = cands[0] if len(cands) == 1 and (types_only or cands[0][1].parent is not None) \
+            else None
+        self._unique_members[key] = hit
+        return hit
 
 
 def resolve_graph(files: dict[str, FileFacts], extra_files: dict[str, str] | None = None) -> list[Edge]:
@@ -949,6 +973,7 @@ def resolve_graph(files: dict[str, FileFacts], extra_files: dict[str, str] | Non
             if hit is not None and hit[1] is not None and src is not None:
                 r.bases[(src_path, src)].append((hit[0], hit[1].qualname))
             edges.append(_edge("inherit", path, src, hit, ref))
+    r.bases_complete()
     for path, facts in files.items():
         for ref in facts.references:
             if ref.kind == "call":

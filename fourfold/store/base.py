@@ -183,8 +183,8 @@ class Store(ABC):
 
     # -- graph ------------------------------------------------------------------------
     @abstractmethod
-    def references(self, repo_id: int) -> Iterator[tuple[str, Reference]]:
-        """Every raw reference of a repository, with the path of its file."""
+    def references(self, repo_id: int) -> Iterator[tuple[str, list[Reference]]]:
+        """The raw references of each file of a repository: (path, references)."""
 
     @abstractmethod
     def replace_graph(self, repo_id: int, edges: list[StoredEdge],

@@ -407,12 +407,11 @@ class SQLiteStore(Store):
         return out
 
     # -- graph ----------------------------------------------------------------------------
-    def references(self, repo_id: int) -> Iterator[tuple[str, Reference]]:
+    def references(self, repo_id: int) -> Iterator[tuple[str, list[Reference]]]:
         for path, refs in self._conn().execute(
                 "SELECT f.path, r.refs FROM file_refs r JOIN files f ON f.id=r.file_id "
                 "WHERE f.repo_id=?", (repo_id,)):
-            for kind, name, line, source in json.loads(refs):
-                yield path, Reference(kind, name, line, source)
+            yield path, [Reference(*row) for row in json.loads(refs)]
 
     def replace_graph(self, repo_id: int, edges: list[StoredEdge],
                       symbol_rank: dict[int, float], file_rank: dict[int, float]) -> None:
