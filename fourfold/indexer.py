@@ -193,12 +193,8 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
                 progress("parse", done, len(to_read))
         flush()
         if build_graph and (summary.added or summary.changed or summary.deleted or reparse):
-            try:
-                from .graph.build import rebuild_graph
-            except ImportError:
-                rebuild_graph = None
-            if rebuild_graph:
-                rebuild_graph(store, repo_id)
+            from .graph.build import rebuild_graph  # numpy/scipy: loaded only when needed
+            rebuild_graph(store, repo_id)
         # an index without references must be read again by the next full run
         store.mark_indexed(repo_id, time.time(),
                            parser_fingerprint() if build_graph else "without references")
