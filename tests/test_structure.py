@@ -1340,3 +1340,19 @@ def test_an_identifier_spelled_in_a_question_names_its_definition(make_tree):
     many = ff.search("FromRequest fails in RequestParts after from_parts with RequestBody",
                      modalities=("structural",), limit=5).hits
     assert "src/extract/mod.rs" not in [h.path for h in many]
+
+
+def test_an_exact_definition_keeps_its_style_variants_and_drops_partial_names(make_tree):
+    from fourfold import Fourfold
+    root = make_tree({
+        "reader.py": "class JsonReader:\n    pass\n\n\ndef json_reader():\n    pass\n\n\n"
+                     "def jsonreader():\n    pass\n\n\nclass JsonReaderFactory:\n    pass\n",
+        "writer.py": "class JsonWriter:\n    pass\n",
+    })
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    found = [(d["name"], d["match"]) for d in ff.definitions("JsonReader")]
+    assert found[0] == ("JsonReader", "exact")
+    assert {name for name, _ in found} == {"JsonReader", "json_reader", "jsonreader"}
+    # without an exact definition, prefixes and sub-words still answer
+    assert "JsonReaderFactory" in [d["name"] for d in ff.definitions("JsonRead")]

@@ -97,16 +97,24 @@ class StructuralRetriever:
         """Definitions matching a name, best first, with their match tier."""
         last = _SPLIT.split(name)[-1]
         candidates = {s.symbol_id: s for s in self.store.symbols_named([name, last], repo_id)}
+        allowed = KIND_ALIASES.get(kind, {kind}) if kind and kind != "import" else None
+
+        def eligible(s: StoredSymbol) -> bool:
+            return (not allowed or s.kind in allowed) and (not path_glob
+                                                           or in_glob(s.path, path_glob))
+        exact = exact_only_if_found and any(
+            eligible(s) and (match_tier(s, name) or 9) <= 1 for s in candidates.values())
         if len(candidates) < limit:
             tokens = list(identifier_tokens(last)) or [last.lower()]
-            for s in self.store.symbols_by_token(tokens + [last.lower()], repo_id):
+            # Once the name itself is defined only its style variants can still rank, so
+            # ask for names with all of its words, not every name sharing one of them.
+            more = (self.store.symbols_with_words(tokens[:-1] or tokens, last.lower(), repo_id)
+                    if exact else self.store.symbols_by_token(tokens + [last.lower()], repo_id))
+            for s in more:
                 candidates.setdefault(s.symbol_id, s)
-        allowed = KIND_ALIASES.get(kind, {kind}) if kind and kind != "import" else None
         scored = []
         for s in candidates.values():
-            if allowed and s.kind not in allowed:
-                continue
-            if path_glob and not in_glob(s.path, path_glob):
+            if not eligible(s):
                 continue
             tier = match_tier(s, name)
             if tier is None:

@@ -172,6 +172,12 @@ class Store(ABC):
         """Symbols whose name contains any of the given sub-word tokens or starts with them."""
 
     @abstractmethod
+    def symbols_with_words(self, words: Iterable[str], whole: str,
+                           repo_id: int | None = None) -> list[StoredSymbol]:
+        """Symbols whose name has every one of the words, or is the token `whole`: the
+        candidates for a style variant of a name (json_reader for JsonReader)."""
+
+    @abstractmethod
     def symbols_of_file(self, file_id: int) -> list[StoredSymbol]: ...
 
     @abstractmethod

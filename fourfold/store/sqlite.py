@@ -392,6 +392,17 @@ class SQLiteStore(Store):
             f"(s.id IN (SELECT symbol_id FROM symbol_tokens WHERE token IN "
             f"({_placeholders(len(tokens))})) OR {prefix})", tokens + params, repo_id, limit)
 
+    def symbols_with_words(self, words: Iterable[str], whole: str,
+                           repo_id: int | None = None) -> list[StoredSymbol]:
+        words = sorted({w.lower() for w in words if w})
+        if not words:
+            return []
+        return self._symbols_where(
+            f"s.id IN (SELECT symbol_id FROM symbol_tokens WHERE token IN "
+            f"({_placeholders(len(words))}) GROUP BY symbol_id HAVING count(DISTINCT token)=? "
+            f"UNION SELECT symbol_id FROM symbol_tokens WHERE token=?)",
+            words + [len(words), whole.lower()], repo_id)
+
     def symbols_of_file(self, file_id: int) -> list[StoredSymbol]:
         return self._symbols_where("s.file_id=? ORDER BY s.start_line", [file_id], None)
 
