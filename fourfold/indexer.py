@@ -148,7 +148,9 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
         known = store.file_states(repo_id)
         on_disk = {f.path for f in report.files}
         deleted = [p for p in known if p not in on_disk]
-        reparse = bool(known) and store.parser_of(repo_id) != parser_fingerprint()
+        # what the files were read with; without references is another reading
+        parser = parser_fingerprint() if build_graph else "without references " + parser_fingerprint()
+        reparse = bool(known) and store.parser_of(repo_id) != parser
         to_read = [f for f in report.files
                    if reparse or f.path not in known or known[f.path].size != f.size
                    or known[f.path].mtime_ns != f.mtime_ns]
@@ -192,11 +194,12 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
             if progress:
                 progress("parse", done, len(to_read))
         flush()
-        if build_graph and (summary.added or summary.changed or summary.deleted or reparse):
-            from .graph.build import rebuild_graph  # numpy/scipy: loaded only when needed
-            rebuild_graph(store, repo_id)
-        # an index without references must be read again by the next full run
-        store.mark_indexed(repo_id, time.time(),
-                           parser_fingerprint() if build_graph else "without references")
+        if summary.added or summary.changed or summary.deleted or reparse:
+            if build_graph:
+                from .graph.build import rebuild_graph  # numpy/scipy: loaded only when needed
+                rebuild_graph(store, repo_id)
+            else:  # files were written without references: no edge may point into them
+                store.replace_graph(repo_id, [], {}, {})
+        store.mark_indexed(repo_id, time.time(), parser)
     summary.seconds = time.perf_counter() - started
     return summary

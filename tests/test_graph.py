@@ -541,3 +541,14 @@ def test_remembered_resolution_still_sees_nested_definitions_and_local_imports(t
     assert target("Shape.nested") == ("pkg/shapes.py", "Shape.nested.helper")
     assert target("local_import") == ("pkg/other.py", "helper")
     assert target("plain") == ("pkg/shapes.py", "helper")
+
+
+def test_a_local_import_that_resolves_nowhere_does_not_hide_the_files_own_definition(tmp_path):
+    edges = build(tmp_path, {
+        "src/lib.rs": "mod a;\n",
+        "src/a.rs": "pub fn helper() {}\n\n"
+                    "mod tests {\n    fn t() {\n        use super::helper;\n        helper();\n"
+                    "    }\n}\n",
+    })
+    e = edge(edges, "call", src_path="src/a.rs", name="helper")
+    assert (e.dst_path, e.dst_symbol) == ("src/a.rs", "helper")

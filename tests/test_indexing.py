@@ -172,3 +172,16 @@ def test_changed_and_deleted_files_leave_no_words_behind(make_tree):
     ff.index(embed=False)
     assert conn.execute(count, ("quux_marker",)).fetchone()[0] == 0
     assert conn.execute("INSERT INTO chunk_tokens(chunk_tokens) VALUES('integrity-check')")
+
+
+def test_an_index_without_references_is_read_again_by_a_full_run(make_tree):
+    from fourfold.indexer import index_repository
+    root = make_tree({"a.py": "def alpha():\n    return beta()\n", "b.py": "def beta():\n    pass\n"})
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    assert ff.references("beta")["results"]
+    summary = index_repository(ff.store, ff.index_dir, ff.root, build_graph=False)
+    assert summary.read == 2 and not ff.store.all_edges()
+    assert index_repository(ff.store, ff.index_dir, ff.root, build_graph=False).read == 0
+    assert ff.index(embed=False).read == 2
+    assert [r["path"] for r in ff.references("beta")["results"]] == ["a.py"]

@@ -1329,17 +1329,19 @@ def test_an_identifier_spelled_in_a_question_names_its_definition(make_tree):
     root = make_tree({
         "src/extract/mod.rs": "pub use other_core::extract::FromRequest;\n",
         "src/request.rs": "pub struct Request;\npub fn from_parts() {}\n"
-                          "pub struct RequestParts;\n",
+                          "pub struct RequestParts;\npub struct RequestBody;\n",
     })
     ff = Fourfold(root)
     ff.index(embed=False)
-    hits = ff.search("how extractors implement FromRequest",
-                     modalities=("structural",), limit=5).hits
-    assert hits[0].path == "src/extract/mod.rs"
-    # a long text naming many identifiers (an issue, a traceback) singles none out
-    many = ff.search("FromRequest fails in RequestParts after from_parts with RequestBody",
-                     modalities=("structural",), limit=5).hits
-    assert "src/extract/mod.rs" not in [h.path for h in many]
+    structural = ff.engine.retrievers["structural"]
+
+    def named(text):
+        return [s.name for s, _ in structural.named_by(text, None, None, False, 5)]
+    assert named("how extractors implement FromRequest")[0] == "FromRequest"
+    assert named("how RequestParts and from_parts work")[:2] == ["RequestParts", "from_parts"]
+    # a long text naming many defined identifiers (an issue, a traceback) singles none out
+    assert "FromRequest" not in named(
+        "FromRequest fails in RequestParts after from_parts with RequestBody")
 
 
 def test_an_exact_definition_keeps_its_style_variants_and_drops_partial_names(make_tree):
@@ -1356,3 +1358,16 @@ def test_an_exact_definition_keeps_its_style_variants_and_drops_partial_names(ma
     assert {name for name, _ in found} == {"JsonReader", "json_reader", "jsonreader"}
     # without an exact definition, prefixes and sub-words still answer
     assert "JsonReaderFactory" in [d["name"] for d in ff.definitions("JsonRead")]
+
+
+def test_style_variants_without_separators_stay_beside_an_exact_definition(make_tree):
+    from fourfold import Fourfold
+    root = make_tree({
+        "a.py": "def get_opt():\n    pass\n",
+        "b.py": "GET_OPT = 1\n\n\ndef getopt():\n    pass\n",
+        "c.py": "def get_option():\n    pass\n",
+    })
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    names = [d["name"] for d in ff.definitions("get_opt")]
+    assert names[0] == "get_opt" and "getopt" in names and "get_option" not in names

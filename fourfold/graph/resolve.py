@@ -771,10 +771,14 @@ class _Resolver:
     def lookup(self, path: str, src: str | None, name: str, types_only: bool = False):
         """Resolve a plain (unqualified) name seen in `path` inside symbol `src`."""
         t = self.tables[path]
-        if src is not None and path in self.scoped_imports and any(
-                i.scope for i in _scoped(self.local_names[path].get(name, ()), src)):
-            hit = self.via_imports(path, name, types_only, src)  # a function-local import
-            return None if hit == "external" else hit  # shadows the file's own definitions
+        if src is not None and path in self.scoped_imports:
+            local = [i for i in _scoped(self.local_names[path].get(name, ()), src) if i.scope]
+            if local:  # a function-local import shadows the file's own definitions, when it
+                if not local[0].paths:  # names another package ...
+                    return None
+                hit = self.via_imports(path, name, types_only, src)
+                if hit is not None and hit != "external":  # ... or a definition we found
+                    return hit
         s = self.in_file(t, name, src, types_only)
         if s is not None:
             return path, s

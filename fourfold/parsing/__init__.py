@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 from functools import cache
+from importlib import metadata
 from pathlib import Path
 
 import tree_sitter
 
 from ..model import ParseResult
-from .grammars import get_language, get_parser, has_grammar
+from .grammars import GRAMMARS, get_language, get_parser, has_grammar
 from .references import extract_references
 from .references import query_text as reference_query_text
 from .structure import chunk_plain_text, extract_structure, has_query
@@ -32,6 +33,13 @@ def parser_fingerprint() -> str:
     digest = hashlib.blake2b(str(PARSER_VERSION).encode(), digest_size=8)
     for query in sorted((Path(__file__).parent / "queries").glob("*.scm")):
         digest.update(query.name.encode() + b"\0" + query.read_bytes())
+    # a new tree-sitter or grammar release can parse the same file differently
+    for package in sorted({"tree-sitter"} | {module.replace("_", "-")
+                                               for module, _ in GRAMMARS.values()}):
+        try:
+            digest.update(f"{package}={metadata.version(package)}".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{package}=none".encode())
     return digest.hexdigest()
 
 

@@ -80,6 +80,11 @@ def match_tier(symbol: StoredSymbol, target: str) -> int | None:
     return None
 
 
+def _tier_at_most(symbol: StoredSymbol, target: str, tier: int) -> bool:
+    found = match_tier(symbol, target)
+    return found is not None and found <= tier
+
+
 class StructuralRetriever:
     modality = "structural"
 
@@ -103,12 +108,12 @@ class StructuralRetriever:
             return (not allowed or s.kind in allowed) and (not path_glob
                                                            or in_glob(s.path, path_glob))
         exact = exact_only_if_found and any(
-            eligible(s) and (match_tier(s, name) or 9) <= 1 for s in candidates.values())
+            eligible(s) and _tier_at_most(s, name, 1) for s in candidates.values())
         if len(candidates) < limit:
             tokens = list(identifier_tokens(last)) or [last.lower()]
             # Once the name itself is defined only its style variants can still rank, so
             # ask for names with all of its words, not every name sharing one of them.
-            more = (self.store.symbols_with_words(tokens[:-1] or tokens, last.lower(), repo_id)
+            more = (self.store.symbols_with_words(tokens[:-1] or tokens, _normalise(last), repo_id)
                     if exact else self.store.symbols_by_token(tokens + [last.lower()], repo_id))
             for s in more:
                 candidates.setdefault(s.symbol_id, s)
@@ -156,10 +161,13 @@ class StructuralRetriever:
         # a long text naming many (an issue with its traceback) singles none of them out
         spelled = {w for w in _IDENTIFIER.findall(text) if len(identifier_tokens(w)) > 1}
         if 0 < len(spelled) <= MAX_SPELLED:
-            best = max((score for _, score in scored), default=0.0) + 1.0
-            exact = [(sym, best) for sym in self.store.symbols_named(spelled, repo_id)
+            named = [sym for sym in self.store.symbols_named(spelled, repo_id)
                      if sym.name in spelled and (not path_glob or in_glob(sym.path, path_glob))]
-            scored = [st for st in scored if st[0].name not in spelled] + exact
+            best = max((score for _, score in scored), default=0.0) + 1.0
+            named_set = {sym.name for sym in named}
+            scored = [st for st in scored if st[0].name not in named_set] + [
+                (sym, best * (0.5 if sym.flags & DOWNRANKED else 1.0)
+                 * (0.5 if sym.flags & TEST and not wants_tests else 1.0)) for sym in named]
         scored.sort(key=lambda st: (-st[1], st[0].kind == REEXPORT, KIND_PRIORITY.get(st[0].kind, 3),
                                     st[0].qualname.count("."), st[0].path, st[0].start_line))
         return scored[:limit]

@@ -172,8 +172,8 @@ class Store(ABC):
         """Symbols whose name contains any of the given sub-word tokens or starts with them."""
 
     @abstractmethod
-    def symbols_with_words(self, words: Iterable[str], whole: str,
-                           repo_id: int | None = None) -> list[StoredSymbol]:
+    def symbols_with_words(self, words: Iterable[str], whole: str, repo_id: int | None = None,
+                           limit: int = 2000) -> list[StoredSymbol]:
         """Symbols whose name has every one of the words, or is the token `whole`: the
         candidates for a style variant of a name (json_reader for JsonReader)."""
 

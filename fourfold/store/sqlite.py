@@ -392,8 +392,8 @@ class SQLiteStore(Store):
             f"(s.id IN (SELECT symbol_id FROM symbol_tokens WHERE token IN "
             f"({_placeholders(len(tokens))})) OR {prefix})", tokens + params, repo_id, limit)
 
-    def symbols_with_words(self, words: Iterable[str], whole: str,
-                           repo_id: int | None = None) -> list[StoredSymbol]:
+    def symbols_with_words(self, words: Iterable[str], whole: str, repo_id: int | None = None,
+                           limit: int = 2000) -> list[StoredSymbol]:
         words = sorted({w.lower() for w in words if w})
         if not words:
             return []
@@ -401,7 +401,7 @@ class SQLiteStore(Store):
             f"s.id IN (SELECT symbol_id FROM symbol_tokens WHERE token IN "
             f"({_placeholders(len(words))}) GROUP BY symbol_id HAVING count(DISTINCT token)=? "
             f"UNION SELECT symbol_id FROM symbol_tokens WHERE token=?)",
-            words + [len(words), whole.lower()], repo_id)
+            words + [len(words), whole.lower()], repo_id, limit)
 
     def symbols_of_file(self, file_id: int) -> list[StoredSymbol]:
         return self._symbols_where("s.file_id=? ORDER BY s.start_line", [file_id], None)
