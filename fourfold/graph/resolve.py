@@ -871,7 +871,7 @@ class _Resolver:
         try:
             return self._calls[key]
         except KeyError:
-            hit = self._calls[key] = self.resolve_call(path, key[1], name, types_only)
+            hit = self._calls[key] = self.resolve_call(path, scope, name, types_only)
             return hit
 
     def resolve_call(self, path: str, src: str | None, name: str, types_only: bool = False):

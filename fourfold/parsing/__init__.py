@@ -18,8 +18,8 @@ from ..model import ParseResult
 from .grammars import GRAMMARS, get_language, get_parser, has_grammar
 from .references import extract_references
 from .references import query_text as reference_query_text
-from .structure import chunk_plain_text, extract_structure, has_query
-from .structure import query_text as structure_query_text
+from .structure import (chunk_plain_text, extract_structure, has_query, structure_query,
+                        query_text as structure_query_text)
 
 
 # Raise when what parse_file extracts changes in code; query file edits are seen on their own.
@@ -47,13 +47,13 @@ def parser_fingerprint() -> str:
 def _file_query(language: str, references: bool) -> tuple[tree_sitter.Query | None, int]:
     """The language's structure patterns, then (optionally) its reference patterns, as one
     query; and the index of the first reference pattern."""
-    structure = structure_query_text(language) if has_query(language) else ""
-    split = tree_sitter.Query(get_language(language), structure).pattern_count if structure else 0
-    texts = [structure]
-    if references:
-        texts.append(reference_query_text(language) or "")
-    combined = "\n".join(texts)
-    return (tree_sitter.Query(get_language(language), combined) if combined.strip() else None), split
+    structure = structure_query(language) if has_query(language) else None
+    split = structure.pattern_count if structure else 0
+    refs = reference_query_text(language) if references else None
+    if not refs:
+        return structure, split
+    combined = (structure_query_text(language) if structure else "") + "\n" + refs
+    return tree_sitter.Query(get_language(language), combined), split
 
 
 def parse_file(source: bytes, language: str | None, references: bool = True) -> ParseResult:

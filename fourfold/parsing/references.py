@@ -263,10 +263,12 @@ def extract_references(
     type_owner: list[str | None] | None = None
     n_owner = len(owner)
     for _, caps in matches:
-        if len(caps) == 1 and skip is None:  # a plain call site: most matches, kept short
+        if len(caps) == 1:  # a plain call site: most matches, kept short
             nodes = caps.get("reference.call")
             if nodes is not None:
                 node = nodes[0]
+                if skip is not None and skip(node):
+                    continue
                 line = node.start_point[0] + 1
                 name = _norm(node.text.decode("utf-8", "replace"))
                 if name:
@@ -288,15 +290,6 @@ def extract_references(
         line = node.start_point[0] + 1
         text = node.text.decode("utf-8", "replace")
         names: list[str]
-        if kind == "call" and len(caps) == 1:
-            name = _norm(text)
-            if name:
-                src = owner[line] if line < n_owner else None
-                key = (kind, name, line)
-                if key not in seen:
-                    seen.add(key)
-                    out.append(Reference(kind, name, line, src))
-            continue
         if kind == "import":
             if variant == "stmt":
                 names = _import_stmt(text)

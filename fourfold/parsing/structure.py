@@ -102,7 +102,7 @@ def query_text(language: str) -> str:
 
 
 @cache
-def _query(language: str) -> tree_sitter.Query:
+def structure_query(language: str) -> tree_sitter.Query:
     """The compiled query of a language (compiled once per process)."""
     return tree_sitter.Query(get_language(language), query_text(language))
 
@@ -273,7 +273,7 @@ def _signature(d: _Def, body, source: bytes, anchor) -> str:
 def _collect(tree: tree_sitter.Tree, source: bytes, language: str,
              matches: list | None) -> list[_Def]:
     if matches is None:
-        matches = tree_sitter.QueryCursor(_query(language)).matches(tree.root_node)
+        matches = tree_sitter.QueryCursor(structure_query(language)).matches(tree.root_node)
     seen: dict[tuple[int, int], _Def] = {}
     for pattern, caps in matches:
         node = kind = None

@@ -12,7 +12,7 @@ from ..discovery.classify import DOWNRANKED, TEST
 from ..model import REEXPORT, Hit
 from ..store.base import Store, StoredFile, StoredSymbol
 from ..text_tokens import file_stem, identifier_tokens, query_terms, singular
-from .base import Query, in_glob
+from .base import Query, path_ok
 
 KIND_ALIASES = {
     "function": {"function", "method", "macro"},
@@ -80,6 +80,12 @@ def match_tier(symbol: StoredSymbol, target: str) -> int | None:
     return None
 
 
+def _downrank(symbol: StoredSymbol, wants_tests: bool) -> float:
+    """Vendored or generated code, and tests unless asked for, count half."""
+    factor = 0.5 if symbol.flags & DOWNRANKED else 1.0
+    return factor * 0.5 if symbol.flags & TEST and not wants_tests else factor
+
+
 def _tier_at_most(symbol: StoredSymbol, target: str, tier: int) -> bool:
     found = match_tier(symbol, target)
     return found is not None and found <= tier
@@ -105,8 +111,7 @@ class StructuralRetriever:
         allowed = KIND_ALIASES.get(kind, {kind}) if kind and kind != "import" else None
 
         def eligible(s: StoredSymbol) -> bool:
-            return (not allowed or s.kind in allowed) and (not path_glob
-                                                           or in_glob(s.path, path_glob))
+            return (not allowed or s.kind in allowed) and path_ok(s.path, path_glob)
         exact = exact_only_if_found and any(
             eligible(s) and _tier_at_most(s, name, 1) for s in candidates.values())
         if len(candidates) < limit:
@@ -142,7 +147,7 @@ class StructuralRetriever:
         query_words = {singular(t) for t in query_terms(text)}
         scored = []
         for s in self.store.symbols_by_token(query_words, repo_id, limit=5000):
-            if s.kind == REEXPORT or (path_glob and not in_glob(s.path, path_glob)):
+            if s.kind == REEXPORT or not path_ok(s.path, path_glob):
                 continue  # a sentence describes what code does: re-exports do nothing
             parts = identifier_tokens(s.name)
             words = {singular(w) for w in (parts[:-1] if len(parts) > 1 else parts)}
@@ -151,23 +156,18 @@ class StructuralRetriever:
                 continue
             full = matched == len(words)
             score = matched * (1.0 if full else 0.5 * matched / len(words))
-            if s.flags & DOWNRANKED:
-                score *= 0.5
-            if s.flags & TEST and not wants_tests:
-                score *= 0.5
-            scored.append((s, score))
+            scored.append((s, score * _downrank(s, wants_tests)))
         # a compound identifier written out in a question ("how extractors implement
         # FromRequest") names its definition, re-exports included, above any word match;
         # a long text naming many (an issue with its traceback) singles none of them out
         spelled = {w for w in _IDENTIFIER.findall(text) if len(identifier_tokens(w)) > 1}
         if 0 < len(spelled) <= MAX_SPELLED:
             named = [sym for sym in self.store.symbols_named(spelled, repo_id)
-                     if sym.name in spelled and (not path_glob or in_glob(sym.path, path_glob))]
+                     if sym.name in spelled and path_ok(sym.path, path_glob)]
             best = max((score for _, score in scored), default=0.0) + 1.0
             named_set = {sym.name for sym in named}
             scored = [st for st in scored if st[0].name not in named_set] + [
-                (sym, best * (0.5 if sym.flags & DOWNRANKED else 1.0)
-                 * (0.5 if sym.flags & TEST and not wants_tests else 1.0)) for sym in named]
+                (sym, best * _downrank(sym, wants_tests)) for sym in named]
         scored.sort(key=lambda st: (-st[1], st[0].kind == REEXPORT, KIND_PRIORITY.get(st[0].kind, 3),
                                     st[0].qualname.count("."), st[0].path, st[0].start_line))
         return scored[:limit]
@@ -184,7 +184,7 @@ class StructuralRetriever:
             self._stems = (generation, stems)
         return [f for f in self._stems[1].get(_normalise(_SPLIT.split(name)[-1]), ())
                 if (repo_id is None or f.repo_id == repo_id)
-                and (not path_glob or in_glob(f.path, path_glob))]
+                and path_ok(f.path, path_glob)]
 
     def search(self, query: Query, limit: int) -> list[Hit]:
         wants_tests = "test" in query.text.lower()
