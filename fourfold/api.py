@@ -9,15 +9,16 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from functools import cached_property
 from pathlib import Path
+from typing import Callable
 
 from .discovery.classify import PROSE, PROSE_LANGUAGES
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES
-from .errors import FourfoldError, NotIndexedError
+from .errors import FourfoldError, IndexBusyError, ModalityUnavailable, NotIndexedError
 from .indexer import IndexSummary, Progress, index_repository
-from .errors import ModalityUnavailable
 from .retrievers.graph import GraphRetriever
 from .retrievers.semantic import SemanticRetriever
 from .retrievers.structural import StructuralRetriever
@@ -89,6 +90,31 @@ class Fourfold:
             summary.embedded = count
             summary.embed_seconds = time.perf_counter() - started
         return count
+
+    def watch(self, on_index: Callable[[IndexSummary], None] | None = None,
+              stop: threading.Event | None = None, embed: bool = True,
+              debounce_ms: int = 400, busy_wait_s: float = 30.0) -> None:
+        """Keep the index fresh: index now, then again after every debounced batch of file
+        changes, until `stop` is set or Ctrl-C. `on_index` gets each run's summary. While
+        another process indexes this folder, the run waits for it (up to busy_wait_s)."""
+        from .discovery.watch import watch_changes
+
+        def run() -> None:
+            deadline = time.monotonic() + busy_wait_s
+            while True:
+                try:
+                    summary = self.index(embed=embed)
+                    break
+                except IndexBusyError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.25)
+            if on_index:
+                on_index(summary)
+
+        run()
+        for _ in watch_changes(self.root, self.index_dir, stop, debounce_ms):
+            run()
 
     def is_indexed(self) -> bool:
         return any(indexed_at for _, indexed_at in self.store.generation())

@@ -121,3 +121,30 @@ def test_batch_search(project, tmp_path):
     assert [line["id"] for line in lines] == ["a", "b"]
     assert lines[0]["results"][0]["path"] == "app/config.py"
     assert lines[1]["results"][0]["path"] == "web/server.ts"
+
+
+def test_watch_reindexes_changed_files_until_interrupted(project):
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "fourfold.interfaces.cli", "watch",
+                             str(project), "--json", "--no-embed", "--debounce-ms", "100"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = json.loads(proc.stdout.readline())
+        assert (first["added"], first["files"]) == (3, 3)
+        time.sleep(0.3)  # the watcher starts after the first index
+        (project / "app" / "retry.py").write_text("def retry_with_backoff():\n    pass\n")
+        (project / "web" / "server.ts").unlink()
+        update = json.loads(proc.stdout.readline())
+        while update["added"] + update["deleted"] < 2:  # both may arrive in one batch or two
+            nxt = json.loads(proc.stdout.readline())
+            update = {k: update[k] + nxt[k] for k in ("added", "deleted")}
+        assert (update["added"], update["deleted"]) == (1, 1)
+        code, out, _ = fourfold("def", "retry_with_backoff", str(project), "--json")
+        assert code == 0 and json.loads(out)["results"][0]["path"] == "app/retry.py"
+        assert fourfold("grep", "startServer", str(project))[0] == 1
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=10) == 0
+    finally:
+        proc.kill()

@@ -185,3 +185,31 @@ def test_an_index_without_references_is_read_again_by_a_full_run(make_tree):
     assert index_repository(ff.store, ff.index_dir, ff.root, build_graph=False).read == 0
     assert ff.index(embed=False).read == 2
     assert [r["path"] for r in ff.references("beta")["results"]] == ["a.py"]
+
+
+def test_watch_waits_for_another_indexer_then_indexes_the_change(make_tree):
+    import threading
+
+    root = make_tree({"a.py": "def alpha():\n    return 1\n"})
+    ff = Fourfold(root)
+    summaries, stop = [], threading.Event()
+    watcher = threading.Thread(target=ff.watch, daemon=True,
+                               kwargs={"on_index": summaries.append, "stop": stop,
+                                       "embed": False, "debounce_ms": 100})
+    watcher.start()
+    deadline = time.monotonic() + 10
+    while not summaries and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert summaries and summaries[0].added == 1
+    time.sleep(0.3)
+    with IndexLock(ff.index_dir):  # another process is indexing when the change arrives
+        (root / "a.py").write_text("def alpha():\n    return 'edited_while_busy'\n")
+        time.sleep(0.6)
+        assert len(summaries) == 1
+    while len(summaries) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.set()
+    watcher.join(timeout=5)
+    assert not watcher.is_alive()
+    assert summaries[1].changed == 1
+    assert [m.path for m in ff.grep("edited_while_busy")] == ["a.py"]

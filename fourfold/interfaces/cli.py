@@ -1,5 +1,5 @@
-"""Command line: index, search, grep, def, outline, similar, map, refs, callees, importers,
-impact, status.
+"""Command line: index, watch, search, grep, def, outline, similar, map, refs, callees,
+importers, impact, status.
 
 Human output by default, --json for machines. Exit code 0: results; 1: none; 2: error.
 """
@@ -88,6 +88,27 @@ def cmd_index(args) -> int:
             print(f"embedded {summary.embedded} chunks in {summary.embed_seconds:.2f}s")
         print(f"index: {ff.index_dir}")
     _emit(args, payload, human)
+    return EXIT_RESULTS
+
+
+def cmd_watch(args) -> int:
+    ff = _open(args)
+    runs = 0
+
+    def report(summary) -> None:
+        nonlocal runs
+        runs += 1
+        if args.json:
+            print(json.dumps(summary.to_dict()), flush=True)
+        elif runs == 1 or summary.added or summary.changed or summary.deleted:
+            embedded = f", embedded {summary.embedded} chunks" if summary.embedded else ""
+            print(f"{time.strftime('%H:%M:%S')}  {summary.added} added, {summary.changed} "
+                  f"changed, {summary.deleted} deleted of {summary.files} files in "
+                  f"{summary.seconds:.2f}s{embedded}", flush=True)
+
+    if not args.json:
+        print(f"watching {ff.root} (index {ff.index_dir}); Ctrl-C stops", file=sys.stderr)
+    ff.watch(report, embed=not args.no_embed, debounce_ms=args.debounce_ms)
     return EXIT_RESULTS
 
 
@@ -293,6 +314,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-file-bytes", type=int, help="skip files larger than this")
     p.add_argument("--workers", type=int, help="parser processes (default: all cores)")
     p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("watch", help="index, then re-index whenever files change (Ctrl-C stops)")
+    common(p)
+    p.add_argument("--no-embed", action="store_true",
+                   help="skip the semantic phase (text, structure and graph only)")
+    p.add_argument("--debounce-ms", type=int, default=400,
+                   help="changes within this window are indexed together")
+    p.set_defaults(func=cmd_watch)
 
     p = sub.add_parser("search", help="ask anything; fourfold routes and fuses")
     p.add_argument("query", nargs="?", default="")

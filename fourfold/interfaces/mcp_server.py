@@ -284,31 +284,16 @@ class FourfoldService:
                 self.embedding = False
 
     def _watch_loop(self) -> None:
-        try:
-            from watchfiles import DefaultFilter, watch
-        except ImportError:
-            self.last_error = "watchfiles is not installed: the index is not kept fresh"
-            return
-        index_dir = str(self.ff.index_dir)
-
-        class Filter(DefaultFilter):
-            def __call__(self, change, path: str) -> bool:
-                if path == index_dir or path.startswith(index_dir + os.sep):
-                    return False
-                return super().__call__(change, path)
+        from ..discovery.watch import watch_changes
 
         self.watching = True
         try:
-            for changes in watch(self.root, watch_filter=Filter(), stop_event=self._stop,
-                                 debounce=self.debounce_ms, step=self.step_ms,
-                                 raise_interrupt=False, rust_timeout=500,
-                                 yield_on_timeout=False):
-                if not changes:
-                    continue
+            for _ in watch_changes(self.root, self.ff.index_dir, self._stop,
+                                   self.debounce_ms, self.step_ms):
                 with self._state:
                     self._dirty = True
                 self._reindex_pending()
-        except Exception as exc:
+        except Exception as exc:  # watchfiles missing, or the watcher itself failed
             self.last_error = f"file watcher stopped: {exc}"
             log.warning("file watcher stopped: %s", exc)
         finally:
