@@ -20,7 +20,9 @@ bench/.cache/train/) and --site-packages of this interpreter minus benchmark pro
 
     python bench/fit_static.py corpus     # chunk texts -> bench/.cache/fit/texts.jsonl
     python bench/fit_static.py teacher    # MiniLM vectors -> bench/.cache/fit/teacher.npy (resumable)
-    python bench/fit_static.py fit [--lam 0.3,1,3] [--dim 256] [--out PATH]
+    python bench/fit_static.py fit [--lam 100,1000] [--iterations 15] [--out PATH]
+
+The defaults (lam 1000, 15 iterations, window 512, 256 dimensions) made the shipped model.
 """
 from __future__ import annotations
 
@@ -42,19 +44,16 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from distill_static import build, quantize_rows, raw_token_vectors  # noqa: E402
 
-from fourfold.semantic.embedder import (STATIC_PATH, TOKENIZER_PATH,  # noqa: E402
-                                        _load_tokenizer, load_embedder,
-                                        with_identifier_words)
+from fourfold.semantic.embedder import (STATIC_PATH, StaticEmbedder,  # noqa: E402
+                                        load_embedder, with_identifier_words)
 
 CACHE = ROOT / "bench" / ".cache"
 FIT = CACHE / "fit"
 TRAIN_TREES = CACHE / "train"
 REPO_LIST = ROOT / "bench" / "train_repos.txt"
-# Benchmark projects (semble-dev, localization-dev, SWE-bench Lite) never enter the corpus.
-EXCLUDED_PACKAGES = {"click", "pydantic", "pydantic_core", "aiohttp", "marshmallow", "astroid",
-                     "pydicom", "pvlib", "sqlfluff", "requests", "flask", "django", "sympy",
-                     "sphinx", "pytest", "_pytest", "pylint", "xarray", "seaborn",
-                     "matplotlib", "sklearn", "astropy", "fourfold"}
+# Installed packages that join the corpus; none is a project of semble-dev,
+# localization-dev or SWE-bench Lite (click, pydantic, pytest ... are installed here too and
+# are left out on purpose).
 SITE_PACKAGES = ("anyio", "jedi", "parso", "jsonschema", "h11", "huggingface_hub", "mcp",
                  "packaging", "pluggy", "multipart", "filelock", "fsspec", "attr")
 
@@ -75,8 +74,7 @@ def training_roots(mirror: Path) -> list[Path]:
             subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
         roots.append(out)
     purelib = Path(sysconfig.get_paths()["purelib"])
-    roots += [purelib / p for p in SITE_PACKAGES
-              if (purelib / p).is_dir() and p not in EXCLUDED_PACKAGES]
+    roots += [purelib / p for p in SITE_PACKAGES if (purelib / p).is_dir()]
     return roots
 
 
@@ -126,24 +124,6 @@ def teacher(batch: int) -> None:
         print(f"{len(done)}/{len(texts)} ({rate:.0f}/s)", flush=True)
 
 
-def bag_of_tokens(texts: list[str], max_tokens: int = 512):
-    """The static embedder's view of each text: its token ids, summed (csr, chunks x vocab)."""
-    import scipy.sparse as sp
-
-    tok = _load_tokenizer(TOKENIZER_PATH)
-    tok.no_padding()
-    tok.no_truncation()
-    encs = tok.encode_batch([with_identifier_words(t) for t in texts], add_special_tokens=False)
-    rows = [np.asarray(e.ids[:max_tokens], dtype=np.int64) for e in encs]
-    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum([len(r) for r in rows], out=indptr[1:])
-    data = np.ones(int(indptr[-1]), dtype=np.float32)
-    bag = sp.csr_matrix((data, np.concatenate(rows), indptr),
-                        shape=(len(rows), tok.get_vocab_size()))
-    bag.sum_duplicates()
-    return bag
-
-
 def solve(x, t: np.ndarray, e0: np.ndarray, lam: float, iterations: int) -> np.ndarray:
     """argmin_E ||X E - T||^2 + lam ||E - E0||^2 by conjugate gradients on the normal
     equations, one independent system per column, all columns together."""
@@ -181,7 +161,9 @@ def fit(lams: list[float], dim: int, sif: float, iterations: int, holdout: float
     texts = load_texts()
     target = np.load(FIT / "teacher.npy").astype(np.float64)
     texts = texts[:len(target)]
-    x = bag_of_tokens(texts, window).astype(np.float64)
+    # what the static embedder reads of each chunk (at most `window` tokens)
+    x = StaticEmbedder(max_tokens=window).token_bag(texts).astype(np.float64)
+    x.sum_duplicates()
     counts = np.asarray(x.sum(axis=0)).ravel()
     raw = raw_token_vectors("mean")
     # the distilled vectors in MiniLM's space (no PCA yet), SIF-weighted by corpus frequency
@@ -214,7 +196,7 @@ def main() -> None:
     ap.add_argument("--per-root", type=int, default=1200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--batch", type=int, default=256)
-    ap.add_argument("--lam", default="1.0",
+    ap.add_argument("--lam", default="1000",
                     help="ridge weights to compare on held-out chunks, comma-separated; the "
                          "model is fitted on every chunk with the last one")
     ap.add_argument("--holdout", type=float, default=0.1)
@@ -222,7 +204,7 @@ def main() -> None:
                     help="tokens of each chunk the fit sees (MiniLM itself reads 126)")
     ap.add_argument("--dim", type=int, default=256)
     ap.add_argument("--sif", type=float, default=1e-3)
-    ap.add_argument("--iterations", type=int, default=60)
+    ap.add_argument("--iterations", type=int, default=15)
     ap.add_argument("--out", type=Path, default=STATIC_PATH)
     a = ap.parse_args()
     if a.stage == "corpus":

@@ -1,7 +1,9 @@
 """The command line as a user runs it: exit codes, JSON output, clear errors."""
 import json
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -124,9 +126,6 @@ def test_batch_search(project, tmp_path):
 
 
 def test_watch_reindexes_changed_files_until_interrupted(project):
-    import signal
-    import time
-
     proc = subprocess.Popen([sys.executable, "-m", "fourfold.interfaces.cli", "watch",
                              str(project), "--json", "--no-embed", "--debounce-ms", "100"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

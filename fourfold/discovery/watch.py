@@ -16,8 +16,8 @@ from ..errors import FourfoldError
 
 def watch_changes(root: str | os.PathLike, index_dir: str | os.PathLike,
                   stop: threading.Event | None = None, debounce_ms: int = 400,
-                  step_ms: int = 50) -> Iterator[set[tuple[int, str]]]:
-    """Yield each debounced batch of (change, absolute path); ends when `stop` is set or
+                  step_ms: int = 50) -> Iterator[set]:
+    """Yield each debounced batch of watchfiles (Change, absolute path) pairs; ends when `stop` is set or
     on Ctrl-C. Changes inside `index_dir` (the index writing itself) are not reported."""
     try:
         from watchfiles import DefaultFilter, watch
@@ -36,4 +36,4 @@ def watch_changes(root: str | os.PathLike, index_dir: str | os.PathLike,
                          debounce=debounce_ms, step=step_ms, raise_interrupt=False,
                          rust_timeout=500, yield_on_timeout=False):
         if changes:
-            yield {(int(change), path) for change, path in changes}
+            yield changes

@@ -237,9 +237,11 @@ class StaticEmbedder:
         self.dim = int(emb.shape[1])
         self.max_tokens = max_tokens
 
-    def embed(self, texts: list[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
+    def token_bag(self, texts: list[str]):
+        """What the model reads of each text: a sparse (texts, vocabulary) matrix of token
+        counts, compound identifiers followed by their words, at most max_tokens each."""
+        import scipy.sparse as sp
+
         texts = [with_identifier_words(t) for t in texts]
         encs = self._tok.encode_batch([t or "" for t in texts], add_special_tokens=False)
         lengths = np.fromiter((min(len(e.ids), self.max_tokens) for e in encs),
@@ -248,12 +250,14 @@ class StaticEmbedder:
                            dtype=np.int64, count=int(lengths.sum()))
         indptr = np.zeros(len(texts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=indptr[1:])
-        import scipy.sparse as sp
+        return sp.csr_matrix((np.ones(flat.size, dtype=np.float32), flat, indptr),
+                             shape=(len(texts), self._emb.shape[0]))
 
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
         # bag of tokens (n, vocab) @ token vectors (vocab, dim): sum of each text's vectors
-        bag = sp.csr_matrix((np.ones(flat.size, dtype=np.float32), flat, indptr),
-                            shape=(len(texts), self._emb.shape[0]))
-        return _l2_normalize(np.asarray(bag @ self._emb, dtype=np.float32))
+        return _l2_normalize(np.asarray(self.token_bag(texts) @ self._emb, dtype=np.float32))
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
