@@ -26,6 +26,10 @@ class Symbol:
     doc: str = ""
     parent: str | None = None  # qualname of the enclosing symbol
 
+    def __reduce__(self):
+        return Symbol, (self.name, self.qualname, self.kind, self.start_line, self.end_line,
+                        self.signature, self.doc, self.parent)
+
 
 @dataclass(slots=True)
 class Chunk:
@@ -37,6 +41,9 @@ class Chunk:
     symbol: str | None = None  # qualname of the symbol the chunk belongs to
     kind: str = "window"  # "symbol", "header", "window", "text"
 
+    def __reduce__(self):
+        return Chunk, (self.start_line, self.end_line, self.text, self.symbol, self.kind)
+
 
 @dataclass(slots=True)
 class Reference:
@@ -46,6 +53,9 @@ class Reference:
     name: str  # the called / imported / inherited name as written ("os.path", "self.save", "./util")
     line: int
     source: str | None = None  # qualname of the enclosing symbol, None at module level
+
+    def __reduce__(self):
+        return Reference, (self.kind, self.name, self.line, self.source)
 
 
 @dataclass(slots=True)

@@ -1,6 +1,8 @@
 """Graph modality: references, import/call/inheritance resolution, centrality, impact."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -14,6 +16,7 @@ from fourfold.graph import (
     pagerank,
     resolve_graph,
 )
+from fourfold.graph import resolve as resolve_module
 from fourfold.parsing import parse_file
 from fourfold.parsing.grammars import GRAMMARS, get_parser
 from fourfold.parsing.references import extract_references
@@ -552,3 +555,24 @@ def test_a_local_import_that_resolves_nowhere_does_not_hide_the_files_own_defini
     })
     e = edge(edges, "call", src_path="src/a.rs", name="helper")
     assert (e.dst_path, e.dst_symbol) == ("src/a.rs", "helper")
+
+
+def _all_fixtures() -> dict[str, str]:
+    return {f"{lang}/{rel}": text for lang, files in
+            (("py", PY), ("ts", TS), ("go", GO), ("java", JAVA), ("rust", RUST))
+            for rel, text in files.items()}
+
+
+def test_calls_resolved_in_two_processes_equal_one(tmp_path, monkeypatch):
+    serial = build(tmp_path / "serial", _all_fixtures())
+    monkeypatch.setattr(resolve_module, "PARALLEL_USES", 0)
+    parallel = build(tmp_path / "parallel", _all_fixtures())
+    assert len(find(serial, "call")) > 20
+    assert parallel == serial
+
+
+def test_calls_are_resolved_here_when_the_helper_process_dies(tmp_path, monkeypatch):
+    serial = build(tmp_path / "serial", _all_fixtures())
+    monkeypatch.setattr(resolve_module, "PARALLEL_USES", 0)
+    monkeypatch.setattr(resolve_module, "_send_uses", lambda *args: os._exit(3))
+    assert build(tmp_path / "parallel", _all_fixtures()) == serial

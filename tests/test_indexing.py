@@ -1,5 +1,6 @@
 """Incremental indexing, crash safety, locking and bad input."""
 import os
+import pickle
 import time
 
 import pytest
@@ -7,6 +8,7 @@ import pytest
 from fourfold import Fourfold
 from fourfold.errors import FourfoldError, IndexBusyError
 from fourfold.indexer import IndexLock
+from fourfold.model import Chunk, Reference, Symbol
 
 
 def test_incremental_reindex_reads_only_the_changed_file(make_tree):
@@ -213,3 +215,11 @@ def test_watch_waits_for_another_indexer_then_indexes_the_change(make_tree):
     assert not watcher.is_alive()
     assert summaries[1].changed == 1
     assert [m.path for m in ff.grep("edited_while_busy")] == ["a.py"]
+
+
+def test_parsed_records_cross_processes_whole():
+    # the parser processes send these to the indexer; each pickles through its own __reduce__
+    records = [Symbol("save", "User.save", "method", 3, 9, "def save(self)", "Saves.", "User"),
+               Chunk(3, 9, "def save(self): ...", "User.save", "symbol"),
+               Reference("call", "self.flush", 5, "User.save")]
+    assert pickle.loads(pickle.dumps(records)) == records

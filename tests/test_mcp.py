@@ -2,7 +2,6 @@
 path safety and paging."""
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess

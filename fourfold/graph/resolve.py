@@ -19,6 +19,8 @@ Edge kinds:
 """
 from __future__ import annotations
 
+import multiprocessing
+import os
 import posixpath
 import re
 from collections import defaultdict
@@ -613,6 +615,7 @@ class _Resolver:
         self.scoped_imports = {p for p, imps in imports.items() if any(i.scope for i in imps)}
         self._calls: dict[tuple, tuple | None] = {}
         self._unique_members: dict[tuple, tuple | None] = {}
+        self._star_tables: dict[str, list[tuple[str, _FileTable]]] = {}  # via_star's files
         self._members: dict[tuple, tuple | None] | None = None  # set once bases are known
         self._contexts: dict[tuple[str, str | None], str | None] = {}
         self._packages: dict[tuple[str, str], dict[str, list[tuple[str, Symbol]]]] = {}
@@ -709,15 +712,17 @@ class _Resolver:
         return None
 
     def via_star(self, path: str, name: str, types_only: bool):
-        for imp in self.imports.get(path, ()):
-            if imp.member == "*" or (imp.member is not None and imp.paths and imp.alias is None):
-                for p in imp.paths:
-                    t = self.tables.get(p)
-                    if t is None:
-                        continue
-                    s = self.in_file(t, name, None, types_only)
-                    if s is not None:
-                        return p, s
+        tables = self._star_tables.get(path)
+        if tables is None:
+            tables = self._star_tables[path] = [
+                (p, self.tables[p]) for imp in self.imports.get(path, ())
+                if imp.member == "*" or (imp.member is not None and imp.paths and imp.alias is None)
+                for p in imp.paths if p in self.tables]
+        for p, t in tables:
+            if name in t.by_name:
+                s = self.in_file(t, name, None, types_only)
+                if s is not None:
+                    return p, s
         return None
 
     def _package_names(self, t: _FileTable) -> dict[str, list[tuple[str, Symbol]]]:
@@ -978,8 +983,55 @@ def resolve_graph(files: dict[str, FileFacts], extra_files: dict[str, str] | Non
                 r.bases[(src_path, src)].append((hit[0], hit[1].qualname))
             edges.append(_edge("inherit", path, src, hit, ref))
     r.bases_complete()
-    for path, facts in files.items():
-        for ref in facts.references:
+    return edges + _resolve_uses(r, files)
+
+
+# Below this many calls and type uses, a second process costs more than it saves.
+PARALLEL_USES = 8_000
+
+
+def _resolve_uses(r: "_Resolver", files: dict[str, FileFacts]) -> list[Edge]:
+    """Call and type-use edges. Every file resolves alone once the tables and bases are
+    built, so on a large repository a forked copy of the resolver takes half the files: the
+    second core is otherwise idle after parsing."""
+    paths = list(files)
+    total = sum(len(files[p].references) for p in paths)
+    if total < PARALLEL_USES or (os.cpu_count() or 1) < 2 \
+            or "fork" not in multiprocessing.get_all_start_methods():
+        return _uses_of(r, files, paths)
+    half, count = len(paths), 0
+    for i, p in enumerate(paths):
+        count += len(files[p].references)
+        if count >= total // 2:
+            half = i + 1
+            break
+    ctx = multiprocessing.get_context("fork")
+    receiver, sender = ctx.Pipe(duplex=False)
+    helper = ctx.Process(target=_send_uses, args=(r, files, paths[half:], sender), daemon=True)
+    helper.start()
+    sender.close()
+    edges = _uses_of(r, files, paths[:half])
+    try:
+        edges += [Edge(*row) for row in receiver.recv()]
+    except (EOFError, OSError):  # the helper died: its half is resolved here instead
+        edges += _uses_of(r, files, paths[half:])
+    finally:
+        receiver.close()
+        helper.join()
+    return edges
+
+
+def _send_uses(r: "_Resolver", files: dict[str, FileFacts], paths: list[str], sender) -> None:
+    # plain tuples: pickling them is several times faster than pickling the dataclass
+    sender.send([(e.kind, e.src_path, e.src_symbol, e.dst_path, e.dst_symbol, e.line,
+                  e.resolved, e.name) for e in _uses_of(r, files, paths)])
+    sender.close()
+
+
+def _uses_of(r: "_Resolver", files: dict[str, FileFacts], paths: list[str]) -> list[Edge]:
+    edges: list[Edge] = []
+    for path in paths:
+        for ref in files[path].references:
             if ref.kind == "call":
                 edges.append(_edge("call", path, ref.source, r.resolve_site(path, ref.source, ref.name), ref))
             elif ref.kind == "ref":

@@ -117,6 +117,17 @@ def _norm(text: str) -> str:
     return "?." + m.group(1) if m else ""
 
 
+_OPAQUE = "?"  # stands for a receiver that is no name path; _norm encodes the call `?.name`
+
+
+def _opaque(receiver: str) -> bool:
+    """A receiver `_norm` would reduce to `?` anyway (`foo().bar`, `a[0].b`), told cheaply:
+    a chain of calls repeats each receiver inside the next, so normalising the whole text of
+    each would cost the square of the chain's length."""
+    return ("(" in receiver or "[" in receiver) and "super()" not in receiver \
+        and "<" not in receiver
+
+
 def _unquote(text: str) -> str:
     t = text.strip()
     if len(t) >= 2 and t[0] in "\"'`" and t[-1] == t[0]:
@@ -326,7 +337,8 @@ def extract_references(
                     recv = caps.get("receiver.colons")
                     sep = "::"
                 if recv is not None:
-                    text = _text(recv[0]) + sep + text
+                    receiver = _text(recv[0])
+                    text = (_OPAQUE if _opaque(receiver) else receiver) + sep + text
             name = _norm(text)
             names = [name] if name else []
         src_caps = caps.get("source") if len(caps) > 1 else None

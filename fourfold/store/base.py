@@ -2,6 +2,7 @@
 the second implementation for team scale. Retrievers talk only to this interface."""
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
@@ -30,9 +31,20 @@ class FileRecord:
     text: str
     symbols: list[Symbol] = field(default_factory=list)
     chunks: list[Chunk] = field(default_factory=list)
-    references: list[Reference] = field(default_factory=list)
+    references: str = "[]"  # encode_references(...): encoded in the parser process
     chunk_tokens: list[str] = field(default_factory=list)  # BM25 token text per chunk
     chunk_hashes: list[str] = field(default_factory=list)  # embedding cache key per chunk
+
+
+def encode_references(references: list[Reference]) -> str:
+    """A file's raw references as the JSON text stores keep: a list of [kind, name, line,
+    source]. The parser processes encode them, so the indexing process, the busiest one
+    while files are parsed, only passes the text on."""
+    return json.dumps([(r.kind, r.name, r.line, r.source) for r in references])
+
+
+def decode_references(text: str) -> list[Reference]:
+    return [Reference(*row) for row in json.loads(text)]
 
 
 @dataclass(slots=True)

@@ -7,7 +7,6 @@ concurrently and readers keep working while an indexer writes.
 """
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
 import time
@@ -18,7 +17,7 @@ from ..errors import FourfoldError
 from ..model import Reference
 from ..text_tokens import chunk_body, identifier_tokens, token_text
 from .base import (FileRecord, FileState, RepoInfo, Store, StoredChunk, StoredEdge, StoredFile,
-                   StoredSymbol)
+                   StoredSymbol, decode_references)
 
 SCHEMA_VERSION = 4  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only
@@ -265,8 +264,7 @@ class SQLiteStore(Store):
                                    chunk.symbol, chunk.kind, chunk_hash))
                     chunk_tokens.append((chunk_id, path_tokens, token_text(chunk.symbol or ""),
                                          body_tokens))
-                refs.append((file_id, json.dumps(
-                    [(r.kind, r.name, r.line, r.source) for r in rec.references])))
+                refs.append((file_id, rec.references))
             conn.executemany(
                 "INSERT INTO symbols(id, file_id, name, name_lower, qualname, qualname_lower, "
                 "kind, start_line, end_line, signature, doc, parent) "
@@ -422,7 +420,7 @@ class SQLiteStore(Store):
         for path, refs in self._conn().execute(
                 "SELECT f.path, r.refs FROM file_refs r JOIN files f ON f.id=r.file_id "
                 "WHERE f.repo_id=?", (repo_id,)):
-            yield path, [Reference(*row) for row in json.loads(refs)]
+            yield path, decode_references(refs)
 
     def replace_graph(self, repo_id: int, edges: list[StoredEdge],
                       symbol_rank: dict[int, float], file_rank: dict[int, float]) -> None:
