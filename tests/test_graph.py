@@ -20,6 +20,8 @@ from fourfold.graph import resolve as resolve_module
 from fourfold.parsing import parse_file
 from fourfold.parsing.grammars import GRAMMARS, get_parser
 from fourfold.parsing.references import extract_references
+from fourfold.store.base import StoredEdge
+from fourfold.store.sqlite import SQLiteStore
 
 
 def build(tmp_path, files: dict[str, str]):
@@ -576,3 +578,17 @@ def test_calls_are_resolved_here_when_the_helper_process_dies(tmp_path, monkeypa
     monkeypatch.setattr(resolve_module, "PARALLEL_USES", 0)
     monkeypatch.setattr(resolve_module, "_send_uses", lambda *args: os._exit(3))
     assert build(tmp_path / "parallel", _all_fixtures()) == serial
+
+
+def test_stored_edges_come_back_whole_per_repository(tmp_path):
+    store = SQLiteStore(tmp_path / "index.db")
+    first, second = store.ensure_repo("/a", "a"), store.ensure_repo("/b", "b")
+    edges = [StoredEdge("call", 1, 7, 2, 9, 12, "helper", True),
+             StoredEdge("call", 1, None, None, None, 3, "os.path.join", False),
+             StoredEdge("import", 2, None, 1, None, 1, "./util:a as b", True)]
+    store.replace_graph(first, edges, {7: 1.5, 9: 0.5}, {1: 1.2})
+    store.replace_graph(second, edges[:1], {}, {})
+    assert store.all_edges(first) == edges
+    assert store.all_edges() == edges + edges[:1]
+    store.replace_graph(first, [], {}, {})
+    assert store.all_edges(first) == [] and store.all_edges() == edges[:1]

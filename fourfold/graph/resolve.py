@@ -69,7 +69,7 @@ class FileFacts:
     references: list[Reference] = field(default_factory=list)
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class Edge:
     kind: str  # "import", "call", "inherit", "ref"
     src_path: str
@@ -695,7 +695,10 @@ class _Resolver:
         return None
 
     def via_imports(self, path: str, name: str, types_only: bool, src: str | None = None):
-        for imp in _scoped(self.local_names.get(path, {}).get(name, ()), src):
+        imports = self.local_names.get(path, {}).get(name)
+        if not imports:
+            return None
+        for imp in _scoped(imports, src):
             if not imp.paths:
                 return "external"
             if imp.member is None:

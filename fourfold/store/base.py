@@ -210,8 +210,8 @@ class Store(ABC):
 
     @abstractmethod
     def all_edges(self, repo_id: int | None = None) -> list[StoredEdge]:
-        """Every edge (of one repository). The graph retriever walks them in memory, so the
-        store keeps no per-column edge indexes."""
+        """Every edge (of one repository). Edges are written and read whole (the graph
+        retriever walks them in memory), so a store may keep them packed, unindexed."""
 
     @abstractmethod
     def centrality(self) -> tuple[dict[int, float], dict[int, float]]:

@@ -7,9 +7,11 @@ concurrently and readers keep working while an indexer writes.
 """
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
+from array import array
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -19,8 +21,9 @@ from ..text_tokens import chunk_body, identifier_tokens, token_text
 from .base import (FileRecord, FileState, RepoInfo, Store, StoredChunk, StoredEdge, StoredFile,
                    StoredSymbol, decode_references)
 
-SCHEMA_VERSION = 4  # 2: trigram index without positions; 3: contentless chunk tokens;
-# 4: a file's raw references as one JSON row, edges indexed by repository only
+SCHEMA_VERSION = 5  # 2: trigram index without positions; 3: contentless chunk tokens;
+# 4: a file's raw references as one JSON row, edges indexed by repository only;
+# 5: a repository's edges packed in one row
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -53,11 +56,14 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunk_tokens USING fts5(
 -- Raw references are only ever read all at once (graph rebuild): one JSON row per file of
 -- [kind, name, line, source] lists writes and reads ten times faster than a row per reference.
 CREATE TABLE IF NOT EXISTS file_refs(file_id INTEGER PRIMARY KEY, refs TEXT NOT NULL);
+-- Edges are only written whole (a graph rebuild) and read whole (the graph retriever keeps
+-- them in memory): one row per repository, each integer column packed as 64-bit values
+-- (-1 for none) and the strings as one JSON list, writes 25,000 edges in milliseconds where
+-- a row per edge took a fifth of a second.
 CREATE TABLE IF NOT EXISTS edges(
-    kind TEXT NOT NULL, repo_id INTEGER NOT NULL, src_file INTEGER NOT NULL, src_symbol INTEGER,
-    dst_file INTEGER, dst_symbol INTEGER, line INTEGER NOT NULL, name TEXT NOT NULL,
-    resolved INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS edges_repo ON edges(repo_id);
+    repo_id INTEGER PRIMARY KEY, src_file BLOB NOT NULL, src_symbol BLOB NOT NULL,
+    dst_file BLOB NOT NULL, dst_symbol BLOB NOT NULL, line BLOB NOT NULL,
+    resolved BLOB NOT NULL, kinds_names TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS symbol_rank(symbol_id INTEGER PRIMARY KEY, repo_id INTEGER, rank REAL);
 CREATE TABLE IF NOT EXISTS file_rank(file_id INTEGER PRIMARY KEY, repo_id INTEGER, rank REAL);
 CREATE TABLE IF NOT EXISTS vectors(
@@ -74,6 +80,34 @@ _CHUNK_COLS = "c.id, c.file_id, f.path, c.start_line, c.end_line, c.symbol, c.ki
 
 def _placeholders(n: int) -> str:
     return ",".join("?" * n)
+
+
+def _packed(values: Iterable[int | None]) -> bytes:
+    return array("q", (-1 if v is None else v for v in values)).tobytes()
+
+
+def _unpacked(blob: bytes) -> array:
+    values = array("q")
+    values.frombytes(blob)
+    return values
+
+
+def _pack_edges(edges: list[StoredEdge]) -> tuple:
+    """The columns of an edges row (see the schema)."""
+    return (_packed(e.src_file for e in edges), _packed(e.src_symbol for e in edges),
+            _packed(e.dst_file for e in edges), _packed(e.dst_symbol for e in edges),
+            _packed(e.line for e in edges), bytes(e.resolved for e in edges),
+            json.dumps([[e.kind for e in edges], [e.name for e in edges]]))
+
+
+def _unpack_edges(row: tuple) -> list[StoredEdge]:
+    src_file, src_symbol, dst_file, dst_symbol, line, resolved, kinds_names = row
+    kinds, names = json.loads(kinds_names)
+    return [StoredEdge(kind, sf, None if ss < 0 else ss, None if df < 0 else df,
+                       None if ds < 0 else ds, ln, name, bool(res))
+            for kind, sf, ss, df, ds, ln, name, res in zip(
+                kinds, _unpacked(src_file), _unpacked(src_symbol), _unpacked(dst_file),
+                _unpacked(dst_symbol), _unpacked(line), names, resolved)]
 
 
 class SQLiteStore(Store):
@@ -430,23 +464,19 @@ class SQLiteStore(Store):
             conn.execute("DELETE FROM edges WHERE repo_id=?", (repo_id,))
             conn.execute("DELETE FROM symbol_rank WHERE repo_id=?", (repo_id,))
             conn.execute("DELETE FROM file_rank WHERE repo_id=?", (repo_id,))
-            conn.executemany(
-                "INSERT INTO edges(kind, repo_id, src_file, src_symbol, dst_file, dst_symbol, "
-                "line, name, resolved) VALUES(?,?,?,?,?,?,?,?,?)",
-                [(e.kind, repo_id, e.src_file, e.src_symbol, e.dst_file, e.dst_symbol, e.line,
-                  e.name, int(e.resolved)) for e in edges])
+            if edges:
+                conn.execute("INSERT INTO edges VALUES(?,?,?,?,?,?,?,?)",
+                             (repo_id, *_pack_edges(edges)))
             conn.executemany("INSERT INTO symbol_rank VALUES(?,?,?)",
                              [(k, repo_id, v) for k, v in symbol_rank.items()])
             conn.executemany("INSERT INTO file_rank VALUES(?,?,?)",
                              [(k, repo_id, v) for k, v in file_rank.items()])
 
-    _EDGE_COLS = "kind, src_file, src_symbol, dst_file, dst_symbol, line, name, resolved"
-
     def all_edges(self, repo_id: int | None = None) -> list[StoredEdge]:
-        sql = f"SELECT {self._EDGE_COLS} FROM edges"
+        sql = ("SELECT src_file, src_symbol, dst_file, dst_symbol, line, resolved, kinds_names "
+               "FROM edges")
         rows = self._query(sql + " WHERE repo_id=?", (repo_id,)) if repo_id else self._query(sql)
-        return [StoredEdge(k, sf, ss, df, ds, line, name, bool(res))
-                for k, sf, ss, df, ds, line, name, res in rows]
+        return [edge for row in rows for edge in _unpack_edges(row)]
 
     def centrality(self) -> tuple[dict[int, float], dict[int, float]]:
         symbols = dict(self._query("SELECT symbol_id, rank FROM symbol_rank"))
