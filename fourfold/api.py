@@ -17,7 +17,7 @@ from typing import Callable
 
 from .discovery.classify import PROSE, PROSE_LANGUAGES
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES
-from .errors import FourfoldError, IndexBusyError, ModalityUnavailable, NotIndexedError
+from .errors import FourfoldError, ModalityUnavailable, NotIndexedError
 from .indexer import IndexSummary, Progress, index_repository
 from .retrievers.graph import GraphRetriever
 from .retrievers.semantic import SemanticRetriever
@@ -65,10 +65,12 @@ class Fourfold:
 
     # -- indexing -------------------------------------------------------------------------
     def index(self, progress: Progress | None = None, workers: int | None = None,
-              embed: bool = True) -> IndexSummary:
-        """Update text, structure and graph (committed first), then embed new chunks."""
+              embed: bool = True, wait_s: float = 0.0) -> IndexSummary:
+        """Update text, structure and graph (committed first), then embed new chunks. While
+        another process indexes the same folder, wait up to `wait_s` for it, then raise
+        IndexBusyError."""
         summary = index_repository(self.store, self.index_dir, self.root, self.max_file_bytes,
-                                   workers=workers, progress=progress)
+                                   workers=workers, progress=progress, wait_s=wait_s)
         self._priors_cache = None
         if embed:
             self.embed(progress, summary)
@@ -100,15 +102,7 @@ class Fourfold:
         from .discovery.watch import watch_changes
 
         def run() -> None:
-            deadline = time.monotonic() + busy_wait_s
-            while True:
-                try:
-                    summary = self.index(embed=embed)
-                    break
-                except IndexBusyError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.25)
+            summary = self.index(embed=embed, wait_s=busy_wait_s)
             if on_index:
                 on_index(summary)
 

@@ -89,22 +89,32 @@ def read_file(found: FoundFile, references: bool = True) -> FileRecord | tuple[s
 
 
 class IndexLock:
-    """One writer per index: a second indexer gets a clear refusal, not a corrupt index."""
+    """One writer per index: a second indexer waits up to `wait_s` for the first to finish,
+    then gets a clear refusal, never a corrupt index."""
 
-    def __init__(self, index_dir: Path):
+    POLL_S = 0.25
+
+    def __init__(self, index_dir: Path, wait_s: float = 0.0):
         self.path = index_dir / "index.lock"
+        self.wait_s = wait_s
         self.handle = None
 
     def __enter__(self) -> "IndexLock":
         self.handle = open(self.path, "a+")
-        try:
-            fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self.handle.seek(0)
-            holder = self.handle.read().strip() or "another process"
-            self.handle.close()
-            raise IndexBusyError(f"another fourfold indexer ({holder}) is updating "
-                                 f"{self.path.parent}; try again when it finishes") from None
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            try:
+                fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < deadline:
+                    time.sleep(self.POLL_S)
+                    continue
+                self.handle.seek(0)
+                holder = self.handle.read().strip() or "another process"
+                self.handle.close()
+                raise IndexBusyError(f"another fourfold indexer ({holder}) is updating "
+                                     f"{self.path.parent}; try again when it finishes") from None
         self.handle.seek(0)
         self.handle.truncate()
         self.handle.write(f"pid {os.getpid()}")
@@ -148,16 +158,17 @@ def _parse_all(found: list[FoundFile], workers: int, references: bool):
 def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
                      max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                      workers: int | None = None, progress: Progress | None = None,
-                     build_graph: bool = True) -> IndexSummary:
+                     build_graph: bool = True, wait_s: float = 0.0) -> IndexSummary:
     """Bring the index of one repository up to date with its files on disk.
 
-    `build_graph=False` leaves references and the graph out (to measure what they cost)."""
+    `build_graph=False` leaves references and the graph out (to measure what they cost);
+    `wait_s`: how long to wait for another indexer of the same index to finish."""
     root_path = Path(root).resolve()
     if not root_path.is_dir():
         raise FourfoldError(f"{root} is not a folder")
     started = time.perf_counter()
     summary = IndexSummary(root=str(root_path))
-    with IndexLock(index_dir), _collector_paused():
+    with IndexLock(index_dir, wait_s), _collector_paused():
         repo_id = store.ensure_repo(str(root_path), root_path.name)
         report = walk(root_path, max_file_bytes=max_file_bytes, skip_dirs=(str(index_dir),))
         summary.skipped = dict(report.skipped)

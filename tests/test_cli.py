@@ -147,3 +147,20 @@ def test_watch_reindexes_changed_files_until_interrupted(project):
         assert proc.wait(timeout=10) == 0
     finally:
         proc.kill()
+
+
+def test_index_refuses_or_waits_while_another_indexer_runs(project):
+    holder = subprocess.Popen(  # another process holds the index for three seconds
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+         "from fourfold.indexer import IndexLock; d = Path(sys.argv[1]); d.mkdir(); "
+         "lock = IndexLock(d).__enter__(); print('held', flush=True); time.sleep(3)",
+         str(project / ".fourfold")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        code, _, err = fourfold("index", str(project), "--no-embed")
+        assert code == 2 and "another fourfold indexer (pid" in err
+        code, out, err = fourfold("index", str(project), "--no-embed", "--json", "--wait", "20")
+        assert code == 0, err
+        assert json.loads(out)["added"] == 3
+    finally:
+        holder.kill()

@@ -1,6 +1,7 @@
 """Incremental indexing, crash safety, locking and bad input."""
 import os
 import pickle
+import threading
 import time
 
 import pytest
@@ -127,6 +128,28 @@ def test_second_indexer_is_refused(make_tree):
     assert ff.index().files == 1
 
 
+def test_second_indexer_waits_for_the_first_when_asked(make_tree):
+    root = make_tree({"a.py": "x = 1\n"})
+    ff = Fourfold(root)
+    held, release = threading.Event(), threading.Event()
+
+    def first_indexer() -> None:
+        with IndexLock(ff.index_dir):
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=first_indexer)
+    holder.start()
+    held.wait(5)
+    started = time.monotonic()
+    with pytest.raises(IndexBusyError):
+        ff.index(embed=False, wait_s=0.3)
+    assert time.monotonic() - started >= 0.3
+    threading.Timer(0.4, release.set).start()
+    assert ff.index(embed=False, wait_s=10).files == 1
+    holder.join(5)
+
+
 def test_index_folder_ignores_itself(make_tree):
     root = make_tree({"a.py": "x = 1\n"})
     ff = Fourfold(root)
@@ -190,8 +213,6 @@ def test_an_index_without_references_is_read_again_by_a_full_run(make_tree):
 
 
 def test_watch_waits_for_another_indexer_then_indexes_the_change(make_tree):
-    import threading
-
     root = make_tree({"a.py": "def alpha():\n    return 1\n"})
     ff = Fourfold(root)
     summaries, stop = [], threading.Event()

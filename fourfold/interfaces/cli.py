@@ -74,7 +74,7 @@ def _human_size(n: float) -> str:
 def cmd_index(args) -> int:
     ff = _open(args)
     summary = ff.index(ProgressBar(not args.json), workers=args.workers,
-                       embed=not args.no_embed)
+                       embed=not args.no_embed, wait_s=args.wait)
     payload = summary.to_dict()
     payload["total"] = summary.files
 
@@ -313,6 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip the semantic phase (text, structure and graph only)")
     p.add_argument("--max-file-bytes", type=int, help="skip files larger than this")
     p.add_argument("--workers", type=int, help="parser processes (default: all cores)")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                   help="while another indexer updates this index, wait up to this long "
+                        "for it instead of stopping at once")
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("watch", help="index, then re-index whenever files change (Ctrl-C stops)")

@@ -60,6 +60,7 @@ MAX_SIMILAR = 200         # nearest chunks kept for find_similar_code
 GRAPH_CAP = 100_000
 LINE_CHARS = 400          # a matched or shown line is cut to this many characters
 FRESHNESS_WAIT_S = 3.0    # a tool call waits this long for a pending re-index
+BUSY_WAIT_S = 5.0         # an index run waits this long for another indexer of the folder
 FIRST_INDEX_WAIT_S = 25.0
 
 INSTRUCTIONS = """\
@@ -239,7 +240,7 @@ class FourfoldService:
         background, so a long embedding run never delays the next change."""
         with self._index_lock:
             try:
-                summary = self.ff.index(embed=False).to_dict()
+                summary = self.ff.index(embed=False, wait_s=BUSY_WAIT_S).to_dict()
             except IndexBusyError as exc:
                 self.last_error = str(exc)
                 raise
@@ -303,25 +304,22 @@ class FourfoldService:
                 self._state.notify_all()
 
     def _reindex_pending(self) -> None:
-        for attempt in range(20):
+        with self._state:
+            if not self._dirty:
+                return
+            self._dirty = False
+            self._reindexing = True
+        try:
+            self._index_now("watch")
+        except IndexBusyError:  # still busy after BUSY_WAIT_S: the next change tries again
             with self._state:
-                if not self._dirty:
-                    return
-                self._dirty = False
-                self._reindexing = True
-            try:
-                self._index_now("watch")
-                return
-            except IndexBusyError:
-                with self._state:
-                    self._dirty = True
-                time.sleep(0.25)
-            except Exception:
-                return
-            finally:
-                with self._state:
-                    self._reindexing = False
-                    self._state.notify_all()
+                self._dirty = True
+        except Exception:  # reported through last_error
+            pass
+        finally:
+            with self._state:
+                self._reindexing = False
+                self._state.notify_all()
 
     def _await_fresh(self) -> None:
         if not self._ready.is_set() and not self._ready.wait(FIRST_INDEX_WAIT_S):
