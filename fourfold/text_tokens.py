@@ -60,6 +60,20 @@ def file_stem(path: str) -> str:
     return path.rsplit("/", 1)[-1].split(".", 1)[0]
 
 
+# A folder's index file is imported by the folder's name (`extract/mod.rs` is `extract`).
+MODULE_INDEX_STEMS = frozenset({"mod", "index", "__init__", "init"})
+
+
+def module_stem(path: str) -> str:
+    """The name a file is used by: its stem ('src/JsonArray.java' -> 'JsonArray'), or the
+    folder's name for a folder's index file ('axum/src/extract/mod.rs' -> 'extract',
+    'pkg/__init__.py' -> 'pkg', 'lua/lazy/init.lua' -> 'lazy')."""
+    stem = file_stem(path)
+    if stem in MODULE_INDEX_STEMS and "/" in path:
+        return path.rsplit("/", 2)[-2]
+    return stem
+
+
 def singular(word: str) -> str:
     """A crude singular for matching words ("routes" ~ "route"); short words stay."""
     return word[:-1] if len(word) > 3 and word.endswith("s") else word

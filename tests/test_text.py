@@ -9,6 +9,7 @@ import pytest
 from fourfold import Fourfold
 from fourfold.errors import QueryError
 from fourfold.retrievers.text import MAX_TRIGRAMS, _literal_match_expr, regex_match_expr
+from fourfold.text_tokens import module_stem
 
 STDLIB = Path(sys.modules["json"].__file__).parent.parent
 
@@ -108,6 +109,29 @@ def test_ranked_search_prefers_identifier_and_path_matches(make_tree):
     response = ff.search("parse config file", modalities=("text",))
     assert response.hits[0].path == "config/parser.py"
     assert response.hits[0].symbol == "parse_config_file"
+
+
+@pytest.mark.parametrize("path, name", [
+    ("src/JsonArray.java", "JsonArray"), ("types.d.ts", "types"),
+    ("axum/src/extract/mod.rs", "extract"), ("pkg/sub/__init__.py", "sub"),
+    ("lua/lazy/init.lua", "lazy"), ("src/router/index.ts", "router"), ("index.js", "index"),
+])
+def test_module_stem_names_a_folder_by_its_index_file(path, name):
+    assert module_stem(path) == name
+
+
+def test_a_folders_index_file_answers_for_the_folders_name(make_tree):
+    root = make_tree({
+        "src/middleware/mod.rs": "pub fn from_fn() {}\npub fn map_request() {}\n",
+        "src/routing/mod.rs": "pub fn route() {}\n// the middleware stack of a route\n",
+        "src/extract/mod.rs": "pub trait FromRequest {}\n",
+    })
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    hits = ff.search("how middleware layers are applied", modalities=("text",), direct=False).hits
+    assert hits[0].path == "src/middleware/mod.rs"
+    modules = ff.search("extract", modalities=("structural",), limit=5).hits
+    assert ("src/extract/mod.rs", "module") in [(h.path, h.kind) for h in modules]
 
 
 def test_content_cache_stays_within_budget_and_never_keeps_a_vanished_file(make_tree):

@@ -11,7 +11,7 @@ import re
 from ..discovery.classify import DOWNRANKED, TEST
 from ..model import REEXPORT, Hit
 from ..store.base import Store, StoredFile, StoredSymbol
-from ..text_tokens import file_stem, identifier_tokens, query_terms, singular
+from ..text_tokens import identifier_tokens, module_stem, query_terms, singular
 from .base import Query, path_ok
 
 KIND_ALIASES = {
@@ -180,7 +180,7 @@ class StructuralRetriever:
         if self._stems is None or self._stems[0] != generation:
             stems: dict[str, list[StoredFile]] = {}
             for f in self.store.files():
-                stems.setdefault(_normalise(file_stem(f.path)), []).append(f)
+                stems.setdefault(_normalise(module_stem(f.path)), []).append(f)
             self._stems = (generation, stems)
         return [f for f in self._stems[1].get(_normalise(_SPLIT.split(name)[-1]), ())
                 if (repo_id is None or f.repo_id == repo_id)

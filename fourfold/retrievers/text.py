@@ -14,7 +14,7 @@ from ..discovery.classify import DOWNRANKED, TEST
 from ..errors import QueryError
 from ..model import Hit
 from ..store.base import Store, StoredFile
-from ..text_tokens import file_stem, identifier_tokens, query_terms, singular
+from ..text_tokens import identifier_tokens, module_stem, query_terms, singular
 from .base import Query, path_ok
 
 MIN_TRIGRAM = 3
@@ -136,7 +136,7 @@ STEM_PARTIAL = 0.5  # share of the bonus per matched word when the name is only 
 
 def name_words(path: str) -> tuple[str, ...]:
     """The words of a file's name without extension: 'src/JsonArray.java' -> (json, array)."""
-    parts = identifier_tokens(file_stem(path))
+    parts = identifier_tokens(module_stem(path))
     words = parts[:-1] if len(parts) > 1 else parts
     return tuple(dict.fromkeys(singular(w) for w in words if w))
 
