@@ -77,3 +77,39 @@ def module_stem(path: str) -> str:
 def singular(word: str) -> str:
     """A crude singular for matching words ("routes" ~ "route"); short words stay."""
     return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+# A name word this long also matches the query words it begins ("config" ~ "configuration",
+# "lock" ~ "lockfile", "util" ~ "utility"). Measured on semble-dev with the fused default: exact
+# words only 0.8758, prefixes of 3 or 4 letters 0.8822, of 5 or 6 letters 0.879.
+NAME_PREFIX_MIN = 4
+STEM_PARTIAL = 0.5  # share of a name match per matched word when the name is only partly named
+
+
+@lru_cache(maxsize=200_000)
+def name_words(path: str) -> tuple[str, ...]:
+    """The words of a file's name without extension: 'src/JsonArray.java' -> (json, array)."""
+    parts = identifier_tokens(module_stem(path))
+    words = parts[:-1] if len(parts) > 1 else parts
+    return tuple(dict.fromkeys(singular(w) for w in words if w))
+
+
+def name_targets(query_words: set[str]) -> frozenset[str]:
+    """What a file-name word may equal to match a query: the query's words and their
+    prefixes of NAME_PREFIX_MIN letters or more (built once per query, so each file costs
+    set lookups only)."""
+    return frozenset(q[:i] for q in query_words
+                     for i in range(min(NAME_PREFIX_MIN, len(q)), len(q) + 1))
+
+
+def name_match(words: tuple[str, ...], targets: frozenset[str]) -> float:
+    """1.0 when the query names every word of the file name (`targets`: name_targets of the
+    query's words); a partial share otherwise."""
+    if not words:
+        return 0.0
+    matched = sum(1 for w in words if w in targets)
+    if matched == len(words):
+        return 1.0
+    if len(words) > 1 and matched:
+        return STEM_PARTIAL * matched / len(words)
+    return 0.0

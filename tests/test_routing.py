@@ -7,8 +7,9 @@ from fourfold.discovery.classify import PROSE, TEST, VENDOR
 from fourfold.model import Hit
 from fourfold.retrievers.base import Query
 from fourfold.routing.engine import SearchEngine, SearchOptions
-from fourfold.routing.fusion import (BOOST_CAP, apply_priors, best_per_file, centrality_boost,
-                                     fuse, rrf_contribution, with_file_support)
+from fourfold.routing.fusion import (BOOST_CAP, NAME_BOOST, NAME_BOOST_MAX_WORDS, apply_priors,
+                                     best_per_file, centrality_boost, fuse, question_words,
+                                     rrf_contribution, with_file_support)
 from fourfold.routing.intent import classify
 from fourfold.routing.profiles import SEED, parse_weights
 
@@ -118,6 +119,32 @@ def test_priors_downrank_vendor_and_tests_and_boost_hubs():
     assert out[0].score == pytest.approx(BOOST_CAP)
     asked = apply_priors([h("tests/test_x.py", score=1.0)], flags, {}, wants_tests=True)
     assert asked[0].score == 1.0
+
+
+def test_a_file_whose_name_the_question_spells_rises():
+    named = question_words("field naming policy and key transformation")
+    assert {"field", "naming", "policy", "key", "transformation", "transform"} <= named
+    assert "and" not in named and "tra" not in named
+    hits = [h("src/test/NamingPolicyTest.java", score=1.0), h("src/Gson.java", score=0.9),
+            h("src/FieldNamingPolicy.java", score=0.8), h("src/extract/mod.rs", score=0.1)]
+    out = apply_priors(hits, {}, {}, wants_tests=False, boost=False, named=named)
+    scores = {x.path: x.score for x in out}
+    assert out[0].path == "src/FieldNamingPolicy.java"
+    assert scores["src/FieldNamingPolicy.java"] == pytest.approx(0.8 * (1 + NAME_BOOST))
+    # two of the three words of NamingPolicyTest: a partial share
+    assert scores["src/test/NamingPolicyTest.java"] == pytest.approx(1 + NAME_BOOST * 0.5 * 2 / 3)
+    assert scores["src/Gson.java"] == 0.9
+    folder = apply_priors([h("src/extract/mod.rs", score=0.1)], {}, {}, wants_tests=False,
+                          boost=False, named=question_words("how extractors extract state"))
+    assert folder[0].score == pytest.approx(0.1 * (1 + NAME_BOOST))
+
+
+def test_a_long_text_names_files_in_passing_and_boosts_none():
+    issue = " ".join(f"word{i}" for i in range(NAME_BOOST_MAX_WORDS)) + " policy"
+    assert question_words(issue) == frozenset()
+    out = apply_priors([h("src/Policy.java", score=1.0)], {}, {}, wants_tests=False,
+                       boost=False, named=question_words(issue))
+    assert out[0].score == 1.0
 
 
 def test_prose_files_rank_below_code_unless_the_question_asks_for_them():

@@ -9,7 +9,7 @@ import pytest
 from fourfold import Fourfold
 from fourfold.errors import QueryError
 from fourfold.retrievers.text import MAX_TRIGRAMS, _literal_match_expr, regex_match_expr
-from fourfold.text_tokens import module_stem
+from fourfold.text_tokens import module_stem, name_match, name_targets, name_words
 
 STDLIB = Path(sys.modules["json"].__file__).parent.parent
 
@@ -118,6 +118,18 @@ def test_ranked_search_prefers_identifier_and_path_matches(make_tree):
 ])
 def test_module_stem_names_a_folder_by_its_index_file(path, name):
     assert module_stem(path) == name
+
+
+@pytest.mark.parametrize("path, words, match", [
+    ("lua/lazy/manage/lock.lua", {"lockfile", "pin"}, 1.0),       # a name word begins a query word
+    ("lib/utils.js", {"utility", "function"}, 1.0),
+    ("src/FieldNamingPolicy.java", {"field", "naming", "policy"}, 1.0),
+    ("src/NamingPolicyTest.java", {"naming", "policy"}, 0.5 * 2 / 3),  # part of the name
+    ("src/app.py", {"application"}, 0.0),                          # too short to be a prefix
+    ("src/config.py", {"con"}, 0.0),                               # a query word is no prefix
+])
+def test_file_name_matches_query_words_whole_or_as_their_beginning(path, words, match):
+    assert name_match(name_words(path), name_targets(words)) == pytest.approx(match)
 
 
 def test_a_folders_index_file_answers_for_the_folders_name(make_tree):

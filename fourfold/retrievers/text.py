@@ -14,7 +14,7 @@ from ..discovery.classify import DOWNRANKED, TEST
 from ..errors import QueryError
 from ..model import Hit
 from ..store.base import Store, StoredFile
-from ..text_tokens import identifier_tokens, module_stem, query_terms, singular
+from ..text_tokens import name_match, name_targets, name_words, query_terms, singular
 from .base import Query, path_ok
 
 MIN_TRIGRAM = 3
@@ -130,28 +130,6 @@ def compile_regex(pattern: str, case_sensitive: bool = True):
 
 
 STEM_BONUS = 1.0  # × the best BM25 score, for a file whose whole name the query spells out
-STEM_PARTIAL = 0.5  # share of the bonus per matched word when the name is only partly named
-
-
-
-def name_words(path: str) -> tuple[str, ...]:
-    """The words of a file's name without extension: 'src/JsonArray.java' -> (json, array)."""
-    parts = identifier_tokens(module_stem(path))
-    words = parts[:-1] if len(parts) > 1 else parts
-    return tuple(dict.fromkeys(singular(w) for w in words if w))
-
-
-def name_match(words: tuple[str, ...], query_words: set[str]) -> float:
-    """1.0 when the query names every word of the file name; a partial share otherwise."""
-    if not words:
-        return 0.0
-    matched = sum(1 for w in words if w in query_words)
-    if matched == len(words):
-        return 1.0
-    if len(words) > 1 and matched:
-        return STEM_PARTIAL * matched / len(words)
-    return 0.0
-
 
 GREP_READ_BATCH = 256  # files read from the store at once; a limit stops reading early
 CONTENT_CACHE_BYTES = 256 << 20
@@ -338,7 +316,7 @@ class TextRetriever:
         them."""
         if not hits:
             return hits
-        query_words = {singular(t) for t in terms}
+        query_words = name_targets({singular(t) for t in terms})
         names = self._file_names()
         unit = hits[0].score * STEM_BONUS
         best_in_file: dict[str, Hit] = {}

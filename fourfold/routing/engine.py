@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from ..errors import ModalityUnavailable, QueryError
 from ..model import Hit
 from ..retrievers.base import Query, Retriever
-from .fusion import apply_priors, best_per_file, fuse, with_file_support
+from .fusion import apply_priors, best_per_file, fuse, question_words, with_file_support
 from .intent import EXACT_MATCH, INTENTS, UNDERSTAND_CODE, Intent, classify
 from .profiles import DIRECT_CONFIDENCE, DOMINANT, PRESETS, PROFILE_K, PROFILES
 
@@ -132,7 +132,7 @@ class SearchEngine:
                 response.weights = {dominant: 1.0}
                 for hit in hits:
                     hit.contributions = {dominant: hit.score}
-                response.hits = self._finish(hits, options, text)
+                response.hits = self._finish(hits, options, text, intent.intent)
                 response.timings_ms["total"] = (time.perf_counter() - started) * 1000
                 return response
 
@@ -152,16 +152,19 @@ class SearchEngine:
             fallback = self.search(text, replace(options, intent=UNDERSTAND_CODE))
             fallback.rule = f"{intent.rule}; not found verbatim, searched its words"
             return fallback
-        response.hits = self._finish(fused, options, text)
+        response.hits = self._finish(fused, options, text, intent.intent)
         response.timings_ms["total"] = (time.perf_counter() - started) * 1000
         return response
 
-    def _finish(self, hits: list[Hit], options: SearchOptions, text: str) -> list[Hit]:
+    def _finish(self, hits: list[Hit], options: SearchOptions, text: str, intent: str
+                ) -> list[Hit]:
         file_flags, centrality = self.priors()
         wants_tests = "test" in text.lower() or "spec" in text.lower()
         wants_prose = bool(_PROSE_WORDS.search(text))
+        # a question about code; a named symbol or string is the structural modality's to rank
+        named = question_words(text) if intent == UNDERSTAND_CODE else None
         hits = apply_priors(hits, file_flags, centrality, wants_tests, boost=options.boost,
-                            wants_prose=wants_prose)
+                            wants_prose=wants_prose, named=named)
         if not options.all_chunks:
             hits = best_per_file(with_file_support(hits))
         return hits[:options.limit]

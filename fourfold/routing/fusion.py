@@ -5,12 +5,20 @@ import math
 
 from ..discovery.classify import DOWNRANKED, PROSE, TEST
 from ..model import Hit
+from ..text_tokens import name_match, name_targets, name_words, query_terms, singular
 
 BOOST_SCALE = 0.3
 BOOST_CAP = 1.5
 DOWNRANK_FACTOR = 0.5  # vendor / build / generated / archive / minified
 TEST_FACTOR = 0.5  # tests rank below source unless the query asks for tests
 PROSE_FACTOR = 0.5  # docs, config and data rank below code unless the query asks for them
+# A file whose name a question spells ("field naming policy" -> FieldNamingPolicy.java) gains
+# up to this share. Only in questions of at most NAME_BOOST_MAX_WORDS words: a long text (an
+# issue, a stack trace) names files in passing. Measured on semble-dev (NDCG@10): 0 -> 0.8639,
+# 0.25 -> 0.8696, 0.5 -> 0.8758, 1.0 -> 0.8719; applied to localization-dev's issue texts
+# it lowered MRR 0.744 -> 0.698.
+NAME_BOOST = 0.5
+NAME_BOOST_MAX_WORDS = 12
 
 
 def rrf_contribution(weight: float, rank: int, k: float) -> float:
@@ -66,16 +74,27 @@ def fuse(ranked: dict[str, list[Hit]], weights: dict[str, float], k: float) -> l
     return sorted(merged.values(), key=lambda h: -h.score)
 
 
+def question_words(text: str) -> frozenset[str]:
+    """What a file name is matched against (name_targets): the words of a question, nothing
+    for a long text."""
+    words = {singular(t) for t in query_terms(text)}
+    return name_targets(words) if len(words) <= NAME_BOOST_MAX_WORDS else frozenset()
+
+
 def apply_priors(hits: list[Hit], file_flags: dict[tuple, int], centrality: dict[tuple, float],
-                 wants_tests: bool, boost: bool = True, wants_prose: bool = False) -> list[Hit]:
-    """Centrality boost, then down-rank vendor/build/generated/archive paths, tests, and
-    files in no programming language (docs, config, data)."""
+                 wants_tests: bool, boost: bool = True, wants_prose: bool = False,
+                 named: frozenset[str] | None = None) -> list[Hit]:
+    """Centrality boost and the boost of files whose name the question spells (`named`:
+    question_words), then down-rank vendor/build/generated/archive paths, tests, and files in
+    no programming language (docs, config, data)."""
     for hit in hits:
         key = (hit.repo, hit.path)
         factor = 1.0
         if boost:
             c = centrality.get((hit.repo, hit.path, hit.symbol)) if hit.symbol else None
             factor = centrality_boost(c if c is not None else centrality.get(key, 0.0))
+        if named:
+            factor *= 1.0 + NAME_BOOST * name_match(name_words(hit.path), named)
         flags = file_flags.get(key, 0)
         if flags & DOWNRANKED:
             factor *= DOWNRANK_FACTOR
