@@ -7,6 +7,7 @@ after the symbol; then kind.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ..discovery.classify import DOWNRANKED, TEST
 from ..model import REEXPORT, Hit
@@ -80,6 +81,13 @@ def match_tier(symbol: StoredSymbol, target: str) -> int | None:
     return None
 
 
+@lru_cache(maxsize=200_000)
+def _name_words(name: str) -> frozenset[str]:
+    """The words of a symbol's name, singular: parseConfigFiles -> {parse, config, file}."""
+    parts = identifier_tokens(name)
+    return frozenset(singular(w) for w in (parts[:-1] if len(parts) > 1 else parts))
+
+
 def _downrank(symbol: StoredSymbol, wants_tests: bool) -> float:
     """Vendored or generated code, and tests unless asked for, count half."""
     factor = 0.5 if symbol.flags & DOWNRANKED else 1.0
@@ -149,8 +157,7 @@ class StructuralRetriever:
         for s in self.store.symbols_by_token(query_words, repo_id, limit=5000):
             if s.kind == REEXPORT or not path_ok(s.path, path_glob):
                 continue  # a sentence describes what code does: re-exports do nothing
-            parts = identifier_tokens(s.name)
-            words = {singular(w) for w in (parts[:-1] if len(parts) > 1 else parts)}
+            words = _name_words(s.name)
             matched = len(words & query_words)
             if not matched:
                 continue
