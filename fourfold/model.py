@@ -78,6 +78,8 @@ class Hit:
     lines: list[tuple[int, str]] = field(default_factory=list)  # (line number, text) to show
     repo: str | None = None
     contributions: dict[str, float] = field(default_factory=dict)  # modality -> fused share
+    ranks: dict[str, int] = field(default_factory=dict)  # modality -> 1-based rank in its list
+    factors: dict[str, float] = field(default_factory=dict)  # prior -> multiplier (not 1.0)
     file_support: float = 0.0  # added for the file's other hits (fusion.with_file_support)
 
     def to_dict(self) -> dict:
@@ -96,6 +98,10 @@ class Hit:
             out["lines"] = [{"line": n, "text": t} for n, t in self.lines]
         if self.contributions:
             out["contributions"] = {k: round(v, 6) for k, v in self.contributions.items()}
+        if self.ranks:
+            out["ranks"] = dict(self.ranks)
+        if self.factors:
+            out["factors"] = {k: round(v, 4) for k, v in self.factors.items()}
         if self.file_support:
             out["file_support"] = round(self.file_support, 6)
         return out

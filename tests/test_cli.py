@@ -65,6 +65,22 @@ def test_search_indexes_on_first_use_and_answers_json(project):
                                                                      "parse_config")
 
 
+def test_search_explain_shows_routing_votes_and_priors(project):
+    code, out, err = fourfold("search", "how is the config file parsed", str(project),
+                              "--explain")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].startswith("# intent understand_code")
+    assert lines[1].startswith("# weights semantic 0.3, text 0.4, structural 0.3; k 5")
+    assert lines[2].startswith("# timings ") and "total" in lines[2]
+    first, why = lines[3], lines[4]
+    assert first.startswith("app/config.py:")
+    assert why.startswith("    = ") and "text #" in why and "file_name ×1.50" in why
+    code, out, _ = fourfold("search", "how is the config file parsed", str(project), "--json")
+    hit = json.loads(out)["results"][0]
+    assert set(hit["ranks"]) == set(hit["contributions"]) and hit["factors"]["file_name"] == 1.5
+
+
 def test_grep_exit_codes_and_regex_errors(project):
     assert fourfold("index", str(project))[0] == 0
     code, out, _ = fourfold("grep", "econnrefused", str(project))

@@ -82,6 +82,7 @@ def test_weighted_rrf_arithmetic():
     assert [x.path for x in fused] == ["b.py", "c.py", "a.py"]
     b = next(x for x in fused if x.path == "b.py")
     assert b.contributions == pytest.approx({"text": 0.2 / 42, "semantic": 0.5 / 41})
+    assert b.ranks == {"text": 2, "semantic": 1}  # what --explain shows
     assert rrf_contribution(0.6, 0, 60) == pytest.approx(0.6 / 61)
 
 
@@ -115,6 +116,8 @@ def test_priors_downrank_vendor_and_tests_and_boost_hubs():
     centrality = {(None, "src/hub.py"): 20.0, (None, "src/leaf.py"): 0.1}
     out = apply_priors(hits, flags, centrality, wants_tests=False)
     assert [x.path for x in out[:2]] == ["src/hub.py", "src/leaf.py"]
+    assert out[0].factors == {"centrality": BOOST_CAP}
+    assert next(x for x in out if x.path == "tests/test_x.py").factors == {"test": 0.5}
     assert {x.path: x.score for x in out[2:]} == {"tests/test_x.py": 0.5, "vendor/lib.py": 0.5}
     assert out[0].score == pytest.approx(BOOST_CAP)
     asked = apply_priors([h("tests/test_x.py", score=1.0)], flags, {}, wants_tests=True)

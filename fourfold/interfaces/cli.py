@@ -134,11 +134,38 @@ def cmd_search(args) -> int:
               f"{response.fusion_strategy} over {', '.join(response.modalities) or 'nothing'}"
               + (f"; unavailable: {', '.join(response.unavailable)}" if response.unavailable
                  else ""))
+        if args.explain:
+            _print_explanation(response)
         for hit in response.hits:
             _print_hit(hit)
+            if args.explain:
+                _print_hit_explanation(hit)
         if not response.hits:
             print("no results")
     return _emit(args, payload, human)
+
+
+def _print_explanation(response) -> None:
+    """Why the answer looks as it does: the routing, the weights and what each step cost."""
+    target = f"; target {response.target!r}" if response.target else ""
+    k = f"; k {response.rrf_k:g}" if response.rrf_k is not None else ""
+    weights = ", ".join(f"{m} {w:g}" for m, w in response.weights.items())
+    print(f"# weights {weights or '-'}{k}{target}")
+    for modality, why in response.unavailable.items():
+        print(f"# {modality} did not answer: {why}")
+    timings = ", ".join(f"{m} {ms:.1f} ms" for m, ms in response.timings_ms.items())
+    print(f"# timings {timings}")
+
+
+def _print_hit_explanation(hit) -> None:
+    votes = ", ".join(f"{m} #{hit.ranks[m]} +{share:.4f}" if m in hit.ranks
+                      else f"{m} +{share:.4f}" for m, share in hit.contributions.items())
+    parts = [votes or "no votes"]
+    if hit.factors:
+        parts.append(", ".join(f"{name} ×{f:.2f}" for name, f in hit.factors.items()))
+    if hit.file_support:
+        parts.append(f"file support +{hit.file_support:.4f}")
+    print(f"    = {' · '.join(parts)}")
 
 
 def _search_options(args) -> SearchOptions:
@@ -342,6 +369,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-direct", action="store_true", help="always fuse")
     p.add_argument("--no-boost", action="store_true", help="no centrality boost")
     p.add_argument("--glob", help="only paths matching this glob")
+    p.add_argument("--explain", action="store_true",
+                   help="also print the weights, timings, and for each hit the rank and share "
+                        "of every modality that voted for it and the priors applied")
     p.add_argument("--batch", help="JSONL file of {id, query} ('-' for stdin); one JSON line out "
                                    "per query")
     p.set_defaults(func=cmd_search)

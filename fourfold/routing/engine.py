@@ -33,12 +33,13 @@ class SearchResponse:
     hits: list[Hit]
     unavailable: dict[str, str] = field(default_factory=dict)  # modality -> why it did not answer
     timings_ms: dict[str, float] = field(default_factory=dict)
+    rrf_k: float | None = None  # the k of the fusion (None on the direct path)
 
     def to_dict(self) -> dict:
         return {
             "query": self.query, "intent": self.intent, "confidence": self.confidence,
             "rule": self.rule, "target": self.target, "fusion_strategy": self.fusion_strategy,
-            "modalities": self.modalities, "weights": self.weights,
+            "modalities": self.modalities, "weights": self.weights, "rrf_k": self.rrf_k,
             "unavailable": self.unavailable,
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
             "results": [h.to_dict() for h in self.hits],
@@ -130,8 +131,9 @@ class SearchEngine:
                 response.fusion_strategy = "direct"
                 response.modalities = [dominant]
                 response.weights = {dominant: 1.0}
-                for hit in hits:
+                for rank, hit in enumerate(hits, 1):
                     hit.contributions = {dominant: hit.score}
+                    hit.ranks = {dominant: rank}
                 response.hits = self._finish(hits, options, text, intent.intent)
                 response.timings_ms["total"] = (time.perf_counter() - started) * 1000
                 return response
@@ -147,6 +149,7 @@ class SearchEngine:
         if len(active) == 1:
             response.fusion_strategy = "single"
         fused = fuse(ranked, response.weights, k)
+        response.rrf_k = k
         if not fused and intent.intent == EXACT_MATCH and not explicit:
             # The exact string is nowhere: answer with its words rather than nothing.
             fallback = self.search(text, replace(options, intent=UNDERSTAND_CODE))

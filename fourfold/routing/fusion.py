@@ -70,6 +70,7 @@ def fuse(ranked: dict[str, list[Hit]], weights: dict[str, float], k: float) -> l
             elif not fused.lines and hit.lines:
                 fused.lines = list(hit.lines)
             fused.contributions[modality] = share
+            fused.ranks[modality] = rank
             fused.score += share
     return sorted(merged.values(), key=lambda h: -h.score)
 
@@ -89,19 +90,22 @@ def apply_priors(hits: list[Hit], file_flags: dict[tuple, int], centrality: dict
     no programming language (docs, config, data)."""
     for hit in hits:
         key = (hit.repo, hit.path)
-        factor = 1.0
+        factors = {}
         if boost:
             c = centrality.get((hit.repo, hit.path, hit.symbol)) if hit.symbol else None
-            factor = centrality_boost(c if c is not None else centrality.get(key, 0.0))
+            factors["centrality"] = centrality_boost(c if c is not None
+                                                     else centrality.get(key, 0.0))
         if named:
-            factor *= 1.0 + NAME_BOOST * name_match(name_words(hit.path), named)
+            factors["file_name"] = 1.0 + NAME_BOOST * name_match(name_words(hit.path), named)
         flags = file_flags.get(key, 0)
         if flags & DOWNRANKED:
-            factor *= DOWNRANK_FACTOR
+            factors["vendor"] = DOWNRANK_FACTOR
         if flags & TEST and not wants_tests:
-            factor *= TEST_FACTOR
+            factors["test"] = TEST_FACTOR
         if flags & PROSE and not wants_prose:
-            factor *= PROSE_FACTOR
+            factors["prose"] = PROSE_FACTOR
+        hit.factors = {name: f for name, f in factors.items() if f != 1.0}
+        factor = math.prod(hit.factors.values())
         hit.score *= factor
         if factor != 1.0:
             hit.contributions = {m: v * factor for m, v in hit.contributions.items()}
