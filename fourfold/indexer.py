@@ -11,6 +11,7 @@ import gc
 import hashlib
 import multiprocessing
 import os
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -128,18 +129,30 @@ class IndexLock:
         self.handle.close()
 
 
+_pause_lock = threading.Lock()
+_pauses = 0  # indexing runs that want the collector paused (threads of one process)
+_collector_was_enabled = True
+
+
 @contextmanager
 def _collector_paused():
     """Indexing allocates millions of small objects that form no cycles (records, symbols,
     references, edges); each full collection of the cyclic garbage collector would rescan
-    all of them, up to a third of graph resolution's time. Paused for the run."""
-    enabled = gc.isenabled()
-    gc.disable()
+    all of them, up to a third of graph resolution's time. The collector is per process, so
+    the pause covers every thread (an MCP server's too) until the last indexing run ends."""
+    global _pauses, _collector_was_enabled
+    with _pause_lock:
+        if _pauses == 0:
+            _collector_was_enabled = gc.isenabled()
+            gc.disable()
+        _pauses += 1
     try:
         yield
     finally:
-        if enabled:
-            gc.enable()
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0 and _collector_was_enabled:
+                gc.enable()
 
 
 def _parse_all(found: list[FoundFile], workers: int, references: bool):
@@ -224,7 +237,7 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
         if summary.added or summary.changed or summary.deleted or reparse:
             if build_graph:
                 from .graph.build import rebuild_graph  # numpy/scipy: loaded only when needed
-                rebuild_graph(store, repo_id)
+                rebuild_graph(store, repo_id, parallel=(workers or os.cpu_count() or 1) > 1)
             else:  # files were written without references: no edge may point into them
                 store.replace_graph(repo_id, [], {}, {})
         store.mark_indexed(repo_id, time.time(), parser)

@@ -54,9 +54,6 @@ class Reference:
     line: int
     source: str | None = None  # qualname of the enclosing symbol, None at module level
 
-    def __reduce__(self):
-        return Reference, (self.kind, self.name, self.line, self.source)
-
 
 @dataclass(slots=True)
 class ParseResult:

@@ -26,6 +26,13 @@ def identifier_tokens(word: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
+def sub_words(word: str) -> tuple[str, ...]:
+    """Lower-cased sub-words of an identifier, without the whole: 'parseConfig' -> (parse,
+    config), 'json' -> (json,)."""
+    parts = identifier_tokens(word)
+    return parts[:-1] if len(parts) > 1 else parts
+
+
 def tokens(text: str) -> list[str]:
     out: list[str] = []
     for word in _WORD.findall(text):
@@ -66,8 +73,9 @@ MODULE_INDEX_STEMS = frozenset({"mod", "index", "__init__", "init"})
 
 def module_stem(path: str) -> str:
     """The name a file is used by: its stem ('src/JsonArray.java' -> 'JsonArray'), or the
-    folder's name for a folder's index file ('axum/src/extract/mod.rs' -> 'extract',
-    'pkg/__init__.py' -> 'pkg', 'lua/lazy/init.lua' -> 'lazy')."""
+    folder's name for a folder's index file, any file whose stem is mod, index, __init__ or
+    init ('axum/src/extract/mod.rs' -> 'extract', 'pkg/__init__.py' -> 'pkg',
+    'docs/guide/index.md' -> 'guide'); one at the indexed root keeps its own name."""
     stem = file_stem(path)
     if stem in MODULE_INDEX_STEMS and "/" in path:
         return path.rsplit("/", 2)[-2]
@@ -89,9 +97,7 @@ STEM_PARTIAL = 0.5  # share of a name match per matched word when the name is on
 @lru_cache(maxsize=200_000)
 def name_words(path: str) -> tuple[str, ...]:
     """The words of a file's name without extension: 'src/JsonArray.java' -> (json, array)."""
-    parts = identifier_tokens(module_stem(path))
-    words = parts[:-1] if len(parts) > 1 else parts
-    return tuple(dict.fromkeys(singular(w) for w in words if w))
+    return tuple(dict.fromkeys(singular(w) for w in sub_words(module_stem(path)) if w))
 
 
 def name_targets(query_words: set[str]) -> frozenset[str]:

@@ -72,8 +72,9 @@ def test_search_explain_shows_routing_votes_and_priors(project):
     lines = out.splitlines()
     assert lines[0].startswith("# intent understand_code")
     assert lines[1].startswith("# weights semantic 0.3, text 0.4, structural 0.3; k 5")
-    assert lines[2].startswith("# timings ") and "total" in lines[2]
-    first, why = lines[3], lines[4]
+    header = [line for line in lines if line.startswith("# ")]
+    assert header[-1].startswith("# timings ") and "total" in header[-1]
+    first, why = lines[len(header)], lines[len(header) + 1]
     assert first.startswith("app/config.py:")
     assert why.startswith("    = ") and "text #" in why and "file_name ×1.50" in why
     code, out, _ = fourfold("search", "how is the config file parsed", str(project), "--json")
@@ -166,16 +167,24 @@ def test_watch_reindexes_changed_files_until_interrupted(project):
 
 
 def test_index_refuses_or_waits_while_another_indexer_runs(project):
-    holder = subprocess.Popen(  # another process holds the index for three seconds
-        [sys.executable, "-c", "import sys, time; from pathlib import Path; "
+    holder = subprocess.Popen(  # another process holds the index until its stdin closes
+        [sys.executable, "-c", "import sys; from pathlib import Path; "
          "from fourfold.indexer import IndexLock; d = Path(sys.argv[1]); d.mkdir(); "
-         "lock = IndexLock(d).__enter__(); print('held', flush=True); time.sleep(3)",
-         str(project / ".fourfold")], stdout=subprocess.PIPE, text=True)
+         "lock = IndexLock(d).__enter__(); print('held', flush=True); sys.stdin.read()",
+         str(project / ".fourfold")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
         code, _, err = fourfold("index", str(project), "--no-embed")
         assert code == 2 and "another fourfold indexer (pid" in err
-        code, out, err = fourfold("index", str(project), "--no-embed", "--json", "--wait", "20")
+        waiting = subprocess.Popen(
+            [sys.executable, "-m", "fourfold.interfaces.cli", "index", str(project),
+             "--no-embed", "--json", "--wait", "20"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        assert waiting.poll() is None  # still waiting for the lock
+        holder.stdin.close()
+        out, err = waiting.communicate(timeout=30)
+        code = waiting.returncode
         assert code == 0, err
         assert json.loads(out)["added"] == 3
     finally:

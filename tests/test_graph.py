@@ -1,6 +1,7 @@
 """Graph modality: references, import/call/inheritance resolution, centrality, impact."""
 from __future__ import annotations
 
+import multiprocessing
 import os
 
 import numpy as np
@@ -567,15 +568,40 @@ def _all_fixtures() -> dict[str, str]:
 
 def test_calls_resolved_in_two_processes_equal_one(tmp_path, monkeypatch):
     serial = build(tmp_path / "serial", _all_fixtures())
-    monkeypatch.setattr(resolve_module, "PARALLEL_USES", 0)
+    marker = tmp_path / "helper-ran"
+    send = resolve_module._send_uses
+
+    def helper(*args):  # runs in the forked helper: leaves a mark the test can see
+        marker.write_text("yes")
+        send(*args)
+
+    monkeypatch.setattr(resolve_module, "PARALLEL_REFERENCES", 0)
+    monkeypatch.setattr(resolve_module, "_send_uses", helper)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
     parallel = build(tmp_path / "parallel", _all_fixtures())
+    assert marker.read_text() == "yes"
     assert len(find(serial, "call")) > 20
     assert parallel == serial
 
 
+def test_a_daemonic_process_resolves_alone(tmp_path, monkeypatch):
+    # a daemonic process (a worker of a pool) may not have children: no helper, same edges
+    serial = build(tmp_path / "serial", _all_fixtures())
+    monkeypatch.setattr(resolve_module, "PARALLEL_REFERENCES", 0)
+    ctx = multiprocessing.get_context("fork")
+    receiver, sender = ctx.Pipe(duplex=False)
+    worker = ctx.Process(target=lambda: sender.send(build(tmp_path / "daemon", _all_fixtures())),
+                         daemon=True)
+    worker.start()
+    assert receiver.poll(60)
+    assert receiver.recv() == serial
+    worker.join(10)
+    assert worker.exitcode == 0
+
+
 def test_calls_are_resolved_here_when_the_helper_process_dies(tmp_path, monkeypatch):
     serial = build(tmp_path / "serial", _all_fixtures())
-    monkeypatch.setattr(resolve_module, "PARALLEL_USES", 0)
+    monkeypatch.setattr(resolve_module, "PARALLEL_REFERENCES", 0)
     monkeypatch.setattr(resolve_module, "_send_uses", lambda *args: os._exit(3))
     assert build(tmp_path / "parallel", _all_fixtures()) == serial
 

@@ -3,13 +3,14 @@ import os
 import pickle
 import threading
 import time
+from dataclasses import fields
 
 import pytest
 
 from fourfold import Fourfold
 from fourfold.errors import FourfoldError, IndexBusyError
 from fourfold.indexer import IndexLock
-from fourfold.model import Chunk, Reference, Symbol
+from fourfold.model import Chunk, Symbol
 
 
 def test_incremental_reindex_reads_only_the_changed_file(make_tree):
@@ -239,8 +240,10 @@ def test_watch_waits_for_another_indexer_then_indexes_the_change(make_tree):
 
 
 def test_parsed_records_cross_processes_whole():
-    # the parser processes send these to the indexer; each pickles through its own __reduce__
+    # the parser processes send these to the indexer; each pickles through its own __reduce__,
+    # which must name every field (a field added later and left out would be lost)
     records = [Symbol("save", "User.save", "method", 3, 9, "def save(self)", "Saves.", "User"),
-               Chunk(3, 9, "def save(self): ...", "User.save", "symbol"),
-               Reference("call", "self.flush", 5, "User.save")]
+               Chunk(3, 9, "def save(self): ...", "User.save", "symbol")]
+    for record in records:
+        assert len(record.__reduce__()[1]) == len(fields(record))
     assert pickle.loads(pickle.dumps(records)) == records

@@ -129,7 +129,7 @@ def test_a_file_whose_name_the_question_spells_rises():
     assert {"field", "naming", "policy", "key", "transformation", "transform"} <= named
     assert "and" not in named and "tra" not in named
     hits = [h("src/test/NamingPolicyTest.java", score=1.0), h("src/Gson.java", score=0.9),
-            h("src/FieldNamingPolicy.java", score=0.8), h("src/extract/mod.rs", score=0.1)]
+            h("src/FieldNamingPolicy.java", score=0.8)]
     out = apply_priors(hits, {}, {}, wants_tests=False, boost=False, named=named)
     scores = {x.path: x.score for x in out}
     assert out[0].path == "src/FieldNamingPolicy.java"

@@ -9,10 +9,11 @@ from .resolve import FileFacts, resolve_graph
 EXTRA_FILES = ("go.mod",)  # read by import resolution (Go module path)
 
 
-def rebuild_graph(store: Store, repo_id: int) -> int:
+def rebuild_graph(store: Store, repo_id: int, parallel: bool = True) -> int:
     """Resolve every reference of the repository and store edges and centrality.
 
-    Returns the number of edges. Symbol ids come from the store, so this runs after the
+    `parallel`: a large repository's calls may be resolved on two processes. Returns the
+    number of edges. Symbol ids come from the store, so this runs after the
     files are written; centrality is PageRank × node count (1.0 = an average node).
     """
     files = {f.path: f for f in store.files(repo_id)}
@@ -26,7 +27,7 @@ def rebuild_graph(store: Store, repo_id: int) -> int:
         facts[path].references = refs
     extra = {p: store.content(files[p].file_id) for p in files
              if p.rsplit("/", 1)[-1] in EXTRA_FILES}
-    edges = resolve_graph(facts, extra_files=extra or None)
+    edges = resolve_graph(facts, extra_files=extra or None, parallel=parallel)
 
     file_ids = {p: f.file_id for p, f in files.items()}
     stored = []

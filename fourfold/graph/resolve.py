@@ -961,8 +961,10 @@ class _Resolver:
         return hit
 
 
-def resolve_graph(files: dict[str, FileFacts], extra_files: dict[str, str] | None = None) -> list[Edge]:
-    """All edges of a repository: imports, inheritance, calls and (resolved) type refs."""
+def resolve_graph(files: dict[str, FileFacts], extra_files: dict[str, str] | None = None,
+                  parallel: bool = True) -> list[Edge]:
+    """All edges of a repository: imports, inheritance, calls and (resolved) type refs.
+    `parallel=False` resolves in this process only."""
     files = {p: FileFacts(f.language, [s for s in f.symbols if s.kind != REEXPORT], f.references)
              if any(s.kind == REEXPORT for s in f.symbols) else f for p, f in files.items()}
     mods = _Modules(files, extra_files)
@@ -986,21 +988,24 @@ def resolve_graph(files: dict[str, FileFacts], extra_files: dict[str, str] | Non
                 r.bases[(src_path, src)].append((hit[0], hit[1].qualname))
             edges.append(_edge("inherit", path, src, hit, ref))
     r.bases_complete()
-    return edges + _resolve_uses(r, files)
+    return edges + _resolve_uses(r, files, parallel)
 
 
-# Below this many calls and type uses, a second process costs more than it saves.
-PARALLEL_USES = 8_000
+# Below this many references, a second process costs more than it saves.
+PARALLEL_REFERENCES = 8_000
+_HELPER_POLL_S = 0.2
 
 
-def _resolve_uses(r: "_Resolver", files: dict[str, FileFacts]) -> list[Edge]:
+def _resolve_uses(r: "_Resolver", files: dict[str, FileFacts], parallel: bool) -> list[Edge]:
     """Call and type-use edges. Every file resolves alone once the tables and bases are
     built, so on a large repository a forked copy of the resolver takes half the files: the
-    second core is otherwise idle after parsing."""
+    second core is otherwise idle after parsing. Where no helper process can be had (one
+    worker asked for, a daemonic process, no fork, fork failing) all is resolved here."""
     paths = list(files)
     total = sum(len(files[p].references) for p in paths)
-    if total < PARALLEL_USES or (os.cpu_count() or 1) < 2 \
-            or "fork" not in multiprocessing.get_all_start_methods():
+    if (not parallel or total < PARALLEL_REFERENCES or (os.cpu_count() or 1) < 2
+            or multiprocessing.current_process().daemon
+            or "fork" not in multiprocessing.get_all_start_methods()):
         return _uses_of(r, files, paths)
     half, count = len(paths), 0
     for i, p in enumerate(paths):
@@ -1011,17 +1016,37 @@ def _resolve_uses(r: "_Resolver", files: dict[str, FileFacts]) -> list[Edge]:
     ctx = multiprocessing.get_context("fork")
     receiver, sender = ctx.Pipe(duplex=False)
     helper = ctx.Process(target=_send_uses, args=(r, files, paths[half:], sender), daemon=True)
-    helper.start()
-    sender.close()
-    edges = _uses_of(r, files, paths[:half])
     try:
-        edges += [Edge(*row) for row in receiver.recv()]
-    except (EOFError, OSError):  # the helper died: its half is resolved here instead
-        edges += _uses_of(r, files, paths[half:])
+        helper.start()
+    except (AssertionError, OSError):  # no children allowed here, or no memory to fork
+        receiver.close()
+        sender.close()
+        return _uses_of(r, files, paths)
+    sender.close()
+    try:
+        edges = _uses_of(r, files, paths[:half])
+        rows = _received(receiver, helper)
+        edges += ([Edge(*row) for row in rows] if rows is not None
+                  else _uses_of(r, files, paths[half:]))  # the helper died: its half here
     finally:
         receiver.close()
+        if helper.is_alive():
+            helper.terminate()
         helper.join()
     return edges
+
+
+def _received(receiver, helper) -> list | None:
+    """The helper's rows; None if it died without sending them. Its liveness is checked
+    rather than waiting for end-of-file: a process forked meanwhile by another thread may
+    hold the pipe's write end open."""
+    while not receiver.poll(_HELPER_POLL_S):
+        if not helper.is_alive() and not receiver.poll(0):
+            return None
+    try:
+        return receiver.recv()
+    except (EOFError, OSError):
+        return None
 
 
 def _send_uses(r: "_Resolver", files: dict[str, FileFacts], paths: list[str], sender) -> None:

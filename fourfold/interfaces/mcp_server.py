@@ -311,11 +311,8 @@ class FourfoldService:
             self._reindexing = True
         try:
             self._index_now("watch")
-        except IndexBusyError:  # still busy after BUSY_WAIT_S: the next change tries again
-            with self._state:
-                self._dirty = True
-        except Exception:  # reported through last_error
-            pass
+        except Exception:  # reported through last_error; still busy after BUSY_WAIT_S, the
+            pass  # other indexer of this folder reads the change, else the next change does
         finally:
             with self._state:
                 self._reindexing = False
@@ -545,7 +542,9 @@ class FourfoldService:
         cache: dict = {}
 
         def render(hit: dict) -> dict:
-            out = {k: v for k, v in hit.items() if k != "lines"}
+            # votes and shares stay; ranks and prior factors (the CLI's --explain) cost an
+            # agent's page room
+            out = {k: v for k, v in hit.items() if k not in ("lines", "ranks", "factors")}
             if snippet_lines > 0:
                 shown = hit.get("lines") or self._snippet(hit["path"], hit["start_line"],
                                                           hit["end_line"], snippet_lines,

@@ -12,7 +12,7 @@ from functools import lru_cache
 from ..discovery.classify import DOWNRANKED, TEST
 from ..model import REEXPORT, Hit
 from ..store.base import Store, StoredFile, StoredSymbol
-from ..text_tokens import identifier_tokens, module_stem, query_terms, singular
+from ..text_tokens import identifier_tokens, module_stem, query_terms, singular, sub_words
 from .base import Query, path_ok
 
 KIND_ALIASES = {
@@ -84,8 +84,7 @@ def match_tier(symbol: StoredSymbol, target: str) -> int | None:
 @lru_cache(maxsize=200_000)
 def _name_words(name: str) -> frozenset[str]:
     """The words of a symbol's name, singular: parseConfigFiles -> {parse, config, file}."""
-    parts = identifier_tokens(name)
-    return frozenset(singular(w) for w in (parts[:-1] if len(parts) > 1 else parts))
+    return frozenset(singular(w) for w in sub_words(name))
 
 
 def _downrank(symbol: StoredSymbol, wants_tests: bool) -> float:
