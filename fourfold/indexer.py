@@ -181,6 +181,7 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
         raise FourfoldError(f"{root} is not a folder")
     started = time.perf_counter()
     summary = IndexSummary(root=str(root_path))
+    workers = workers or os.cpu_count() or 1
     with IndexLock(index_dir, wait_s), _collector_paused():
         repo_id = store.ensure_repo(str(root_path), root_path.name)
         report = walk(root_path, max_file_bytes=max_file_bytes, skip_dirs=(str(index_dir),))
@@ -211,7 +212,7 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
                 store.write_batch(repo_id, records, deleted + skipped_paths, touched)
             records, touched, skipped_paths, deleted = [], [], [], []
 
-        for result in _parse_all(to_read, workers or os.cpu_count() or 1, build_graph):
+        for result in _parse_all(to_read, workers, build_graph):
             done += 1
             if isinstance(result, tuple):
                 path, reason = result
@@ -237,7 +238,7 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
         if summary.added or summary.changed or summary.deleted or reparse:
             if build_graph:
                 from .graph.build import rebuild_graph  # numpy/scipy: loaded only when needed
-                rebuild_graph(store, repo_id, parallel=(workers or os.cpu_count() or 1) > 1)
+                rebuild_graph(store, repo_id, parallel=workers > 1)
             else:  # files were written without references: no edge may point into them
                 store.replace_graph(repo_id, [], {}, {})
         store.mark_indexed(repo_id, time.time(), parser)

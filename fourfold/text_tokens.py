@@ -61,6 +61,11 @@ def query_terms(query: str) -> list[str]:
     return kept or terms
 
 
+def query_words(query: str) -> set[str]:
+    """The query's terms in crude singular, as names are matched against them."""
+    return {singular(t) for t in query_terms(query)}
+
+
 def file_stem(path: str) -> str:
     """A file's name without any extension: 'src/JsonArray.java' -> 'JsonArray',
     'types.d.ts' -> 'types'."""

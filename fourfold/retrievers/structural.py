@@ -12,7 +12,7 @@ from functools import lru_cache
 from ..discovery.classify import DOWNRANKED, TEST
 from ..model import REEXPORT, Hit
 from ..store.base import Store, StoredFile, StoredSymbol
-from ..text_tokens import identifier_tokens, module_stem, query_terms, singular, sub_words
+from ..text_tokens import identifier_tokens, module_stem, query_words, singular, sub_words
 from .base import Query, path_ok
 
 KIND_ALIASES = {
@@ -151,13 +151,13 @@ class StructuralRetriever:
                  limit: int) -> list[tuple[StoredSymbol, float]]:
         """Definitions whose name the sentence spells out, word by word: "database dialect
         interface" -> DatabaseDialect. Full coverage of a longer name ranks first."""
-        query_words = {singular(t) for t in query_terms(text)}
+        wanted = query_words(text)
         scored = []
-        for s in self.store.symbols_by_token(query_words, repo_id, limit=5000):
+        for s in self.store.symbols_by_token(wanted, repo_id, limit=5000):
             if s.kind == REEXPORT or not path_ok(s.path, path_glob):
                 continue  # a sentence describes what code does: re-exports do nothing
             words = _name_words(s.name)
-            matched = len(words & query_words)
+            matched = len(words & wanted)
             if not matched:
                 continue
             full = matched == len(words)
