@@ -5,10 +5,12 @@ back.
 
     python bench/graph_overhead.py [--repos a,b] [--rounds 2] [--full]
 
-Prints per-repository times and the median of the per-repository overheads. By default
-both sides stop when text and structure are committed (the stricter comparison); `--full`
-times what `fourfold index` does, the semantic vectors included (embedded from an empty
-vector cache, the bundled static model).
+Prints per-repository times and the median of the per-repository overheads, each taken
+from the median and from the fastest of the rounds (the fastest is the least disturbed by
+other load on a shared machine; small repositories swing by a fifth from one round to the
+next). By default both sides stop when text and structure are committed (the stricter
+comparison); `--full` times what `fourfold index` does, the semantic vectors included
+(embedded from an empty vector cache, the bundled static model).
 """
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ def main() -> None:
                         help="time the whole index, semantic vectors included")
     args = parser.parse_args()
     wanted = set(args.repos.split(",")) if args.repos else None
-    overheads = []
+    by_median, by_fastest = [], []
     for repo in datasets.semble_repos():
         if wanted and repo["name"] not in wanted:
             continue
@@ -59,11 +61,15 @@ def main() -> None:
             without.append(cold_index(repo["index_root"], False, args.full))
             with_graph.append(cold_index(repo["index_root"], True, args.full))
         a, b = statistics.median(with_graph), statistics.median(without)
-        overheads.append(a / b - 1)
-        print(f"{repo['name']:<20} without graph {b:5.2f} s  with graph {a:5.2f} s  "
-              f"+{100 * (a / b - 1):3.0f}%", flush=True)
-    print(f"median overhead of the graph over {len(overheads)} repositories: "
-          f"+{100 * statistics.median(overheads):.0f}%")
+        fa, fb = min(with_graph), min(without)
+        by_median.append(a / b - 1)
+        by_fastest.append(fa / fb - 1)
+        print(f"{repo['name']:<20} median: without graph {b:5.2f} s  with graph {a:5.2f} s  "
+              f"+{100 * (a / b - 1):3.0f}%   fastest: {fb:5.2f} s  {fa:5.2f} s  "
+              f"+{100 * (fa / fb - 1):3.0f}%", flush=True)
+    print(f"median overhead of the graph over {len(by_median)} repositories: "
+          f"+{100 * statistics.median(by_median):.0f}% (median rounds), "
+          f"+{100 * statistics.median(by_fastest):.0f}% (fastest rounds)")
 
 
 if __name__ == "__main__":

@@ -17,18 +17,23 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from .discovery.classify import content_flags, path_flags
 from .discovery.languages import detect_language
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES, FoundFile, walk
 from .errors import FourfoldError, IndexBusyError
 from .parsing import parse_file, parser_fingerprint
-from .store.base import FileRecord, Store, encode_references
+from .store.base import EdgeColumns, FileRecord, Store, encode_references
 from .text_tokens import chunk_body, token_text
 
-BATCH_FILES = 48
+if TYPE_CHECKING:
+    from .graph.build import GraphFacts
+    from .graph.forked import Forked
+
+BATCH_FILES = 8  # files per write: short, so that the end of parsing is seen soon after it comes
 PARALLEL_BYTES = 256 * 1024  # below this much changed source, parsing in-process is faster
+PENDING_BYTES = 16 * 1024 * 1024  # parsed source held back from writing while more arrives
 BINARY_SNIFF_BYTES = 8192
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -155,17 +160,59 @@ def _collector_paused():
                 gc.enable()
 
 
-def _parse_all(found: list[FoundFile], workers: int, references: bool):
-    read = partial(read_file, references=references)
-    if workers <= 1 or len(found) < 2 or sum(f.size for f in found) < PARALLEL_BYTES:
-        yield from map(read, found)
+def _on_pool(found: list[FoundFile], workers: int) -> bool:
+    return workers > 1 and len(found) > 1 and sum(f.size for f in found) >= PARALLEL_BYTES
+
+
+def _read_files(found: list[FoundFile], references: bool) -> list[FileRecord | tuple[str, str]]:
+    return [read_file(f, references=references) for f in found]
+
+
+def _parse_all(found: list[FoundFile], workers: int, references: bool
+               ) -> Iterator[tuple[FileRecord | tuple[str, str], bool]]:
+    """Each file's result, in order, and whether the next one has already arrived. A
+    caller that writes only when nothing is waiting learns that parsing is over while it
+    still has results to write (the graph is resolved meanwhile)."""
+    if not _on_pool(found, workers):
+        for f in found:
+            yield read_file(f, references=references), False
         return
     ctx = multiprocessing.get_context("fork")
     workers = min(workers, len(found))
+    # Small chunks keep both workers busy to the end when a few files are huge.
+    size = max(1, min(8, len(found) // (workers * 16)))
+    chunks = [found[i:i + size] for i in range(0, len(found), size)]
     with ctx.Pool(workers) as pool:
-        # Small chunks keep both workers busy to the end when a few files are huge.
-        chunksize = max(1, min(8, len(found) // (workers * 16)))
-        yield from pool.imap(read, found, chunksize=chunksize)
+        # one chunk per item: imap with a chunksize hands back a plain generator, and only
+        # its own iterator can be asked for a result without waiting for one
+        results = pool.imap(partial(_read_files, references=references), chunks)
+        upcoming = next(results, _DONE)
+        while upcoming is not _DONE:
+            chunk = upcoming
+            try:
+                upcoming = results.next(timeout=0)
+            except multiprocessing.TimeoutError:
+                upcoming = None
+            except StopIteration:
+                upcoming = _DONE
+            arrived = upcoming is not None and upcoming is not _DONE
+            for i, result in enumerate(chunk):
+                yield result, arrived or i < len(chunk) - 1
+            if upcoming is None:
+                upcoming = next(results, _DONE)
+
+
+_DONE = object()
+
+
+def _start_resolving(store: Store, repo_id: int, facts: "GraphFacts", gone: set[str],
+                     known: dict) -> "Forked | None":
+    """Resolve the graph in a forked child: the files just parsed (in `facts`) and what
+    the store holds of the others."""
+    from .graph.build import start_resolving, stored_facts
+    if any(path not in facts.files and path not in gone for path in known):
+        stored_facts(store, repo_id, facts, skip=facts.files.keys() | gone)
+    return start_resolving(facts)
 
 
 def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
@@ -202,21 +249,33 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
         summary.read = len(to_read)
 
         records: list[FileRecord] = []
+        pending_bytes = 0
         touched: list[tuple[str, int, int]] = []
         skipped_paths: list[str] = []
+        gone = set(deleted)  # no longer in the index once this run is over
+        # On the pool, what the graph reads of each parsed file is kept, so that it can be
+        # resolved (in a forked child) while the last parsed files are still being written.
+        graph_facts = None
+        if build_graph and _on_pool(to_read, workers):
+            from .graph.build import GraphFacts  # numpy/scipy: loaded only when needed
+            graph_facts = GraphFacts()
         done = 0
 
-        def flush() -> None:
-            nonlocal records, touched, skipped_paths, deleted
-            if records or touched or deleted or skipped_paths:
-                store.write_batch(repo_id, records, deleted + skipped_paths, touched)
-            records, touched, skipped_paths, deleted = [], [], [], []
+        def flush(limit: int | None = None) -> None:
+            """Write the first `limit` pending records (all by default)."""
+            nonlocal records, pending_bytes, touched, skipped_paths, deleted
+            batch, records = records[:limit], records[len(records) if limit is None else limit:]
+            if batch or touched or deleted or skipped_paths:
+                store.write_batch(repo_id, batch, deleted + skipped_paths, touched)
+            pending_bytes -= sum(r.size for r in batch)
+            touched, skipped_paths, deleted = [], [], []
 
-        for result in _parse_all(to_read, workers, build_graph):
+        for result, waiting in _parse_all(to_read, workers, build_graph):
             done += 1
             if isinstance(result, tuple):
                 path, reason = result
                 summary.skipped[reason] = summary.skipped.get(reason, 0) + 1
+                gone.add(path)
                 if path in known:
                     skipped_paths.append(path)  # was indexed, no longer indexable
             else:
@@ -226,21 +285,39 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
                     summary.unchanged += 1
                 else:
                     records.append(result)
+                    pending_bytes += result.size
+                    if graph_facts is not None:
+                        graph_facts.add(result.path, result.language, result.symbols,
+                                        result.references, result.text)
                     if old is None:
                         summary.added += 1
                     else:
                         summary.changed += 1
-            if len(records) >= BATCH_FILES:
-                flush()
+            # Results that have already arrived are taken first, up to a bound on memory.
+            if len(records) >= BATCH_FILES and (not waiting or pending_bytes >= PENDING_BYTES):
+                flush(BATCH_FILES)
             if progress:
                 progress("parse", done, len(to_read))
-        flush()
-        if summary.added or summary.changed or summary.deleted or reparse:
+        changed = bool(summary.added or summary.changed or summary.deleted or reparse)
+        resolving = None
+        if changed and graph_facts is not None:
+            resolving = _start_resolving(store, repo_id, graph_facts, gone, known)
+        try:
+            flush()
+        except BaseException:
+            if resolving is not None:
+                resolving.close()
+            raise
+        if changed:
             if build_graph:
-                from .graph.build import rebuild_graph  # numpy/scipy: loaded only when needed
-                rebuild_graph(store, repo_id, parallel=workers > 1)
+                from .graph.build import rebuild_graph, store_graph  # numpy/scipy: when needed
+                graph = resolving.result() if resolving is not None else None
+                if graph is not None:
+                    store_graph(store, repo_id, graph)
+                else:  # parsed here, or the child died
+                    rebuild_graph(store, repo_id, parallel=workers > 1)
             else:  # files were written without references: no edge may point into them
-                store.replace_graph(repo_id, [], {}, {})
+                store.replace_graph(repo_id, EdgeColumns(), {}, {})
         store.mark_indexed(repo_id, time.time(), parser)
     summary.seconds = time.perf_counter() - started
     return summary

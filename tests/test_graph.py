@@ -7,6 +7,8 @@ import os
 import numpy as np
 import pytest
 
+from fourfold import Fourfold
+from fourfold import indexer as indexer_module
 from fourfold.discovery.languages import detect_language
 from fourfold.graph import (
     FileFacts,
@@ -17,11 +19,12 @@ from fourfold.graph import (
     pagerank,
     resolve_graph,
 )
+from fourfold.graph import build as build_module
 from fourfold.graph import resolve as resolve_module
 from fourfold.parsing import parse_file
 from fourfold.parsing.grammars import GRAMMARS, get_parser
 from fourfold.parsing.references import extract_references
-from fourfold.store.base import StoredEdge
+from fourfold.store.base import EdgeColumns, StoredEdge
 from fourfold.store.sqlite import SQLiteStore
 
 
@@ -569,14 +572,14 @@ def _all_fixtures() -> dict[str, str]:
 def test_calls_resolved_in_two_processes_equal_one(tmp_path, monkeypatch):
     serial = build(tmp_path / "serial", _all_fixtures())
     marker = tmp_path / "helper-ran"
-    send = resolve_module._send_uses
+    rows = resolve_module._use_rows
 
     def helper(*args):  # runs in the forked helper: leaves a mark the test can see
         marker.write_text("yes")
-        send(*args)
+        return rows(*args)
 
     monkeypatch.setattr(resolve_module, "PARALLEL_REFERENCES", 0)
-    monkeypatch.setattr(resolve_module, "_send_uses", helper)
+    monkeypatch.setattr(resolve_module, "_use_rows", helper)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     parallel = build(tmp_path / "parallel", _all_fixtures())
     assert marker.read_text() == "yes"
@@ -602,8 +605,79 @@ def test_a_daemonic_process_resolves_alone(tmp_path, monkeypatch):
 def test_calls_are_resolved_here_when_the_helper_process_dies(tmp_path, monkeypatch):
     serial = build(tmp_path / "serial", _all_fixtures())
     monkeypatch.setattr(resolve_module, "PARALLEL_REFERENCES", 0)
-    monkeypatch.setattr(resolve_module, "_send_uses", lambda *args: os._exit(3))
+    monkeypatch.setattr(resolve_module, "_use_rows", lambda *args: os._exit(3))
     assert build(tmp_path / "parallel", _all_fixtures()) == serial
+
+
+def _stored_graph(ff: Fourfold) -> tuple[list, list, list]:
+    """An index's edges and ranks, by path and qualname rather than by the store's ids."""
+    store = ff.store
+    files = {f.file_id: f.path for f in store.files()}
+    symbols = {row[0]: (row[1], row[3]) for repo in store.repos()
+               for row in store.graph_symbols(repo.repo_id)}
+    edges = [(e.kind, files[e.src_file], symbols.get(e.src_symbol), files.get(e.dst_file),
+              symbols.get(e.dst_symbol), e.line, e.name, e.resolved) for e in store.all_edges()]
+    symbol_rank, file_rank = store.centrality()
+    return (sorted(edges, key=repr),
+            sorted(((symbols[k], round(v, 9)) for k, v in symbol_rank.items()), key=repr),
+            sorted((files[k], round(v, 9)) for k, v in file_rank.items()))
+
+
+def _in_child_only(monkeypatch, child_does):
+    """Make the graph's resolution call `child_does` first, in a forked child only."""
+    parent, real = os.getpid(), build_module.resolve_and_rank
+
+    def resolve(*args, **kwargs):
+        if os.getpid() != parent:
+            child_does()
+        return real(*args, **kwargs)
+    monkeypatch.setattr(build_module, "resolve_and_rank", resolve)
+
+
+def test_graph_resolved_while_files_are_written_equals_a_rebuild(make_tree, monkeypatch,
+                                                                  tmp_path):
+    marker = tmp_path / "resolved-in-child"
+    _in_child_only(monkeypatch, lambda: marker.write_text("yes"))
+    monkeypatch.setattr(indexer_module, "PARALLEL_BYTES", 0)  # parsed on the pool, however small
+    ff = Fourfold(make_tree(_all_fixtures()))
+    ff.index(workers=2, embed=False)
+    assert marker.read_text() == "yes"
+    resolved_meanwhile = _stored_graph(ff)
+    assert len(resolved_meanwhile[0]) > 50 and resolved_meanwhile[1]
+    build_module.rebuild_graph(ff.store, ff.store.repos()[0].repo_id, parallel=False)
+    assert _stored_graph(ff) == resolved_meanwhile
+
+
+def test_graph_is_resolved_here_when_the_resolving_child_dies(make_tree, monkeypatch, tmp_path):
+    root = make_tree(_all_fixtures())
+    serial = Fourfold(root, index_dir=tmp_path / "serial")
+    serial.index(workers=1, embed=False)
+    _in_child_only(monkeypatch, lambda: os._exit(3))
+    monkeypatch.setattr(indexer_module, "PARALLEL_BYTES", 0)
+    ff = Fourfold(root)
+    ff.index(workers=2, embed=False)
+    assert _stored_graph(ff) == _stored_graph(serial)
+
+
+def test_graph_of_a_reindex_resolved_meanwhile_equals_a_fresh_index(make_tree, monkeypatch,
+                                                                    tmp_path):
+    # unchanged files' facts come from the store, changed ones from the parser
+    monkeypatch.setattr(indexer_module, "PARALLEL_BYTES", 0)
+    files = _all_fixtures()
+    root = make_tree(files)
+    ff = Fourfold(root)
+    ff.index(workers=2, embed=False)
+    (root / "py/pkg/base.py").write_text("class Base:\n    def renamed(self):\n        return 1\n")
+    (root / "py/pkg/extra.py").write_text(
+        "from .models import User\n\ndef make():\n    return User().save()\n")
+    (root / "go/util/strings.go").unlink()
+    summary = ff.index(workers=2, embed=False)
+    assert summary.changed == 1 and summary.added == 1 and summary.deleted == 1
+    fresh = Fourfold(root, index_dir=tmp_path / "fresh")
+    fresh.index(workers=2, embed=False)
+    assert _stored_graph(ff) == _stored_graph(fresh)
+    assert any(e[1] == "py/pkg/extra.py" and e[4] == ("py/pkg/models.py", "User.save")
+               for e in _stored_graph(ff)[0])
 
 
 def test_stored_edges_come_back_whole_per_repository(tmp_path):
@@ -612,9 +686,9 @@ def test_stored_edges_come_back_whole_per_repository(tmp_path):
     edges = [StoredEdge("call", 1, 7, 2, 9, 12, "helper", True),
              StoredEdge("call", 1, None, None, None, 3, "os.path.join", False),
              StoredEdge("import", 2, None, 1, None, 1, "./util:a as b", True)]
-    store.replace_graph(first, edges, {7: 1.5, 9: 0.5}, {1: 1.2})
-    store.replace_graph(second, edges[:1], {}, {})
+    store.replace_graph(first, EdgeColumns.of(edges), {7: 1.5, 9: 0.5}, {1: 1.2})
+    store.replace_graph(second, EdgeColumns.of(edges[:1]), {}, {})
     assert store.all_edges(first) == edges
     assert store.all_edges() == edges + edges[:1]
-    store.replace_graph(first, [], {}, {})
+    store.replace_graph(first, EdgeColumns(), {}, {})
     assert store.all_edges(first) == [] and store.all_edges() == edges[:1]

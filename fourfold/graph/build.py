@@ -1,53 +1,122 @@
-"""Rebuild a repository's graph in the store: resolve references, rank, write edges."""
+"""A repository's graph in the store: gather the facts, resolve them into edges, rank, and
+write edges and centrality.
+
+`rebuild_graph` does it all in this process from what the store holds. The indexer instead
+resolves in a forked child (`start_resolving`) as soon as every file is parsed, while it is
+still writing parsed files to the store, and writes the graph (`store_graph`) once both are
+done: resolution then costs the otherwise idle second core.
+"""
 from __future__ import annotations
 
+from collections.abc import Container
+from dataclasses import dataclass, field
+
+import numpy as np
+
 from ..model import Symbol
-from ..store.base import Store, StoredEdge
-from .centrality import compute_centrality
+from ..store.base import EdgeColumns, Store, decode_references
+from .centrality import IndexedEdges, rank_indexed
+from .forked import Forked
 from .resolve import FileFacts, resolve_graph
 
 EXTRA_FILES = ("go.mod",)  # read by import resolution (Go module path)
 
 
-def rebuild_graph(store: Store, repo_id: int, parallel: bool = True) -> int:
-    """Resolve every reference of the repository and store edges and centrality.
+@dataclass(slots=True)
+class ResolvedGraph:
+    """Edges, and centrality by the same indexes (see rank_indexed): PageRank × node
+    count, 1.0 = an average node. The store's ids are put in last, by store_graph."""
 
-    `parallel`: a large repository's calls may be resolved on two processes. Returns the
-    number of edges. Symbol ids come from the store, so this runs after the
-    files are written; centrality is PageRank × node count (1.0 = an average node).
-    """
-    files = {f.path: f for f in store.files(repo_id)}
-    facts: dict[str, FileFacts] = {p: FileFacts(f.language or "") for p, f in files.items()}
-    symbol_ids: dict[tuple[str, str], int] = {}
-    for s in store.symbols(repo_id):
-        facts[s.path].symbols.append(Symbol(s.name, s.qualname, s.kind, s.start_line,
-                                            s.end_line, s.signature or "", "", s.parent))
-        symbol_ids.setdefault((s.path, s.qualname), s.symbol_id)
-    for path, refs in store.references(repo_id):
-        facts[path].references = refs
-    extra = {p: store.content(files[p].file_id) for p in files
-             if p.rsplit("/", 1)[-1] in EXTRA_FILES}
-    edges = resolve_graph(facts, extra_files=extra or None, parallel=parallel)
+    edges: IndexedEdges
+    symbol_rank: dict[int, float]
+    file_rank: dict[int, float]
 
-    file_ids = {p: f.file_id for p, f in files.items()}
-    stored = []
-    for e in edges:
-        src_file = file_ids.get(e.src_path)
-        if src_file is None:
-            continue
-        dst_file = file_ids.get(e.dst_path)
-        stored.append(StoredEdge(e.kind, src_file, symbol_ids.get((e.src_path, e.src_symbol)),
-                                 dst_file, symbol_ids.get((e.dst_path, e.dst_symbol)), e.line,
-                                 e.name, e.resolved and dst_file is not None))
-    symbol_scores, file_scores = compute_centrality(edges)
+
+@dataclass(slots=True)
+class GraphFacts:
+    """What resolution reads: per file its language, symbols and references (the JSON
+    text parsers and stores keep, decoded where it is resolved), and the text of the
+    files named in EXTRA_FILES."""
+
+    files: dict[str, tuple[str, list[Symbol], str]] = field(default_factory=dict)
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def add(self, path: str, language: str | None, symbols: list[Symbol], references: str,
+            text: str | None = None) -> None:
+        self.files[path] = (language or "", symbols, references)
+        if text is not None and is_extra_file(path):
+            self.extra[path] = text
+
+
+def is_extra_file(path: str) -> bool:
+    return path.rsplit("/", 1)[-1] in EXTRA_FILES
+
+
+def stored_facts(store: Store, repo_id: int, facts: GraphFacts | None = None,
+                 skip: Container[str] = ()) -> GraphFacts:
+    """Add to `facts` the stored files of the repository, those in `skip` left out."""
+    facts = facts or GraphFacts()
+    files = {f.path: f for f in store.files(repo_id) if f.path not in skip}
+    symbols: dict[str, list[Symbol]] = {p: [] for p in files}
+    for _, path, name, qualname, kind, parent in store.graph_symbols(repo_id):
+        if path in symbols:
+            symbols[path].append(Symbol(name, qualname, kind, 0, 0, parent=parent))
+    references = dict(store.raw_references(repo_id))
+    for path, f in files.items():
+        facts.add(path, f.language, symbols[path], references.get(path, "[]"),
+                  store.content(f.file_id) if is_extra_file(path) else None)
+    return facts
+
+
+def resolve_and_rank(facts: GraphFacts, parallel: bool = True) -> ResolvedGraph:
+    # by path: where a name is ambiguous, the answer must not depend on where facts came from
+    files = {path: FileFacts(language, symbols, decode_references(references))
+             for path, (language, symbols, references) in sorted(facts.files.items())}
+    edges = IndexedEdges.of(resolve_graph(files, extra_files=facts.extra or None,
+                                          parallel=parallel), files)
+    symbol_scores, file_scores = rank_indexed(edges)
     n_symbols = max(len(symbol_scores), 1)
     n_files = max(len(file_scores), 1)
-    symbol_rank = {}
-    for key, c in symbol_scores.items():
-        sid = symbol_ids.get(key)
-        if sid is not None:
-            symbol_rank[sid] = c.pagerank * n_symbols
-    file_rank = {files[p].file_id: c.pagerank * n_files for p, c in file_scores.items()
-                 if p in files}
-    store.replace_graph(repo_id, stored, symbol_rank, file_rank)
-    return len(stored)
+    return ResolvedGraph(edges,
+                         {k: c.pagerank * n_symbols for k, c in symbol_scores.items()
+                          if k < len(edges.symbols)},  # module-level code is no symbol
+                         {k: c.pagerank * n_files for k, c in file_scores.items()})
+
+
+def start_resolving(facts: GraphFacts) -> Forked | None:
+    """Resolve and rank in a forked child; None where no child can be had. Its `result()`
+    is the ResolvedGraph, or None if the child died."""
+    return Forked.start(resolve_and_rank, facts)
+
+
+def store_graph(store: Store, repo_id: int, graph: ResolvedGraph) -> int:
+    """Write edges and centrality, with the store's ids for paths and qualnames; returns
+    the number of edges. Runs after the files are written."""
+    g = graph.edges
+    file_ids = {f.path: f.file_id for f in store.files(repo_id)}
+    symbol_ids: dict[tuple[str, str], int] = {}
+    for symbol_id, path, _, qualname, _, _ in store.graph_symbols(repo_id):
+        symbol_ids.setdefault((path, qualname), symbol_id)
+    # index -1 (none) takes the last entry: -1 again
+    file_id = np.array([file_ids.get(p, -1) for p in g.paths] + [-1], np.int64)
+    symbol_id = np.array([symbol_ids.get(k, -1) for k in g.symbols] + [-1], np.int64)
+    src_file, dst_file = file_id[g.src_file], file_id[g.dst_file]
+    keep = src_file >= 0  # an edge from a file the store does not hold is dropped
+    kind, name = g.kind, g.name
+    if not keep.all():
+        kind = [k for k, kept in zip(kind, keep) if kept]
+        name = [n for n, kept in zip(name, keep) if kept]
+    edges = EdgeColumns(kind, src_file[keep], symbol_id[g.src_symbol][keep], dst_file[keep],
+                        symbol_id[g.dst_symbol][keep], g.line[keep], name,
+                        (g.resolved & (dst_file >= 0))[keep])
+    symbol_rank = {int(symbol_id[i]): rank for i, rank in graph.symbol_rank.items()
+                   if symbol_id[i] >= 0}
+    file_rank = {int(file_id[i]): rank for i, rank in graph.file_rank.items() if file_id[i] >= 0}
+    store.replace_graph(repo_id, edges, symbol_rank, file_rank)
+    return len(edges)
+
+
+def rebuild_graph(store: Store, repo_id: int, parallel: bool = True) -> int:
+    """Resolve every reference of the repository from the store and store edges and
+    centrality. `parallel`: a large repository's calls may be resolved on two processes."""
+    return store_graph(store, repo_id, resolve_and_rank(stored_facts(store, repo_id), parallel))

@@ -62,55 +62,91 @@ class Centrality:
 SymbolKey = tuple[str, str | None]  # (path, qualname); qualname None = module level of the file
 
 
-def compute_centrality(edges: Iterable[Edge], damping: float = 0.85, tol: float = 1e-6,
-                       kinds: tuple[str, ...] = ("call", "inherit", "ref", "import"),
-                       ) -> tuple[dict[SymbolKey, Centrality], dict[str, Centrality]]:
+@dataclass(slots=True)
+class IndexedEdges:
+    """Edges as columns: files are indexes into `paths`, symbols indexes into `symbols`
+    ((path, qualname) pairs), -1 for none. Compact to send between processes, and ranked
+    by array operations rather than edge by edge."""
+
+    paths: list[str]
+    symbols: list[tuple[str, str]]
+    kind: list[str]
+    src_file: np.ndarray
+    src_symbol: np.ndarray
+    dst_file: np.ndarray
+    dst_symbol: np.ndarray
+    line: np.ndarray
+    name: list[str]
+    resolved: np.ndarray
+
+    @classmethod
+    def of(cls, edges: list[Edge], paths: Iterable[str] = ()) -> "IndexedEdges":
+        """`paths`: files to index first (in that order), whether or not edges name them."""
+        path_ids = {path: i for i, path in enumerate(paths)}
+        for e in edges:
+            if e.src_path not in path_ids:
+                path_ids[e.src_path] = len(path_ids)
+            if e.dst_path is not None and e.dst_path not in path_ids:
+                path_ids[e.dst_path] = len(path_ids)
+        symbol_ids: dict[tuple[str, str], int] = {}
+        add = symbol_ids.setdefault
+        n = len(edges)
+        src_symbol = np.fromiter(
+            (-1 if e.src_symbol is None else add((e.src_path, e.src_symbol), len(symbol_ids))
+             for e in edges), np.int64, n)
+        dst_symbol = np.fromiter(
+            (-1 if e.dst_symbol is None else add((e.dst_path, e.dst_symbol), len(symbol_ids))
+             for e in edges), np.int64, n)
+        return cls(list(path_ids), list(symbol_ids), [e.kind for e in edges],
+                   np.fromiter((path_ids[e.src_path] for e in edges), np.int64, n), src_symbol,
+                   np.fromiter((path_ids.get(e.dst_path, -1) for e in edges), np.int64, n),
+                   dst_symbol, np.fromiter((e.line for e in edges), np.int64, n),
+                   [e.name for e in edges], np.fromiter((e.resolved for e in edges), bool, n))
+
+
+def rank_indexed(g: IndexedEdges, damping: float = 0.85, tol: float = 1e-6,
+                 ) -> tuple[dict[int, Centrality], dict[int, Centrality]]:
     """Symbol-level and file-level centrality from resolved edges.
 
-    Symbol graph: resolved call/inherit/ref edges between (path, qualname) nodes (module-level
-    code is the node (path, None)). File graph: every resolved edge between two different files
-    (imports and cross-file calls), parallel edges adding weight.
-    """
-    sym_index: dict[SymbolKey, int] = {}
-    file_index: dict[str, int] = {}
-    s_src: list[int] = []
-    s_dst: list[int] = []
-    f_src: list[int] = []
-    f_dst: list[int] = []
+    Symbol graph: resolved call/inherit/ref edges to a symbol, each from the symbol that
+    makes it; code at a file's module level is one node, keyed len(g.symbols) + its file
+    index (every other key is a symbol index), and a symbol's use of itself is no edge.
+    File graph: every file an edge leaves and every file a resolved edge reaches,
+    with an edge for each resolved edge between two different files (parallel edges adding
+    weight)."""
+    linked = g.resolved & (g.dst_file >= 0)
+    n_symbols = len(g.symbols)
+    to_symbol = linked & (g.dst_symbol >= 0) & (np.asarray(g.kind, dtype=object) != "import")
+    src = np.where(g.src_symbol >= 0, g.src_symbol, n_symbols + g.src_file)[to_symbol]
+    dst = g.dst_symbol[to_symbol]
+    loop = src == dst  # a recursive call: its symbol is a node, the call no edge
+    symbols = _ranked(np.concatenate([src, dst]), src[~loop], dst[~loop], damping, tol)
+    between = linked & (g.src_file != g.dst_file)
+    files = _ranked(np.concatenate([g.src_file, g.dst_file[linked]]), g.src_file[between],
+                    g.dst_file[between], damping, tol)
+    return symbols, files
 
-    def sid(key):
-        i = sym_index.get(key)
-        if i is None:
-            i = sym_index[key] = len(sym_index)
-        return i
 
-    def fid(key):
-        i = file_index.get(key)
-        if i is None:
-            i = file_index[key] = len(file_index)
-        return i
+def _ranked(nodes: np.ndarray, src: np.ndarray, dst: np.ndarray, damping: float, tol: float
+            ) -> dict[int, Centrality]:
+    keys = np.unique(nodes)
+    a, b = np.searchsorted(keys, src), np.searchsorted(keys, dst)
+    n = len(keys)
+    pr = pagerank(n, a, b, damping, tol)
+    din, dout = degrees(n, a, b)
+    return {int(k): Centrality(float(pr[i]), int(din[i]), int(dout[i]))
+            for i, k in enumerate(keys.tolist())}
 
-    for e in edges:
-        fid(e.src_path)
-        if not e.resolved or e.dst_path is None or e.kind not in kinds:
-            continue
-        fid(e.dst_path)
-        if e.src_path != e.dst_path:
-            f_src.append(file_index[e.src_path])
-            f_dst.append(file_index[e.dst_path])
-        if e.kind != "import" and e.dst_symbol is not None:
-            a, b = sid((e.src_path, e.src_symbol)), sid((e.dst_path, e.dst_symbol))
-            if a != b:
-                s_src.append(a)
-                s_dst.append(b)
 
-    def table(index, src, dst):
-        n = len(index)
-        pr = pagerank(n, src, dst, damping, tol)
-        din, dout = degrees(n, src, dst)
-        return {k: Centrality(float(pr[i]), int(din[i]), int(dout[i])) for k, i in index.items()}
-
-    return table(sym_index, s_src, s_dst), table(file_index, f_src, f_dst)
+def compute_centrality(edges: list[Edge], damping: float = 0.85, tol: float = 1e-6,
+                       ) -> tuple[dict[SymbolKey, Centrality], dict[str, Centrality]]:
+    """rank_indexed over edges, keyed by (path, qualname) (qualname None: module level)
+    and by path."""
+    g = IndexedEdges.of(edges)
+    symbols, files = rank_indexed(g, damping, tol)
+    n = len(g.symbols)
+    return ({(g.symbols[k] if k < n else (g.paths[k - n], None)): c for k, c in symbols.items()},
+            {g.paths[k]: c for k, c in files.items()})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -19,7 +19,6 @@ Edge kinds:
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
 import posixpath
 import re
@@ -27,6 +26,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..model import REEXPORT, Reference, Symbol
+from .forked import Forked
 
 TYPE_KINDS = frozenset({
     "class", "interface", "trait", "struct", "enum", "protocol", "module", "type", "object",
@@ -130,17 +130,29 @@ class _Modules:
         self._py: dict[str, list[tuple[int, str]]] | None = None
         self._packages: dict[str, list[str]] | None = None
         self._go_mods: list[tuple[str, str]] | None = None
-        self._declared: dict[str, tuple[set[str], set[str]]] = {}
+        self._package_files: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
         self.unresolved: set[tuple] = set()  # imports that name no file of the repository
 
-    def declared(self, path: str) -> tuple[set[str], set[str]]:
-        """The type names and top-level names a file declares (asked once per import)."""
-        names = self._declared.get(path)
-        if names is None:
-            symbols = self.files[path].symbols
-            names = self._declared[path] = ({s.name for s in symbols if s.kind in TYPE_KINDS},
-                                             {s.name for s in symbols if s.parent is None})
-        return names
+    def package_file(self, package: str, name: str, top_level: bool) -> str | None:
+        """The first file of a declared package that declares type `name` (or, with
+        `top_level`, any top-level `name`) or is named after it. Indexed once per package:
+        a Java package is imported from hundreds of files."""
+        index = self._package_files.get(package)
+        if index is None:
+            types_only: dict[str, str] = {}
+            any_top: dict[str, str] = {}
+            for p in self.packages().get(package, ()):
+                stem = posixpath.basename(p).rsplit(".", 1)[0]
+                for s in self.files[p].symbols:
+                    if s.kind in TYPE_KINDS:
+                        types_only.setdefault(s.name, p)
+                        any_top.setdefault(s.name, p)
+                    elif s.parent is None:
+                        any_top.setdefault(s.name, p)
+                types_only.setdefault(stem, p)
+                any_top.setdefault(stem, p)
+            index = self._package_files[package] = (types_only, any_top)
+        return index[top_level].get(name)
 
     # -- generic path-suffix index (per family), keys are '/'-joined path suffixes
     def suffix_index(self, fam: str) -> dict[str, list[str]]:
@@ -435,12 +447,10 @@ def _jvm_import(mods: _Modules, path: str, fam: str, module: str, alias, line: i
     for k in range(len(segs), 0, -1):
         cls, member = segs[k - 1], (segs[k] if k < len(segs) else None)
         pkg = ".".join(segs[:k - 1])
-        for p in pk.get(pkg, ()):
-            types, top_level = mods.declared(p)
-            if cls in types or (member is None and cls in top_level) or \
-                    posixpath.basename(p).rsplit(".", 1)[0] == cls:
-                return _Import(module, cls if member is None else member, alias or (member or cls),
-                               line, [p], None)
+        p = mods.package_file(pkg, cls, top_level=member is None)
+        if p is not None:
+            return _Import(module, cls if member is None else member, alias or (member or cls),
+                           line, [p], None)
         rel = "/".join(segs[:k])
         for e in exts:
             target = mods.by_suffix(rel + e, idx_fam, path)
@@ -602,6 +612,9 @@ class _Resolver:
                 self.names[(t.fam, s.name)].append((p, s))
                 if s.parent:
                     self.members_by_parent[(t.fam, _parent_name(s.parent))].append((p, s))
+        # every defined name, whatever its language: most names looked up (`len`, `str`,
+        # a local variable before `.method()`) are defined nowhere and need no search
+        self.defined = {name for _, name in self.names}
         self.local_names: dict[str, dict[str, list[_Import]]] = {}
         for p, imps in imports.items():
             ln: dict[str, list[_Import]] = defaultdict(list)
@@ -639,11 +652,10 @@ class _Resolver:
         if self._members is None:
             return self._member(path, type_qual, name, depth)
         key = (path, type_qual, name)
-        try:
-            return self._members[key]
-        except KeyError:
+        hit = self._members.get(key, _UNSET)
+        if hit is _UNSET:
             hit = self._members[key] = self._member(path, type_qual, name, depth)
-            return hit
+        return hit
 
     def _member(self, path: str, type_qual: str, name: str, depth: int) -> tuple[str, Symbol] | None:
         t = self.tables.get(path)
@@ -778,6 +790,8 @@ class _Resolver:
 
     def lookup(self, path: str, src: str | None, name: str, types_only: bool = False):
         """Resolve a plain (unqualified) name seen in `path` inside symbol `src`."""
+        if name not in self.defined and name not in self.local_names.get(path, ()):
+            return None
         t = self.tables[path]
         if src is not None and path in self.scoped_imports:
             local = [i for i in _scoped(self.local_names[path].get(name, ()), src) if i.scope]
@@ -876,13 +890,14 @@ class _Resolver:
         if scope is _UNSET:
             scope = self._contexts[(path, src)] = self.context(self.tables[path], src)
         key = (path, scope, name, types_only)
-        try:
-            return self._calls[key]
-        except KeyError:
+        hit = self._calls.get(key, _UNSET)  # most names are asked once: no KeyError to raise
+        if hit is _UNSET:
             hit = self._calls[key] = self.resolve_call(path, scope, name, types_only)
-            return hit
+        return hit
 
     def resolve_call(self, path: str, src: str | None, name: str, types_only: bool = False):
+        if name.isidentifier():  # a plain name, most calls: nothing to split
+            return self.lookup(path, src, name, types_only)
         t = self.tables[path]
         parts = [p for p in _SPLIT.split(name) if p]
         if not parts:
@@ -949,10 +964,9 @@ class _Resolver:
         if final in COMMON_METHODS or len(final) < 3:
             return None
         key = (t.fam, final, types_only)
-        try:
-            return self._unique_members[key]
-        except KeyError:
-            pass
+        hit = self._unique_members.get(key, _UNSET)
+        if hit is not _UNSET:
+            return hit
         cands = [(p, s) for p, s in self.names.get((t.fam, final), ())
                  if (s.kind in TYPE_KINDS if types_only else s.kind not in NON_CALLABLE)]
         hit = cands[0] if len(cands) == 1 and (types_only or cands[0][1].parent is not None) \
@@ -993,19 +1007,16 @@ def resolve_graph(files: dict[str, FileFacts], extra_files: dict[str, str] | Non
 
 # Below this many references, a second process costs more than it saves.
 PARALLEL_REFERENCES = 8_000
-_HELPER_POLL_S = 0.2
 
 
 def _resolve_uses(r: "_Resolver", files: dict[str, FileFacts], parallel: bool) -> list[Edge]:
     """Call and type-use edges. Every file resolves alone once the tables and bases are
     built, so on a large repository a forked copy of the resolver takes half the files: the
-    second core is otherwise idle after parsing. Where no helper process can be had (one
-    worker asked for, a daemonic process, no fork, fork failing) all is resolved here."""
+    second core is otherwise idle. Where no helper process can be had (one worker asked
+    for, a daemonic process, no fork, fork failing) all is resolved here."""
     paths = list(files)
     total = sum(len(files[p].references) for p in paths)
-    if (not parallel or total < PARALLEL_REFERENCES or (os.cpu_count() or 1) < 2
-            or multiprocessing.current_process().daemon
-            or "fork" not in multiprocessing.get_all_start_methods()):
+    if not parallel or total < PARALLEL_REFERENCES or (os.cpu_count() or 1) < 2:
         return _uses_of(r, files, paths)
     half, count = len(paths), 0
     for i, p in enumerate(paths):
@@ -1013,47 +1024,23 @@ def _resolve_uses(r: "_Resolver", files: dict[str, FileFacts], parallel: bool) -
         if count >= total // 2:
             half = i + 1
             break
-    ctx = multiprocessing.get_context("fork")
-    receiver, sender = ctx.Pipe(duplex=False)
-    helper = ctx.Process(target=_send_uses, args=(r, files, paths[half:], sender), daemon=True)
-    try:
-        helper.start()
-    except (AssertionError, OSError):  # no children allowed here, or no memory to fork
-        receiver.close()
-        sender.close()
+    helper = Forked.start(_use_rows, r, files, paths[half:])
+    if helper is None:
         return _uses_of(r, files, paths)
-    sender.close()
     try:
         edges = _uses_of(r, files, paths[:half])
-        rows = _received(receiver, helper)
-        edges += ([Edge(*row) for row in rows] if rows is not None
-                  else _uses_of(r, files, paths[half:]))  # the helper died: its half here
-    finally:
-        receiver.close()
-        if helper.is_alive():
-            helper.terminate()
-        helper.join()
-    return edges
+    except BaseException:
+        helper.close()
+        raise
+    rows = helper.result()
+    return edges + ([Edge(*row) for row in rows] if rows is not None
+                    else _uses_of(r, files, paths[half:]))  # the helper died: its half here
 
 
-def _received(receiver, helper) -> list | None:
-    """The helper's rows; None if it died without sending them. Its liveness is checked
-    rather than waiting for end-of-file: a process forked meanwhile by another thread may
-    hold the pipe's write end open."""
-    while not receiver.poll(_HELPER_POLL_S):
-        if not helper.is_alive() and not receiver.poll(0):
-            return None
-    try:
-        return receiver.recv()
-    except (EOFError, OSError):
-        return None
-
-
-def _send_uses(r: "_Resolver", files: dict[str, FileFacts], paths: list[str], sender) -> None:
+def _use_rows(r: "_Resolver", files: dict[str, FileFacts], paths: list[str]) -> list[tuple]:
     # plain tuples: pickling them is several times faster than pickling the dataclass
-    sender.send([(e.kind, e.src_path, e.src_symbol, e.dst_path, e.dst_symbol, e.line,
-                  e.resolved, e.name) for e in _uses_of(r, files, paths)])
-    sender.close()
+    return [(e.kind, e.src_path, e.src_symbol, e.dst_path, e.dst_symbol, e.line, e.resolved,
+             e.name) for e in _uses_of(r, files, paths)]
 
 
 def _uses_of(r: "_Resolver", files: dict[str, FileFacts], paths: list[str]) -> list[Edge]:

@@ -59,6 +59,7 @@ _PATH = re.compile(
     r"^(?:[$@:\\]|::)?[A-Za-z_][\w$]*(?:(?:\.|::|->|:|\\)[$@]?[A-Za-z_][\w$]*)*[!?]?$"
 )
 _TRAILING = re.compile(r"([A-Za-z_][\w$]*)[!?]?$")
+_NAME_CHAR = re.compile(r"[\w$]")
 _STRIP_KW = re.compile(
     r"^(?:import|using|use|static|global|from|export|alias|require|qualified|function|const"
     r"|class|struct|enum|protocol|typealias|func|var|let|module|type)\s+"
@@ -113,11 +114,22 @@ def _norm(text: str) -> str:
             t = t[:-2]
     if _PATH.match(t):
         return t
-    m = _TRAILING.search(t)
+    m = _last_name(t)
     return "?." + m.group(1) if m else ""
 
 
+def _last_name(text: str) -> re.Match | None:
+    """`_TRAILING.search(text)`, looking first at the end only: searched from the start, a
+    long chain of calls costs a scan per character."""
+    start = max(0, len(text) - 64)
+    m = _TRAILING.search(text, start)
+    if start and (m is None or _NAME_CHAR.match(text, m.start() - 1)):
+        m = _TRAILING.search(text)  # the name may begin before the window
+    return m
+
+
 _OPAQUE = "?"  # stands for a receiver that is no name path; _norm encodes the call `?.name`
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w$]*")
 
 
 def _opaque(receiver: str) -> bool:
@@ -176,6 +188,14 @@ _USING_ALIAS = re.compile(r"^([\w.]+)\s*=\s*(.+)$")
 _SELF_SEGMENT = re.compile(r"(::|\.)self\b")
 _AS = re.compile(r"\s*\bas\b\s*")
 _SEPARATOR_SPACE = re.compile(r"\s*(::|\.|\\)\s*")
+_PLAIN_IMPORT = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*(?:(?:\.|::)\*)?")
+
+
+def _plain_import(path: str) -> bool:
+    """`java.util.List`, `a.b.*`, `std::sync::Arc`: most imports, which the clean-up of
+    _import_stmt would leave as they are."""
+    return (_PLAIN_IMPORT.fullmatch(path) is not None and ".self" not in path
+            and "::self" not in path and not path.endswith("._") and _AS.search(path) is None)
 
 
 def _import_stmt(text: str) -> list[str]:
@@ -189,6 +209,8 @@ def _import_stmt(text: str) -> list[str]:
     while prev != t:
         prev = t
         t = _STRIP_KW.sub("", t.strip())
+    if _plain_import(t):
+        return [t]
     t = _QUALIFIED.sub("", t)
     t = _WS.sub(" ", t).strip()
     # C#: using X = A.B;
@@ -197,6 +219,9 @@ def _import_stmt(text: str) -> list[str]:
         t = f"{m.group(2).strip()} as {m.group(1)}"
     out = []
     for item in _expand_braces(t):
+        if _plain_import(item):
+            out.append(item)
+            continue
         item = _WS.sub(" ", item.replace("=>", " as ")).strip()
         item = _SELF_SEGMENT.sub("", item)
         if item.endswith("._"):
@@ -274,21 +299,42 @@ def extract_references(
     type_owner: list[str | None] | None = None
     n_owner = len(owner)
     for _, caps in matches:
-        if len(caps) == 1:  # a plain call site: most matches, kept short
+        # Plain calls and type uses, `recv.call` included, are most matches: kept short.
+        kind = receiver = None
+        if len(caps) == 1:
             nodes = caps.get("reference.call")
             if nodes is not None:
-                node = nodes[0]
-                if skip is not None and skip(node):
-                    continue
-                line = node.start_point[0] + 1
-                name = _norm(node.text.decode("utf-8", "replace"))
-                if name:
-                    key = ("call", name, line)
-                    if key not in seen:
-                        seen.add(key)
-                        out.append(Reference("call", name, line,
-                                             owner[line] if line < n_owner else None))
+                kind = "call"
+            else:
+                nodes = caps.get("reference.ref")
+                kind = "ref" if nodes is not None else None
+        elif len(caps) == 2:
+            nodes = caps.get("reference.call")
+            receiver = caps.get("receiver")
+            kind = "call" if nodes is not None and receiver is not None else None
+        if kind is not None:
+            node = nodes[0]
+            if skip is not None and skip(node):
                 continue
+            line = node.start_point[0] + 1
+            text = node.text.decode("utf-8", "replace")
+            if receiver is None:
+                name = _norm(text)
+            else:
+                prefix = receiver[0].text.decode("utf-8", "replace")
+                if not _opaque(prefix):
+                    name = _norm(prefix + "." + text)
+                elif _IDENTIFIER.fullmatch(text):
+                    name = "?." + text  # what _norm makes of it, without its slow path
+                else:
+                    name = _norm(_OPAQUE + "." + text)
+            if name:
+                key = (kind, name, line)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(Reference(kind, name, line,
+                                         owner[line] if line < n_owner else None))
+            continue
         for cname, nodes in caps.items():
             if cname.startswith("reference."):
                 node = nodes[0]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Iterable, Sequence
 
 from ..model import Chunk, Reference, Symbol
 
@@ -110,6 +110,33 @@ class StoredEdge:
     resolved: bool
 
 
+@dataclass(slots=True)
+class EdgeColumns:
+    """Edges as one sequence per field of StoredEdge, -1 where an id is None. A graph is
+    written whole, and making a StoredEdge of each edge cost more than writing them all."""
+
+    kind: list[str] = field(default_factory=list)
+    src_file: Sequence[int] = ()
+    src_symbol: Sequence[int] = ()
+    dst_file: Sequence[int] = ()
+    dst_symbol: Sequence[int] = ()
+    line: Sequence[int] = ()
+    name: list[str] = field(default_factory=list)
+    resolved: Sequence[bool] = ()
+
+    @classmethod
+    def of(cls, edges: list[StoredEdge]) -> "EdgeColumns":
+        def ids(values):
+            return [-1 if v is None else v for v in values]
+        return cls([e.kind for e in edges], [e.src_file for e in edges],
+                   ids(e.src_symbol for e in edges), ids(e.dst_file for e in edges),
+                   ids(e.dst_symbol for e in edges), [e.line for e in edges],
+                   [e.name for e in edges], [e.resolved for e in edges])
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+
 class Store(ABC):
     """One index: repositories, files, contents, symbols, chunks, graph and vectors."""
 
@@ -193,19 +220,21 @@ class Store(ABC):
     def symbols_of_file(self, file_id: int) -> list[StoredSymbol]: ...
 
     @abstractmethod
-    def symbols(self, repo_id: int) -> list[StoredSymbol]:
-        """Every symbol of a repository."""
+    def graph_symbols(self, repo_id: int) -> list[tuple[int, str, str, str, str, str | None]]:
+        """(symbol id, path, name, qualname, kind, parent) of every symbol of a repository,
+        by id: what the graph reads, without signatures and docs."""
 
     @abstractmethod
     def symbols_by_id(self, ids: Iterable[int]) -> list[StoredSymbol]: ...
 
     # -- graph ------------------------------------------------------------------------
     @abstractmethod
-    def references(self, repo_id: int) -> Iterator[tuple[str, list[Reference]]]:
-        """The raw references of each file of a repository: (path, references)."""
+    def raw_references(self, repo_id: int) -> list[tuple[str, str]]:
+        """The raw references of each file of a repository: (path, references as
+        `encode_references` wrote them)."""
 
     @abstractmethod
-    def replace_graph(self, repo_id: int, edges: list[StoredEdge],
+    def replace_graph(self, repo_id: int, edges: EdgeColumns,
                       symbol_rank: dict[int, float], file_rank: dict[int, float]) -> None: ...
 
     @abstractmethod

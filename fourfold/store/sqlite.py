@@ -13,13 +13,14 @@ import threading
 import time
 from array import array
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterable, Sequence
+
+import numpy as np
 
 from ..errors import FourfoldError
-from ..model import Reference
 from ..text_tokens import chunk_body, identifier_tokens, token_text
-from .base import (FileRecord, FileState, RepoInfo, Store, StoredChunk, StoredEdge, StoredFile,
-                   StoredSymbol, decode_references)
+from .base import (EdgeColumns, FileRecord, FileState, RepoInfo, Store, StoredChunk,
+                   StoredEdge, StoredFile, StoredSymbol)
 
 SCHEMA_VERSION = 5  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
@@ -82,8 +83,8 @@ def _placeholders(n: int) -> str:
     return ",".join("?" * n)
 
 
-def _packed(values: Iterable[int | None]) -> bytes:
-    return array("q", (-1 if v is None else v for v in values)).tobytes()
+def _packed(values: Sequence[int]) -> bytes:
+    return np.asarray(values, dtype=np.int64).tobytes()
 
 
 def _unpacked(blob: bytes) -> array:
@@ -92,12 +93,12 @@ def _unpacked(blob: bytes) -> array:
     return values
 
 
-def _pack_edges(edges: list[StoredEdge]) -> tuple:
+def _pack_edges(edges: EdgeColumns) -> tuple:
     """The columns of an edges row (see the schema)."""
-    return (_packed(e.src_file for e in edges), _packed(e.src_symbol for e in edges),
-            _packed(e.dst_file for e in edges), _packed(e.dst_symbol for e in edges),
-            _packed(e.line for e in edges), bytes(e.resolved for e in edges),
-            json.dumps([[e.kind for e in edges], [e.name for e in edges]]))
+    return (_packed(edges.src_file), _packed(edges.src_symbol), _packed(edges.dst_file),
+            _packed(edges.dst_symbol), _packed(edges.line),
+            np.asarray(edges.resolved, dtype=np.uint8).tobytes(),
+            json.dumps([list(edges.kind), list(edges.name)]))
 
 
 def _unpack_edges(row: tuple) -> list[StoredEdge]:
@@ -438,8 +439,10 @@ class SQLiteStore(Store):
     def symbols_of_file(self, file_id: int) -> list[StoredSymbol]:
         return self._symbols_where("s.file_id=? ORDER BY s.start_line", [file_id], None)
 
-    def symbols(self, repo_id: int) -> list[StoredSymbol]:
-        return self._symbols_where("f.repo_id=?", [repo_id], None)
+    def graph_symbols(self, repo_id: int) -> list[tuple[int, str, str, str, str, str | None]]:
+        return self._query("SELECT s.id, f.path, s.name, s.qualname, s.kind, s.parent "
+                           "FROM symbols s JOIN files f ON f.id=s.file_id WHERE f.repo_id=? "
+                           "ORDER BY s.id", (repo_id,))
 
     def symbols_by_id(self, ids: Iterable[int]) -> list[StoredSymbol]:
         ids = list(ids)
@@ -450,13 +453,11 @@ class SQLiteStore(Store):
         return out
 
     # -- graph ----------------------------------------------------------------------------
-    def references(self, repo_id: int) -> Iterator[tuple[str, list[Reference]]]:
-        for path, refs in self._conn().execute(
-                "SELECT f.path, r.refs FROM file_refs r JOIN files f ON f.id=r.file_id "
-                "WHERE f.repo_id=?", (repo_id,)):
-            yield path, decode_references(refs)
+    def raw_references(self, repo_id: int) -> list[tuple[str, str]]:
+        return self._query("SELECT f.path, r.refs FROM file_refs r JOIN files f "
+                           "ON f.id=r.file_id WHERE f.repo_id=?", (repo_id,))
 
-    def replace_graph(self, repo_id: int, edges: list[StoredEdge],
+    def replace_graph(self, repo_id: int, edges: EdgeColumns,
                       symbol_rank: dict[int, float], file_rank: dict[int, float]) -> None:
         conn = self._conn()
         with conn:

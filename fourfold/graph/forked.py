@@ -1,0 +1,66 @@
+"""Run a function in a forked copy of this process and take its result back by pipe.
+
+Graph resolution reads large in-memory tables: a forked child sees them without their being
+copied or pickled, and only its result travels back. Where no child can be had (no fork on
+this platform, a daemonic process, fork failing) `Forked.start` returns None and the caller
+does the work itself.
+"""
+from __future__ import annotations
+
+import multiprocessing
+from typing import Any, Callable
+
+POLL_S = 0.2
+
+
+class Forked:
+    """A forked child computing `fn(*args)`. Call `result()` (or `close()`) exactly once:
+    the child is joined either way."""
+
+    def __init__(self, process, receiver):
+        self.process = process
+        self.receiver = receiver
+
+    @classmethod
+    def start(cls, fn: Callable[..., Any], *args) -> "Forked | None":
+        if (multiprocessing.current_process().daemon  # daemonic processes may not have children
+                or "fork" not in multiprocessing.get_all_start_methods()):
+            return None
+        ctx = multiprocessing.get_context("fork")
+        receiver, sender = ctx.Pipe(duplex=False)
+        # not daemonic, so that the child may fork helpers of its own
+        process = ctx.Process(target=_send_result, args=(fn, args, sender))
+        try:
+            process.start()
+        except (AssertionError, OSError):  # no children allowed here, or no memory to fork
+            receiver.close()
+            sender.close()
+            return None
+        sender.close()
+        return cls(process, receiver)
+
+    def result(self, default: Any = None) -> Any:
+        """What `fn` returned; `default` if the child died without sending it. Liveness is
+        polled rather than waiting for end-of-file: a process forked meanwhile by another
+        thread may hold the pipe's write end open."""
+        try:
+            while not self.receiver.poll(POLL_S):
+                if not self.process.is_alive() and not self.receiver.poll(0):
+                    return default
+            try:
+                return self.receiver.recv()
+            except (EOFError, OSError):
+                return default
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self.receiver.close()
+        if self.process.is_alive():
+            self.process.terminate()
+        self.process.join()
+
+
+def _send_result(fn: Callable[..., Any], args: tuple, sender) -> None:
+    sender.send(fn(*args))
+    sender.close()
