@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 BATCH_FILES = 8  # files per write: short, so that the end of parsing is seen soon after it comes
 PARALLEL_BYTES = 256 * 1024  # below this much changed source, parsing in-process is faster
-PENDING_BYTES = 16 * 1024 * 1024  # parsed source held back from writing while more arrives
+PENDING_BYTES = 16 * 1024 * 1024  # source of parsed files held back while more arrive
 BINARY_SNIFF_BYTES = 8192
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -261,10 +261,10 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
             graph_facts = GraphFacts()
         done = 0
 
-        def flush(limit: int | None = None) -> None:
-            """Write the first `limit` pending records (all by default)."""
+        def flush() -> None:
+            """Write the next batch of pending records, and the pending deletions."""
             nonlocal records, pending_bytes, touched, skipped_paths, deleted
-            batch, records = records[:limit], records[len(records) if limit is None else limit:]
+            batch, records = records[:BATCH_FILES], records[BATCH_FILES:]
             if batch or touched or deleted or skipped_paths:
                 store.write_batch(repo_id, batch, deleted + skipped_paths, touched)
             pending_bytes -= sum(r.size for r in batch)
@@ -295,15 +295,21 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
                         summary.changed += 1
             # Results that have already arrived are taken first, up to a bound on memory.
             if len(records) >= BATCH_FILES and (not waiting or pending_bytes >= PENDING_BYTES):
-                flush(BATCH_FILES)
+                flush()
             if progress:
                 progress("parse", done, len(to_read))
-        changed = bool(summary.added or summary.changed or summary.deleted or reparse)
+        # a file that became binary or unreadable leaves the index as a deleted one does
+        changed = bool(summary.added or summary.changed or reparse
+                       or any(path in known for path in gone))
         resolving = None
         if changed and graph_facts is not None:
             resolving = _start_resolving(store, repo_id, graph_facts, gone, known)
         try:
-            flush()
+            backlog = len(records)
+            while records or touched or deleted or skipped_paths:
+                flush()
+                if progress:
+                    progress("write", backlog - len(records), backlog)
         except BaseException:
             if resolving is not None:
                 resolving.close()

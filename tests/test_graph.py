@@ -11,6 +11,7 @@ from fourfold import Fourfold
 from fourfold import indexer as indexer_module
 from fourfold.discovery.languages import detect_language
 from fourfold.graph import (
+    Edge,
     FileFacts,
     adjacency,
     callers,
@@ -21,10 +22,12 @@ from fourfold.graph import (
 )
 from fourfold.graph import build as build_module
 from fourfold.graph import resolve as resolve_module
+from fourfold.graph.centrality import IndexedEdges
+from fourfold.model import Symbol
 from fourfold.parsing import parse_file
 from fourfold.parsing.grammars import GRAMMARS, get_parser
 from fourfold.parsing.references import extract_references
-from fourfold.store.base import EdgeColumns, StoredEdge
+from fourfold.store.base import EdgeColumns, FileRecord, StoredEdge
 from fourfold.store.sqlite import SQLiteStore
 
 
@@ -639,12 +642,17 @@ def test_graph_resolved_while_files_are_written_equals_a_rebuild(make_tree, monk
     marker = tmp_path / "resolved-in-child"
     _in_child_only(monkeypatch, lambda: marker.write_text("yes"))
     monkeypatch.setattr(indexer_module, "PARALLEL_BYTES", 0)  # parsed on the pool, however small
+    rebuild = build_module.rebuild_graph
+
+    def no_fallback(*args, **kwargs):
+        raise AssertionError("the child's graph was not used")
+    monkeypatch.setattr(build_module, "rebuild_graph", no_fallback)
     ff = Fourfold(make_tree(_all_fixtures()))
     ff.index(workers=2, embed=False)
     assert marker.read_text() == "yes"
     resolved_meanwhile = _stored_graph(ff)
     assert len(resolved_meanwhile[0]) > 50 and resolved_meanwhile[1]
-    build_module.rebuild_graph(ff.store, ff.store.repos()[0].repo_id, parallel=False)
+    rebuild(ff.store, ff.store.repos()[0].repo_id, parallel=False)
     assert _stored_graph(ff) == resolved_meanwhile
 
 
@@ -678,6 +686,38 @@ def test_graph_of_a_reindex_resolved_meanwhile_equals_a_fresh_index(make_tree, m
     assert _stored_graph(ff) == _stored_graph(fresh)
     assert any(e[1] == "py/pkg/extra.py" and e[4] == ("py/pkg/models.py", "User.save")
                for e in _stored_graph(ff)[0])
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_file_that_becomes_binary_leaves_the_graph(make_tree, monkeypatch, tmp_path, workers):
+    monkeypatch.setattr(indexer_module, "PARALLEL_BYTES", 0)
+    root = make_tree(_all_fixtures())
+    ff = Fourfold(root)
+    ff.index(workers=workers, embed=False)
+    assert any(e[3] == "py/pkg/base.py" for e in _stored_graph(ff)[0])
+    (root / "py/pkg/base.py").write_bytes(b"\0binary now\n")  # its only change
+    summary = ff.index(workers=workers, embed=False)
+    assert summary.skipped.get("binary") == 1
+    edges, symbol_rank, file_rank = _stored_graph(ff)  # ids of removed rows would not map
+    assert not any("py/pkg/base.py" in (e[1], e[3]) for e in edges)
+    (root / "py/pkg/base.py").unlink()
+    fresh = Fourfold(root, index_dir=tmp_path / "fresh")
+    fresh.index(workers=workers, embed=False)
+    assert (edges, symbol_rank, file_rank) == _stored_graph(fresh)
+
+
+def test_edges_from_a_file_the_store_lacks_are_not_written(tmp_path):
+    store = SQLiteStore(tmp_path / "index.db")
+    repo = store.ensure_repo("/r", "r")
+    store.write_batch(repo, [FileRecord(
+        "a.py", 1, 1, "h", "python", 0, "def f(): g()\n",
+        [Symbol("f", "f", "function", 1, 1)], [], "[]", [], [])], [], [])
+    edges = [Edge("call", "a.py", "f", None, None, 1, False, "g"),
+             Edge("call", "gone.py", "h", "a.py", "f", 3, True, "f")]
+    graph = build_module.ResolvedGraph(IndexedEdges.of(edges), {}, {})
+    assert build_module.store_graph(store, repo, graph) == 1
+    [kept] = store.all_edges(repo)
+    assert (kept.kind, kept.line, kept.name, kept.dst_file) == ("call", 1, "g", None)
 
 
 def test_stored_edges_come_back_whole_per_repository(tmp_path):

@@ -29,7 +29,7 @@ class Forked:
         ctx = multiprocessing.get_context("fork")
         receiver, sender = ctx.Pipe(duplex=False)
         # not daemonic, so that the child may fork helpers of its own
-        process = ctx.Process(target=_send_result, args=(fn, args, sender))
+        process = ctx.Process(target=_send_result, args=(fn, args, sender, receiver))
         try:
             process.start()
         except (AssertionError, OSError):  # no children allowed here, or no memory to fork
@@ -61,6 +61,15 @@ class Forked:
         self.process.join()
 
 
-def _send_result(fn: Callable[..., Any], args: tuple, sender) -> None:
-    sender.send(fn(*args))
-    sender.close()
+def _send_result(fn: Callable[..., Any], args: tuple, sender, receiver) -> None:
+    # The child's copy of the read end is closed first: were the parent gone, a result
+    # larger than the pipe's buffer would otherwise wait forever for a reader, and keep
+    # the index lock this process inherited.
+    receiver.close()
+    result = fn(*args)
+    try:
+        sender.send(result)
+    except OSError:  # BrokenPipeError: nobody waits for the result any more
+        pass
+    finally:
+        sender.close()
