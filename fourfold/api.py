@@ -18,59 +18,85 @@ from typing import Callable
 from .discovery.classify import PROSE, PROSE_LANGUAGES
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES
 from .errors import FourfoldError, ModalityUnavailable, NotIndexedError
-from .indexer import IndexSummary, Progress, index_repository
+from .indexer import IndexLock, IndexSummary, Progress, index_repository
 from .retrievers.graph import GraphRetriever
 from .retrievers.semantic import SemanticRetriever
 from .retrievers.structural import StructuralRetriever
-from .retrievers.text import LineMatch, TextRetriever
+from .retrievers.text import ResultList, TextRetriever
 from .routing.engine import SearchEngine, SearchOptions, SearchResponse
+from .store.index_dir import DB_NAME, identity, prepare_index_dir, remove_database
 from .store.sqlite import SQLiteStore
 
 INDEX_DIR_NAME = ".fourfold"
-DB_NAME = "index.sqlite"
 
 
-def find_index_dir(start: Path) -> Path | None:
-    """The nearest .fourfold folder holding an index, at start or above it."""
+def find_index_root(start: Path) -> Path | None:
+    """The nearest folder at or above `start` with an index of its own (to find the
+    repository a file belongs to)."""
     for folder in (start, *start.parents):
-        if (folder / INDEX_DIR_NAME / DB_NAME).exists():
-            return folder / INDEX_DIR_NAME
+        if (folder / INDEX_DIR_NAME / DB_NAME).is_file():
+            return folder
     return None
 
 
 class Fourfold:
-    """One index folder, serving one or more repositories."""
+    """One index folder, serving one or more repositories.
+
+    The index lives in ROOT/.fourfold unless `index_dir` names another folder; an index
+    found in a folder above ROOT is not used, so that what is served stays inside ROOT.
+    `rebuild=True` discards the index database first (a damaged one included)."""
 
     def __init__(self, root: str | os.PathLike, index_dir: str | os.PathLike | None = None,
-                 max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, embedder: str = "default"):
+                 max_file_bytes: int | None = None, embedder: str = "default",
+                 rebuild: bool = False):
         self.root = Path(root).resolve()
-        if not self.root.exists():
+        if not self.root.is_dir():
             raise FourfoldError(f"{root}: no such folder")
-        if index_dir is None:
-            index_dir = find_index_dir(self.root) or self.root / INDEX_DIR_NAME
-        self.index_dir = Path(index_dir).resolve()
-        self.max_file_bytes = max_file_bytes
+        self.index_dir = Path(index_dir).resolve() if index_dir else self.root / INDEX_DIR_NAME
         self.embedder_name = embedder
-        try:
-            self.index_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise FourfoldError(f"cannot create index folder {self.index_dir}: {exc}") from exc
-        ignore = self.index_dir / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text("# fourfold index: not source\n*\n")
-        self.store = SQLiteStore(self.index_dir / DB_NAME)
+        self.notes: list[str] = []  # what opening the index had to do, for the user to read
+        prepare_index_dir(self.index_dir, self.root)
+        if rebuild:
+            with IndexLock(self.index_dir):
+                remove_database(self.index_dir)
+        self.store = self._open_store()
+        self.max_file_bytes = max_file_bytes or self.store.setting(
+            f"max_file_bytes:{self.root}", DEFAULT_MAX_FILE_BYTES)
         self._priors_cache: tuple[float, tuple] | None = None
+
+    def _open_store(self) -> SQLiteStore:
+        """The folder's database, trusted only if it was built in this very folder; any
+        other (shipped with a repository, copied, moved) is discarded for a new one."""
+        store = SQLiteStore(self.index_dir / DB_NAME)
+        here = identity(self.index_dir)
+        found = store.identity()
+        if found == here:
+            return store
+        if found is None and store.is_empty():
+            store.mark_identity(here)
+            return store
+        store.close()
+        with IndexLock(self.index_dir):
+            remove_database(self.index_dir)
+        self.notes.append(f"the index in {self.index_dir} was not built in this folder "
+                          "(shipped with the repository, copied or moved); it was discarded "
+                          "and is built anew")
+        store = SQLiteStore(self.index_dir / DB_NAME)
+        store.mark_identity(here)
+        return store
 
     open = classmethod(lambda cls, root=".", **kw: cls(root, **kw))
 
     # -- indexing -------------------------------------------------------------------------
     def index(self, progress: Progress | None = None, workers: int | None = None,
-              embed: bool = True, wait_s: float = 0.0) -> IndexSummary:
+              embed: bool = True, wait_s: float = 0.0, verify: bool = False) -> IndexSummary:
         """Update text, structure and graph (committed first), then embed new chunks. While
         another process indexes the same folder, wait up to `wait_s` for it, then raise
-        IndexBusyError."""
+        IndexBusyError. `verify=True` re-reads every file, whatever its size and times say."""
         summary = index_repository(self.store, self.index_dir, self.root, self.max_file_bytes,
-                                   workers=workers, progress=progress, wait_s=wait_s)
+                                   workers=workers, progress=progress, wait_s=wait_s,
+                                   verify=verify)
+        self.store.set_setting(f"max_file_bytes:{self.root}", self.max_file_bytes)
         self._priors_cache = None
         if embed:
             self.embed(progress, summary)
@@ -120,15 +146,11 @@ class Fourfold:
         return None
 
     def repo_id(self) -> int | None:
-        """The indexed repository that contains root (None: not indexed yet)."""
-        best = None
+        """The indexed repository of root (None: not indexed yet)."""
         for repo in self.store.repos(counts=False):
-            repo_root = Path(repo.root)
-            if repo.indexed_at and (self.root == repo_root or repo_root in self.root.parents
-                                    or self.root in repo_root.parents):
-                if best is None or len(str(repo_root)) > len(best[1]):
-                    best = (repo.repo_id, str(repo_root))
-        return best[0] if best else None
+            if repo.indexed_at and Path(repo.root) == self.root:
+                return repo.repo_id
+        return None
 
     def _require_index(self) -> None:
         if not self.is_indexed():
@@ -188,10 +210,14 @@ class Fourfold:
 
     def grep(self, pattern: str, regex: bool = False, case_sensitive: bool = False,
              whole_word: bool = False, path_glob: str | None = None,
-             limit: int | None = None) -> list[LineMatch]:
+             limit: int | None = None, time_budget: float | None = None) -> ResultList:
+        """The matching lines (LineMatch), in path and line order; `.partial` is true when
+        scanning stopped after `time_budget` seconds (default: the text modality's
+        time_budget) with files left unread."""
         self._require_index()
         return self.text.grep(pattern, regex=regex, case_sensitive=case_sensitive,
-                              whole_word=whole_word, path_glob=path_glob, limit=limit)
+                              whole_word=whole_word, path_glob=path_glob, limit=limit,
+                              time_budget=time_budget)
 
     def definitions(self, name: str, kind: str | None = None, limit: int = 20) -> list[dict]:
         self._require_index()

@@ -13,6 +13,14 @@ class NotIndexedError(FourfoldError):
     pass
 
 
+class IndexDamagedError(FourfoldError):
+    """The index database cannot be read; `fourfold index --rebuild` makes a new one."""
+
+
+class IndexWriteError(FourfoldError):
+    """The index could not be written (disk full); what was committed before stays."""
+
+
 class QueryError(FourfoldError):
     """Empty query, malformed regex, unknown option value."""
 

@@ -21,11 +21,14 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from .discovery.classify import content_flags, path_flags
 from .discovery.languages import detect_language
+from .discovery.read import decode, parseable, read_bytes
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES, FoundFile, walk
 from .errors import FourfoldError, IndexBusyError
 from .parsing import parse_file, parser_fingerprint
-from .store.base import EdgeColumns, FileRecord, Store, encode_references
+from .store.base import EdgeColumns, FileRecord, FileStamp, Store, encode_references
+from .store.index_dir import LOCK_NAME, open_private
 from .text_tokens import chunk_body, token_text
+from .workers import quiet_worker
 
 if TYPE_CHECKING:
     from .graph.build import GraphFacts
@@ -34,7 +37,6 @@ if TYPE_CHECKING:
 BATCH_FILES = 8  # files per write: short, so that the end of parsing is seen soon after it comes
 PARALLEL_BYTES = 256 * 1024  # below this much changed source, parsing in-process is faster
 PENDING_BYTES = 16 * 1024 * 1024  # source of parsed files held back while more arrive
-BINARY_SNIFF_BYTES = 8192
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
@@ -65,33 +67,37 @@ def chunk_hash(path: str, symbol: str | None, body: str) -> str:
 
 
 def read_file(found: FoundFile, references: bool = True) -> FileRecord | tuple[str, str]:
-    """Read, classify and parse one file; (path, reason) when it is skipped."""
-    try:
-        with open(found.abspath, "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
-        return found.path, "deleted during indexing"
-    except OSError:
-        return found.path, "unreadable file"
-    if b"\0" in data[:BINARY_SNIFF_BYTES]:
+    """Read, classify and parse one file; (path, reason) when it is skipped. A file too big
+    or too minified to parse in bounded memory is kept for text search only."""
+    read = read_bytes(found)
+    if isinstance(read, str):
+        return found.path, read
+    data, st = read
+    decoded = decode(data)
+    if decoded is None:
         return found.path, "binary"
-    text = data.decode("utf-8", errors="replace")
+    text, source = decoded
     name = found.path.rsplit("/", 1)[-1]
-    language = detect_language(name, data[:256])
-    flags = path_flags(found.path) | content_flags(data)
+    language = detect_language(name, source[:256])
+    flags = path_flags(found.path) | content_flags(source)
+    record = FileRecord(
+        path=found.path, stamp=FileStamp(len(data), st.st_mtime_ns, st.st_ctime_ns, st.st_ino),
+        hash=hashlib.blake2b(data, digest_size=16).hexdigest(), language=language,
+        flags=flags, text=text)
+    if not parseable(source):
+        return record
     try:
-        parsed = parse_file(text.encode("utf-8"), language, references)
+        parsed = parse_file(source, language, references)
     except RecursionError:
         return found.path, "too deeply nested to parse"
     lines = text.split("\n")
     bodies = [chunk_body(lines, c.start_line, c.end_line) for c in parsed.chunks]
-    return FileRecord(
-        path=found.path, size=len(data), mtime_ns=found.mtime_ns,
-        hash=hashlib.blake2b(data, digest_size=16).hexdigest(), language=language,
-        flags=flags, text=text, symbols=parsed.symbols, chunks=parsed.chunks,
-        references=encode_references(parsed.references),
-        chunk_tokens=[token_text(b) for b in bodies],
-        chunk_hashes=[chunk_hash(found.path, c.symbol, b) for c, b in zip(parsed.chunks, bodies)])
+    record.symbols, record.chunks = parsed.symbols, parsed.chunks
+    record.references = encode_references(parsed.references)
+    record.chunk_tokens = [token_text(b) for b in bodies]
+    record.chunk_hashes = [chunk_hash(found.path, c.symbol, b)
+                           for c, b in zip(parsed.chunks, bodies)]
+    return record
 
 
 class IndexLock:
@@ -101,12 +107,12 @@ class IndexLock:
     POLL_S = 0.25
 
     def __init__(self, index_dir: Path, wait_s: float = 0.0):
-        self.path = index_dir / "index.lock"
+        self.path = index_dir / LOCK_NAME
         self.wait_s = wait_s
         self.handle = None
 
     def __enter__(self) -> "IndexLock":
-        self.handle = open(self.path, "a+")
+        self.handle = os.fdopen(open_private(self.path), "r+")
         deadline = time.monotonic() + self.wait_s
         while True:
             try:
@@ -182,7 +188,7 @@ def _parse_all(found: list[FoundFile], workers: int, references: bool
     # Small chunks keep both workers busy to the end when a few files are huge.
     size = max(1, min(8, len(found) // (workers * 16)))
     chunks = [found[i:i + size] for i in range(0, len(found), size)]
-    with ctx.Pool(workers) as pool:
+    with ctx.Pool(workers, initializer=quiet_worker) as pool:
         # one chunk per item: imap with a chunksize hands back a plain generator, and only
         # its own iterator can be asked for a result without waiting for one
         results = pool.imap(partial(_read_files, references=references), chunks)
@@ -218,11 +224,13 @@ def _start_resolving(store: Store, repo_id: int, facts: "GraphFacts", gone: set[
 def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
                      max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                      workers: int | None = None, progress: Progress | None = None,
-                     build_graph: bool = True, wait_s: float = 0.0) -> IndexSummary:
+                     build_graph: bool = True, wait_s: float = 0.0, verify: bool = False
+                     ) -> IndexSummary:
     """Bring the index of one repository up to date with its files on disk.
 
     `build_graph=False` leaves references and the graph out (to measure what they cost);
-    `wait_s`: how long to wait for another indexer of the same index to finish."""
+    `wait_s`: how long to wait for another indexer of the same index to finish;
+    `verify=True` reads every file (only those whose content changed are written)."""
     root_path = Path(root).resolve()
     if not root_path.is_dir():
         raise FourfoldError(f"{root} is not a folder")
@@ -240,8 +248,7 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
         parser = parser_fingerprint() if build_graph else "without references " + parser_fingerprint()
         reparse = bool(known) and store.parser_of(repo_id) != parser
         to_read = [f for f in report.files
-                   if reparse or f.path not in known or known[f.path].size != f.size
-                   or known[f.path].mtime_ns != f.mtime_ns]
+                   if verify or reparse or f.path not in known or known[f.path].stamp != f.stamp]
         summary.files = len(report.files)
         summary.bytes = sum(f.size for f in report.files)
         summary.unchanged = len(report.files) - len(to_read)
@@ -250,7 +257,7 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
 
         records: list[FileRecord] = []
         pending_bytes = 0
-        touched: list[tuple[str, int, int]] = []
+        touched: list[tuple[str, FileStamp]] = []
         skipped_paths: list[str] = []
         gone = set(deleted)  # no longer in the index once this run is over
         # On the pool, what the graph reads of each parsed file is kept, so that it can be
@@ -281,7 +288,7 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
             else:
                 old = known.get(result.path)
                 if old is not None and old.hash == result.hash and not reparse:
-                    touched.append((result.path, result.size, result.mtime_ns))
+                    touched.append((result.path, result.stamp))
                     summary.unchanged += 1
                 else:
                     records.append(result)

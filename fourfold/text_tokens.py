@@ -54,11 +54,18 @@ def chunk_body(lines: list[str], start_line: int, end_line: int) -> str:
     return "\n".join(lines[start_line - 1:end_line])
 
 
+# A long text (a pasted issue) is ranked by its first MAX_QUERY_TERMS distinct terms: names
+# are looked up with an OR of one condition per term, and SQLite refuses an expression nested
+# deeper than 1000.
+MAX_QUERY_TERMS = 800
+
+
 def query_terms(query: str) -> list[str]:
-    """Distinct query tokens without stopwords (all of them if every word is a stopword)."""
+    """Distinct query tokens without stopwords (all of them if every word is a stopword), at
+    most MAX_QUERY_TERMS."""
     terms = list(dict.fromkeys(tokens(query)))
     kept = [t for t in terms if t not in STOPWORDS and len(t) > 1]
-    return kept or terms
+    return (kept or terms)[:MAX_QUERY_TERMS]
 
 
 def query_words(query: str) -> set[str]:
@@ -96,6 +103,9 @@ def singular(word: str) -> str:
 # "lock" ~ "lockfile", "util" ~ "utility"). Measured on semble-dev with the fused default: exact
 # words only 0.8758, prefixes of 3 or 4 letters 0.8822, of 5 or 6 letters 0.879.
 NAME_PREFIX_MIN = 4
+# File-name words are shorter; prefixes of every length of a long query word would take
+# memory quadratic in its length (a 100 KB word: gigabytes).
+NAME_PREFIX_MAX = 64
 STEM_PARTIAL = 0.5  # share of a name match per matched word when the name is only partly named
 
 
@@ -107,10 +117,11 @@ def name_words(path: str) -> tuple[str, ...]:
 
 def name_targets(query_words: set[str]) -> frozenset[str]:
     """What a file-name word may equal to match a query: the query's words and their
-    prefixes of NAME_PREFIX_MIN letters or more (built once per query, so each file costs
-    set lookups only)."""
+    prefixes of NAME_PREFIX_MIN to NAME_PREFIX_MAX letters (built once per query, so each
+    file costs set lookups only)."""
     return frozenset(q[:i] for q in query_words
-                     for i in range(min(NAME_PREFIX_MIN, len(q)), len(q) + 1))
+                     for i in range(min(NAME_PREFIX_MIN, len(q)),
+                                    min(len(q), NAME_PREFIX_MAX) + 1)) | query_words
 
 
 def name_match(words: tuple[str, ...], targets: frozenset[str]) -> float:

@@ -27,7 +27,7 @@ from fourfold.model import Symbol
 from fourfold.parsing import parse_file
 from fourfold.parsing.grammars import GRAMMARS, get_parser
 from fourfold.parsing.references import extract_references
-from fourfold.store.base import EdgeColumns, FileRecord, StoredEdge
+from fourfold.store.base import EdgeColumns, FileRecord, FileStamp, StoredEdge
 from fourfold.store.sqlite import SQLiteStore
 
 
@@ -710,7 +710,7 @@ def test_edges_from_a_file_the_store_lacks_are_not_written(tmp_path):
     store = SQLiteStore(tmp_path / "index.db")
     repo = store.ensure_repo("/r", "r")
     store.write_batch(repo, [FileRecord(
-        "a.py", 1, 1, "h", "python", 0, "def f(): g()\n",
+        "a.py", FileStamp(1, 1, 1, 1), "h", "python", 0, "def f(): g()\n",
         [Symbol("f", "f", "function", 1, 1)], [], "[]", [], [])], [], [])
     edges = [Edge("call", "a.py", "f", None, None, 1, False, "g"),
              Edge("call", "gone.py", "h", "a.py", "f", 3, True, "f")]

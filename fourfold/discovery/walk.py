@@ -2,35 +2,48 @@
 
 Honours .gitignore at every level, .git/info/exclude and .fourfoldignore (git's own
 pattern semantics via pathspec), never follows a symlink out of the root or into a loop,
-and records why a file was skipped so `status` can tell.
+lists a folder reached through a symlink once, under its real path, and records why a
+file was skipped so `status` can tell.
 """
 from __future__ import annotations
 
 import os
 import stat
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import pathspec
+from pathspec.patterns.gitignore import GitIgnorePatternError
+from pathspec.util import CheckResult
+
+from ..store.base import FileStamp
 
 IGNORE_FILES = (".gitignore", ".fourfoldignore")
 ALWAYS_SKIPPED_DIRS = {".git", ".hg", ".svn", ".fourfold"}
 DEFAULT_MAX_FILE_BYTES = 2 * 1024 * 1024
-# Known binary formats are skipped without reading them (others are caught by a NUL sniff).
+# Known binary formats are skipped without reading them (others are caught by a NUL scan).
 BINARY_EXTENSIONS = frozenset("""
 .pyc .pyo .so .dylib .dll .exe .o .a .lib .obj .class .jar .war .whl .egg .zip .gz .tgz .bz2
 .xz .7z .rar .tar .png .jpg .jpeg .gif .bmp .ico .webp .tiff .psd .pdf .mp3 .mp4 .wav .ogg
 .flac .avi .mov .mkv .webm .ttf .otf .woff .woff2 .eot .bin .dat .db .sqlite .sqlite3 .npy
 .npz .pkl .pickle .parquet .onnx .pt .pth .h5 .wasm .dmg .iso .deb .rpm
 """.split())
+SET_PATTERNS = 256  # ignore patterns compiled as one set: re2 refuses sets past a memory limit
+BAD_NAME = "name not valid UTF-8"
+LINKED_FOLDER = "symlinked folder (indexed under its real path)"
 
 
 @dataclass(slots=True)
 class FoundFile:
     path: str  # relative to the root, '/'-separated
-    abspath: str
-    size: int
-    mtime_ns: int
+    abspath: str  # the real path: no symlink in it, so a reader can tell one swapped in
+    stamp: FileStamp
+    max_bytes: int = DEFAULT_MAX_FILE_BYTES  # the size limit, enforced again on what is read
+
+    @property
+    def size(self) -> int:
+        return self.stamp.size
 
 
 @dataclass
@@ -49,24 +62,80 @@ def _read_patterns(path: Path) -> list[str]:
         return []
 
 
-def _spec(lines: list[str]) -> pathspec.PathSpec | None:
+def _valid_pattern(line: str) -> bool:
+    try:
+        pathspec.GitIgnoreSpec.from_lines([line], backend="simple")
+        return True
+    except GitIgnorePatternError:
+        return False
+
+
+def _compile(lines: list[str]) -> pathspec.GitIgnoreSpec:
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except Exception:  # the re2 backend cannot compile a set past its memory limit
+        return pathspec.GitIgnoreSpec.from_lines(lines, backend="simple")
+
+
+class _LongSpec:
+    """An ignore file too long for one compiled set, as several. Exact: a path matched by
+    patterns of two or more sets is decided by all the patterns in order (pure Python,
+    slow, but rarely needed)."""
+
+    def __init__(self, lines: list[str]):
+        self.lines = lines
+        self.parts = [_compile(lines[i:i + SET_PATTERNS])
+                      for i in range(0, len(lines), SET_PATTERNS)]
+
+    @cached_property
+    def whole(self) -> pathspec.GitIgnoreSpec:
+        return pathspec.GitIgnoreSpec.from_lines(self.lines, backend="simple")
+
+    def check_file(self, path: str) -> CheckResult:
+        found = None
+        for part in self.parts:
+            verdict = part.check_file(path)
+            if verdict.include is not None:
+                if found is not None:
+                    return self.whole.check_file(path)
+                found = verdict
+        return verdict if found is None else found
+
+
+Spec = pathspec.GitIgnoreSpec | _LongSpec
+
+
+def _spec(lines: list[str]) -> Spec | None:
     lines = [line for line in lines if line.strip() and not line.lstrip().startswith("#")]
-    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+    if not lines:
+        return None
+    try:
+        return _compile(lines) if len(lines) <= SET_PATTERNS else _LongSpec(lines)
+    except GitIgnorePatternError:  # git skips a pattern it cannot read; so do we
+        return _spec([line for line in lines if _valid_pattern(line)])
+
+
+def _within(path: str, base: str) -> bool:
+    return path == base or path.startswith(base + os.sep)
 
 
 def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
          skip_dirs: tuple[str, ...] = ()) -> WalkReport:
     """List indexable files under root (sorted), honouring ignore files at every level."""
     root_path = Path(root).resolve()
+    root_real = str(root_path)
     report = WalkReport()
     skip_real = {os.path.realpath(d) for d in skip_dirs}
-    root_specs: list[tuple[str, pathspec.PathSpec]] = []
+    root_specs: list[tuple[str, Spec]] = []
     exclude = _spec(_read_patterns(root_path / ".git" / "info" / "exclude"))
     if exclude:
         root_specs.append(("", exclude))
     visited: set[tuple[int, int]] = set()
+    # Symlinked folders inside the root, followed only once every real folder is walked:
+    # (the link's folder, the target's real path, the link's relative path, ignore rules)
+    linked: list[tuple[str, str, str, list[tuple[str, Spec]]]] = []
 
-    def ignored(rel: str, is_dir: bool, specs: list[tuple[str, pathspec.PathSpec]]) -> bool:
+    def ignored(rel: str, is_dir: bool, specs: list[tuple[str, Spec]]) -> bool:
         result = False
         for base, spec in specs:
             sub = rel[len(base) + 1:] if base else rel
@@ -76,7 +145,8 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                 result = verdict.include
         return result
 
-    def visit(dir_abs: str, dir_rel: str, specs: list[tuple[str, pathspec.PathSpec]]) -> None:
+    def visit(dir_abs: str, dir_rel: str, specs: list[tuple[str, Spec]]) -> None:
+        """Walk a folder by its real path, `dir_abs`, listing its files under `dir_rel`."""
         try:
             st = os.stat(dir_abs)
         except OSError:
@@ -98,6 +168,11 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
             report.skip("unreadable directory")
             return
         for entry in entries:
+            try:
+                entry.name.encode("utf-8")
+            except UnicodeEncodeError:  # the store, and most tools, can only name it in UTF-8
+                report.skip(BAD_NAME)
+                continue
             rel = f"{dir_rel}/{entry.name}" if dir_rel else entry.name
             try:
                 is_link = entry.is_symlink()
@@ -105,18 +180,19 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
             except OSError:
                 report.skip("broken symlink" if entry.is_symlink() else "unreadable file")
                 continue
-            if is_link:
-                target = os.path.realpath(entry.path)
-                if target != str(root_path) and not target.startswith(str(root_path) + os.sep):
-                    report.skip("symlink out of root")
-                    continue
+            real = os.path.realpath(entry.path) if is_link else entry.path
+            if is_link and not _within(real, root_real):
+                report.skip("symlink out of root")
+                continue
             if stat.S_ISDIR(st.st_mode):
-                if entry.name in ALWAYS_SKIPPED_DIRS or os.path.realpath(entry.path) in skip_real:
+                if entry.name in ALWAYS_SKIPPED_DIRS or real in skip_real:
                     continue
                 if ignored(rel, True, local):
                     report.skip("ignored")
-                    continue
-                visit(entry.path, rel, local)
+                elif is_link:
+                    linked.append((dir_abs, real, rel, local))
+                else:
+                    visit(real, rel, local)
             elif stat.S_ISREG(st.st_mode):
                 if ignored(rel, False, local):
                     report.skip("ignored")
@@ -125,9 +201,34 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                 elif st.st_size > max_file_bytes:
                     report.skip("too large")
                 else:
-                    report.files.append(FoundFile(rel, entry.path, st.st_size, st.st_mtime_ns))
+                    stamp = FileStamp(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+                    report.files.append(FoundFile(rel, real, stamp, max_file_bytes))
             else:
                 report.skip("not a regular file")
 
-    visit(str(root_path), "", root_specs)
+    visit(root_real, "", root_specs)
+    # A linked folder whose target was walked is left out (its files are listed under their
+    # real paths); one whose target was not (ignored, or under an ignored folder) is walked
+    # through the link, so that what the link brings in stays found.
+    followed = False
+    while linked:
+        parent, target, rel, specs = linked.pop(0)
+        inside = os.path.relpath(target, root_real).split(os.sep)
+        if _within(parent, target):  # folders are walked by their real paths
+            report.skip("symlink loop")
+        elif any(_within(target, d) for d in skip_real) or ALWAYS_SKIPPED_DIRS & set(inside):
+            report.skip(LINKED_FOLDER)
+        else:
+            try:
+                st = os.stat(target)
+            except OSError:
+                report.skip("unreadable directory")
+                continue
+            if (st.st_dev, st.st_ino) in visited:
+                report.skip(LINKED_FOLDER)
+            else:
+                followed = True
+                visit(target, rel, specs)
+    if followed:  # the walk's own order: by path, one folder level after another
+        report.files.sort(key=lambda f: f.path.split("/"))
     return report

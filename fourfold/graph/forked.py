@@ -10,6 +10,8 @@ from __future__ import annotations
 import multiprocessing
 from typing import Any, Callable
 
+from ..workers import quiet_worker
+
 POLL_S = 0.2
 
 
@@ -66,6 +68,7 @@ def _send_result(fn: Callable[..., Any], args: tuple, sender, receiver) -> None:
     # larger than the pipe's buffer would otherwise wait forever for a reader, and keep
     # the index lock this process inherited.
     receiver.close()
+    quiet_worker()
     result = fn(*args)
     try:
         sender.send(result)

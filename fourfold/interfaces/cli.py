@@ -8,12 +8,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from pathlib import Path
 
-from ..api import Fourfold
+from ..api import Fourfold, find_index_root
 from ..errors import FourfoldError
+from ..retrievers.text import GREP_TIME_BUDGET
 from ..routing.engine import SearchOptions
 from ..routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
 
@@ -42,10 +44,20 @@ class ProgressBar:
         sys.stderr.flush()
 
 
-def _open(args) -> Fourfold:
-    return Fourfold(args.path, index_dir=args.index_dir,
-                    max_file_bytes=getattr(args, "max_file_bytes", None) or 2 * 1024 * 1024,
-                    embedder=args.embedder)
+def _open(args, root: str | Path | None = None) -> Fourfold:
+    ff = Fourfold(root or args.path, index_dir=args.index_dir,
+                  max_file_bytes=getattr(args, "max_file_bytes", None),
+                  embedder=getattr(args, "embedder", "default"),
+                  rebuild=getattr(args, "rebuild", False))
+    for note in ff.notes:
+        print(f"fourfold: {note}", file=sys.stderr)
+    return ff
+
+
+def _root_of(file: str) -> Path:
+    """The indexed folder a file belongs to: the nearest one above it with an index (or,
+    with none, the current folder)."""
+    return find_index_root(Path(file).resolve().parent) or Path(".")
 
 
 def _ensure(ff: Fourfold, args) -> None:
@@ -74,7 +86,7 @@ def _human_size(n: float) -> str:
 def cmd_index(args) -> int:
     ff = _open(args)
     summary = ff.index(ProgressBar(not args.json), workers=args.workers,
-                       embed=not args.no_embed, wait_s=args.wait)
+                       embed=not args.no_embed, wait_s=args.wait, verify=args.verify)
     payload = summary.to_dict()
     payload["total"] = summary.files
 
@@ -207,13 +219,20 @@ def cmd_grep(args) -> int:
     ff = _open(args)
     _ensure(ff, args)
     matches = ff.grep(args.pattern, regex=args.regex, case_sensitive=not args.ignore_case,
-                      whole_word=args.word, path_glob=args.glob, limit=args.limit)
-    payload = {"total": len(matches), "results": [m.to_dict() for m in matches]}
+                      whole_word=args.word, path_glob=args.glob, limit=args.limit,
+                      time_budget=args.time_budget)
+    payload = {"total": len(matches), "partial": matches.partial,
+               "results": [m.to_dict() for m in matches]}
 
     def human() -> None:
         for m in matches:
             print(f"{m.path}:{m.line}:{m.text}")
-    return _emit(args, payload, human)
+    code = _emit(args, payload, human)
+    if matches.partial:
+        print(f"fourfold: partial: the scan stopped after {args.time_budget:g} s with files "
+              "left unread; narrow the pattern or --glob, or raise --time-budget",
+              file=sys.stderr)
+    return code
 
 
 def cmd_status(args) -> int:
@@ -253,8 +272,7 @@ def cmd_def(args) -> int:
 
 
 def cmd_outline(args) -> int:
-    ff = Fourfold(args.path or Path(args.file).resolve().parent, index_dir=args.index_dir,
-                  embedder="default")
+    ff = _open(args, args.path or _root_of(args.file))
     _ensure(ff, args)
     tree = ff.outline(args.file)
     payload = {"total": len(tree), "file": args.file, "results": tree}
@@ -286,8 +304,8 @@ def cmd_map(args) -> int:
 
 
 def cmd_similar(args) -> int:
-    ff = Fourfold(args.path or ".", index_dir=args.index_dir, embedder=args.embedder)
     location = args.location
+    ff = _open(args, args.path or _root_of(location.rpartition(":")[0] or location))
     _ensure(ff, args)
     hits = ff.similar(location, limit=args.limit)
     payload = {"total": len(hits), "results": [h.to_dict() for h in hits]}
@@ -338,8 +356,13 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--no-embed", action="store_true",
                    help="skip the semantic phase (text, structure and graph only)")
-    p.add_argument("--max-file-bytes", type=int, help="skip files larger than this")
+    p.add_argument("--max-file-bytes", type=int,
+                   help="skip files larger than this (remembered for later runs; default 2 MiB)")
     p.add_argument("--workers", type=int, help="parser processes (default: all cores)")
+    p.add_argument("--verify", action="store_true",
+                   help="read every file again, even those whose size and times are unchanged")
+    p.add_argument("--rebuild", action="store_true",
+                   help="discard the index database (a damaged one too) and index from scratch")
     p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                    help="while another indexer updates this index, wait up to this long "
                         "for it instead of stopping at once")
@@ -385,6 +408,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-w", "--word", action="store_true", help="whole words only")
     p.add_argument("--glob", help="only paths matching this glob")
     p.add_argument("--limit", type=int)
+    p.add_argument("--time-budget", type=float, default=GREP_TIME_BUDGET, metavar="SECONDS",
+                   help="stop scanning files after this long and print the lines found, "
+                        f"marked partial (default {GREP_TIME_BUDGET:g})")
     p.set_defaults(func=cmd_grep)
 
     p = sub.add_parser("status", help="what is indexed, when, how big")
@@ -400,7 +426,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("outline", help="the symbols of one file, nested")
     p.add_argument("file")
-    p.add_argument("path", nargs="?", default=None, help="indexed folder (default: find it)")
+    p.add_argument("path", nargs="?", default=None,
+                   help="indexed folder (default: the nearest indexed folder above FILE)")
     p.add_argument("--index-dir")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_outline)
@@ -413,7 +440,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("similar", help="code similar to the chunk at FILE:LINE")
     p.add_argument("location", metavar="FILE:LINE")
     p.add_argument("path", nargs="?", default=None,
-                   help="indexed folder (default: the index at or above the current folder)")
+                   help="indexed folder (default: the nearest indexed folder above FILE)")
     p.add_argument("--index-dir")
     p.add_argument("--json", action="store_true")
     p.add_argument("--embedder", default="default")
@@ -440,13 +467,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(BaseException):
+    """SIGTERM: stop like Ctrl-C does, through every `finally`, with one line, no traceback."""
+
+
+def _terminated(signum, frame) -> None:
+    raise Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "command", None) == "grep" and args.ignore_case is None:
         args.ignore_case = True  # literal search is case-insensitive unless asked otherwise
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         return args.func(args)
+    except Terminated:
+        print("fourfold: terminated; the index keeps its last complete batch", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except FourfoldError as exc:
         print(f"fourfold: {exc}", file=sys.stderr)
         return EXIT_ERROR

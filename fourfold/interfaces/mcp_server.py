@@ -41,6 +41,7 @@ from typing import Any, Callable
 
 from ..api import Fourfold
 from ..errors import FourfoldError, IndexBusyError, QueryError
+from ..retrievers.text import ResultList
 from ..routing.engine import SearchOptions
 from ..routing.profiles import MODALITIES, PRESETS
 
@@ -382,22 +383,11 @@ class FourfoldService:
     def _repo_root(self, repo_id: int | None) -> tuple[int, Path]:
         rows = self._repo_rows()
         if repo_id is None:
-            repo_id = self._default_repo(rows)
+            repo_id = self.ff.repo_id()
         for rid, root, _, _ in rows:
             if rid == repo_id:
                 return rid, Path(root).resolve()
         raise FourfoldError(f"{self.root} is not indexed yet")
-
-    def _default_repo(self, rows: list[tuple]) -> int | None:
-        """The indexed repository containing the served root (as Fourfold.repo_id)."""
-        best = None
-        for rid, root, _, indexed_at in rows:
-            repo_root = Path(root)
-            if indexed_at and (self.root == repo_root or repo_root in self.root.parents
-                               or self.root in repo_root.parents):
-                if best is None or len(root) > len(best[1]):
-                    best = (rid, root)
-        return best[0] if best else None
 
     def safe_path(self, raw: str, repo_id: int | None = None) -> tuple[int, str]:
         """A user path as (repo, stored relative path), refusing anything outside the root."""
@@ -592,17 +582,23 @@ class FourfoldService:
             matches = self.ff.text.grep(pattern, regex=regex, case_sensitive=case_sensitive,
                                         whole_word=whole_word, path_glob=path_glob,
                                         repo_id=repo_id, limit=GREP_CAP + 1)
-            return [{"path": m.path, "line": m.line, "text": _cut(m.text)} for m in matches]
+            # cached with its partial mark, so that every page of it says so
+            return ResultList(({"path": m.path, "line": m.line, "text": _cut(m.text)}
+                               for m in matches), partial=matches.partial)
 
         rows = self._rows(key, compute)
+        partial = rows.partial
         notes = []
         if len(rows) > GREP_CAP:
             rows = rows[:GREP_CAP]
             notes.append(f"more than {GREP_CAP} matching lines; only the first {GREP_CAP} "
                          "(in path order) are paged: narrow the pattern or path_glob")
+        if partial:
+            notes.append(f"partial: the scan stopped after {self.ff.text.time_budget:g} s "
+                         "with files left unread; narrow the pattern or path_glob")
         result = page(rows, offset, limit, tokens, key)
         return {"pattern": pattern, **result, "total_is_lower_bound": bool(notes),
-                "notes": notes}
+                "partial": partial, "notes": notes}
 
     def structural_search(self, name: str | None = None, kind: str | None = None,
                           path: str | None = None, path_glob: str | None = None,
@@ -1096,7 +1092,8 @@ def build_server(service: FourfoldService):
              "Exact search, like `grep -rn`: every line matching a literal string or a regular "
              "expression, in path and line order, with `total` counting all matches. Use it for "
              "error messages, config keys, string literals, TODOs, or to enumerate every use of "
-             "an identifier textually. Walk all matches with `cursor`.")
+             "an identifier textually. Walk all matches with `cursor`. A scan that outlasts its "
+             "time budget answers with the lines found so far and `partial: true`.")
 
     def structural_search(
         name: Annotated[str | None, Field(description="Find definitions with this name "

@@ -482,7 +482,14 @@ def _mark_chunked(defs: list[_Def]) -> None:
         d.chunked = True
 
 
-def _emit(d: _Def, lines: list[str], out: list[Chunk]) -> None:
+def _add(out: dict[tuple[int, int], Chunk], chunks: list[Chunk]) -> None:
+    """Keep the first chunk of each line span, as it comes: definitions sharing their lines
+    (minified code) would otherwise each hold a copy of the same text until the end."""
+    for c in chunks:
+        out.setdefault((c.start_line, c.end_line), c)
+
+
+def _emit(d: _Def, lines: list[str], out: dict[tuple[int, int], Chunk]) -> None:
     s, e = d.chunk_start, d.end
     members = [c for c in d.children if c.chunked]
     if members and e - s + 1 > LARGE_CONTAINER_LINES:
@@ -491,17 +498,17 @@ def _emit(d: _Def, lines: list[str], out: list[Chunk]) -> None:
         hs, he = _trim(lines, s, hdr_end)
         if hs > he:
             hs = he = s
-        out.extend(_span_chunks(lines, hs, he, d.qual, "header"))
+        _add(out, _span_chunks(lines, hs, he, d.qual, "header"))
         pos = hdr_end + 1
         for m in members:
             if m.chunk_start > pos:
-                out.extend(_windows(lines, pos, m.chunk_start - 1, d.qual, "window"))
+                _add(out, _windows(lines, pos, m.chunk_start - 1, d.qual, "window"))
             _emit(m, lines, out)
             pos = max(pos, m.end + 1)
         if pos <= e:
-            out.extend(_windows(lines, pos, e, d.qual, "window"))
+            _add(out, _windows(lines, pos, e, d.qual, "window"))
         return
-    out.extend(_span_chunks(lines, s, e, d.qual, "symbol"))
+    _add(out, _span_chunks(lines, s, e, d.qual, "symbol"))
     for m in members:
         _emit(m, lines, out)
 
@@ -509,27 +516,19 @@ def _emit(d: _Def, lines: list[str], out: list[Chunk]) -> None:
 def _chunks(defs: list[_Def], lines: list[str]) -> list[Chunk]:
     """Definitions become chunks; code outside them becomes line windows."""
     _mark_chunked(defs)
-    out: list[Chunk] = []
+    out: dict[tuple[int, int], Chunk] = {}
     pos = 0
     last = len(lines) - 1
     for d in defs:
         if d.parent is not None or not d.chunked:
             continue
         if d.chunk_start > pos:
-            out.extend(_windows(lines, pos, d.chunk_start - 1, None, "window"))
+            _add(out, _windows(lines, pos, d.chunk_start - 1, None, "window"))
         _emit(d, lines, out)
         pos = max(pos, d.end + 1)
     if pos <= last:
-        out.extend(_windows(lines, pos, last, None, "window"))
-    seen = set()
-    unique = []
-    for c in out:
-        key = (c.start_line, c.end_line)
-        if key in seen:
-            continue
-        seen.add(key)
-        unique.append(c)
-    return unique
+        _add(out, _windows(lines, pos, last, None, "window"))
+    return list(out.values())
 
 
 # ----------------------------------------------------------------------------- plain text

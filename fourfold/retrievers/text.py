@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sys
 import threading
+import time
 import re._parser as sre_parse  # the stdlib regex parser, used only to find required literals
 from dataclasses import dataclass
 
@@ -19,6 +20,21 @@ from .base import Query, path_ok
 
 MIN_TRIGRAM = 3
 _WORD_CHAR = re.compile(r"\w")
+# Longer than any line worth finding; parsing, compiling and prefiltering grow with it.
+MAX_PATTERN_CHARS = 4096
+# RE2 instructions (\pL{30} takes 36,000). A larger program compiles for tenths of a second
+# and builds its automaton at a few MB a second (\pL{100}: 120,000 instructions, 3 MB/s).
+MAX_REGEX_PROGRAM = 50_000
+GREP_TIME_BUDGET = 10.0  # seconds a grep scans files before it answers with what it found
+
+
+class ResultList(list):
+    """Results in order; `partial` when the time budget ran out before every candidate file
+    was scanned."""
+
+    def __init__(self, items=(), partial: bool = False):
+        super().__init__(items)
+        self.partial = partial
 
 
 @dataclass(slots=True)
@@ -110,23 +126,52 @@ def regex_match_expr(pattern: str) -> str | None:
         return None
     if any(op is sre_parse.LITERAL and arg > 0xFFFF for op, arg in parsed):
         return None
-    expr = _required(list(parsed))
-    return _expr_to_fts(expr) if expr is not None else None
+    try:
+        expr = _required(list(parsed))
+        return _expr_to_fts(expr) if expr is not None else None
+    except RecursionError:  # groups nested hundreds deep: no prefilter, verification is exact
+        return None
+
+
+def _check_pattern(pattern: str) -> None:
+    if not pattern:
+        raise QueryError("empty pattern: give some text or a regular expression to find")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise QueryError(f"pattern too long: {len(pattern):,} characters, the limit is "
+                         f"{MAX_PATTERN_CHARS:,}")
+
+
+_ANY_BYTE = re.compile(r"(?<!\\)(?:\\\\)*\\C")  # \C not escaped itself
 
 
 def compile_regex(pattern: str, case_sensitive: bool = True):
+    if _ANY_BYTE.search(pattern):
+        # the one construct that never_nl (below) leaves free to match a newline
+        raise QueryError(f"unsupported regular expression {pattern!r}: \\C (any byte) can "
+                         "match across lines; use . (any character)")
     options = re2.Options()
     options.log_errors = False
     options.case_sensitive = case_sensitive
+    # grep's lines: a line matches when the pattern matches within it, so nothing in the
+    # pattern may match a newline (not \s, [^;] or \n either): a match never spans lines
+    options.never_nl = True
+    # only a match's span is used; capturing groups would make RE2 track every one of them
+    # (`(a*)*` repeated: a quarter of a second per match instead of microseconds)
+    options.never_capture = True
     try:
         # compiled for UTF-8 bytes: RE2 on str re-encodes every text and maps every offset
         # back, two to four times slower than on the bytes kept by the content cache
-        return re2.compile(("(?m)" + pattern).encode("utf-8", "surrogatepass"), options)
+        regex = re2.compile(("(?m)" + pattern).encode("utf-8", "surrogatepass"), options)
     except Exception as exc:  # google-re2 raises its own Error type with a bytes message
         detail = exc.args[0] if exc.args else exc
         if isinstance(detail, bytes):
             detail = detail.decode("utf-8", "replace")
         raise QueryError(f"invalid regular expression {pattern!r}: {detail}") from None
+    if regex.programsize > MAX_REGEX_PROGRAM:
+        raise QueryError(f"regular expression too large: {regex.programsize:,} RE2 "
+                         f"instructions, the limit is {MAX_REGEX_PROGRAM:,}; use smaller "
+                         "repetition counts or character classes")
+    return regex
 
 
 STEM_BONUS = 1.0  # × the best BM25 score, for a file whose whole name the query spells out
@@ -210,6 +255,7 @@ class TextRetriever:
         self.store = store
         self._texts = ContentCache(store)
         self._names: tuple[tuple, dict[str, tuple[str, ...]]] | None = None
+        self.time_budget = GREP_TIME_BUDGET
 
     def _file_names(self) -> dict[str, tuple[str, ...]]:
         """path -> name words, for every indexed file (kept until the index changes)."""
@@ -224,10 +270,14 @@ class TextRetriever:
     # -- exact search -------------------------------------------------------------------
     def grep(self, pattern: str, regex: bool = False, case_sensitive: bool = False,
              whole_word: bool = False, path_glob: str | None = None, repo_id: int | None = None,
-             limit: int | None = None) -> list[LineMatch]:
-        """Every line matching the pattern, in path then line order (like grep -rn)."""
-        if not pattern:
-            raise QueryError("empty pattern: give some text or a regular expression to find")
+             limit: int | None = None, time_budget: float | None = None) -> ResultList:
+        """Every line matching the pattern, in path then line order (like grep -rn). Files
+        are scanned for at most `time_budget` seconds (default self.time_budget); then the
+        lines found so far come back marked partial."""
+        _check_pattern(pattern)
+        if not regex and "\n" in pattern:
+            return ResultList()  # no line holds a newline
+        deadline = time.monotonic() + (self.time_budget if time_budget is None else time_budget)
         if regex:
             matcher = compile_regex(pattern, case_sensitive)
             match_expr = regex_match_expr(pattern)
@@ -242,7 +292,7 @@ class TextRetriever:
                 matcher = None
             else:
                 matcher = re.compile(re.escape(pattern), re.IGNORECASE)
-        out: list[LineMatch] = []
+        out = ResultList()
         candidates = [(stored, content_hash) for stored, content_hash
                       in self.store.trigram_candidates(match_expr, repo_id)
                       if path_ok(stored.path, path_glob)]
@@ -250,51 +300,48 @@ class TextRetriever:
             batch = candidates[start:start + GREP_READ_BATCH]
             texts = self._texts.get(batch, utf8=regex)
             for stored, _ in batch:
+                if time.monotonic() > deadline:
+                    out.partial = True
+                    return out
                 out.extend(self._lines(stored, texts[stored.file_id], pattern, matcher))
             if limit is not None and len(out) >= limit:
-                return out[:limit]
+                del out[limit:]
+                return out
         return out
 
     @staticmethod
-    def _positions(text: str | bytes, pattern: str, matcher, newline):
-        if matcher is None:
-            start = text.find(pattern)
-            while start >= 0:
-                yield start, start + len(pattern)
-                start = text.find(pattern, start + 1)
-        else:
-            for m in matcher.finditer(text):
-                if m.end() == m.start() and m.start() == len(text) and text.endswith(newline):
-                    continue  # an empty match after the final newline is not a line
-                yield m.start(), m.end()
-
-    def _lines(self, stored: StoredFile, text: str | bytes, pattern: str, matcher
+    def _lines(stored: StoredFile, text: str | bytes, pattern: str, matcher
                ) -> list[LineMatch]:
-        """The matching lines of one file; text is str, or UTF-8 bytes for RE2 matchers."""
+        """The matching lines of one file; text is str, or UTF-8 bytes for RE2 matchers.
+        No match spans a newline (see compile_regex), so a match marks its line; the search
+        goes on from the next line, as a line is reported once."""
         utf8 = isinstance(text, bytes)
         newline, cr = (b"\n", b"\r") if utf8 else ("\n", "\r")
         out: list[LineMatch] = []
-        line_no, line_start, last_line = 1, 0, 0
-        for start, end in self._positions(text, pattern, matcher, newline):
-            if start > line_start:
-                newlines = text.count(newline, line_start, start)
-                if newlines:
-                    line_no += newlines
-                    line_start = text.rfind(newline, 0, start) + 1
-            if line_no == last_line:
-                continue
+        line_no, counted, pos = 1, 0, 0
+        while pos < len(text):
+            if matcher is None:
+                start = text.find(pattern, pos)
+                if start < 0:
+                    break
+            else:
+                m = matcher.search(text, pos)
+                if m is None:
+                    break
+                start = m.start()
+                if start == len(text) and text.endswith(newline):
+                    break  # an empty match after the final newline is not a line
+            line_no += text.count(newline, counted, start)
+            counted = start
+            line_start = text.rfind(newline, 0, start) + 1
             line_end = text.find(newline, start)
             if line_end < 0:
                 line_end = len(text)
-            if end > line_end and matcher is not None and start != end:
-                # a regex match running across lines: grep reports only whole-line matches
-                if newline in text[start:end]:
-                    continue
             line = text[line_start:line_end].rstrip(cr)
             out.append(LineMatch(stored.path, line_no,
                                  line.decode("utf-8", "surrogatepass") if utf8 else line,
                                  stored.file_id, stored.flags))
-            last_line = line_no
+            pos = line_end + 1
         return out
 
     # -- ranked search ------------------------------------------------------------------
@@ -348,7 +395,7 @@ class TextRetriever:
                         key=lambda ms: (bool(ms[0].flags & DOWNRANKED), bool(ms[0].flags & TEST),
                                         not wanted or name_words(ms[0].path) != wanted,
                                         -len(ms), ms[0].path))
-        hits = []
+        hits = ResultList(partial=matches.partial)
         for rank, ms in enumerate(ranked[:limit]):
             first = ms[0].line
             hits.append(Hit(ms[0].path, max(1, first - 2), first + 2, 1.0 / (1 + rank),

@@ -14,6 +14,9 @@ from .intent import EXACT_MATCH, INTENTS, UNDERSTAND_CODE, Intent, classify
 from .profiles import DIRECT_CONFIDENCE, DOMINANT, PRESETS, PROFILE_K, PROFILES
 
 CANDIDATES_PER_MODALITY = 60
+# The longest issue texts pasted as questions run to about 20,000 characters; a longer query
+# only costs time and memory and is refused.
+MAX_QUERY_CHARS = 32_000
 # Questions about documentation or configuration keep prose files at full rank.
 _PROSE_WORDS = re.compile(r"(?i)\b(docs?|documentation|readme|changelog|guide|tutorial|"
                           r"config(uration)?|settings?|ya?ml|json|toml|markdown|html|css|"
@@ -81,7 +84,10 @@ class SearchEngine:
             if not retriever.ready():
                 response.unavailable[modality] = "still being built"
                 return []
-            return retriever.search(query, limit)
+            hits = retriever.search(query, limit)
+            if getattr(hits, "partial", False):  # the text modality's ResultList
+                response.unavailable[modality] = "partial: the scan stopped at its time budget"
+            return hits
         except ModalityUnavailable as exc:
             response.unavailable[modality] = str(exc)
             return []
@@ -92,6 +98,9 @@ class SearchEngine:
         options = options or SearchOptions()
         if not text or not text.strip():
             raise QueryError("empty query: ask a question, name a symbol, or quote a string")
+        if len(text) > MAX_QUERY_CHARS:
+            raise QueryError(f"query too long: {len(text):,} characters, the limit is "
+                             f"{MAX_QUERY_CHARS:,}; quote the lines that matter")
         if options.preset not in PRESETS:
             raise QueryError(f"unknown preset {options.preset!r}; use {', '.join(PRESETS)}")
         if options.profile not in PROFILES:

@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..retrievers.text import MAX_PATTERN_CHARS
+
 FIND_DEFINITION = "find_definition"
 FIND_REFERENCES = "find_references"
 UNDERSTAND_CODE = "understand_code"
@@ -39,7 +41,7 @@ DEFINITION_KEYWORDS = {
 }
 _KEYWORD_FORM = re.compile(
     rf"^\s*({'|'.join(sorted(DEFINITION_KEYWORDS, key=len, reverse=True))})\s+`?({_IDENT})`?"
-    r"\s*(\(.*\))?\s*[:{]?\s*$")
+    r"\s*(?:(\(.*\))\s*)?(?:[:{]\s*)?$")  # not "\s*(...)?\s*[:{]?\s*$": cubic on spaces
 _REFERENCES = re.compile(
     rf"^\s*(?:who|what)\s+(?:calls|uses|invokes|references|imports)\s+`?({_IDENT})`?|"
     rf"^\s*(?:callers|usages|uses|references|call\s+sites|importers)\s+(?:of|to)\s+`?({_IDENT})`?|"
@@ -52,7 +54,12 @@ _IMPACT = re.compile(r"\b(impact|blast\s+radius|what\s+depends\s+on|depends\s+on
 _QUOTED = re.compile(r"\"([^\"]+)\"|'([^']{2,})'|`([^`]+)`")
 _ERROR_TOKEN = re.compile(
     r"\b(Traceback|[A-Z]\w*(?:Error|Exception|Panic|Fault)|E[A-Z]{3,}|[A-Z][A-Z0-9]*_[A-Z0-9_]+)\b")
-_CAMEL = re.compile(r"^[A-Za-z_$]*[a-z][A-Z]\w*$|^[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+$|^[A-Z]\w*[a-z]\w*$")
+# camelCase / PascalCase / Capitalised identifiers, in linear time: the first and last
+# alternatives stop at the first lower-upper pair and the first lower-case letter, where the
+# plain "[A-Za-z_$]*[a-z][A-Z]\w*" and "[A-Z]\w*[a-z]\w*" backtrack quadratically on a long
+# word that fails at its end.
+_CAMEL = re.compile(r"^(?:[A-Za-z_$]*\$)?(?:[A-Z_]|[a-z](?![A-Z]))*[a-z][A-Z]\w*$"
+                    r"|^[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+$|^[A-Z][^\Wa-z]*[a-z]\w*$")
 _SNAKE = re.compile(r"^_*[A-Za-z][A-Za-z0-9]*(?:_+[A-Za-z0-9]+)+_*$")
 _DOTTED = re.compile(rf"^{_IDENT}$")
 _PLAIN_WORD = re.compile(r"^[A-Za-z_$][\w$]*$")
@@ -79,6 +86,14 @@ def _last_identifier(text: str) -> str | None:
 
 def classify(query: str) -> Intent:
     """Put a query into one of six intents with a confidence; first matching rule wins."""
+    intent = _first_rule(query)
+    if intent.target is not None and len(intent.target) > MAX_PATTERN_CHARS:
+        # longer than any name, and than grep takes: pasted data, searched by its words
+        return Intent(UNDERSTAND_CODE, 0.40, "fallback", None)
+    return intent
+
+
+def _first_rule(query: str) -> Intent:
     q = query.strip().strip("?").strip()
     match = _KEYWORD_FORM.match(q)
     if match:

@@ -5,16 +5,26 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 from ..model import Chunk, Reference, Symbol
+
+
+class FileStamp(NamedTuple):
+    """What the file system says of a file, cheaply: any change means its content may have
+    changed. The ctime and inode catch an edit that kept the size and put the old mtime
+    back, and a file replaced by another (a branch switch writes new files)."""
+
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    inode: int
 
 
 @dataclass(slots=True)
 class FileState:
     file_id: int
-    size: int
-    mtime_ns: int
+    stamp: FileStamp
     hash: str
 
 
@@ -23,8 +33,7 @@ class FileRecord:
     """Everything the indexer learned about one file, written in one go."""
 
     path: str
-    size: int
-    mtime_ns: int
+    stamp: FileStamp
     hash: str
     language: str | None
     flags: int
@@ -34,6 +43,10 @@ class FileRecord:
     references: str = "[]"  # encode_references(...): encoded in the parser process
     chunk_tokens: list[str] = field(default_factory=list)  # BM25 token text per chunk
     chunk_hashes: list[str] = field(default_factory=list)  # embedding cache key per chunk
+
+    @property
+    def size(self) -> int:
+        return self.stamp.size
 
 
 def encode_references(references: list[Reference]) -> str:
@@ -157,6 +170,26 @@ class Store(ABC):
         """The parser version of the repository's last finished index run."""
 
     @abstractmethod
+    def identity(self) -> str | None:
+        """The identity of the index folder this store was built in (None: not recorded)."""
+
+    @abstractmethod
+    def mark_identity(self, identity: str) -> None:
+        """Record the identity of the index folder this store belongs to."""
+
+    @abstractmethod
+    def is_empty(self) -> bool:
+        """True while no repository has been added."""
+
+    @abstractmethod
+    def setting(self, key: str, default: int) -> int:
+        """An integer remembered with the index (e.g. the size cap a root was indexed with)."""
+
+    @abstractmethod
+    def set_setting(self, key: str, value: int) -> None:
+        """Remember an integer with the index."""
+
+    @abstractmethod
     def generation(self) -> tuple:
         """Changes whenever any repository finishes an index run; cheap to call per query."""
 
@@ -165,8 +198,8 @@ class Store(ABC):
 
     @abstractmethod
     def write_batch(self, repo_id: int, records: list[FileRecord], deleted: list[str],
-                    touched: list[tuple[str, int, int]]) -> None:
-        """Replace/insert records, delete paths, refresh (path, size, mtime) — atomically."""
+                    touched: list[tuple[str, FileStamp]]) -> None:
+        """Replace/insert records, delete paths, refresh (path, stamp) — atomically."""
 
     @abstractmethod
     def files(self, repo_id: int | None = None) -> list[StoredFile]: ...

@@ -7,24 +7,25 @@ concurrently and readers keep working while an indexer writes.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import sqlite3
 import threading
-import time
 from array import array
 from pathlib import Path
 from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..errors import FourfoldError
+from ..errors import FourfoldError, IndexDamagedError, IndexWriteError
 from ..text_tokens import chunk_body, identifier_tokens, token_text
-from .base import (EdgeColumns, FileRecord, FileState, RepoInfo, Store, StoredChunk,
+from .base import (EdgeColumns, FileRecord, FileStamp, FileState, RepoInfo, Store, StoredChunk,
                    StoredEdge, StoredFile, StoredSymbol)
 
-SCHEMA_VERSION = 5  # 2: trigram index without positions; 3: contentless chunk tokens;
+SCHEMA_VERSION = 6  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
-# 5: a repository's edges packed in one row
+# 5: a repository's edges packed in one row; 6: files keep their ctime and inode
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -32,8 +33,8 @@ CREATE TABLE IF NOT EXISTS repos(
     id INTEGER PRIMARY KEY, root TEXT UNIQUE NOT NULL, name TEXT NOT NULL, indexed_at REAL);
 CREATE TABLE IF NOT EXISTS files(
     id INTEGER PRIMARY KEY, repo_id INTEGER NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL,
-    size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, language TEXT, flags INTEGER NOT NULL,
-    UNIQUE(repo_id, path));
+    size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, ctime_ns INTEGER NOT NULL,
+    inode INTEGER NOT NULL, language TEXT, flags INTEGER NOT NULL, UNIQUE(repo_id, path));
 CREATE TABLE IF NOT EXISTS contents(file_id INTEGER PRIMARY KEY, text TEXT NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS content_trigrams USING fts5(
     text, content='contents', content_rowid='file_id', tokenize='trigram', detail='none');
@@ -111,6 +112,27 @@ def _unpack_edges(row: tuple) -> list[StoredEdge]:
                 _unpacked(dst_symbol), _unpacked(line), names, resolved)]
 
 
+def _translated(method):
+    """SQLite's own errors leave the store as clear ones: a damaged file says how to
+    rebuild it, a full disk says that the last complete write is kept."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            raise self._failure(exc) from exc
+    return call
+
+
+def _clear_errors(cls):
+    """Opening the store and each of its public methods report SQLite's errors clearly."""
+    for name, method in list(vars(cls).items()):
+        if inspect.isfunction(method) and (name == "__init__" or not name.startswith("_")):
+            setattr(cls, name, _translated(method))
+    return cls
+
+
+@_clear_errors
 class SQLiteStore(Store):
     def __init__(self, db_path: str | Path, readonly: bool = False):
         self.db_path = str(db_path)
@@ -123,9 +145,50 @@ class SQLiteStore(Store):
                 raise FourfoldError(
                     f"index at {self.db_path} was written by a newer fourfold (schema "
                     f"{version}, this one reads {SCHEMA_VERSION}); upgrade fourfold or use "
-                    "another --index-dir")
+                    "another --index-dir, or replace it with `fourfold index --rebuild`")
             if version != SCHEMA_VERSION:
                 self._create(conn)
+
+    def _failure(self, exc: sqlite3.DatabaseError) -> FourfoldError:
+        message = str(exc)
+        if isinstance(exc, sqlite3.OperationalError) and ("disk is full" in message
+                                                           or "disk I/O error" in message):
+            return IndexWriteError(
+                f"cannot write the index at {self.db_path}: {message}; what was written "
+                "before stays searchable (each batch of files is committed whole); free some "
+                "space and index again")
+        if isinstance(exc, sqlite3.OperationalError) and ("locked" in message
+                                                           or "busy" in message):
+            return FourfoldError(f"the index at {self.db_path} is busy ({message}); try again")
+        folder = Path(self.db_path).parent
+        root = folder.parent if folder.name == ".fourfold" else "PATH"
+        return IndexDamagedError(
+            f"the index at {self.db_path} is damaged ({message}); rebuild it with "
+            f"`fourfold index --rebuild {root}`")
+
+    def identity(self) -> str | None:
+        """What `mark_identity` recorded: the folder this database was built in."""
+        rows = self._query("SELECT value FROM meta WHERE key='index_identity'")
+        return rows[0][0] if rows else None
+
+    def mark_identity(self, identity: str) -> None:
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT OR REPLACE INTO meta VALUES('index_identity', ?)", (identity,))
+
+    def is_empty(self) -> bool:
+        return not self._query("SELECT 1 FROM repos LIMIT 1")
+
+    def setting(self, key: str, default: int) -> int:
+        rows = self._query("SELECT value FROM meta WHERE key=?", (f"setting:{key}",))
+        return int(rows[0][0]) if rows else default
+
+    def set_setting(self, key: str, value: int) -> None:
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (f"setting:{key}", str(value)))
 
     def _create(self, conn: sqlite3.Connection) -> None:
         """Create the schema. An index is derived data, so any other layout (older, or
@@ -159,8 +222,10 @@ class SQLiteStore(Store):
                 conn.execute("PRAGMA busy_timeout=30000")
                 conn.execute("PRAGMA mmap_size=1073741824")
                 conn.execute("PRAGMA cache_size=-65536")
+                # a database file is data: its schema may not call functions with side effects
+                conn.execute("PRAGMA trusted_schema=OFF")
             except sqlite3.DatabaseError as exc:
-                raise FourfoldError(f"cannot open index database {self.db_path}: {exc}") from exc
+                raise self._failure(exc) from exc
             self._local.conn = conn
         return conn
 
@@ -168,10 +233,10 @@ class SQLiteStore(Store):
     def _schema_version(conn: sqlite3.Connection) -> int | None:
         try:
             row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        except sqlite3.OperationalError:
-            return None
-        except sqlite3.DatabaseError as exc:
-            raise FourfoldError(f"index database is damaged ({exc}); delete it and index again")
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):
+                return None
+            raise
         return int(row[0]) if row else None
 
     def close(self) -> None:
@@ -228,8 +293,10 @@ class SQLiteStore(Store):
         return tuple(self._query("SELECT id, indexed_at FROM repos ORDER BY id"))
 
     def file_states(self, repo_id: int) -> dict[str, FileState]:
-        return {path: FileState(fid, size, mtime, h) for fid, path, size, mtime, h in self._query(
-            "SELECT id, path, size, mtime_ns, hash FROM files WHERE repo_id=?", (repo_id,))}
+        return {path: FileState(fid, FileStamp(size, mtime, ctime, inode), h)
+                for fid, path, size, mtime, ctime, inode, h in self._query(
+                    "SELECT id, path, size, mtime_ns, ctime_ns, inode, hash FROM files "
+                    "WHERE repo_id=?", (repo_id,))}
 
     def _delete_file(self, conn: sqlite3.Connection, file_id: int) -> None:
         row = conn.execute("SELECT c.text, f.path FROM contents c JOIN files f ON f.id=c.file_id "
@@ -259,7 +326,7 @@ class SQLiteStore(Store):
         conn.execute("DELETE FROM files WHERE id=?", (file_id,))
 
     def write_batch(self, repo_id: int, records: list[FileRecord], deleted: list[str],
-                    touched: list[tuple[str, int, int]]) -> None:
+                    touched: list[tuple[str, FileStamp]]) -> None:
         conn = self._conn()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
@@ -268,9 +335,9 @@ class SQLiteStore(Store):
                                    (repo_id, path)).fetchone()
                 if row:
                     self._delete_file(conn, row[0])
-            for path, size, mtime in touched:
-                conn.execute("UPDATE files SET size=?, mtime_ns=? WHERE repo_id=? AND path=?",
-                             (size, mtime, repo_id, path))
+            for path, stamp in touched:
+                conn.execute("UPDATE files SET size=?, mtime_ns=?, ctime_ns=?, inode=? "
+                             "WHERE repo_id=? AND path=?", (*stamp, repo_id, path))
             # Ids are given, not read back row by row, so each table takes one executemany
             # per batch (the index lock makes this the only writer).
             symbol_id = conn.execute("SELECT coalesce(max(id), 0) FROM symbols").fetchone()[0]
@@ -278,9 +345,9 @@ class SQLiteStore(Store):
             symbols, symbol_tokens, chunks, chunk_tokens, refs = [], [], [], [], []
             for rec in records:
                 file_id = conn.execute(
-                    "INSERT INTO files(repo_id, path, hash, size, mtime_ns, language, flags) "
-                    "VALUES(?,?,?,?,?,?,?)",
-                    (repo_id, rec.path, rec.hash, rec.size, rec.mtime_ns, rec.language,
+                    "INSERT INTO files(repo_id, path, hash, size, mtime_ns, ctime_ns, inode, "
+                    "language, flags) VALUES(?,?,?,?,?,?,?,?,?)",
+                    (repo_id, rec.path, rec.hash, *rec.stamp, rec.language,
                      rec.flags)).lastrowid
                 conn.execute("INSERT INTO contents(file_id, text) VALUES(?, ?)", (file_id, rec.text))
                 conn.execute("INSERT INTO content_trigrams(rowid, text) VALUES(?, ?)",
@@ -515,5 +582,3 @@ class SQLiteStore(Store):
         return total - missing, total
 
 
-def now() -> float:
-    return time.time()

@@ -1,0 +1,121 @@
+"""The index folder on disk, made safe against what a cloned repository may ship.
+
+A repository is untrusted: it can ship `.fourfold` as a symlink, or a real `.fourfold`
+holding symlinks named like our files (writing through them would create or truncate files
+outside the repository), or a prepared database whose rows would be served as the
+repository's code. So inside the repository no component of the index folder's path may be
+a symlink, the folder must belong to the user, our own file names inside it are never
+followed, and a database is trusted only when it records this very folder (its path and
+inode, which a shipped copy cannot know) as the one it was built in.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from ..errors import FourfoldError
+
+DB_NAME = "index.sqlite"
+LOCK_NAME = "index.lock"
+IGNORE_NAME = ".gitignore"
+# the database and the files SQLite keeps beside it
+DB_FILES = (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", DB_NAME + "-journal")
+OWN_FILES = (*DB_FILES, LOCK_NAME, IGNORE_NAME)
+
+
+class UnsafeIndexDir(FourfoldError):
+    """The index folder (or a file in it) is not one fourfold may write through."""
+
+
+def _check_dir(path: Path) -> os.stat_result:
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafeIndexDir(
+            f"refusing {path}: it is a symlink (a repository can ship one to make the index "
+            "be written elsewhere); remove it, or keep the index elsewhere with --index-dir")
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeIndexDir(f"refusing {path}: it is not a folder; remove it, or keep the "
+                             "index elsewhere with --index-dir")
+    if st.st_uid != os.geteuid():
+        raise UnsafeIndexDir(f"refusing {path}: it belongs to another user (uid "
+                             f"{st.st_uid}); remove it, or use --index-dir")
+    return st
+
+
+def prepare_index_dir(index_dir: Path, root: Path) -> None:
+    """Create the index folder if needed, refusing symlinks on its way below `root`, and
+    clear our own file names of anything that is not a plain file."""
+    try:
+        inside = index_dir.relative_to(root)
+    except ValueError:
+        inside = None
+    try:
+        if inside is None:  # a folder the user named: theirs to lay out as they like
+            index_dir.mkdir(parents=True, exist_ok=True)
+        else:
+            folder = root
+            for part in inside.parts:
+                folder = folder / part
+                try:
+                    os.mkdir(folder, 0o755)
+                except FileExistsError:
+                    pass
+                _check_dir(folder)
+        for name in OWN_FILES:
+            path = index_dir / name
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                os.unlink(path)  # removes the link only, never what it points to
+            elif not stat.S_ISREG(st.st_mode):
+                raise UnsafeIndexDir(f"refusing {path}: it is not a plain file; remove it")
+        _write_new(index_dir / IGNORE_NAME, b"# fourfold index: not source\n*\n")
+    except UnsafeIndexDir:
+        raise
+    except OSError as exc:
+        raise FourfoldError(f"cannot create index folder {index_dir}: "
+                            f"{exc.strerror or exc}") from exc
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Create a file that does not exist yet; never through a symlink."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o644)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+def open_private(path: Path) -> int:
+    """A read-write descriptor of one of our files, created if missing, never followed
+    through a symlink (a repository could plant one to make us truncate its target)."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeIndexDir(f"refusing {path}: it is a symlink; remove it") from None
+        raise FourfoldError(f"cannot open {path}: {exc.strerror or exc}") from exc
+
+
+def identity(index_dir: Path) -> str:
+    """What a database records to show it was built in this folder: the folder's real path
+    and inode. A copy shipped inside a repository lands in a folder with another inode."""
+    return f"{index_dir.resolve()}\0{os.stat(index_dir).st_ino}"
+
+
+def remove_database(index_dir: Path) -> None:
+    """Delete the database and SQLite's files beside it (to start an empty index)."""
+    for name in DB_FILES:
+        try:
+            os.unlink(index_dir / name)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise FourfoldError(f"cannot remove {index_dir / name}: {exc.strerror or exc}"
+                                ) from exc

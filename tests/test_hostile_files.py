@@ -1,0 +1,270 @@
+"""A repository is untrusted input: files swapped while indexing runs, names that are not
+UTF-8, huge ignore files, huge minified files, NUL bytes and other encodings, symlinked
+folders."""
+import json
+import os
+import subprocess
+import sys
+import threading
+
+from fourfold import Fourfold
+from fourfold.discovery.read import SWAPPED
+from fourfold.discovery.walk import BAD_NAME, LINKED_FOLDER, walk
+from fourfold.indexer import read_file
+from fourfold.interfaces.cli import main
+
+SECRET = "OUTSIDE_SECRET_MARKER = 1\n"
+
+
+def paths(report):
+    return sorted(f.path for f in report.files)
+
+
+def found(report, path):
+    return next(f for f in report.files if f.path == path)
+
+
+# -- case 5: a file or folder swapped for a symlink between the walk and the read -------------
+
+def test_file_swapped_for_a_symlink_after_the_walk_is_not_read(make_tree, tmp_path):
+    root = make_tree({"swap.py": "x = 1\n"})
+    secret = tmp_path / "secret.py"
+    secret.write_text(SECRET)
+    report = walk(root)
+    os.unlink(root / "swap.py")
+    os.symlink(secret, root / "swap.py")
+    assert read_file(found(report, "swap.py")) == ("swap.py", SWAPPED)
+
+
+def test_folder_swapped_for_a_symlink_after_the_walk_is_not_read(make_tree, tmp_path):
+    root = make_tree({"pkg/a.py": "a = 1\n", "pkg/b.py": "b = 1\n"})
+    report = walk(root)
+    # pkg now links to another folder with a file of the same name ...
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "a.py").write_text(SECRET)
+    os.rename(root / "pkg", tmp_path / "moved")
+    os.symlink(elsewhere, root / "pkg")
+    assert read_file(found(report, "pkg/a.py")) == ("pkg/a.py", SWAPPED)
+    # ... or to the very folder the walk saw, moved out of the repository
+    os.unlink(root / "pkg")
+    os.symlink(tmp_path / "moved", root / "pkg")
+    assert read_file(found(report, "pkg/b.py")) == ("pkg/b.py", SWAPPED)
+
+
+def test_fifo_swapped_in_after_the_walk_does_not_block(make_tree):
+    root = make_tree({"pipe.py": "x = 1\n"})
+    report = walk(root)
+    os.unlink(root / "pipe.py")
+    os.mkfifo(root / "pipe.py")
+    results = []
+    reader = threading.Thread(target=lambda: results.append(read_file(found(report, "pipe.py"))),
+                              daemon=True)
+    reader.start()
+    reader.join(timeout=10)
+    assert results == [("pipe.py", "not a regular file")]
+
+
+def test_swap_while_indexing_stores_nothing_from_outside(make_tree, tmp_path, monkeypatch):
+    from fourfold import indexer
+    root = make_tree({"swap.py": "x = 1\n", "keep.py": "def kept():\n    pass\n",
+                      "real.py": "def through_link():\n    pass\n"})
+    os.symlink(root / "real.py", root / "link.py")  # a symlink inside the root stays readable
+    secret = tmp_path / "secret.py"
+    secret.write_text(SECRET)
+    real = indexer.read_file
+
+    def swap_first(found, **options):
+        if found.path == "swap.py":
+            os.unlink(found.abspath)
+            os.symlink(secret, found.abspath)
+        return real(found, **options)
+    monkeypatch.setattr(indexer, "read_file", swap_first)
+    ff = Fourfold(root)
+    summary = ff.index(workers=1, embed=False)
+    assert summary.skipped.get(SWAPPED) == 1
+    assert not ff.grep("OUTSIDE_SECRET_MARKER")
+    assert ff.definitions("kept")[0]["path"] == "keep.py"
+    assert sorted(d["path"] for d in ff.definitions("through_link")) == ["link.py", "real.py"]
+
+
+# -- case 6: file and folder names that are not valid UTF-8 ----------------------------------
+
+def _bad_names(root):
+    broot = os.fsencode(root)
+    fd = os.open(os.path.join(broot, b"bad\xff.py"), os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, b"def in_bad_file():\n    pass\n")
+    os.close(fd)
+    os.mkdir(os.path.join(broot, b"dir\xfe"))
+    with open(os.path.join(broot, b"dir\xfe", b"inner.py"), "wb") as handle:
+        handle.write(b"def in_bad_folder():\n    pass\n")
+
+
+def test_names_not_utf8_are_skipped_and_the_rest_indexed(make_tree):
+    root = make_tree({"good.py": "def good_function():\n    pass\n"})
+    _bad_names(root)
+    ff = Fourfold(root)
+    summary = ff.index(embed=False)
+    assert summary.files == 1 and summary.skipped.get(BAD_NAME) == 2
+    assert ff.definitions("good_function")[0]["path"] == "good.py"
+    assert not ff.definitions("in_bad_file") and not ff.definitions("in_bad_folder")
+
+
+def test_names_not_utf8_do_not_stop_the_cli(make_tree, capsys):
+    root = make_tree({"good.py": "GOOD_FILE_MARKER = 1\n"})
+    _bad_names(root)
+    assert main(["index", str(root), "--no-embed", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["files"] == 1 and summary["skipped"][BAD_NAME] == 2
+    assert [m.path for m in Fourfold(root).grep("GOOD_FILE_MARKER")] == ["good.py"]
+
+
+# -- case 7: huge ignore files ---------------------------------------------------------------
+
+def test_gitignore_of_thousands_of_patterns_applies(make_tree):
+    lines = []
+    for i in range(1250):  # distinct patterns of every kind: globs, negations, **, folders
+        lines += [f"dir{i}/file*.log", f"!dir{i}/file{i}.log", f"**/gen{i}", f"build{i}/"]
+    files = {".gitignore": "\n".join(lines) + "\n", "keep.py": "k = 1\n",
+             "dir7/file1.log": "ignored\n", "dir7/file7.log": "negated back\n",
+             "deep/er/gen900": "ignored\n", "build1249/out.py": "ignored\n",
+             "build1250/out.py": "not ignored\n"}
+    root = make_tree(files)
+    report = walk(root)
+    assert paths(report) == [".gitignore", "build1250/out.py", "dir7/file7.log", "keep.py"]
+    assert report.skipped["ignored"] == 3
+
+
+def test_long_ignore_file_decides_as_one(make_tree, monkeypatch):
+    from fourfold.discovery import walk as walk_module
+    # x/y.txt stays ignored though the later !x/ matches it through its folder (git's rule,
+    # and pathspec's); deciding set by set, the last set's verdict would bring it back
+    root = make_tree({".gitignore": "x/y.txt\n!x/\n*.log\n!keep.log\n",
+                      "x/y.txt": "", "x/z.txt": "", "a.log": "", "keep.log": ""})
+    expected = [".gitignore", "keep.log", "x/z.txt"]
+    assert paths(walk(root)) == expected
+    monkeypatch.setattr(walk_module, "SET_PATTERNS", 1)
+    assert paths(walk(root)) == expected
+
+
+def test_invalid_ignore_pattern_is_skipped_like_git(make_tree):
+    root = make_tree({".gitignore": "!\n*.log\n\\\n", "a.py": "a = 1\n", "b.log": "b\n"})
+    assert paths(walk(root)) == [".gitignore", "a.py"]
+
+
+# -- case 11: bounded memory for one huge file ----------------------------------------------
+
+PEAK_SCRIPT = """
+import json, resource, sys
+from fourfold import Fourfold
+ff = Fourfold(sys.argv[1], max_file_bytes=64 * 1024 * 1024)
+summary = ff.index(embed=False, workers=1)
+peak = max(resource.getrusage(who).ru_maxrss
+           for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)) // 1024
+print(json.dumps({"peak_mb": peak, "files": summary.files,
+                  "end": [m.path for m in ff.grep("LAST_FUNCTION_MARKER")],
+                  "parsed": sorted({d["path"] for d in ff.definitions("a1", limit=5)})}))
+"""
+
+
+def test_huge_minified_and_long_lined_files_index_in_bounded_memory(make_tree):
+    unit = "var a1=function(b){return b+1};"
+    long_line = unit * (19_000 // len(unit)) + "\n"  # just under the line limit: parsed
+    root = make_tree({"bundle.js": unit * (10 * 1024 * 1024 // len(unit))
+                      + "var LAST_FUNCTION_MARKER=1;",
+                      "long.js": long_line * (1400 * 1024 // len(long_line))})
+    run = subprocess.run([sys.executable, "-c", PEAK_SCRIPT, str(root)], capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["files"] == 2
+    assert result["end"] == ["bundle.js"]  # the minified file is still searchable
+    assert result["parsed"] == ["long.js"]
+    assert result["peak_mb"] <= 300
+
+
+def test_file_over_the_text_bound_or_grown_past_the_cap_is_skipped(make_tree, monkeypatch):
+    from fourfold.discovery import read
+    root = make_tree({"big.txt": "x" * 5000, "grows.txt": "small\n"})
+    monkeypatch.setattr(read, "MAX_TEXT_BYTES", 4000)
+    report = walk(root, max_file_bytes=10_000)
+    assert read_file(found(report, "big.txt")) == ("big.txt", read.TOO_LARGE)
+    (root / "grows.txt").write_text("y" * 20_000)  # after the walk, past its cap
+    assert read_file(found(report, "grows.txt")) == ("grows.txt", "too large")
+
+
+def test_minified_file_is_kept_for_text_search_only(make_tree):
+    line = "function f(a){return a}" * 1000  # 23,000 characters on one line
+    root = make_tree({"min.js": line + "\n", "ok.js": "function normal(a) {\n  return a\n}\n"})
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    assert not ff.definitions("f")
+    assert ff.definitions("normal")[0]["path"] == "ok.js"
+    assert [m.path for m in ff.grep("return a}function")] == ["min.js"]
+
+
+# -- case 13: NUL bytes, UTF-16 and UTF-32 ---------------------------------------------------
+
+def test_nul_anywhere_makes_a_file_binary(make_tree):
+    late = b"# padding line\n" * 700 + b"\0\nAFTER_NUL_MARKER = 1\n"  # NUL past 8 KB
+    root = make_tree({"late.py": late, "text.py": "TEXT_MARKER = 1\n"})
+    ff = Fourfold(root)
+    summary = ff.index(embed=False)
+    assert summary.skipped.get("binary") == 1 and summary.files == 2
+    assert not ff.store.file_by_path("late.py")
+    assert [m.path for m in ff.grep("TEXT_MARKER")] == ["text.py"]
+
+
+def test_text_is_decoded_by_its_byte_order_mark(make_tree):
+    source = "def {}_function():\n    return 'caf\u00e9 {}'\n"
+    encodings = {"utf16le": "utf-16-le", "utf16be": "utf-16-be", "utf32le": "utf-32-le",
+                 "utf32be": "utf-32-be", "utf8bom": "utf-8"}
+    root = make_tree({f"{name}.py": "\ufeff".encode(enc) + source.format(name, name).encode(enc)
+                      for name, enc in encodings.items()})
+    ff = Fourfold(root)
+    summary = ff.index(embed=False)
+    assert summary.files == 5 and not summary.skipped
+    for name in encodings:
+        assert ff.definitions(f"{name}_function")[0]["path"] == f"{name}.py"
+        hits = ff.grep(f"caf\u00e9 {name}")
+        assert [(m.path, m.line) for m in hits] == [(f"{name}.py", 2)]
+        first = ff.grep(f"def {name}_function")[0]
+        assert first.line == 1 and first.text.startswith("def ")  # no BOM left in the text
+
+
+# -- case 15b: symlinked folders -------------------------------------------------------------
+
+def test_symlinked_folder_sorting_first_does_not_hide_the_real_one(make_tree):
+    root = make_tree({"z_real/mod.py": "def real_dir_function():\n    pass\n"})
+    os.symlink(root / "z_real", root / "a_link")
+    os.symlink("z_real", root / "zz_link")
+    report = walk(root)
+    assert paths(report) == ["z_real/mod.py"]
+    assert report.skipped == {LINKED_FOLDER: 2}
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    assert [d["path"] for d in ff.definitions("real_dir_function")] == ["z_real/mod.py"]
+
+
+def test_symlinked_folder_into_an_ignored_folder_is_still_followed(make_tree):
+    root = make_tree({".gitignore": "build/\n", "build/gen/x.py": "def generated():\n    pass\n",
+                      ".git/info/exclude": "hidden/\n", "hidden/h.py": "def hidden():\n    pass\n"})
+    os.symlink(root / "build" / "gen", root / "gen_link")
+    os.symlink(root / "hidden", root / "visible")
+    os.symlink(root / ".git", root / "git_link")
+    report = walk(root)
+    assert paths(report) == [".gitignore", "gen_link/x.py", "visible/h.py"]
+    assert found(report, "gen_link/x.py").abspath == str(root / "build" / "gen" / "x.py")
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    assert [d["path"] for d in ff.definitions("generated")] == ["gen_link/x.py"]
+    assert [d["path"] for d in ff.definitions("hidden")] == ["visible/h.py"]
+
+
+def test_symlink_loops_still_end(make_tree):
+    root = make_tree({"a/b/file.py": "x = 1\n"})
+    os.symlink(root / "a", root / "a" / "b" / "up")
+    os.symlink(root, root / "a" / "root")
+    report = walk(root)
+    assert paths(report) == ["a/b/file.py"]
+    assert report.skipped == {"symlink loop": 2}

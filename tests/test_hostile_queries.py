@@ -1,0 +1,281 @@
+"""Hostile queries and patterns: huge queries are refused or answered fast and small,
+pathological regexes are bounded, a grep stops at its time budget and says so, and regex
+lines are grep's lines."""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from fourfold import Fourfold
+from fourfold.errors import QueryError
+from fourfold.interfaces.cli import main
+from fourfold.retrievers import text as text_module
+from fourfold.routing.engine import MAX_QUERY_CHARS
+from fourfold.routing.intent import _CAMEL, _KEYWORD_FORM
+
+from conftest import write_tree
+
+
+def handlers_repo(root):
+    """40 files of PascalCase classes: every `Ab...` query word has thousands of candidates."""
+    return write_tree(root, {f"ab_module_{i}.py": "".join(
+        f"class Ab{j}Handler:\n    def ab_method_{j}(self, a):\n        return AbAb(a) + {j}\n\n"
+        for j in range(40)) for i in range(40)})
+
+
+@pytest.fixture(scope="module")
+def handlers(tmp_path_factory):
+    root = handlers_repo(tmp_path_factory.mktemp("hostile") / "repo")
+    Fourfold(root).index(embed=False)
+    return root
+
+
+# -- case 10: unbounded queries ----------------------------------------------------------------
+def test_query_over_the_limit_is_refused_at_once(handlers, capsys):
+    query = "Ab" * 50 * 1024  # one PascalCase word of 51,200 sub-words
+    ff = Fourfold(handlers)
+    started = time.perf_counter()
+    with pytest.raises(QueryError, match=f"limit is {MAX_QUERY_CHARS:,}"):
+        ff.search(query)
+    assert time.perf_counter() - started < 1.0
+    assert main(["search", query, str(handlers)]) == 2
+    err = capsys.readouterr().err
+    assert "query too long: 102,400 characters" in err and "Traceback" not in err
+
+
+# Each just under the limit; each took seconds to minutes or gigabytes before: prefixes of a
+# long word, a backtracking identifier pattern, a cubic definition pattern, a name matched
+# against thousands of symbols, more terms than SQLite nests.
+_PROBE = r"""
+import json, sys, time
+from fourfold import Fourfold
+from fourfold.routing.engine import MAX_QUERY_CHARS
+n = MAX_QUERY_CHARS - 10
+queries = {
+    "long word in a question": "how does " + "a" * (n - 9),
+    "capitalised word failing at its end": "A" + "a" * (n - 2) + "!",
+    "definition keyword, spaces": "def foo" + " " * (n - 8) + "x",
+    "PascalCase word": "Ab" * (n // 2),
+    "quoted string": '"' + "a" * (n - 2) + '"',
+    "1500 distinct words": " ".join(f"zq{i}" for i in range(1500)),
+}
+ff = Fourfold(sys.argv[1])
+ff.search("hello handler")  # warm: the index open, its caches read
+out = {}
+for name, query in queries.items():
+    started = time.perf_counter()
+    try:
+        ff.search(query)
+        error = None
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    out[name] = {"seconds": time.perf_counter() - started, "error": error}
+# VmHWM, not ru_maxrss: that one keeps the peak of the parent this process was forked from
+with open("/proc/self/status") as status:
+    out["peak_mb"] = next(int(line.split()[1]) for line in status
+                          if line.startswith("VmHWM:")) / 1024
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads the peak memory from /proc")
+def test_queries_just_under_the_limit_are_fast_and_small(handlers):
+    proc = subprocess.run([sys.executable, "-c", _PROBE, str(handlers)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    peak = result.pop("peak_mb")
+    for name, r in result.items():
+        assert r["error"] is None, (name, r["error"])
+        assert r["seconds"] <= 1.0, (name, r["seconds"])
+    assert peak <= 200, peak
+
+
+def test_identifier_patterns_keep_their_meaning():
+    """The linear forms of the identifier and definition patterns accept exactly what their
+    plain forms do, on every short string over the characters that matter to them."""
+    camel = re.compile(r"^[A-Za-z_$]*[a-z][A-Z]\w*$|^[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+$"
+                       r"|^[A-Z]\w*[a-z]\w*$")
+    for chars in itertools.chain.from_iterable(
+            itertools.product("aB1_$!é", repeat=n) for n in range(7)):
+        word = "".join(chars)
+        assert bool(_CAMEL.match(word)) == bool(camel.match(word)), word
+    keyword = re.compile(_KEYWORD_FORM.pattern.removesuffix(
+        r"\s*(?:(\(.*\))\s*)?(?:[:{]\s*)?$") + r"\s*(\(.*\))?\s*[:{]?\s*$")
+    assert keyword.pattern != _KEYWORD_FORM.pattern
+    for chars in itertools.product(" ():{x`", repeat=6):
+        query = "def f" + "".join(chars)
+        old, new = keyword.match(query), _KEYWORD_FORM.match(query)
+        assert (old and old.groups()) == (new and new.groups()), query
+
+
+# -- case 12: pathological regexes and the time budget ----------------------------------------
+@pytest.fixture(scope="module")
+def marked(tmp_path_factory):
+    """Twelve files, each with three MARK lines, and one of a's."""
+    root = tmp_path_factory.mktemp("marked") / "repo"
+    files = {f"f{i:02d}.txt": "".join(f"line {j} MARK_LINE {i}\nfiller {j}\n" for j in range(3))
+             for i in range(12)}
+    files["a.txt"] = "aaaaaaaaaaaaaaaaaaaa\n" * 50
+    write_tree(root, files)
+    Fourfold(root).index(embed=False)
+    return root
+
+
+def all_lines(root):
+    return {(p.name, n) for p in root.glob("*.txt")
+            for n in range(1, len(p.read_text().splitlines()) + 1)}
+
+
+def test_nested_quantifier_regex_answers_quickly(marked):
+    ff = Fourfold(marked)
+    started = time.perf_counter()
+    matches = ff.grep("(a*)*" * 512, regex=True)
+    assert time.perf_counter() - started < 2.0
+    assert not matches.partial
+    # it matches the empty string, so every line
+    assert {(m.path, m.line) for m in matches} == all_lines(marked)
+
+
+def test_regex_and_pattern_bounds_are_clear_errors(marked):
+    ff = Fourfold(marked)
+    started = time.perf_counter()
+    with pytest.raises(QueryError, match=f"limit is {text_module.MAX_PATTERN_CHARS:,}"):
+        ff.grep("(a*)*" * 2048, regex=True)
+    with pytest.raises(QueryError, match="pattern too long"):
+        ff.grep("x" * (text_module.MAX_PATTERN_CHARS + 1))
+    with pytest.raises(QueryError, match=f"limit is {text_module.MAX_REGEX_PROGRAM:,}"):
+        ff.grep(r"\pL{100}", regex=True)
+    with pytest.raises(QueryError, match="any byte"):
+        ff.grep(r"a\Cb", regex=True)
+    assert time.perf_counter() - started < 2.0
+
+
+def test_deeply_nested_regex_is_verified_without_prefilter(tmp_path):
+    root = write_tree(tmp_path / "repo", {"deep.txt": "abc" * 400 + "\n" + "abc" * 10 + "\n"})
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    pattern = "(?:abc" * 400 + ")+" * 400  # too deep for the literal prefilter's recursion
+    assert [(m.path, m.line) for m in ff.grep(pattern, regex=True)] == [("deep.txt", 1)]
+
+
+class TickingClock:
+    """time.monotonic for the text modality: one second passes at every reading."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        self.now += 1.0
+        return self.now
+
+
+def test_grep_stops_at_its_time_budget(marked, monkeypatch):
+    ff = Fourfold(marked)
+    full = ff.grep("MARK_LINE")
+    assert not full.partial and len(full) == 36
+    monkeypatch.setattr(text_module, "time", TickingClock())
+    partial = ff.grep("MARK_LINE", time_budget=3)
+    assert partial.partial
+    assert len({m.path for m in partial}) == 3  # three readings fit in the budget
+    assert [(m.path, m.line) for m in partial] == [(m.path, m.line) for m in full[:9]]
+
+
+def test_cli_grep_reports_partial(marked, monkeypatch, capsys):
+    assert main(["grep", "MARK_LINE", str(marked), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["partial"] is False and out["total"] == 36
+    monkeypatch.setattr(text_module, "time", TickingClock())
+    assert main(["grep", "MARK_LINE", str(marked), "--json", "--time-budget", "3"]) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert out["partial"] is True and out["total"] == 9
+    assert "partial" in captured.err and "--time-budget" in captured.err
+    assert main(["grep", "MARK_LINE", str(marked), "--time-budget", "3"]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == 9 and "partial" in captured.err
+
+
+def test_fused_search_notes_a_partial_scan(marked, monkeypatch):
+    ff = Fourfold(marked)
+    assert "text" not in ff.search('"MARK_LINE"').unavailable
+    monkeypatch.setattr(text_module, "time", TickingClock())
+    response = ff.search('"MARK_LINE"')
+    assert response.hits
+    assert "partial" in response.unavailable["text"]
+
+
+def test_mcp_reports_partial_and_refuses_a_huge_query(marked):
+    pytest.importorskip("mcp")
+    from fourfold.interfaces.mcp_server import FourfoldService
+    service = FourfoldService(marked, watch=False).start(block=True)
+    try:
+        r = service.text_pattern_search("MARK_LINE")
+        assert r["partial"] is False and r["total"] == 36 and not r["notes"]
+        service.ff.text.time_budget = 0
+        r = service.text_pattern_search("filler")
+        assert r["partial"] is True and r["total_is_lower_bound"] is True
+        assert any("partial" in note for note in r["notes"])
+        with pytest.raises(QueryError, match="query too long"):
+            service.intelligent_search("Ab" * 50 * 1024)
+    finally:
+        service.close()
+
+
+# -- case 14: a regex matches a line when it matches within that line -------------------------
+LINES_REPO = {
+    "code.c": "int f() {\n  // return value\n  return x;\n}\nint g() { return 1; }\n",
+    "ws.txt": "foo\n    bar = 1;\nbaz  bar;\n",
+    "mix.txt": "return x\ny = 1; return z;\n  foo\nfoo\na\nb\nab\na  b\n\nlast x y",
+    "crlf.txt": b"alpha end\r\nbeta\r\n\r\nend\r\nx = 12;\r\n",
+}
+# pattern -> lines as grep reports them (grep -P, line by line)
+KNOWN = {
+    r"return[^;]*;": {("code.c", 3), ("code.c", 5), ("mix.txt", 2)},
+    r"\s+bar": {("ws.txt", 2), ("ws.txt", 3)},
+    r"a\s*\n?b": {("mix.txt", 7), ("mix.txt", 8)},
+    r"end$": set(),  # CRLF: the line ends in \r
+    r"^\s*$": {("mix.txt", 9), ("crlf.txt", 3)},
+}
+PATTERNS = list(KNOWN) + [r"\s+foo", r"x.*y$", r"^$", r"[^a-z]+$", r"^\w+$", r"\D+\d",
+                          r"\w+\s*=\s*\d+;?", r"(a*)*(a*)*", r"^}", r"y\W"]
+
+
+@pytest.fixture(scope="module")
+def lines_repo(tmp_path_factory):
+    root = write_tree(tmp_path_factory.mktemp("lines") / "repo", LINES_REPO)
+    Fourfold(root).index(embed=False)
+    return root
+
+
+def gnu_grep(root, pattern: str) -> set[tuple[str, int]]:
+    out = subprocess.run(["grep", "-rnP", "--binary-files=without-match",
+                          "--exclude-dir=.fourfold", "--", pattern, "."], cwd=root,
+                         capture_output=True, text=True, errors="replace").stdout
+    return {(line.split(":", 2)[0].removeprefix("./"), int(line.split(":", 2)[1]))
+            for line in out.splitlines()}
+
+
+@pytest.mark.parametrize("pattern", list(KNOWN))
+def test_regex_lines_known_answers(lines_repo, pattern):
+    ours = {(m.path, m.line) for m in Fourfold(lines_repo).grep(pattern, regex=True,
+                                                                case_sensitive=True)}
+    assert ours == KNOWN[pattern]
+
+
+@pytest.mark.skipif(shutil.which("grep") is None
+                    or subprocess.run(["grep", "-P", "x"], input="x", text=True,
+                                      capture_output=True).returncode != 0,
+                    reason="needs GNU grep with -P")
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_regex_lines_equal_gnu_grep(lines_repo, pattern):
+    ours = {(m.path, m.line) for m in Fourfold(lines_repo).grep(pattern, regex=True,
+                                                                case_sensitive=True)}
+    assert ours == gnu_grep(lines_repo, pattern)
