@@ -321,7 +321,7 @@ def group_gone(pgid: int, timeout: float = 10.0) -> bool:
 # from the existing index, as a freshly started server does while its catch-up index waits.
 MCP_DRIVER = r"""
 import fcntl, json, sys
-from fourfold.interfaces.mcp_server import FourfoldService
+from fourfold.interfaces.mcp.tools import FourfoldService
 root, calls, lock = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
 service = FourfoldService(root, watch=False, embed=False)
 if lock:
@@ -998,7 +998,7 @@ def mcp_bad_cursor(t: Path) -> Outcome:
 
 
 RESOLVE_TOKEN = r"""
-from fourfold.interfaces.mcp_server import resolve_token
+from fourfold.interfaces.mcp.http import resolve_token
 from fourfold.errors import FourfoldError
 try:
     resolve_token("0.0.0.0", None)

@@ -4,7 +4,7 @@
 
 Writes a synthetic Python repository of --files files (packages of modules, each with a
 class and helpers calling each other), indexes it once (not timed), then starts
-`python -m fourfold.interfaces.mcp_server ROOT` as a subprocess through the official MCP
+`python -m fourfold.interfaces.mcp ROOT` as a subprocess through the official MCP
 client and times: process start -> first `find_symbol` answer, then 21 calls of each tool
 (median reported). The tree lives in a temporary folder unless --keep names one.
 """
@@ -59,7 +59,7 @@ CALLS = [("find_symbol", {"name": "Widget77", "limit": 3}),
 
 async def measure(root: Path) -> None:
     server = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "fourfold.interfaces.mcp_server", str(root)])
+                                   args=["-m", "fourfold.interfaces.mcp", str(root)])
     started = time.perf_counter()
     async with Client(server) as client:
         first = await client.call_tool("find_symbol", {"name": "helper_4242", "limit": 1})

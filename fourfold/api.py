@@ -15,19 +15,21 @@ from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
-from .discovery.classify import PROSE, PROSE_LANGUAGES
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES
-from .errors import FourfoldError, ModalityUnavailable, NotIndexedError
+from .errors import FourfoldError, ModalityUnavailable, NotIndexedError, QueryError
 from .indexer import IndexLock, IndexSummary, Progress, index_repository
 from .retrievers.graph import GraphRetriever
 from .retrievers.semantic import SemanticRetriever
-from .retrievers.structural import StructuralRetriever
+from .retrievers.structural import StructuralRetriever, match_label
 from .retrievers.text import ResultList, TextRetriever
 from .routing.engine import SearchEngine, SearchOptions, SearchResponse
 from .store.index_dir import DB_NAME, identity, prepare_index_dir, remove_database
+from .store.snapshot import Snapshots
 from .store.sqlite import SQLiteStore
 
 INDEX_DIR_NAME = ".fourfold"
+RELATIONS = ("callers", "callees", "importers", "subclasses")  # related()'s one step
+ALL_ROWS = 1 << 40  # a page size meaning every row (graph queries page their answers)
 
 
 def find_index_root(start: Path) -> Path | None:
@@ -62,7 +64,7 @@ class Fourfold:
         self.store = self._open_store()
         self.max_file_bytes = max_file_bytes or self.store.setting(
             f"max_file_bytes:{self.root}", DEFAULT_MAX_FILE_BYTES)
-        self._priors_cache: tuple[float, tuple] | None = None
+        self.snapshots = Snapshots(self.store)
 
     def _open_store(self) -> SQLiteStore:
         """The folder's database, trusted only if it was built in this very folder; any
@@ -97,7 +99,6 @@ class Fourfold:
                                    workers=workers, progress=progress, wait_s=wait_s,
                                    verify=verify)
         self.store.set_setting(f"max_file_bytes:{self.root}", self.max_file_bytes)
-        self._priors_cache = None
         if embed:
             self.embed(progress, summary)
         return summary
@@ -180,54 +181,44 @@ class Fourfold:
     def engine(self) -> SearchEngine:
         retrievers = {"text": self.text, "structural": self.structural, "graph": self.graph,
                       "semantic": self.semantic}
-        return SearchEngine(retrievers, self._priors)
-
-    def _generation(self) -> tuple:
-        return self.store.generation()
-
-    def _priors(self) -> tuple[dict, dict]:
-        """File flags and centrality keyed for fusion; reloaded when the index changes."""
-        generation = self._generation()
-        if self._priors_cache is None or self._priors_cache[0] != generation:
-            files = self.store.files()
-            flags = {(None, f.path): f.flags | (PROSE if not f.language
-                                                 or f.language in PROSE_LANGUAGES else 0)
-                     for f in files}
-            paths = {f.file_id: f.path for f in files}
-            symbol_rank, file_rank = self.store.centrality()
-            centrality: dict[tuple, float] = {(None, paths[fid]): rank
-                                              for fid, rank in file_rank.items() if fid in paths}
-            for s in self.store.symbols_by_id(symbol_rank):
-                centrality[(None, s.path, s.qualname)] = symbol_rank[s.symbol_id]
-            self._priors_cache = (generation, (flags, centrality))
-        return self._priors_cache[1]
+        return SearchEngine(retrievers, self.snapshots.current)
 
     # -- queries --------------------------------------------------------------------------
     def search(self, query: str, options: SearchOptions | None = None, **kw) -> SearchResponse:
+        """Answer a question in plain words: classify it (intent, target), run the modalities
+        it deserves, keep only what the filters allow (`path_glob`, `languages`, `kinds`,
+        `repo_id`; an unknown language or kind raises QueryError), fuse and rank. Options
+        come as a SearchOptions or as its fields (`ff.search(q, languages=("go",))`)."""
         self._require_index()
         options = options or SearchOptions(**kw)
         return self.engine.search(query, options)
 
     def grep(self, pattern: str, regex: bool = False, case_sensitive: bool = False,
              whole_word: bool = False, path_glob: str | None = None,
-             limit: int | None = None, time_budget: float | None = None) -> ResultList:
-        """The matching lines (LineMatch), in path and line order; `.partial` is true when
-        scanning stopped after `time_budget` seconds (default: the text modality's
-        time_budget) with files left unread."""
+             limit: int | None = None, time_budget: float | None = None,
+             repo_id: int | None = None) -> ResultList:
+        """The matching lines (LineMatch), in path and line order, in one repository or all
+        (`repo_id` None); `.partial` is true when scanning stopped after `time_budget`
+        seconds (default: the text modality's time_budget) with files left unread."""
         self._require_index()
         return self.text.grep(pattern, regex=regex, case_sensitive=case_sensitive,
-                              whole_word=whole_word, path_glob=path_glob, limit=limit,
-                              time_budget=time_budget)
+                              whole_word=whole_word, path_glob=path_glob, repo_id=repo_id,
+                              limit=limit, time_budget=time_budget)
 
-    def definitions(self, name: str, kind: str | None = None, limit: int = 20) -> list[dict]:
+    def definitions(self, name: str, kind: str | None = None, limit: int = 20,
+                    repo_id: int | None = None, path_glob: str | None = None) -> list[dict]:
+        """Where a name is defined, best match first, each saying how it matched
+        (exact, qualified, case, style, prefix, subword); `kind` as in filters."""
         self._require_index()
-        if not name.strip():
-            raise FourfoldError("empty name: give the symbol to look up")
+        if not name or not name.strip():
+            raise QueryError("empty name: give the symbol to look up")
+        name = name.strip()
         return [{"path": s.path, "start_line": s.start_line, "end_line": s.end_line,
                  "name": s.name, "qualname": s.qualname, "kind": s.kind,
                  "signature": s.signature, "doc": s.doc, "language": s.language,
-                 "match": ("exact", "qualified", "case", "prefix", "subword")[tier]}
-                for s, tier in self.structural.definitions(name.strip(), kind, limit=limit)]
+                 "match": match_label(name, tier)}
+                for s, tier in self.structural.definitions(name, kind, repo_id=repo_id,
+                                                           path_glob=path_glob, limit=limit)]
 
     def outline(self, path: str) -> list[dict]:
         """The symbols of one file, nested by parent."""
@@ -246,24 +237,43 @@ class Fourfold:
             (parent["children"] if parent else roots).append(node)
         return roots
 
-    def references(self, name: str, limit: int = 50, offset: int = 0) -> dict:
+    def references(self, name: str, limit: int = 50, offset: int = 0,
+                   repo_id: int | None = None) -> dict:
         """Callers and other references of a symbol, paged, with a total count."""
         self._require_index()
-        return self.graph.references(name, limit=limit, offset=offset)
+        return self.graph.references(name, limit=limit, offset=offset, repo_id=repo_id)
 
-    def callees(self, name: str, limit: int = 50, offset: int = 0) -> dict:
+    def callees(self, name: str, limit: int = 50, offset: int = 0,
+                repo_id: int | None = None) -> dict:
+        """What a symbol calls, paged, with a total count."""
         self._require_index()
-        return self.graph.callees(name, limit=limit, offset=offset)
+        return self.graph.callees(name, limit=limit, offset=offset, repo_id=repo_id)
 
-    def importers(self, name: str, limit: int = 50, offset: int = 0) -> dict:
+    def importers(self, name: str, limit: int = 50, offset: int = 0,
+                  repo_id: int | None = None) -> dict:
         """Files importing a file or module."""
         self._require_index()
-        return self.graph.importers(name, limit=limit, offset=offset)
+        return self.graph.importers(name, limit=limit, offset=offset, repo_id=repo_id)
 
-    def impact(self, name: str, depth: int = 3, limit: int = 50, offset: int = 0) -> dict:
-        """Transitive dependents (blast radius) with their distance."""
+    def impact(self, name: str, depth: int = 3, limit: int = 50, offset: int = 0,
+               repo_id: int | None = None) -> dict:
+        """Transitive dependents (blast radius) with their distance, nearest first, paged;
+        `summary` counts all of them: dependents, files affected, how many per distance."""
         self._require_index()
-        return self.graph.impact(name, depth=depth, limit=limit, offset=offset)
+        if limit < 1 or offset < 0:
+            raise QueryError("limit must be at least 1 and offset at least 0")
+        found = self.graph.impact(name, depth=depth, limit=ALL_ROWS, repo_id=repo_id)
+        rows = found["results"]
+        by_distance: dict[str, int] = {}
+        for r in rows:
+            by_distance[str(r["distance"])] = by_distance.get(str(r["distance"]), 0) + 1
+        summary = {"dependents": len(rows), "files": len({r["path"] for r in rows}),
+                   "by_distance": by_distance}
+        out = {"total": len(rows), "offset": offset, "results": rows[offset:offset + limit],
+               "notes": list(found["notes"]), "summary": summary}
+        if offset + limit < len(rows):
+            out["next_offset"] = offset + limit
+        return out
 
     def central(self, limit: int = 20, repo_id: int | None = None) -> dict:
         """The map of a repository: its most central files and symbols (PageRank over the
@@ -342,3 +352,168 @@ class Fourfold:
 
     def close(self) -> None:
         self.store.close()
+
+    # -- shared by the interfaces (MCP, CLI, a web page) -----------------------------------
+    @staticmethod
+    def estimate_tokens(value: object) -> int:
+        """The token estimate budgeted answers count in (about four characters a token)."""
+        from .context import approx_tokens
+
+        return approx_tokens(value)
+
+    def generation(self) -> tuple:
+        """A value that changes whenever a repository of this index is re-indexed."""
+        return self.store.generation()
+
+    def repository(self, spec: str | None) -> int | None:
+        """The id of a repository named by name, root path or id (QueryError if none);
+        None or "" means every repository of the index."""
+        from .repositories import find_repository
+
+        return find_repository(self.store.repos(counts=False), spec) if spec else None
+
+    def repository_root(self, repo_id: int | None = None) -> tuple[int, Path]:
+        """(id, resolved root) of a repository; None: the repository of this root."""
+        wanted = self.repo_id() if repo_id is None else repo_id
+        for repo in self.store.repos(counts=False):
+            if repo.repo_id == wanted:
+                return repo.repo_id, Path(repo.root).resolve()
+        raise NotIndexedError(f"{self.root} is not indexed yet")
+
+    def repositories(self, repo_id: int | None = None) -> list[dict]:
+        """Every repository (or one): size, languages, checked-out branch, when indexed."""
+        from .repositories import git_branch
+
+        return [{"name": r.name, "root": r.root, "branch": git_branch(Path(r.root)),
+                 "indexed_at": r.indexed_at, "files": r.files, "bytes": r.bytes,
+                 "symbols": r.symbols, "chunks": r.chunks, "languages": r.languages}
+                for r in self.store.repos() if repo_id is None or r.repo_id == repo_id]
+
+    def modality_status(self) -> dict[str, str]:
+        """Per modality: "ready", "building…" (answers use what is built so far) or
+        "unavailable: why"."""
+        from .routing.profiles import MODALITIES
+
+        out = {}
+        for m in MODALITIES:
+            retriever = self.engine.retrievers.get(m)
+            if retriever is None:
+                out[m] = "unavailable: not built in this index"
+                continue
+            try:
+                out[m] = "ready" if retriever.ready() else "building"
+                progress = getattr(retriever, "progress", None)
+                if progress is not None:
+                    done, total = progress()
+                    if total and done < total:
+                        out[m] = (f"building: {done}/{total} chunks embedded; answers use "
+                                  "what is embedded so far")
+            except Exception as exc:  # a modality that cannot even say is unavailable
+                out[m] = f"unavailable: {exc}"
+        return out
+
+    def search_with_fallback(self, query: str, options: SearchOptions | None = None, **kw
+                             ) -> tuple[SearchResponse, list[str]]:
+        """search(), but when none of the asked modalities could answer (the semantic index
+        still building) the ready ones answer instead; notes say what was left out."""
+        from dataclasses import replace
+
+        from .errors import QueryError
+        from .routing.profiles import MODALITIES
+
+        options = options or SearchOptions(**kw)
+        for m in [*(options.modalities or ()), *(options.weights or {})]:
+            if m not in MODALITIES:
+                raise QueryError(f"unknown modality {m!r}; use {', '.join(MODALITIES)}")
+        notes: list[str] = []
+        response = self.search(query, options)
+        why = "; ".join(f"{m}: {r}" for m, r in response.unavailable.items())
+        if response.unavailable and not response.hits:
+            ready = [m for m, state in self.modality_status().items()
+                     if state == "ready" and m != "graph"]
+            fallback = [m for m in ready if m not in response.unavailable]
+            if fallback and set(fallback) != set(response.modalities) | set(response.unavailable):
+                notes.append(f"modalities not ready ({why}); answered from "
+                             f"{', '.join(fallback)} instead")
+                unavailable = dict(response.unavailable)
+                response = self.search(query, replace(options, modalities=tuple(fallback),
+                                                      weights=None))
+                response.unavailable = {**unavailable, **response.unavailable}
+        elif response.unavailable:
+            notes.append(f"answered without {why}")
+        return response, notes
+
+    def file_text(self, path: str, repo_id: int | None = None) -> dict | None:
+        """A file as indexed, {"path", "language", "lines"} (lines without line ends), by
+        its stored path; None when it is not in the index."""
+        self._require_index()
+        stored = self.store.file_by_path(path, repo_id)
+        if stored is None:
+            return None
+        lines = self.store.content(stored.file_id).split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        return {"path": stored.path, "language": stored.language,
+                "lines": [line.rstrip("\r") for line in lines]}
+
+    def file_outline(self, path: str, repo_id: int | None = None, kind: str | None = None
+                     ) -> list[dict] | None:
+        """The symbols of a file (stored path) in line order, each with its nesting depth;
+        only those of `kind` (as kinds are named in queries) if given. None: not indexed."""
+        from .query.filters import kinds_named
+
+        self._require_index()
+        allowed = kinds_named([kind]) if kind else None
+        stored = self.store.file_by_path(path, repo_id)
+        if stored is None:
+            return None
+        rows, depth = [], {}
+        for s in self.store.symbols_of_file(stored.file_id):
+            d = depth.get(s.parent, -1) + 1 if s.parent else 0
+            depth.setdefault(s.qualname, d)
+            if allowed is None or s.kind in allowed:
+                rows.append({"name": s.name, "qualname": s.qualname, "kind": s.kind,
+                             "start_line": s.start_line, "end_line": s.end_line, "depth": d,
+                             "signature": s.signature})
+        return rows
+
+
+    def related(self, name: str, relation: str = "callers", repo_id: int | None = None,
+                limit: int = 50, offset: int = 0) -> dict:
+        """One step in the code graph from a symbol (or, for importers, a file or module):
+        its callers, callees, importers or subclasses, paged, with notes."""
+        from .errors import QueryError
+
+        self._require_index()
+        if relation not in RELATIONS:
+            raise QueryError(f"unknown relation {relation!r}; use {', '.join(RELATIONS)}")
+        if relation in ("callers", "subclasses"):
+            found = self.references(name, limit=ALL_ROWS, repo_id=repo_id)
+            if relation == "subclasses":
+                found["results"] = [r for r in found["results"] if r["kind"] == "inherit"]
+        elif relation == "callees":
+            found = self.callees(name, limit=ALL_ROWS, repo_id=repo_id)
+        else:
+            found = self.importers(name, limit=ALL_ROWS, repo_id=repo_id)
+        rows = found["results"]
+        return {"total": len(rows), "offset": offset, "results": rows[offset:offset + limit],
+                "notes": list(found.get("notes", []))}
+
+    def task_context(self, task: str, language: str | None = None,
+                     path_glob: str | None = None, repo_id: int | None = None,
+                     include_neighbours: bool = True):
+        """The code relevant to a task, ranked (search hits and their graph neighbours), as
+        a context.TaskContext whose pack() fills a token budget."""
+        from .context import task_context
+
+        self._require_index()
+        return task_context(self, task, (language,) if language else (), path_glob, repo_id,
+                            include_neighbours)
+
+    def watch_changes(self, stop: threading.Event | None = None, debounce_ms: int = 400,
+                      step_ms: int = 50):
+        """Each debounced batch of file changes under root (the index folder's own writes
+        left out) until `stop` is set; unlike watch(), indexing them is left to the caller."""
+        from .discovery.watch import watch_changes
+
+        return watch_changes(self.root, self.index_dir, stop, debounce_ms, step_ms)

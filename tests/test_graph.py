@@ -10,18 +10,10 @@ import pytest
 from fourfold import Fourfold
 from fourfold import indexer as indexer_module
 from fourfold.discovery.languages import detect_language
-from fourfold.graph import (
-    Edge,
-    FileFacts,
-    adjacency,
-    callers,
-    compute_centrality,
-    impact,
-    pagerank,
-    resolve_graph,
-)
+from fourfold.graph import Edge, FileFacts, impact, pagerank, parse_import, resolve_graph
 from fourfold.graph import build as build_module
-from fourfold.graph import resolve as resolve_module
+from fourfold.graph import calls as calls_module
+from fourfold.graph.imports import DECLARATION, DEFAULT, MODULE, NAMED, NAMESPACE, WILDCARD
 from fourfold.graph.centrality import IndexedEdges
 from fourfold.model import Symbol
 from fourfold.parsing import parse_file
@@ -69,6 +61,24 @@ def edge(edges, *args, **kw):
     hits = find(edges, *args, **kw)
     assert hits, f"no {args} {kw} edge in:\n" + "\n".join(map(str, edges))
     return hits[0]
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory):
+    """The fixtures of every language below, indexed once (paths under py/, ts/, go/, ...)."""
+    root = tmp_path_factory.mktemp("graph") / "repo"
+    for rel, text in _all_fixtures().items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    ff = Fourfold(root, index_dir=root.parent / "index")
+    ff.index(workers=1, embed=False)
+    return ff
+
+
+def dependents(ff: Fourfold, name: str, depth: int = 3) -> dict[tuple[str, str], int]:
+    """(path, qualname) -> distance of every transitive dependent of the definition `name`."""
+    rows = ff.impact(name, depth=depth, limit=10_000)["results"]
+    return {(r["path"], r["symbol"]): r["distance"] for r in rows}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -153,26 +163,25 @@ def test_python_calls_and_inheritance(tmp_path):
     assert un.resolved is False and un.dst_path is None and un.dst_symbol is None
 
 
-def test_python_impact_multi_hop_and_cycles(tmp_path):
-    edges = build(tmp_path, PY)
-    rev = adjacency(edges, reverse=True)
-    dist = impact(rev, [("pkg/base.py", "Base.base_only")], depth=3)
-    assert dist[("pkg/models.py", "User.save")] == 1
-    assert dist[("pkg/service.py", "create")] == 2
-    assert ("pkg/base.py", "Base.base_only") not in dist
+def test_python_impact_multi_hop_and_cycles(indexed):
+    dist = dependents(indexed, "Base.base_only")
+    assert dist[("py/pkg/models.py", "User.save")] == 1
+    assert dist[("py/pkg/service.py", "create")] == 2
+    assert ("py/pkg/base.py", "Base.base_only") not in dist
     # mutual recursion ping <-> pong terminates and reaches log through ping
-    dist = impact(rev, [("pkg/service.py", "ping")], depth=10)
-    assert dist[("pkg/service.py", "pong")] == 1
-    assert dist[("pkg/util.py", "log")] == 1
+    dist = dependents(indexed, "ping", depth=10)
+    assert dist[("py/pkg/service.py", "pong")] == 1
+    assert dist[("py/pkg/util.py", "log")] == 1
     # depth bound
-    assert all(d <= 1 for d in impact(rev, [("pkg/base.py", "Base.base_only")], depth=1).values())
-    # circular file imports terminate too
-    frev = adjacency(edges, kinds=("import",), reverse=True, level="file")
-    fd = impact(frev, ["pkg/service.py"], depth=50)
-    assert fd["pkg/util.py"] == 1
+    assert all(d <= 1 for d in dependents(indexed, "Base.base_only", depth=1).values())
+    # circular file imports: each file imports the other
+    importers = {r["path"] for r in indexed.importers("py/pkg/service.py")["results"]}
+    assert "py/pkg/util.py" in importers
+    importers = {r["path"] for r in indexed.importers("py/pkg/util.py")["results"]}
+    assert "py/pkg/service.py" in importers
     # callers of User.save: the call site in create, with its line
-    sites = callers(edges, "pkg/models.py", "User.save")
-    assert [(e.src_path, e.line) for e in sites] == [("pkg/service.py", 6)]
+    sites = indexed.references("User.save")["results"]
+    assert [(r["path"], r["line"]) for r in sites if r["resolved"]] == [("py/pkg/service.py", 6)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -216,8 +225,16 @@ def test_typescript(tmp_path):
     edge(edges, "call", "src/app/main.ts", "App.run", "src/util.ts", "helper", name="lib.helper")
     un = edge(edges, "call", "src/app/main.ts", "App.run", name="missing")
     assert not un.resolved
-    dist = impact(adjacency(edges, reverse=True), [("src/util.ts", "Base.greet")], depth=3)
-    assert dist == {("src/app/main.ts", "App.run"): 1}
+
+
+def test_impact_through_calls_and_bases(indexed):
+    assert dependents(indexed, "Base.greet") == {("ts/src/app/main.ts", "App.run"): 1}
+    dist = dependents(indexed, "Reverse")
+    assert dist[("go/main.go", "Server.Run")] == 1 and dist[("go/main.go", "main")] == 2
+    m = "java/src/main/java/com/acme/"
+    dist = dependents(indexed, "Animal.speak")
+    assert dist[(m + "model/Dog.java", "Dog.bark")] == 1 and dist[(m + "App.java", "App.main")] == 2
+    assert dependents(indexed, "square", depth=4)[("rust/src/lib.rs", "unit")] >= 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -265,8 +282,6 @@ def test_go(tmp_path):
     edge(edges, "call", "main.go", "Server.Run", "main.go", "Server.helper")
     edge(edges, "call", "main.go", "main", "main.go", "Server.Run")
     assert not edge(edges, "call", "main.go", "Server.Run", name="fmt.Println").resolved
-    dist = impact(adjacency(edges, reverse=True), [("util/strings.go", "Reverse")], depth=3)
-    assert dist[("main.go", "Server.Run")] == 1 and dist[("main.go", "main")] == 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -313,8 +328,6 @@ def test_java(tmp_path):
     edge(edges, "call", app, "App.main", m + "Dog.java", "Dog")
     edge(edges, "call", app, "App.main", m + "Dog.java", "Dog.bark")
     assert not edge(edges, "call", app, "App.main", name="Util.nothing").resolved
-    dist = impact(adjacency(edges, reverse=True), [(m + "Animal.java", "Animal.speak")], depth=3)
-    assert dist[(m + "Dog.java", "Dog.bark")] == 1 and dist[(app, "App.main")] == 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,10 +379,6 @@ def test_rust(tmp_path):
     assert describe and describe[0].resolved and describe[0].dst_symbol.endswith("area")
     edge(edges, "call", "src/lib.rs", "unit", "src/shapes.rs", name="Circle::new")
     assert not edge(edges, "call", "src/shapes.rs", name="nowhere").resolved
-    rev = adjacency(edges, reverse=True)
-    sq = ("src/util.rs", "square")
-    dist = impact(rev, [sq], depth=4)
-    assert ("src/lib.rs", "unit") in dist and dist[("src/lib.rs", "unit")] >= 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -426,6 +435,36 @@ def test_reference_encodings():
     assert {r.name for r in refs} == {"./m:default as D", "./m:a as b", "../n:* as ns"}
 
 
+def _imports(language: str, source: bytes) -> dict[str, tuple]:
+    refs = extract_references(get_parser(language).parse(source), source, language, [])
+    out = {}
+    for r in refs:
+        if r.kind == "import":
+            imp = parse_import(r)
+            out[r.name] = (imp.module, imp.kind, imp.name, imp.alias, imp.line)
+    return out
+
+
+def test_import_records():
+    assert _imports("python", b"import os.path\nimport numpy as np\nfrom ..a import c as d, e\n"
+                              b"from x import *\n") == {
+        "os.path": ("os.path", MODULE, None, None, 1),
+        "numpy as np": ("numpy", MODULE, None, "np", 2),
+        "..a:c as d": ("..a", NAMED, "c", "d", 3),
+        "..a:e": ("..a", NAMED, "e", None, 3),
+        "x:*": ("x", WILDCARD, None, None, 4)}
+    assert _imports("typescript", b"import D, { a as b } from './m'\nimport * as ns from '../n'\n"
+                                  b"export * from './all'\n") == {
+        "./m:default as D": ("./m", DEFAULT, "default", "D", 1),
+        "./m:a as b": ("./m", NAMED, "a", "b", 1),
+        "../n:* as ns": ("../n", NAMESPACE, None, "ns", 2),
+        "./all:*": ("./all", WILDCARD, None, None, 3)}
+    assert _imports("rust", b"mod shapes;\nuse crate::a::{B, C as D};\n") == {
+        "mod shapes": ("shapes", DECLARATION, None, None, 1),
+        "crate::a::B": ("crate::a::B", MODULE, None, None, 2),
+        "crate::a::C as D": ("crate::a::C", MODULE, None, "D", 2)}
+
+
 def test_reference_source_is_innermost_symbol():
     res = parse_file(b"def outer():\n    def inner():\n        a()\n    b()\nc()\n", "python")
     src = {r.name: r.source for r in res.references if r.kind == "call"}
@@ -469,13 +508,16 @@ def test_pagerank_tolerance_does_not_scale_with_size():
     assert np.abs(pr - again).sum() < 1e-5
 
 
-def test_compute_centrality_from_edges(tmp_path):
-    edges = build(tmp_path, PY)
-    sym, files = compute_centrality(edges)
-    save = sym[("pkg/models.py", "User.save")]
-    assert save.in_degree == 1 and save.out_degree >= 3
-    assert files["pkg/models.py"].pagerank > files["tests/test_core.py"].pagerank
-    assert sum(c.pagerank for c in files.values()) == pytest.approx(1.0)
+def test_centrality_of_files_and_symbols(indexed):
+    central = indexed.central(limit=10_000)
+    files = {f["path"]: f["rank"] for f in central["files"]}
+    assert files["py/pkg/models.py"] > files["py/tests/test_core.py"]
+    assert sum(files.values()) / len(files) == pytest.approx(1.0, rel=1e-4)  # 1.0: average
+    symbols = {(s["path"], s["symbol"]) for s in central["symbols"]}
+    assert ("py/pkg/models.py", "User.save") in symbols
+    # User.save: called once, calls at least three definitions
+    assert [r["resolved"] for r in indexed.references("User.save")["results"]].count(True) == 1
+    assert sum(r["resolved"] for r in indexed.callees("User.save")["results"]) >= 3
 
 
 def test_impact_limit_bounds_output():
@@ -575,14 +617,14 @@ def _all_fixtures() -> dict[str, str]:
 def test_calls_resolved_in_two_processes_equal_one(tmp_path, monkeypatch):
     serial = build(tmp_path / "serial", _all_fixtures())
     marker = tmp_path / "helper-ran"
-    rows = resolve_module._use_rows
+    rows = calls_module._use_rows
 
     def helper(*args):  # runs in the forked helper: leaves a mark the test can see
         marker.write_text("yes")
         return rows(*args)
 
-    monkeypatch.setattr(resolve_module, "PARALLEL_REFERENCES", 0)
-    monkeypatch.setattr(resolve_module, "_use_rows", helper)
+    monkeypatch.setattr(calls_module, "PARALLEL_REFERENCES", 0)
+    monkeypatch.setattr(calls_module, "_use_rows", helper)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     parallel = build(tmp_path / "parallel", _all_fixtures())
     assert marker.read_text() == "yes"
@@ -593,7 +635,7 @@ def test_calls_resolved_in_two_processes_equal_one(tmp_path, monkeypatch):
 def test_a_daemonic_process_resolves_alone(tmp_path, monkeypatch):
     # a daemonic process (a worker of a pool) may not have children: no helper, same edges
     serial = build(tmp_path / "serial", _all_fixtures())
-    monkeypatch.setattr(resolve_module, "PARALLEL_REFERENCES", 0)
+    monkeypatch.setattr(calls_module, "PARALLEL_REFERENCES", 0)
     ctx = multiprocessing.get_context("fork")
     receiver, sender = ctx.Pipe(duplex=False)
     worker = ctx.Process(target=lambda: sender.send(build(tmp_path / "daemon", _all_fixtures())),
@@ -607,8 +649,8 @@ def test_a_daemonic_process_resolves_alone(tmp_path, monkeypatch):
 
 def test_calls_are_resolved_here_when_the_helper_process_dies(tmp_path, monkeypatch):
     serial = build(tmp_path / "serial", _all_fixtures())
-    monkeypatch.setattr(resolve_module, "PARALLEL_REFERENCES", 0)
-    monkeypatch.setattr(resolve_module, "_use_rows", lambda *args: os._exit(3))
+    monkeypatch.setattr(calls_module, "PARALLEL_REFERENCES", 0)
+    monkeypatch.setattr(calls_module, "_use_rows", lambda *args: os._exit(3))
     assert build(tmp_path / "parallel", _all_fixtures()) == serial
 
 

@@ -18,7 +18,8 @@ import pytest
 from fourfold import Fourfold
 from fourfold.errors import FourfoldError
 from fourfold.interfaces.cli import main
-from fourfold.interfaces.mcp_server import FourfoldService, PathRefused
+from fourfold.interfaces.mcp.paths import PathRefused
+from fourfold.interfaces.mcp.tools import FourfoldService
 
 CODE = {"src/app.py": "def handler(request):\n    return 'APP_MARKER'\n",
         "src/util.py": "import os\n\ndef helper():\n    return os.sep\n"}

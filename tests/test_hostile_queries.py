@@ -214,7 +214,7 @@ def test_fused_search_notes_a_partial_scan(marked, monkeypatch):
 
 def test_mcp_reports_partial_and_refuses_a_huge_query(marked):
     pytest.importorskip("mcp")
-    from fourfold.interfaces.mcp_server import FourfoldService
+    from fourfold.interfaces.mcp.tools import FourfoldService
     service = FourfoldService(marked, watch=False).start(block=True)
     try:
         r = service.text_pattern_search("MARK_LINE")

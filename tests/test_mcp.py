@@ -2,6 +2,8 @@
 path safety and paging."""
 from __future__ import annotations
 
+import ast
+import json
 import os
 import socket
 import subprocess
@@ -18,12 +20,9 @@ pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
-from fourfold.interfaces.mcp_server import (  # noqa: E402
-    FourfoldService,
-    build_server,
-    decode_cursor,
-    encode_cursor,
-)
+from fourfold.interfaces.mcp.paging import decode_cursor, encode_cursor  # noqa: E402
+from fourfold.interfaces.mcp.server import build_server  # noqa: E402
+from fourfold.interfaces.mcp.tools import FourfoldService  # noqa: E402
 
 
 
@@ -311,7 +310,7 @@ def test_cursor_is_bound_to_its_query(service):
 def test_stdio_subprocess(repo, service):
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "fourfold.interfaces.mcp_server", str(repo), "--no-watch"],
+        args=["-m", "fourfold.interfaces.mcp", str(repo), "--no-watch"],
         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
 
     async def go():
@@ -345,7 +344,7 @@ def test_http_requires_token(repo, service):
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
     # Any address other than loopback needs a token: refused at start.
     refused = subprocess.run(
-        [sys.executable, "-m", "fourfold.interfaces.mcp_server", str(repo), "--http",
+        [sys.executable, "-m", "fourfold.interfaces.mcp", str(repo), "--http",
          "--host", "0.0.0.0", "--port", str(_free_port()), "--no-watch"],
         env=env, capture_output=True, text=True, timeout=30)
     assert refused.returncode == 2 and "token" in refused.stderr
@@ -353,7 +352,7 @@ def test_http_requires_token(repo, service):
     port = _free_port()
     token = "s3cret-token"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fourfold.interfaces.mcp_server", str(repo), "--http",
+        [sys.executable, "-m", "fourfold.interfaces.mcp", str(repo), "--http",
          "--port", str(port), "--no-watch"],
         env={**env, "FOURFOLD_TOKEN": token}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"http://127.0.0.1:{port}/mcp"
@@ -535,7 +534,7 @@ def test_freshness_under_running_server(tmp_path):
 def test_cli_subcommands_register():
     import argparse
 
-    from fourfold.interfaces.mcp_server import add_subcommands, cmd_mcp, cmd_serve
+    from fourfold.interfaces.mcp.server import add_subcommands, cmd_mcp, cmd_serve
 
     parser = argparse.ArgumentParser()
     add_subcommands(parser.add_subparsers(dest="command", required=True))
@@ -544,3 +543,117 @@ def test_cli_subcommands_register():
         cmd_serve, "repo", 9999, "127.0.0.1", True)
     args = parser.parse_args(["mcp"])
     assert (args.func, args.path, args.index_dir) == (cmd_mcp, ".", None)
+
+
+# -- tool declarations ------------------------------------------------------------------------
+def test_unknown_arguments_are_refused_by_name(server):
+    cases = [("get_file", {"path": "src/config.py", "offset": 10}, "offset", None),
+             ("intelligent_search", {"query": "config", "limt": 3}, "limt", "limit"),
+             ("text_pattern_search", {"pattern": "x", "case_sensitve": True}, "case_sensitve",
+              "case_sensitive"),
+             ("find_symbol", {"name": "validate", "page": 2}, "page", None),
+             ("reindex", {"force": True}, "force", None)]
+
+    async def go():
+        async with Client(server) as client:
+            for tool, args, wrong, hint in cases:
+                text = await call_error(client, tool, args)
+                assert f"unknown argument {wrong!r}" in text, text
+                assert f"{tool} accepts:" in text, text
+                if hint:
+                    assert f"did you mean {hint!r}" in text, text
+            text = await call_error(client, "get_file", {"path": "src/config.py", "offset": 1})
+            assert "path, start_line, end_line, repository, limit, cursor, max_tokens" in text
+            # a bad value names the parameter, without pydantic's noise
+            text = await call_error(client, "get_file", {"path": "src/config.py", "limit": 0})
+            assert "limit:" in text and "errors.pydantic.dev" not in text
+    run(go)
+
+
+def test_tool_list_is_compact_and_strict(server):
+    async def go():
+        async with Client(server) as client:
+            return await client.list_tools()
+
+    listed = run(go)
+    for tool in listed.tools:
+        schema = tool.input_schema
+        assert schema["additionalProperties"] is False, tool.name
+        assert "title" not in json.dumps(schema), tool.name
+        for name, prop in schema["properties"].items():
+            assert prop.get("description"), (tool.name, name)
+            assert "anyOf" not in prop, (tool.name, name)
+    get_file = next(t for t in listed.tools if t.name == "get_file")
+    assert get_file.input_schema["properties"]["limit"]["maximum"] == 5000
+    # 24,784 characters before the tools were declared once (json.dumps of tools/list)
+    assert len(json.dumps(listed.model_dump(mode="json", by_alias=True))) < 18_500
+    assert len(listed.model_dump_json(by_alias=True, exclude_none=True)) < 16_000
+
+
+def test_mcp_modules_use_only_the_api():
+    package = Path(__file__).resolve().parents[1] / "fourfold" / "interfaces" / "mcp"
+    allowed = {"fourfold.api", "fourfold.errors"}
+    for source in sorted(package.glob("*.py")):
+        tree = ast.parse(source.read_text(), str(source))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = ["fourfold", "interfaces", "mcp"][:4 - node.level] if node.level else []
+                module = ".".join(base + ([node.module] if node.module else []))
+                if module == "fourfold":
+                    assert {a.name for a in node.names} == {"__version__"}, source.name
+                elif module.startswith("fourfold") and not module.startswith(
+                        "fourfold.interfaces.mcp"):
+                    assert module in allowed, f"{source.name} imports {module}"
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    assert not alias.name.startswith("fourfold"), source.name
+            elif isinstance(node, ast.Attribute) and node.attr in (
+                    "store", "graph", "structural", "text", "semantic", "engine"):
+                owner = node.value
+                name = owner.attr if isinstance(owner, ast.Attribute) else getattr(owner, "id", "")
+                assert name != "ff", f"{source.name}:{node.lineno} reaches past the API"
+
+
+def test_cli_help_does_not_import_the_sdk():
+    code = ("import sys\nfrom fourfold.interfaces.cli import build_parser\nbuild_parser()\n"
+            "print(sorted(m for m in ('mcp', 'pydantic') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, cwd=Path(__file__).resolve().parents[1])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+# -- get_file bounds and kinds ------------------------------------------------------------------
+def test_get_file_pages_beyond_500_lines(service):
+    r = service.get_file("docs/long.txt", limit=1000, max_tokens=50_000)
+    assert r["returned"] == 1000 and r["cursor"] is None and not r["notes"]
+    assert r["text"].splitlines()[-1].split(None, 1) == ["1000", "line 1000"]
+    r = service.get_file("docs/long.txt", limit=600, max_tokens=50_000)
+    assert r["returned"] == 600 and r["cursor"]
+    assert "limit=600" in r["notes"][0] and "lines 1-600 of 1-1000" in r["notes"][0]
+    r = service.get_file("docs/long.txt", max_tokens=500)
+    assert r["returned"] < 400 and r["cursor"] and "max_tokens=500" in r["notes"][0]
+
+
+def test_kind_method_means_methods_only(tmp_path):
+    root = write_tree(tmp_path / "kinds", {"lib/store.py": '''\
+        def save(item):
+            return item
+
+
+        class Repo:
+            def save(self, item):
+                return save(item)
+        '''})
+    svc = FourfoldService(root, watch=False, embed=False).start(block=True)
+    try:
+        r = svc.find_symbol("save", kind="method")
+        assert [(d["qualname"], d["kind"]) for d in r["results"]] == [("Repo.save", "method")]
+        r = svc.structural_search(name="save", kind="method")
+        assert {d["kind"] for d in r["results"]} == {"method"}
+        r = svc.structural_search(path="lib/store.py", kind="method")
+        assert [s["qualname"] for s in r["results"]] == ["Repo.save"]
+        assert {d["qualname"] for d in svc.find_symbol("save")["results"]} == {"save",
+                                                                              "Repo.save"}
+    finally:
+        svc.close()

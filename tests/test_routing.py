@@ -1,11 +1,12 @@
 """Intent rules, weighted RRF arithmetic, the boost, priors, the direct path and its fallback."""
 import math
+from types import SimpleNamespace
 
 import pytest
 
 from fourfold.discovery.classify import PROSE, TEST, VENDOR
 from fourfold.model import Hit
-from fourfold.retrievers.base import Query
+from fourfold.query.model import Query
 from fourfold.routing.engine import SearchEngine, SearchOptions
 from fourfold.routing.fusion import (BOOST_CAP, NAME_BOOST, NAME_BOOST_MAX_WORDS, apply_priors,
                                      best_per_file, centrality_boost, fuse, question_words,
@@ -159,7 +160,7 @@ def test_prose_files_rank_below_code_unless_the_question_asks_for_them():
                         boost=False, wants_prose=True)
     assert kept[0].score == 1.0
     docs_first = engine(text=[h("docs/setup.rst", score=1.0), h("src/setup.py", score=0.9)])[0]
-    docs_first.priors = lambda: (flags, {})
+    docs_first.snapshot = lambda: facts(flags)
     asked = docs_first.search("where do the docs explain setup", SearchOptions(boost=False))
     plain = docs_first.search("where is setup explained", SearchOptions(boost=False))
     assert asked.hits[0].path == "docs/setup.rst" and plain.hits[0].path == "src/setup.py"
@@ -200,7 +201,12 @@ class FakeRetriever:
 def engine(**hits):
     retrievers = {m: FakeRetriever(m, hits.get(m, [])) for m in
                   ("text", "structural", "graph", "semantic")}
-    return SearchEngine(retrievers, lambda: ({}, {})), retrievers
+    return SearchEngine(retrievers, lambda: facts()), retrievers
+
+
+def facts(file_flags=None, centrality=None):
+    """A stand-in for the index snapshot the filter and ranking stages read."""
+    return SimpleNamespace(file_flags=file_flags or {}, centrality=centrality or {})
 
 
 def test_direct_path_asks_only_the_dominant_modality():

@@ -1259,7 +1259,7 @@ def test_definition_lookup_prefers_the_file_named_after_the_symbol(make_tree):
     conn = ff.definitions("Conn")  # a module is called by its last segment
     assert [(d["path"], d["match"]) for d in conn] == [
         ("lib/plug/conn.ex", "exact"), ("lib/plug/adapters/test/conn.ex", "exact"),
-        ("lib/plug/test.ex", "qualified")]  # the function conn: same name, other case
+        ("lib/plug/test.ex", "case")]  # the function conn: same name, other case
 
 
 def test_a_file_answers_its_own_name_after_the_definitions(make_tree):

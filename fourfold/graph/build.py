@@ -16,8 +16,9 @@ import numpy as np
 from ..model import Symbol
 from ..store.base import EdgeColumns, Store, decode_references
 from .centrality import IndexedEdges, rank_indexed
+from .facts import FileFacts
 from .forked import Forked
-from .resolve import FileFacts, resolve_graph
+from .resolve import resolve_graph
 
 EXTRA_FILES = ("go.mod",)  # read by import resolution (Go module path)
 

@@ -1,17 +1,17 @@
-"""Centrality (PageRank, degree) and graph walks (callers, callees, impact) over edges.
+"""Centrality (PageRank, degree) over edges, and the impact walk over adjacency maps.
 
 Pure functions over in-memory arrays / adjacency dicts; the store persists the results.
 """
 from __future__ import annotations
 
-from collections import defaultdict, deque
+from collections import deque
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
-from .resolve import Edge
+from .facts import Edge
 
 
 def pagerank(n_nodes: int, src_idx, dst_idx, damping: float = 0.85, tol: float = 1e-6,
@@ -57,9 +57,6 @@ class Centrality:
     pagerank: float
     in_degree: int
     out_degree: int
-
-
-SymbolKey = tuple[str, str | None]  # (path, qualname); qualname None = module level of the file
 
 
 @dataclass(slots=True)
@@ -138,40 +135,8 @@ def _ranked(nodes: np.ndarray, src: np.ndarray, dst: np.ndarray, damping: float,
             for i, k in enumerate(keys.tolist())}
 
 
-def compute_centrality(edges: list[Edge], damping: float = 0.85, tol: float = 1e-6,
-                       ) -> tuple[dict[SymbolKey, Centrality], dict[str, Centrality]]:
-    """rank_indexed over edges, keyed by (path, qualname) (qualname None: module level)
-    and by path."""
-    g = IndexedEdges.of(edges)
-    symbols, files = rank_indexed(g, damping, tol)
-    n = len(g.symbols)
-    return ({(g.symbols[k] if k < n else (g.paths[k - n], None)): c for k, c in symbols.items()},
-            {g.paths[k]: c for k, c in files.items()})
-
-
 # ---------------------------------------------------------------------------------------------
-# Adjacency and walks
-
-
-def adjacency(edges: Iterable[Edge], kinds: tuple[str, ...] = ("call", "inherit", "ref"),
-              reverse: bool = False, level: str = "symbol") -> dict[Hashable, set]:
-    """node -> neighbours. `reverse=True` maps a definition to its dependents (callers,
-    subclasses, importers). Nodes are (path, qualname) at level "symbol", paths at "file"."""
-    adj: dict[Hashable, set] = defaultdict(set)
-    for e in edges:
-        if not e.resolved or e.dst_path is None or e.kind not in kinds:
-            continue
-        if level == "file":
-            a, b = e.src_path, e.dst_path
-        else:
-            a, b = (e.src_path, e.src_symbol), (e.dst_path, e.dst_symbol)
-        if a == b:
-            continue
-        if reverse:
-            adj[b].add(a)
-        else:
-            adj[a].add(b)
-    return adj
+# Walks
 
 
 def impact(adj: Mapping[Hashable, Iterable], start_nodes: Iterable[Hashable], depth: int = 3,
@@ -199,21 +164,3 @@ def impact(adj: Mapping[Hashable, Iterable], start_nodes: Iterable[Hashable], de
                 return dist
             frontier.append((nb, d + 1))
     return dist
-
-
-def callers(edges: Iterable[Edge], path: str, qualname: str | None) -> list[Edge]:
-    """Resolved call/ref/inherit edges pointing at a definition."""
-    return [e for e in edges if e.resolved and e.dst_path == path and e.dst_symbol == qualname
-            and e.kind in ("call", "ref", "inherit")]
-
-
-def callees(edges: Iterable[Edge], path: str, qualname: str | None) -> list[Edge]:
-    """Call edges leaving a symbol (resolved and unresolved)."""
-    return [e for e in edges if e.kind == "call" and e.src_path == path and e.src_symbol == qualname]
-
-
-def rank_impact(dist: Mapping[Hashable, int], score: Mapping[Hashable, float] | None = None
-                ) -> list[tuple[Hashable, int]]:
-    """Order an impact result by distance, then by centrality (highest first)."""
-    score = score or {}
-    return sorted(dist.items(), key=lambda kv: (kv[1], -score.get(kv[0], 0.0), str(kv[0])))

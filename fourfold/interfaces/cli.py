@@ -185,7 +185,9 @@ def _search_options(args) -> SearchOptions:
         preset=args.preset, modalities=tuple(args.modality) if args.modality else None,
         weights=parse_weights(args.weights) if args.weights else None, intent=args.intent,
         rrf_k=args.rrf_k, profile=args.profile, limit=args.limit, all_chunks=args.all_chunks,
-        direct=not args.no_direct, boost=not args.no_boost, path_glob=args.glob)
+        direct=not args.no_direct, boost=not args.no_boost, path_glob=args.glob,
+        languages=tuple(args.language or ()), kinds=tuple(args.kind or ()),
+        exclude_tests=args.no_tests)
 
 
 def _batch(ff: Fourfold, args) -> int:
@@ -339,7 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fourfold", description="Local-first code search: one question, four retrievers.")
     sub = parser.add_subparsers(dest="command", required=True)
-    from .mcp_server import add_subcommands  # `fourfold mcp` (stdio) and `fourfold serve` (HTTP)
+    parser.set_defaults(commands=sub.choices)
+    from .mcp.server import add_subcommands  # `fourfold mcp` (stdio) and `fourfold serve` (HTTP)
 
     add_subcommands(sub)
 
@@ -392,6 +395,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-direct", action="store_true", help="always fuse")
     p.add_argument("--no-boost", action="store_true", help="no centrality boost")
     p.add_argument("--glob", help="only paths matching this glob")
+    p.add_argument("--language", action="append",
+                   help="only files in this language (repeatable): python, typescript, go ...")
+    p.add_argument("--kind", action="append",
+                   help="only code in definitions of this kind (repeatable): class, function, "
+                        "method ...")
+    p.add_argument("--no-tests", action="store_true", help="leave test files out")
     p.add_argument("--explain", action="store_true",
                    help="also print the weights, timings, and for each hit the rank and share "
                         "of every modality that voted for it and the priors applied")
@@ -467,6 +476,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Options and positionals in any order (`search QUERY --explain PATH`): argparse alone
+    binds optional positionals at their first chance, so the command's own parser reads its
+    arguments intermixed."""
+    commands = parser.get_default("commands")
+    for i, token in enumerate(argv):
+        if token in commands:
+            args = commands[token].parse_intermixed_args(argv[i + 1:])
+            args.command = token
+            return args
+        if not token.startswith("-"):
+            break
+    return parser.parse_args(argv)
+
+
 class Terminated(BaseException):
     """SIGTERM: stop like Ctrl-C does, through every `finally`, with one line, no traceback."""
 
@@ -476,8 +500,7 @@ def _terminated(signum, frame) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parse_arguments(build_parser(), sys.argv[1:] if argv is None else list(argv))
     if getattr(args, "command", None) == "grep" and args.ignore_case is None:
         args.ignore_case = True  # literal search is case-insensitive unless asked otherwise
     signal.signal(signal.SIGTERM, _terminated)

@@ -14,11 +14,12 @@ from ..errors import QueryError
 from ..graph.centrality import impact as bfs_impact
 from ..model import Hit
 from ..store.base import Store, StoredEdge, StoredSymbol
-from .base import Query
+from ..query.model import Query
 from .structural import StructuralRetriever
 
 Node = tuple[str, int]  # ("s", symbol_id) or ("f", file_id) for module-level code
 DEPENDENCY_KINDS = ("call", "inherit", "ref")
+MAX_RANKED_REFERENCES = 2000  # references ranked for the graph modality's answer
 
 
 @dataclass
@@ -241,10 +242,11 @@ class GraphRetriever:
     def search(self, query: Query, limit: int) -> list[Hit]:
         if not query.target:
             return []
-        if query.intent == "impact_analysis":
-            rows = self.impact(query.target, depth=3, limit=limit)["results"]
+        repo_id = query.filters.repo_id
+        if query.intent == "impact_analysis":  # nearest first, then by centrality
+            rows = self.impact(query.target, depth=3, limit=limit, repo_id=repo_id)["results"]
         else:
-            rows = self.references(query.target, limit=limit)["results"]
+            rows = self._callers_by_calls(query.target, repo_id)
         hits, seen = [], set()
         for rank, r in enumerate(rows):
             key = (r["path"], r.get("symbol") or r["start_line"])
@@ -253,4 +255,16 @@ class GraphRetriever:
             seen.add(key)
             hits.append(Hit(r["path"], r["start_line"], r["end_line"], 1.0 / (1 + rank),
                             symbol=r.get("symbol"), kind=r.get("kind")))
-        return hits
+        return hits[:limit]
+
+    def _callers_by_calls(self, name: str, repo_id: int | None) -> list[dict]:
+        """The referencing code of a name ranked as evidence: resolved references first,
+        then the code that references it most often, then by path."""
+        rows = self.references(name, limit=MAX_RANKED_REFERENCES, repo_id=repo_id)["results"]
+        calls: dict[tuple, int] = {}
+        for r in rows:
+            key = (r["path"], r.get("symbol") or r["start_line"])
+            calls[key] = calls.get(key, 0) + 1
+        return sorted(rows, key=lambda r: (
+            not r["resolved"], -calls[(r["path"], r.get("symbol") or r["start_line"])],
+            r["path"] or "", r["line"]))

@@ -13,7 +13,8 @@ from ..semantic.binary import to_codes
 from ..semantic.embedder import Embedder, embed_query
 from ..semantic.indexing import embedding_texts, load_vectors
 from ..store.base import Store
-from .base import Query, path_ok
+from ..query.model import Query
+from .base import path_ok
 
 RESCORE_CANDIDATES = 100
 
@@ -89,12 +90,12 @@ class SemanticRetriever:
 
     def search(self, query: Query, limit: int) -> list[Hit]:
         vector = embed_query(self.embedder, query.text)
-        ranked = self.nearest(vector, limit * 2 if query.path_glob else limit)
+        ranked = self.nearest(vector, limit * 2 if query.filters.path_glob else limit)
         chunks = {c.chunk_id: c for c in self.store.chunks([cid for cid, _ in ranked])}
         hits = []
         for cid, score in ranked:
             c = chunks.get(cid)
-            if c is not None and path_ok(c.path, query.path_glob):
+            if c is not None and path_ok(c.path, query.filters.path_glob):
                 hits.append(Hit(c.path, c.start_line, c.end_line, score, symbol=c.symbol,
                                 kind=c.kind))
         return hits[:limit]

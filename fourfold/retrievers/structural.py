@@ -11,25 +11,12 @@ from functools import lru_cache
 
 from ..discovery.classify import DOWNRANKED, TEST
 from ..model import REEXPORT, Hit
+from ..query.filters import kinds_named
 from ..store.base import Store, StoredFile, StoredSymbol
 from ..text_tokens import identifier_tokens, module_stem, query_words, singular, sub_words
-from .base import Query, path_ok
+from ..query.model import Query
+from .base import path_ok
 
-KIND_ALIASES = {
-    "function": {"function", "method", "macro"},
-    "method": {"method", "function"},
-    "class": {"class", "struct", "interface", "trait", "enum", "type", "record", "object"},
-    "struct": {"struct", "class", "type"},
-    "interface": {"interface", "trait", "protocol", "class"},
-    "trait": {"trait", "interface"},
-    "type": {"type", "class", "struct", "interface", "enum", "trait"},
-    "enum": {"enum", "class", "type"},
-    "module": {"module", "namespace", "package"},
-    "namespace": {"namespace", "module"},
-    "impl": {"impl", "class", "struct"},
-    "constant": {"constant", "variable"},
-    "macro": {"macro", "function"},
-}
 # Types and modules answer a bare name more often than a variable of the same name.
 KIND_PRIORITY = {"class": 0, "struct": 0, "interface": 0, "trait": 0, "enum": 0, "type": 1,
                  "module": 1, "namespace": 1, "function": 1, "method": 2, "impl": 2,
@@ -81,6 +68,14 @@ def match_tier(symbol: StoredSymbol, target: str) -> int | None:
     return None
 
 
+def match_label(target: str, tier: int) -> str:
+    """What a match tier means for this target: a bare name's tier 1 is a case-insensitive
+    match, a qualified name's (Session.close) a match of its last part only."""
+    if _SPLIT.split(target)[-1] != target:
+        return ("exact", "qualified", "case", "prefix", "subword")[tier]
+    return ("exact", "case", "style", "prefix", "subword")[tier]
+
+
 @lru_cache(maxsize=200_000)
 def _name_words(name: str) -> frozenset[str]:
     """The words of a symbol's name, singular: parseConfigFiles -> {parse, config, file}."""
@@ -115,7 +110,7 @@ class StructuralRetriever:
         """Definitions matching a name, best first, with their match tier."""
         last = _SPLIT.split(name)[-1]
         candidates = {s.symbol_id: s for s in self.store.symbols_named([name, last], repo_id)}
-        allowed = KIND_ALIASES.get(kind, {kind}) if kind and kind != "import" else None
+        allowed = kinds_named([kind]) if kind and kind != "import" else None
 
         def eligible(s: StoredSymbol) -> bool:
             return (not allowed or s.kind in allowed) and path_ok(s.path, path_glob)
@@ -193,19 +188,19 @@ class StructuralRetriever:
                 and path_ok(f.path, path_glob)]
 
     def search(self, query: Query, limit: int) -> list[Hit]:
-        wants_tests = "test" in query.text.lower()
+        wants_tests = query.wants_tests
         if not query.target:
             return [Hit(s.path, s.start_line, s.end_line, score, symbol=s.qualname, kind=s.kind)
-                    for s, score in self.named_by(query.text, query.repo_id, query.path_glob,
+                    for s, score in self.named_by(query.text, query.filters.repo_id, query.filters.path_glob,
                                                   wants_tests, limit)]
-        kind = query.options.get("kind")
+        kind = query.kind
         hits = [Hit(s.path, s.start_line, s.end_line, 1.0 / (1 + tier), symbol=s.qualname,
                     kind=s.kind)
-                for s, tier in self.definitions(query.target, kind, query.repo_id,
-                                                query.path_glob, wants_tests, limit)]
+                for s, tier in self.definitions(query.target, kind, query.filters.repo_id,
+                                                query.filters.path_glob, wants_tests, limit)]
         if kind in (None, "module"):
             # after the definitions of the same name; first-party source before the rest
-            named = sorted(self.files_named(query.target, query.repo_id, query.path_glob),
+            named = sorted(self.files_named(query.target, query.filters.repo_id, query.filters.path_glob),
                            key=lambda f: (bool(f.flags & DOWNRANKED),
                                           bool(f.flags & TEST) and not wants_tests,
                                           len(f.path), f.path))

@@ -16,7 +16,8 @@ from ..errors import QueryError
 from ..model import Hit
 from ..store.base import Store, StoredFile
 from ..text_tokens import name_match, name_targets, name_words, query_terms, singular
-from .base import Query, path_ok
+from ..query.model import Query
+from .base import path_ok
 
 MIN_TRIGRAM = 3
 _WORD_CHAR = re.compile(r"\w")
@@ -352,9 +353,9 @@ class TextRetriever:
         if not terms:
             return []
         match = " OR ".join(_fts_phrase(t) for t in terms)
-        ranked = self.store.bm25_chunks(match, limit * 3, query.repo_id)
+        ranked = self.store.bm25_chunks(match, limit * 3, query.filters.repo_id)
         hits = [Hit(c.path, c.start_line, c.end_line, score, symbol=c.symbol, kind=c.kind)
-                for c, score in ranked if path_ok(c.path, query.path_glob)]
+                for c, score in ranked if path_ok(c.path, query.filters.path_glob)]
         return self._name_bonus(hits, terms, query)[:limit]
 
     def _name_bonus(self, hits: list[Hit], terms: list[str], query: Query) -> list[Hit]:
@@ -372,9 +373,9 @@ class TextRetriever:
         for path, hit in best_in_file.items():
             hit.score += unit * name_match(names.get(path, ()), query_words)
         missing = [p for p, words in names.items() if p not in best_in_file
-                   and name_match(words, query_words) == 1.0 and path_ok(p, query.path_glob)]
+                   and name_match(words, query_words) == 1.0 and path_ok(p, query.filters.path_glob)]
         for path in missing[:20]:
-            stored = self.store.file_by_path(path, query.repo_id)
+            stored = self.store.file_by_path(path, query.filters.repo_id)
             chunks = self.store.chunks_of_file(stored.file_id) if stored else []
             if chunks:
                 first = next((c for c in chunks if c.symbol), chunks[0])
@@ -384,7 +385,7 @@ class TextRetriever:
 
     def literal_hits(self, query: Query, limit: int) -> list[Hit]:
         """Files containing the exact string, as spans around the matches."""
-        matches = self.grep(query.target, path_glob=query.path_glob, repo_id=query.repo_id,
+        matches = self.grep(query.target, path_glob=query.filters.path_glob, repo_id=query.filters.repo_id,
                             case_sensitive=any(c.isupper() for c in query.target))
         by_file: dict[str, list[LineMatch]] = {}
         for m in matches:

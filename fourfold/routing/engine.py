@@ -5,15 +5,21 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 from ..errors import ModalityUnavailable, QueryError
 from ..model import Hit
-from ..retrievers.base import Query, Retriever
+from ..query.filters import Filters, apply_filters
+from ..query.model import Query
+from ..retrievers.base import Retriever
+from ..store.snapshot import IndexSnapshot
 from .fusion import apply_priors, best_per_file, fuse, question_words, with_file_support
 from .intent import EXACT_MATCH, INTENTS, UNDERSTAND_CODE, Intent, classify
 from .profiles import DIRECT_CONFIDENCE, DOMINANT, PRESETS, PROFILE_K, PROFILES
 
 CANDIDATES_PER_MODALITY = 60
+FILTERED_POOL_FACTOR = 4  # candidates asked for when a language or kind filter thins them
+NO_FILTERS = Filters()
 # The longest issue texts pasted as questions run to about 20,000 characters; a longer query
 # only costs time and memory and is refused.
 MAX_QUERY_CHARS = 32_000
@@ -61,16 +67,23 @@ class SearchOptions:
     all_chunks: bool = False
     direct: bool = True
     boost: bool = True
-    language: str | None = None
+    languages: tuple[str, ...] = ()  # only files in these languages ("typescript", "py" ...)
+    kinds: tuple[str, ...] = ()  # only code in definitions of these kinds ("class", "method")
+    exclude_tests: bool = False  # leave test files out (else they rank below source)
     path_glob: str | None = None
     repo_id: int | None = None
 
+    def filters(self) -> Filters:
+        """The filters these options ask for, checked (unknown values are an error)."""
+        return Filters.of(self.repo_id, self.path_glob, self.languages, self.kinds,
+                          self.exclude_tests)
+
 
 class SearchEngine:
-    def __init__(self, retrievers: dict[str, Retriever], priors):
-        """priors() -> (file_flags, centrality) maps keyed by (repo, path[, symbol])."""
+    def __init__(self, retrievers: dict[str, Retriever], snapshot: Callable[[], IndexSnapshot]):
+        """`snapshot()`: the index's current generation, for the filter and ranking stages."""
         self.retrievers = retrievers
-        self.priors = priors
+        self.snapshot = snapshot
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="fourfold-modality")
 
     def _run(self, modality: str, query: Query, limit: int, response: SearchResponse
@@ -87,6 +100,8 @@ class SearchEngine:
             hits = retriever.search(query, limit)
             if getattr(hits, "partial", False):  # the text modality's ResultList
                 response.unavailable[modality] = "partial: the scan stopped at its time budget"
+            if query.filters != NO_FILTERS:
+                hits = apply_filters(hits, query.filters, self.snapshot())
             return hits
         except ModalityUnavailable as exc:
             response.unavailable[modality] = str(exc)
@@ -121,14 +136,14 @@ class SearchEngine:
             modalities = [m for m, w in weights.items() if w > 0]
         k = next(v for v in (options.rrf_k, PROFILE_K.get(options.profile), preset["k"])
                  if v is not None)
-        query = Query(text=text, target=intent.target, intent=intent.intent,
-                      repo_id=options.repo_id, language=options.language,
-                      path_glob=options.path_glob,
-                      options={"kind": intent.kind})
+        query = Query(text=text, intent=intent.intent, target=intent.target, kind=intent.kind,
+                      filters=options.filters())
         response = SearchResponse(text, intent.intent, intent.confidence, intent.rule,
                                   intent.target, "rrf", [], {}, [])
         limit = options.limit
         pool = limit if options.all_chunks else max(CANDIDATES_PER_MODALITY, limit * 3)
+        if query.filters.needs_index_facts:  # retrievers cannot push these down: ask for more
+            pool *= FILTERED_POOL_FACTOR
 
         # Direct path: a confident, plain-shaped question goes to its dominant modality alone.
         dominant = DOMINANT[intent.intent]
@@ -143,7 +158,7 @@ class SearchEngine:
                 for rank, hit in enumerate(hits, 1):
                     hit.contributions = {dominant: hit.score}
                     hit.ranks = {dominant: rank}
-                response.hits = self._finish(hits, options, text, intent.intent)
+                response.hits = self._finish(hits, options, query)
                 response.timings_ms["total"] = (time.perf_counter() - started) * 1000
                 return response
 
@@ -164,19 +179,17 @@ class SearchEngine:
             fallback = self.search(text, replace(options, intent=UNDERSTAND_CODE))
             fallback.rule = f"{intent.rule}; not found verbatim, searched its words"
             return fallback
-        response.hits = self._finish(fused, options, text, intent.intent)
+        response.hits = self._finish(fused, options, query)
         response.timings_ms["total"] = (time.perf_counter() - started) * 1000
         return response
 
-    def _finish(self, hits: list[Hit], options: SearchOptions, text: str, intent: str
-                ) -> list[Hit]:
-        file_flags, centrality = self.priors()
-        wants_tests = "test" in text.lower() or "spec" in text.lower()
-        wants_prose = bool(_PROSE_WORDS.search(text))
+    def _finish(self, hits: list[Hit], options: SearchOptions, query: Query) -> list[Hit]:
+        snapshot = self.snapshot()
+        wants_prose = bool(_PROSE_WORDS.search(query.text))
         # a question about code; a named symbol or string is the structural modality's to rank
-        named = question_words(text) if intent == UNDERSTAND_CODE else None
-        hits = apply_priors(hits, file_flags, centrality, wants_tests, boost=options.boost,
-                            wants_prose=wants_prose, named=named)
+        named = question_words(query.text) if query.intent == UNDERSTAND_CODE else None
+        hits = apply_priors(hits, snapshot.file_flags, snapshot.centrality, query.wants_tests,
+                            boost=options.boost, wants_prose=wants_prose, named=named)
         if not options.all_chunks:
             hits = best_per_file(with_file_support(hits))
         return hits[:options.limit]

@@ -1,0 +1,556 @@
+"""Name resolution for calls, type uses and base classes: what a name written in a file
+means there, looked up in per-file symbol tables (FileTable) and resolved imports.
+
+A plain name is looked up, in order: function-local imports, the enclosing scopes of the
+file, members of the enclosing class (languages with implicit this), names imported into
+the file, wildcard imports, the same package, then a definition that is unique in the
+repository. A qualified name (`self.save`, `pkg.Func`, `Type::new`, `x.run`) is resolved
+by its receiver: the class (and its bases) for self/this/super, an imported module, a type,
+else the one definition of the member's name.
+"""
+from __future__ import annotations
+
+import os
+import posixpath
+from collections import defaultdict
+
+from ..model import Symbol
+from .facts import (
+    NAME_SEPARATOR,
+    NON_CALLABLE,
+    TYPE_KINDS,
+    Edge,
+    FileFacts,
+    Hit,
+    hit_edge,
+    parent_name,
+)
+from .forked import Forked
+from .imports import ALL, Binding, Modules
+from .languages.base import Language
+
+SELF_NAMES = frozenset({"self", "this", "cls", "$this", "@", "Self", "static", "me"})
+SUPER_NAMES = frozenset({"super", "parent", "base"})
+# Method names so common on built-in types that a repo-unique definition is no evidence.
+COMMON_METHODS = frozenset("""
+get set put pop push append extend insert remove discard clear copy update keys values items
+add sort sorted reverse index count find join split strip lstrip rstrip replace format lower upper
+startswith endswith encode decode read write close open flush seek tell readline readlines
+send recv next iter len map filter reduce apply call run start stop wait cancel result
+toString equals hashCode length size isEmpty contains containsKey forEach then catch finally
+emit on off once bind has delete entries slice splice concat indexOf includes match test exec
+new init String Error Println Printf Sprintf Errorf unwrap expect clone into iter collect
+as_str to_string to_owned is_some is_none ok err map_err
+""".split())
+EXTERNAL = "external"  # a name imported from outside the repository: resolves nowhere
+
+
+class FileTable:
+    """A file's definitions, indexed by qualname, by name, at top level and by parent."""
+
+    __slots__ = ("path", "language", "fam", "by_qual", "by_name", "top", "members", "dir")
+
+    def __init__(self, path: str, facts: FileFacts, language: Language):
+        self.path = path
+        self.language = language  # the rules its names resolve by
+        self.fam = language.family
+        self.dir = posixpath.dirname(path)
+        self.by_qual: dict[str, Symbol] = {}
+        self.by_name: dict[str, list[Symbol]] = defaultdict(list)
+        self.top: dict[str, Symbol] = {}
+        self.members: dict[str, list[Symbol]] = defaultdict(list)  # parent qualname -> members
+        for s in facts.symbols:
+            self.by_qual.setdefault(s.qualname, s)
+            self.by_name[s.name].append(s)
+            if s.parent is None:
+                self.top.setdefault(s.name, s)
+            else:
+                self.members[s.parent].append(s)
+
+
+def find_exported(tables: dict[str, FileTable], bindings: dict[str, list[Binding]], path: str,
+                  name: str, depth: int = 0) -> tuple[str, str | None] | None:
+    """(path, qualname) of a top-level `name` defined in or re-exported by `path`; the
+    qualname is None where the name is a module."""
+    t = tables.get(path)
+    if t is None:
+        return None
+    s = t.top.get(name)
+    if s is not None:
+        return path, s.qualname
+    cands = t.by_name.get(name)
+    if cands:
+        return path, cands[0].qualname
+    if depth >= 4:
+        return None
+    for imp in bindings.get(path, ()):
+        if imp.alias == name or (imp.alias is None and imp.member == name):
+            if imp.paths and imp.member not in (None, ALL):
+                return find_exported(tables, bindings, imp.paths[0], imp.member, depth + 1)
+            if imp.paths and imp.member is None:
+                return imp.paths[0], None
+    for imp in bindings.get(path, ()):
+        if imp.member == ALL and imp.paths and len(imp.paths) == 1:
+            hit = find_exported(tables, bindings, imp.paths[0], name, depth + 1)
+            if hit:
+                return hit
+    return None
+
+
+_UNSET = object()
+
+
+def _scoped(imps: list[Binding], src: str | None) -> list[Binding]:
+    """Imports visible from symbol `src`, innermost first (function-local imports shadow)."""
+    out = [i for i in imps
+           if i.scope is None or i.scope == src or (src or "").startswith(i.scope + ".")]
+    if len(out) > 1:
+        out.sort(key=lambda i: -len(i.scope or ""))
+    return out
+
+
+class Resolver:
+    """Resolves names against a repository's definitions and resolved imports. A hit is
+    (path, Symbol), or (path, None) for a module; None where nothing is found."""
+
+    def __init__(self, files: dict[str, FileFacts], tables: dict[str, FileTable],
+                 imports: dict[str, list[Binding]], mods: Modules):
+        self.files = files
+        self.imports = imports
+        self.mods = mods
+        self.tables = tables
+        # repo-wide name index per family: name -> [(path, symbol)]
+        self.names: dict[tuple[str, str], list[tuple[str, Symbol]]] = defaultdict(list)
+        # members by the parent's simple name (methods in Go/Rust/Swift live outside the type)
+        self.members_by_parent: dict[tuple[str, str], list[tuple[str, Symbol]]] = \
+            defaultdict(list)
+        for p, t in self.tables.items():
+            for s in files[p].symbols:
+                self.names[(t.fam, s.name)].append((p, s))
+                if s.parent:
+                    self.members_by_parent[(t.fam, parent_name(s.parent))].append((p, s))
+        # every defined name, whatever its language: most names looked up (`len`, `str`,
+        # a local variable before `.method()`) are defined nowhere and need no search
+        self.defined = {name for _, name in self.names}
+        self.local_names: dict[str, dict[str, list[Binding]]] = {}
+        for p, imps in imports.items():
+            ln: dict[str, list[Binding]] = defaultdict(list)
+            for imp in imps:
+                if imp.alias:
+                    ln[imp.alias].append(imp)
+                elif imp.member not in (None, ALL):
+                    ln[imp.member].append(imp)
+            self.local_names[p] = ln
+        self.bases: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+        self.scoped_imports = {p for p, imps in imports.items() if any(i.scope for i in imps)}
+        self._calls: dict[tuple, Hit | None] = {}
+        self._unique_members: dict[tuple, Hit | None] = {}
+        self._star_tables: dict[str, list[tuple[str, FileTable]]] = {}  # via_star's files
+        self._members: dict[tuple, Hit | None] | None = None  # set once bases are known
+        self._contexts: dict[tuple[str, str | None], str | None] = {}
+        self._packages: dict[tuple[str, str], dict[str, list[tuple[str, Symbol]]]] = {}
+
+    # -- types and their members
+    def enclosing_type(self, t: FileTable, qual: str | None) -> Symbol | None:
+        seen = 0
+        while qual and seen < 32:
+            s = t.by_qual.get(qual)
+            if s is None:
+                return None
+            if s.kind in TYPE_KINDS:
+                return s
+            qual = s.parent
+            seen += 1
+        return None
+
+    def member(self, path: str, type_qual: str, name: str, depth: int = 0
+               ) -> tuple[str, Symbol] | None:
+        """A member `name` of the type (path, type_qual), searching its bases (remembered
+        once the bases are complete)."""
+        if self._members is None:
+            return self._member(path, type_qual, name, depth)
+        key = (path, type_qual, name)
+        hit = self._members.get(key, _UNSET)
+        if hit is _UNSET:
+            hit = self._members[key] = self._member(path, type_qual, name, depth)
+        return hit
+
+    def _member(self, path: str, type_qual: str, name: str, depth: int
+                ) -> tuple[str, Symbol] | None:
+        t = self.tables.get(path)
+        if t is None:
+            return None
+        for s in t.members.get(type_qual, ()):
+            if s.name == name:
+                return path, s
+        # methods declared outside the type body (Go receivers, Rust impl, Swift extensions)
+        pname = parent_name(type_qual)
+        best = None
+        for p, s in self.members_by_parent.get((t.fam, pname), ()):
+            if s.name == name:
+                if p == path:
+                    return p, s
+                if best is None or posixpath.dirname(p) == t.dir:
+                    best = (p, s)
+        if best is not None and (t.language.members_outside_type or best[0] == path):
+            return best
+        if depth < 6:
+            for bp, bq in self.bases.get((path, type_qual), ()):
+                hit = self._member(bp, bq, name, depth + 1)
+                if hit:
+                    return hit
+        return None
+
+    def find_type(self, path: str, name: str) -> tuple[str, Symbol] | None:
+        return self.lookup(path, None, name, types_only=True)
+
+    def bases_complete(self) -> None:
+        """Inheritance is resolved: from now on a name means the same each time it is asked."""
+        self._members = {}
+
+    # -- plain names
+    def in_file(self, t: FileTable, name: str, src: str | None, types_only: bool):
+        cands = t.by_name.get(name)
+        if not cands:
+            return None
+        ok = [s for s in cands
+              if (s.kind in TYPE_KINDS if types_only else s.kind not in NON_CALLABLE)]
+        if not ok:
+            return None
+        # innermost visible: a sibling in an enclosing scope, else top level
+        scope = src
+        while scope:
+            for s in ok:
+                if s.parent == scope and s.kind not in ("method",):
+                    return s
+            st = t.by_qual.get(scope)
+            scope = st.parent if st else None
+        for s in ok:
+            if s.parent is None:
+                return s
+        return None
+
+    def via_imports(self, path: str, name: str, types_only: bool, src: str | None = None):
+        """What `name` is bound to by the file's imports: a hit, EXTERNAL, or None."""
+        imports = self.local_names.get(path, {}).get(name)
+        if not imports:
+            return None
+        for imp in _scoped(imports, src):
+            if not imp.paths:
+                return EXTERNAL
+            if imp.member is None:
+                return imp.paths[0], None  # a module object
+            if imp.symbol:
+                s = self.tables[imp.paths[0]].by_qual.get(imp.symbol)
+                if s is not None:
+                    return (imp.paths[0], s) if not types_only or s.kind in TYPE_KINDS else None
+            for p in imp.paths:
+                s = self.tables[p].top.get(imp.member) \
+                    or next(iter(self.tables[p].by_name.get(imp.member, ())), None)
+                if s is not None:
+                    return (p, s) if not types_only or s.kind in TYPE_KINDS else None
+            return EXTERNAL
+        return None
+
+    def via_star(self, path: str, name: str, types_only: bool):
+        """`name` defined in a file whose names the file imports wholesale."""
+        tables = self._star_tables.get(path)
+        if tables is None:
+            tables = self._star_tables[path] = [
+                (p, self.tables[p]) for imp in self.imports.get(path, ())
+                if imp.member == ALL or (imp.member is not None and imp.paths and imp.alias is None)
+                for p in imp.paths if p in self.tables]
+        for p, t in tables:
+            if name in t.by_name:
+                s = self.in_file(t, name, None, types_only)
+                if s is not None:
+                    return p, s
+        return None
+
+    def _package_names(self, t: FileTable) -> dict[str, list[tuple[str, Symbol]]]:
+        """name -> top-level definitions in the files of t's folder and language family,
+        built once per package: a Java package of hundreds of files is asked thousands of
+        times."""
+        key = (t.dir, t.fam)
+        index = self._packages.get(key)
+        if index is None:
+            index = defaultdict(list)
+            for p in self.mods.by_dir.get(t.dir, ()):
+                u = self.tables[p]
+                if u.fam != t.fam:
+                    continue
+                for name, symbols in u.by_name.items():
+                    index[name].extend((p, s) for s in symbols if s.parent is None)
+            self._packages[key] = index
+        return index
+
+    def same_package(self, t: FileTable, name: str, types_only: bool):
+        if not t.language.same_package:
+            return None
+        for p, s in self._package_names(t).get(name, ()):
+            if p != t.path and (s.kind in TYPE_KINDS if types_only
+                                else s.kind not in NON_CALLABLE):
+                return p, s
+        return None
+
+    def unique(self, fam: str, name: str, types_only: bool, methods: bool):
+        """The one definition of `name` in the family's files that is visible from
+        elsewhere, if there is exactly one."""
+        if len(name) < 3:
+            return None
+        cands = self.names.get((fam, name), ())
+        ok = []
+        for p, s in cands:
+            if s.parent is not None:
+                owner = self.tables[p].by_qual.get(s.parent)
+                if owner is not None and owner.kind not in TYPE_KINDS:
+                    continue  # a nested (local) definition is invisible elsewhere
+            if types_only:
+                if s.kind not in TYPE_KINDS:
+                    continue
+            elif s.kind in NON_CALLABLE:
+                continue
+            elif not methods and s.parent is not None and s.kind in ("method", "constructor"):
+                continue
+            ok.append((p, s))
+        if len(ok) == 1:
+            return ok[0]
+        return None
+
+    def lookup(self, path: str, src: str | None, name: str, types_only: bool = False):
+        """Resolve a plain (unqualified) name seen in `path` inside symbol `src`."""
+        if name not in self.defined and name not in self.local_names.get(path, ()):
+            return None
+        t = self.tables[path]
+        if src is not None and path in self.scoped_imports:
+            local = [i for i in _scoped(self.local_names[path].get(name, ()), src) if i.scope]
+            if local:  # a function-local import shadows the file's own definitions, when it
+                if not local[0].paths:  # names another package ...
+                    return None
+                hit = self.via_imports(path, name, types_only, src)
+                if hit is not None and hit != EXTERNAL:  # ... or a definition we found
+                    return hit
+        s = self.in_file(t, name, src, types_only)
+        if s is not None:
+            return path, s
+        if not types_only and any(x.kind in NON_CALLABLE and x.parent is None
+                                  for x in t.by_name.get(name, ())):
+            return None  # a module-level variable holds the callable: not statically known
+        implicit_this = t.language.implicit_this
+        if implicit_this and not types_only:
+            cls = self.enclosing_type(t, src)
+            if cls is not None:
+                hit = self.member(path, cls.qualname, name)
+                if hit:
+                    return hit
+        hit = self.via_imports(path, name, types_only, src)
+        if hit == EXTERNAL:
+            return None
+        if hit is not None:
+            return hit
+        hit = self.via_star(path, name, types_only) or self.same_package(t, name, types_only)
+        if hit is not None:
+            return hit
+        return self.unique(t.fam, name, types_only, methods=implicit_this)
+
+    # -- qualified names
+    def module_member(self, path: str, recv: list[str], name: str, types_only: bool,
+                      src: str | None = None):
+        """`alias.sub.Name.member` where a prefix of the receiver is an imported module."""
+        ln = self.local_names.get(path, {})
+        for k in range(len(recv), 0, -1):
+            key = ".".join(recv[:k])
+            imps = _scoped(ln.get(key, ()), src)
+            if not imps:
+                continue
+            imp = imps[0]
+            if not imp.paths:
+                return EXTERNAL
+            rest = recv[k:]
+            if imp.member is None:
+                targets = imp.paths
+                if not rest:
+                    for p in targets:
+                        s = self.tables[p].top.get(name)
+                        if s is not None:
+                            return p, s
+                    for p in targets:  # Python re-exports from a package __init__
+                        hit = find_exported(self.tables, self.imports, p, name, 1)
+                        if hit and hit[1]:
+                            return hit[0], self.tables[hit[0]].by_qual[hit[1]]
+                    return None
+                for p in targets:
+                    ts = self.tables[p].top.get(rest[-1]) or self.tables[p].top.get(rest[0])
+                    if ts is not None:
+                        hit = self.member(p, ts.qualname, name)
+                        if hit:
+                            return hit
+                return None
+            # alias of a type: Type.member
+            hit = self.via_imports(path, key, True, src)
+            if hit and hit != EXTERNAL and hit[1] is not None:
+                return self.member(hit[0], hit[1].qualname, name)
+            return None
+        return None
+
+    def context(self, t: FileTable, src: str | None) -> str | None:
+        """The scope that decides what a name means inside `src`: the nearest of src and its
+        enclosing symbols that is a type or has members of its own. Resolution sees src only
+        through its enclosing type, nested definitions and function-local imports, so calls
+        from the methods of one class share one answer (except in files with local imports,
+        and in languages whose rules read src itself)."""
+        if src is None or t.language.scope_per_symbol or t.path in self.scoped_imports:
+            return src
+        qual = src
+        for _ in range(32):
+            s = t.by_qual.get(qual)
+            if s is None or s.kind in TYPE_KINDS or qual in t.members:
+                return qual
+            if s.parent is None:
+                return None
+            qual = s.parent
+        return src
+
+    def resolve_site(self, path: str, src: str | None, name: str, types_only: bool = False):
+        """resolve_call, remembered per (file, deciding scope, name): once the bases are
+        known, a name means the same from every method of a class."""
+        scope = self._contexts.get((path, src), _UNSET)
+        if scope is _UNSET:
+            scope = self._contexts[(path, src)] = self.context(self.tables[path], src)
+        key = (path, scope, name, types_only)
+        hit = self._calls.get(key, _UNSET)  # most names are asked once: no KeyError to raise
+        if hit is _UNSET:
+            hit = self._calls[key] = self.resolve_call(path, scope, name, types_only)
+        return hit
+
+    def resolve_call(self, path: str, src: str | None, name: str, types_only: bool = False):
+        """What `name`, as written in `path` inside symbol `src`, refers to; `types_only`:
+        a type (base classes, type uses)."""
+        if name.isidentifier():  # a plain name, most calls: nothing to split
+            return self.lookup(path, src, name, types_only)
+        t = self.tables[path]
+        parts = [p for p in NAME_SEPARATOR.split(name) if p]
+        if not parts:
+            return None
+        final = parts[-1].rstrip("!?")
+        recv = parts[:-1]
+        if not recv:
+            return self.lookup(path, src, final, types_only)
+        head = recv[0]
+        if head == "?":
+            return self.unknown_receiver(t, final, types_only)
+        if head in SELF_NAMES and len(recv) == 1:
+            cls = self.enclosing_type(t, src)
+            if cls is not None:
+                hit = self.member(path, cls.qualname, final)
+                if hit:
+                    return hit
+            return self.unknown_receiver(t, final, types_only)
+        if head in SUPER_NAMES and len(recv) == 1:
+            cls = self.enclosing_type(t, src)
+            if cls is not None:
+                for bp, bq in self.bases.get((path, cls.qualname), ()):
+                    hit = self.member(bp, bq, final)
+                    if hit:
+                        return hit
+            return None
+        hit = self.module_member(path, recv, final, types_only, src)
+        if hit == EXTERNAL:
+            return None
+        if hit is not None:
+            return hit
+        # Type.member / Type::new / Namespace.Type
+        if len(recv) <= 2 and head not in SELF_NAMES:
+            ty = self.lookup(path, src, recv[-1], types_only=True)
+            if ty is not None and ty[1] is not None:
+                if final in t.language.constructor_calls:
+                    return ty
+                return self.member(ty[0], ty[1].qualname, final) or None
+            if types_only:
+                return self.lookup(path, src, final, types_only=True)
+        if len(recv) == 1 and t.language.method_receivers:
+            cls = self.enclosing_type(t, src) or self._method_receiver(t, src)
+            if cls is not None:
+                hit = self.member(path, cls.qualname, final)
+                if hit:
+                    return hit
+        if t.language.capitalized_receivers_are_types and head[:1].isupper():
+            return None
+        return self.unknown_receiver(t, final, types_only)
+
+    def _method_receiver(self, t: FileTable, src: str | None) -> Symbol | None:
+        """The type a method defined outside its type's body belongs to (its parent), made
+        up where that type is declared in another file."""
+        s = t.by_qual.get(src) if src else None
+        if s is not None and s.parent:
+            return t.by_qual.get(s.parent) or Symbol(parent_name(s.parent), s.parent, "struct",
+                                                     0, 0)
+        return None
+
+    def unknown_receiver(self, t: FileTable, final: str, types_only: bool):
+        """`x.final()` with x of unknown type: the one definition of that name, if unique."""
+        if final in COMMON_METHODS or len(final) < 3:
+            return None
+        key = (t.fam, final, types_only)
+        hit = self._unique_members.get(key, _UNSET)
+        if hit is not _UNSET:
+            return hit
+        cands = [(p, s) for p, s in self.names.get((t.fam, final), ())
+                 if (s.kind in TYPE_KINDS if types_only else s.kind not in NON_CALLABLE)]
+        hit = cands[0] if len(cands) == 1 and (types_only or cands[0][1].parent is not None) \
+            else None
+        self._unique_members[key] = hit
+        return hit
+
+
+# Below this many references, a second process costs more than it saves.
+PARALLEL_REFERENCES = 8_000
+
+
+def resolve_uses(r: Resolver, files: dict[str, FileFacts], parallel: bool) -> list[Edge]:
+    """Call and type-use edges. Every file resolves alone once the tables and bases are
+    built, so on a large repository a forked copy of the resolver takes half the files: the
+    second core is otherwise idle. Where no helper process can be had (one worker asked
+    for, a daemonic process, no fork, fork failing) all is resolved here."""
+    paths = list(files)
+    total = sum(len(files[p].references) for p in paths)
+    if not parallel or total < PARALLEL_REFERENCES or (os.cpu_count() or 1) < 2:
+        return _uses_of(r, files, paths)
+    half, count = len(paths), 0
+    for i, p in enumerate(paths):
+        count += len(files[p].references)
+        if count >= total // 2:
+            half = i + 1
+            break
+    helper = Forked.start(_use_rows, r, files, paths[half:])
+    if helper is None:
+        return _uses_of(r, files, paths)
+    try:
+        edges = _uses_of(r, files, paths[:half])
+    except BaseException:
+        helper.close()
+        raise
+    rows = helper.result()
+    return edges + ([Edge(*row) for row in rows] if rows is not None
+                    else _uses_of(r, files, paths[half:]))  # the helper died: its half here
+
+
+def _use_rows(r: Resolver, files: dict[str, FileFacts], paths: list[str]) -> list[tuple]:
+    # plain tuples: pickling them is several times faster than pickling the dataclass
+    return [(e.kind, e.src_path, e.src_symbol, e.dst_path, e.dst_symbol, e.line, e.resolved,
+             e.name) for e in _uses_of(r, files, paths)]
+
+
+def _uses_of(r: Resolver, files: dict[str, FileFacts], paths: list[str]) -> list[Edge]:
+    edges: list[Edge] = []
+    for path in paths:
+        for ref in files[path].references:
+            if ref.kind == "call":
+                edges.append(hit_edge("call", path, ref.source,
+                                      r.resolve_site(path, ref.source, ref.name), ref))
+            elif ref.kind == "ref":
+                hit = r.resolve_site(path, ref.source, ref.name, types_only=True)
+                if hit is not None and hit[1] is not None and not (
+                        hit[0] == path and hit[1].qualname == ref.source):
+                    edges.append(hit_edge("ref", path, ref.source, hit, ref))
+    return edges

@@ -1,0 +1,60 @@
+"""What graph resolution reads and writes: per-file facts in, edges out."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..model import Reference, Symbol
+
+TYPE_KINDS = frozenset({
+    "class", "interface", "trait", "struct", "enum", "protocol", "module", "type", "object",
+    "record", "union", "typealias", "type_alias", "namespace", "impl", "extension", "mixin",
+    "actor", "typeclass", "instance", "package",
+})
+NON_CALLABLE = frozenset({"constant", "variable", "field", "property", "attribute", "import",
+                          "parameter", "enum_member", "label", "namespace", "package"})
+
+# what separates the parts of a qualified name, in any language
+NAME_SEPARATOR = re.compile(r"::|->|[.:\\]")
+
+
+@dataclass(slots=True)
+class FileFacts:
+    """One file as the parser saw it: the input of resolution."""
+
+    language: str
+    symbols: list[Symbol] = field(default_factory=list)
+    references: list[Reference] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Edge:
+    """One resolved (or unresolvable) reference: the output of resolution."""
+
+    kind: str  # "import", "call", "inherit", "ref"
+    src_path: str
+    src_symbol: str | None  # qualname; None = module level / the file itself
+    dst_path: str | None
+    dst_symbol: str | None
+    line: int
+    resolved: bool
+    name: str  # the reference as written
+
+
+Hit = tuple[str, Symbol | None]  # (path, definition); None: the file itself (a module)
+
+
+def hit_edge(kind: str, path: str, src: str | None, hit: Hit | None, ref: Reference) -> Edge:
+    """The edge of reference `ref` made in `path` from symbol `src`, to `hit` if any."""
+    if hit is None:
+        return Edge(kind, path, src, None, None, ref.line, False, ref.name)
+    dpath, dsym = hit
+    return Edge(kind, path, src, dpath, dsym.qualname if dsym is not None else None, ref.line,
+                True, ref.name)
+
+
+def parent_name(qual: str | None) -> str | None:
+    """The last part of a qualified name: what a member's parent is called."""
+    if not qual:
+        return None
+    return NAME_SEPARATOR.split(qual)[-1]

@@ -1,0 +1,109 @@
+"""From declared tool methods to the MCP SDK's tools (imported only when a server is built).
+
+The SDK derives each input schema from the method's signature; this module trims what an
+agent does not need from it (titles, the `null` arm and null default of every optional
+parameter, the generic output schema), makes it refuse unknown properties, and turns
+failures into one-line tool errors: an unknown argument names the accepted ones, a bad
+value names the parameter, a FourfoldError keeps its message, and no traceback is sent.
+"""
+import difflib
+import inspect
+import logging
+from typing import Any
+
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools.base import Tool
+from mcp_types import ToolAnnotations
+from pydantic import ValidationError
+
+from ...errors import FourfoldError
+from .params import declared
+
+log = logging.getLogger("fourfold.mcp")
+
+# destructive and idempotent hints mean something only when a tool writes (MCP spec)
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+WRITES_INDEX = ToolAnnotations(read_only_hint=False, destructive_hint=False,
+                               idempotent_hint=True, open_world_hint=False)
+
+
+class DeclaredTool(Tool):
+    """An SDK tool with a compact schema that refuses unknown arguments by name."""
+
+    @property
+    def output_schema(self) -> dict[str, Any]:
+        """Every tool answers one JSON object; its fields are described in prose."""
+        return {"type": "object"}
+
+    async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False
+                  ) -> Any:
+        """Run the tool; failures become ToolErrors whose message the agent can act on."""
+        accepted = list(self.parameters["properties"])
+        unknown = [name for name in arguments if name not in accepted]
+        if unknown:
+            raise ToolError(unknown_arguments(self.name, unknown, accepted))
+        try:
+            return await super().run(arguments, context, convert_result=convert_result)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(f"{self.name}: invalid arguments: {explain(cause)}") from None
+            if isinstance(cause, FourfoldError):
+                raise ToolError(f"{self.name}: {cause}") from None
+            if cause is not None:
+                log.error("tool %s failed", self.name, exc_info=cause)
+                raise ToolError(f"internal error in {self.name}: {type(cause).__name__}: "
+                                f"{cause}") from None
+            raise
+
+
+def unknown_arguments(tool: str, unknown: list[str], accepted: list[str]) -> str:
+    """The message for arguments a tool does not take."""
+    hints = [f"{name!r} (did you mean {close[0]!r}?)" if close else repr(name)
+             for name in unknown for close in [difflib.get_close_matches(name, accepted, 1)]]
+    return (f"{tool}: unknown argument{'s' if len(unknown) > 1 else ''} {', '.join(hints)}; "
+            f"{tool} accepts: {', '.join(accepted) or 'no arguments'}")
+
+
+def explain(error: ValidationError) -> str:
+    """A pydantic validation error as `parameter: problem` pairs."""
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}"
+                     for e in error.errors())
+
+
+def compact(schema: dict) -> dict:
+    """An input schema without titles, null arms or null defaults, refusing unknown keys."""
+    out = _trim(schema)
+    out["additionalProperties"] = False
+    return out
+
+
+def _trim(node: Any, names: bool = False) -> Any:
+    """Trim a schema node; `names`: node maps property names to schemas (keep every key)."""
+    if isinstance(node, list):
+        return [_trim(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if names:
+        return {key: _trim(value) for key, value in node.items()}
+    out = {key: _trim(value, names=key in ("properties", "$defs"))
+           for key, value in node.items() if key != "title"}
+    arms = out.get("anyOf")
+    if isinstance(arms, list) and len(arms) == 2 and {"type": "null"} in arms:
+        out.pop("anyOf")
+        out.update(next(arm for arm in arms if arm != {"type": "null"}))
+    if "default" in out and out["default"] is None:
+        del out["default"]
+    return out
+
+
+def declared_tools(service: object) -> list[Tool]:
+    """One SDK tool per method the service's class declares with @tool."""
+    tools = []
+    for name, read_only in declared(type(service)).items():
+        method = getattr(service, name)
+        tool = DeclaredTool.from_function(
+            method, name=name, description=" ".join(inspect.getdoc(method).split()),
+            annotations=READ_ONLY if read_only else WRITES_INDEX, structured_output=True)
+        tools.append(tool.model_copy(update={"parameters": compact(tool.parameters)}))
+    return tools

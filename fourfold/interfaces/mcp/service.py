@@ -1,0 +1,204 @@
+"""The index behind the MCP tools, kept fresh while the server runs.
+
+A `watchfiles` watcher (debounced) runs an incremental index in a background thread after
+every batch of changes (a branch switch is one big batch); a tool call that arrives while
+such a batch is pending waits briefly for it, so answers reflect the files. Embeddings are
+computed in another background thread after each index, so a long embedding run never
+delays the next change while the other modalities answer. Full result lists are cached per
+query and index generation, so that paging through them is cheap.
+"""
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from typing import Callable
+
+from ...api import Fourfold
+from ...errors import FourfoldError, IndexBusyError
+
+log = logging.getLogger("fourfold.mcp")
+
+FRESHNESS_WAIT_S = 3.0    # a tool call waits this long for a pending re-index
+BUSY_WAIT_S = 5.0         # an index run waits this long for another indexer of the folder
+FIRST_INDEX_WAIT_S = 25.0
+CACHED_QUERIES = 32
+
+
+class Service:
+    """Owns the Fourfold index, the watcher and embedder threads and the result cache."""
+
+    def __init__(self, root: str | os.PathLike = ".", index_dir: str | os.PathLike | None = None,
+                 watch: bool = True, debounce_ms: int = 400, step_ms: int = 50,
+                 embed: bool = True):
+        self.ff = Fourfold(root, index_dir=index_dir)
+        self.root = self.ff.root
+        self.watch_enabled = watch
+        self.embed_enabled = embed
+        self.debounce_ms = debounce_ms
+        self.step_ms = step_ms
+        self.last_index: dict | None = None
+        self.last_error: str | None = None
+        self.watching = False
+        self.embedding = False
+        self._index_lock = threading.Lock()
+        self._state = threading.Condition()
+        self._dirty = False          # the watcher saw changes not yet indexed
+        self._reindexing = False     # an index run for such changes is in progress
+        self._ready = threading.Event()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._embed_wanted = threading.Event()
+        self._embedder: threading.Thread | None = None
+        self._cache: OrderedDict[tuple, list] = OrderedDict()
+        self._cache_lock = threading.Lock()
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self, block: bool = False) -> "Service":
+        """Start the watcher and bring the index up to date (in the background unless block;
+        block also waits for the embeddings).
+
+        With an existing index, queries are answered at once from it while the catch-up
+        index runs; without one, queries wait for the first index (up to a bound)."""
+        if self.ff.repo_id() is not None:
+            self._ready.set()
+        if self.watch_enabled:
+            self._spawn(self._watch_loop, "fourfold-watch")
+        if block:
+            self.index_now("start", embed_now=True)
+        else:
+            self._spawn(lambda: self.index_now("start"), "fourfold-index")
+        return self
+
+    def close(self) -> None:
+        """Stop the threads and close the index."""
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self.ff.close()
+
+    def _spawn(self, target: Callable[[], object], name: str) -> threading.Thread:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        return thread
+
+    def index_now(self, reason: str, embed_now: bool = False) -> dict:
+        """Index text, structure and graph now (incremental) and return the summary;
+        embeddings follow in the background unless `embed_now`."""
+        with self._index_lock:
+            try:
+                summary = self.ff.index(embed=False, wait_s=BUSY_WAIT_S).to_dict()
+            except IndexBusyError as exc:
+                self.last_error = str(exc)
+                raise
+            except Exception as exc:  # keep the server up; repository_context reports it
+                self.last_error = f"{reason} index failed: {exc}"
+                log.exception("index failed")
+                raise
+            finally:
+                self._ready.set()
+            summary["reason"] = reason
+            summary["finished_at"] = time.time()
+            self.last_index = summary
+            self.last_error = None
+            self.clear_cache()
+        if self.embed_enabled and embed_now:
+            self.ff.embed()
+            self.clear_cache()
+        elif self.embed_enabled:
+            self._embed_wanted.set()
+            with self._state:
+                if self._embedder is None or not self._embedder.is_alive():
+                    self._embedder = self._spawn(self._embed_loop, "fourfold-embed")
+        return summary
+
+    def _embed_loop(self) -> None:
+        while not self._stop.is_set():
+            if not self._embed_wanted.wait(0.5):
+                continue
+            self._embed_wanted.clear()
+            self.embedding = True
+            try:
+                if self.ff.embed():
+                    self.clear_cache()
+            except Exception as exc:  # reported through repository_context
+                self.last_error = f"embedding failed: {exc}"
+                log.warning("embedding failed: %s", exc)
+            finally:
+                self.embedding = False
+
+    def _watch_loop(self) -> None:
+        self.watching = True
+        try:
+            for _ in self.ff.watch_changes(self._stop, self.debounce_ms, self.step_ms):
+                with self._state:
+                    self._dirty = True
+                self._reindex_pending()
+        except Exception as exc:  # watchfiles missing, or the watcher itself failed
+            self.last_error = f"file watcher stopped: {exc}"
+            log.warning("file watcher stopped: %s", exc)
+        finally:
+            self.watching = False
+            with self._state:
+                self._dirty = False
+                self._state.notify_all()
+
+    def _reindex_pending(self) -> None:
+        with self._state:
+            if not self._dirty:
+                return
+            self._dirty = False
+            self._reindexing = True
+        try:
+            self.index_now("watch")
+        except Exception:  # reported through last_error; still busy after BUSY_WAIT_S, the
+            pass  # other indexer of this folder reads the change, else the next change does
+        finally:
+            with self._state:
+                self._reindexing = False
+                self._state.notify_all()
+
+    def await_fresh(self) -> None:
+        """Wait (briefly) for the first index and for changes the watcher has seen."""
+        if not self._ready.is_set() and not self._ready.wait(FIRST_INDEX_WAIT_S):
+            raise FourfoldError(f"the first index of {self.root} is still being built; "
+                                "retry in a few seconds")
+        with self._state:
+            self._state.wait_for(lambda: not self._dirty and not self._reindexing,
+                                 timeout=FRESHNESS_WAIT_S)
+
+    def reindex_now(self) -> dict:
+        """Incremental re-index on request (after the first index); returns its summary."""
+        if not self._ready.is_set():
+            self._ready.wait(FIRST_INDEX_WAIT_S)
+        summary = self.index_now("reindex")
+        with self._state:
+            self._dirty = False
+        return summary
+
+    def freshness(self) -> dict:
+        """Whether the index is kept fresh, what is pending and how the last run went."""
+        return {"watching": self.watching, "pending_changes": self._dirty or self._reindexing,
+                "embedding": self.embedding, "last_index": self.last_index,
+                "last_error": self.last_error}
+
+    # -- result cache -----------------------------------------------------------------------
+    def clear_cache(self) -> None:
+        """Forget every cached result list."""
+        with self._cache_lock:
+            self._cache.clear()
+
+    def rows(self, key: str, compute: Callable[[], list]) -> list:
+        """The full result list of a query, computed once per index generation."""
+        cache_key = (key, self.ff.generation())
+        with self._cache_lock:
+            if cache_key in self._cache:
+                self._cache.move_to_end(cache_key)
+                return self._cache[cache_key]
+        rows = compute()
+        with self._cache_lock:
+            self._cache[cache_key] = rows
+            while len(self._cache) > CACHED_QUERIES:
+                self._cache.popitem(last=False)
+        return rows

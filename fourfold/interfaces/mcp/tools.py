@@ -1,0 +1,500 @@
+"""The MCP tools: the agent-facing contract (names, parameters, result shapes).
+
+Each tool is one method below, marked with @tool: its typed signature is the input schema
+and its docstring the description (server.py registers them in a loop). The methods are
+plain Python too (tests and bench/hostile.py call them directly). Every tool pages its
+answer: `limit` and `max_tokens` bound one page, `total` says how many results exist, and
+`cursor` (opaque; null on the last page) fetches the next page when passed back with the
+same arguments. Errors are FourfoldError messages written for the agent.
+"""
+import time
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from ...errors import QueryError
+from .paging import (DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS, MAX_PAGE, MIN_MAX_TOKENS,
+                     approx_tokens, clamp_budget, cut, decode_cursor, encode_cursor, page,
+                     query_key)
+from .params import (Cursor, FilePath, Intent, Kind, Language, Limit, MaxTokens, Modalities,
+                     PathGlob, Preset, Repository, Snippet, Weights, tool)
+from .paths import check_glob, check_path, inside_root
+from .service import Service
+
+SEARCH_DEPTH = 100        # ranked results computed once per query, then paged
+GREP_CAP = 50_000         # matching lines kept per pattern
+MAX_SIMILAR = 200         # nearest chunks kept for find_similar_code
+GRAPH_CAP = 100_000       # graph rows kept per query
+MAX_DEPTH = 10
+MAX_FILE_PAGE = 5000      # lines in one get_file page (max_tokens bounds it too)
+FILE_LINE_CHARS = 2000
+SIGNATURE_CHARS = 300
+
+
+class FourfoldService(Service):
+    """The tools an MCP server exposes over one index, kept fresh by Service."""
+
+    # -- helpers --------------------------------------------------------------------------
+    def _begin(self, tool_name: str, args: dict, cursor: str | None, limit: int | None,
+               max_tokens: int | None, default_limit: int, max_limit: int = MAX_PAGE
+               ) -> tuple[str, int, int, int]:
+        """Wait for freshness; then (query key, offset, rows, tokens) of the asked page."""
+        self.await_fresh()
+        key = query_key(tool_name, args)
+        offset = decode_cursor(cursor, key)
+        limit, tokens = clamp_budget(limit, max_tokens, default_limit, max_limit)
+        return key, offset, limit, tokens
+
+    def _safe_path(self, raw: str, repository: str | None) -> tuple[int, str]:
+        """(repository id, stored path) of an agent's path, refused if outside the root."""
+        check_path(raw)  # refuse a bad path before looking up its repository
+        repo_id, root = self.ff.repository_root(self.ff.repository(repository))
+        return repo_id, inside_root(raw, root, self.ff.index_dir)
+
+    def _snippet(self, path: str, start: int, end: int, n: int, repo_id: int | None,
+                 files: dict) -> list[dict]:
+        """Up to n lines of path from start, as {"line", "text"} (files: a per-call cache)."""
+        if (repo_id, path) not in files:
+            stored = self.ff.file_text(path, repo_id)
+            files[(repo_id, path)] = stored["lines"] if stored else []
+        lines = files[(repo_id, path)]
+        start = max(1, start)
+        stop = min(end, start + n - 1, len(lines))
+        return [{"line": i, "text": cut(lines[i - 1])} for i in range(start, stop + 1)]
+
+    def _search_tool(self, tool_name: str, query: str, preset: str, modalities, weights,
+                     intent, language, path_glob, repository, limit, cursor, max_tokens,
+                     snippet_lines: int) -> dict:
+        """The search tools: fused (or one modality's) hits, paged, with code lines."""
+        path_glob = check_glob(path_glob)
+        args = {"query": query, "preset": preset, "modalities": modalities, "weights": weights,
+                "intent": intent, "language": language, "path_glob": path_glob,
+                "repository": repository, "snippet_lines": snippet_lines}
+        key, offset, limit, tokens = self._begin(tool_name, args, cursor, limit, max_tokens, 10)
+        repo_id = self.ff.repository(repository)
+
+        def compute() -> list:
+            response, notes = self.ff.search_with_fallback(
+                query, preset=preset, modalities=tuple(modalities) if modalities else None,
+                weights=dict(weights) if weights else None, intent=intent,
+                languages=(language,) if language else (), path_glob=path_glob,
+                repo_id=repo_id, limit=SEARCH_DEPTH)
+            d = response.to_dict()
+            header = {k: d[k] for k in ("intent", "confidence", "rule", "target",
+                                        "fusion_strategy", "modalities", "weights",
+                                        "unavailable", "timings_ms")}
+            return [{**header, "notes": notes}] + [h.to_dict() for h in response.hits]
+
+        rows = self.rows(key, compute)
+        files: dict = {}
+
+        def render(hit: dict) -> dict:
+            # votes and shares stay; ranks and prior factors (the CLI's --explain) would
+            # cost an agent's page room
+            out = {k: v for k, v in hit.items() if k not in ("lines", "ranks", "factors")}
+            if snippet_lines > 0:
+                shown = hit.get("lines") or self._snippet(
+                    hit["path"], hit["start_line"], hit["end_line"], snippet_lines, repo_id, files)
+                out["lines"] = [{"line": ln["line"], "text": cut(ln["text"])}
+                                for ln in shown[:snippet_lines]]
+            return out
+
+        return {"query": query, **rows[0], **page(rows[1:], offset, limit, tokens, key, render)}
+
+    # -- tools ----------------------------------------------------------------------------
+    @tool()
+    def intelligent_search(
+            self,
+            query: Annotated[str, Field(description="A question, a symbol name, a quoted "
+                                                    "string or a pattern, in any form.")],
+            preset: Preset = "default", modalities: Modalities = None, weights: Weights = None,
+            intent: Intent = None, language: Language = None, path_glob: PathGlob = None,
+            repository: Repository = None, limit: Limit = 10, cursor: Cursor = None,
+            max_tokens: MaxTokens = DEFAULT_MAX_TOKENS, snippet_lines: Snippet = 4
+    ) -> dict[str, Any]:
+        """START HERE for any question about the code. Classifies the query (definition,
+        references, exact string, concept, similar code, impact of a change), runs the
+        matching mix of text, structural, graph and semantic retrieval and fuses the
+        rankings. Returns ranked spans (path, lines, symbol, score, a few lines of code),
+        the intent and the modalities used. Use a specialised tool only when you know which
+        lookup you need."""
+        return self._search_tool("intelligent_search", query, preset, modalities, weights,
+                                 intent, language, path_glob, repository, limit, cursor,
+                                 max_tokens, snippet_lines)
+
+    @tool()
+    def semantic_search(
+            self,
+            query: Annotated[str, Field(description="A description in words of the code you "
+                                                    "are looking for.")],
+            language: Language = None, path_glob: PathGlob = None,
+            repository: Repository = None, limit: Limit = 10, cursor: Cursor = None,
+            max_tokens: MaxTokens = DEFAULT_MAX_TOKENS, snippet_lines: Snippet = 4
+    ) -> dict[str, Any]:
+        """Search by meaning: code that does what the query describes even when it shares no
+        words with it ('retry with exponential backoff'). For concept questions where
+        intelligent_search's keyword results miss. While the semantic index is building,
+        the ready modalities answer and `notes`/`unavailable` say so."""
+        return self._search_tool("semantic_search", query, "default", ["semantic"], None,
+                                 None, language, path_glob, repository, limit, cursor,
+                                 max_tokens, snippet_lines)
+
+    @tool()
+    def text_pattern_search(
+            self,
+            pattern: Annotated[str, Field(description="Literal text, or a regular expression "
+                                                      "(RE2 syntax) when regex is true.")],
+            regex: Annotated[bool, Field(description="Pattern is a regular expression.")]
+            = False,
+            case_sensitive: Annotated[bool, Field(description="Match case exactly.")] = False,
+            whole_word: Annotated[bool, Field(description="Match whole words only.")] = False,
+            path_glob: PathGlob = None, repository: Repository = None, limit: Limit = 50,
+            cursor: Cursor = None, max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
+        """Exact search, like `grep -rn`: every line matching a literal string or a regular
+        expression, in path and line order; `total` counts all matches. For error messages,
+        config keys, string literals, TODOs, or every textual use of an identifier. A scan
+        that outlasts its time budget returns the lines found so far, `partial: true`."""
+        path_glob = check_glob(path_glob)
+        args = {"pattern": pattern, "regex": regex, "case_sensitive": case_sensitive,
+                "whole_word": whole_word, "path_glob": path_glob, "repository": repository}
+        key, offset, limit, tokens = self._begin("text_pattern_search", args, cursor, limit,
+                                                 max_tokens, 50)
+        repo_id = self.ff.repository(repository)
+
+        def compute() -> list:
+            matches = self.ff.grep(pattern, regex=regex, case_sensitive=case_sensitive,
+                                   whole_word=whole_word, path_glob=path_glob,
+                                   limit=GREP_CAP + 1, repo_id=repo_id)
+            # the partial mark is cached with the lines, so that every page says so
+            return [matches.partial] + [{"path": m.path, "line": m.line, "text": cut(m.text)}
+                                        for m in matches]
+
+        rows = self.rows(key, compute)
+        partial, rows = rows[0], rows[1:]
+        notes = []
+        if len(rows) > GREP_CAP:
+            rows = rows[:GREP_CAP]
+            notes.append(f"more than {GREP_CAP} matching lines; only the first {GREP_CAP} "
+                         "(in path order) are paged: narrow the pattern or path_glob")
+        if partial:
+            notes.append("partial: the scan stopped at its time budget with files left "
+                         "unread; narrow the pattern or path_glob")
+        return {"pattern": pattern, **page(rows, offset, limit, tokens, key),
+                "total_is_lower_bound": bool(notes), "partial": partial, "notes": notes}
+
+    @tool()
+    def structural_search(
+            self,
+            name: Annotated[str | None, Field(description="Definitions with this name (exact, "
+                                                          "qualified like 'Class.method', or "
+                                                          "a prefix).")] = None,
+            kind: Kind = None,
+            path: Annotated[str | None, Field(description="Instead of name: the outline "
+                                                          "(every symbol, nested) of this "
+                                                          "file.")] = None,
+            path_glob: PathGlob = None, repository: Repository = None, limit: Limit = 20,
+            cursor: Cursor = None, max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
+        """The parsed code structure. With `name` (and optionally `kind`): the definitions
+        of that name with kind, signature, docstring and location. With `path`: the outline
+        of one file (classes, functions, methods with line ranges and nesting depth), to
+        see what a file contains before reading it."""
+        if bool(name and name.strip()) == bool(path and path.strip()):
+            raise QueryError("give exactly one of `name` (definitions by name, optionally "
+                             "with `kind`) or `path` (the outline of one file)")
+        path_glob = check_glob(path_glob)
+        if path:
+            repo_id, rel = self._safe_path(path, repository)
+            args = {"path": rel, "kind": kind, "repository": repo_id}
+        else:
+            repo_id = self.ff.repository(repository)
+            args = {"name": name, "kind": kind, "path_glob": path_glob, "repository": repository}
+        key, offset, limit, tokens = self._begin("structural_search", args, cursor, limit,
+                                                 max_tokens, 20)
+
+        def compute() -> list:
+            if not path:
+                return [_definition(d) for d in self.ff.definitions(
+                    name, kind, repo_id=repo_id, path_glob=path_glob, limit=1000)]
+            outline = self.ff.file_outline(rel, repo_id, kind)
+            if outline is None:
+                raise QueryError(f"{rel} is not in the index (ignored, binary, too large or "
+                                 "missing)")
+            return [{**s, "signature": cut(s["signature"], SIGNATURE_CHARS)} for s in outline]
+
+        result = page(self.rows(key, compute), offset, limit, tokens, key)
+        mode = {"mode": "outline", "path": rel} if path else {"mode": "definitions", "name": name}
+        return {**mode, "kind": kind, **result}
+
+    @tool()
+    def find_symbol(
+            self,
+            name: Annotated[str, Field(description="Symbol name: 'parse_config', "
+                                                   "'Parser.parse', 'UserService'.")],
+            kind: Kind = None, path_glob: PathGlob = None, repository: Repository = None,
+            include_code: Annotated[bool, Field(description="Include the definition's "
+                                                            "code.")] = True,
+            code_lines: Annotated[int, Field(ge=0, le=400, description="Most code lines per "
+                                                                       "definition.")] = 30,
+            limit: Limit = 5, cursor: Cursor = None, max_tokens: MaxTokens = DEFAULT_MAX_TOKENS
+    ) -> dict[str, Any]:
+        """Jump to definition: the best-matching definitions of a symbol name (exact first,
+        then qualified, case-insensitive, prefix), each with its signature, docstring and
+        code. Use it when you know (roughly) the name of a function, class or type and want
+        to read it."""
+        if not name or not name.strip():
+            raise QueryError("empty name: give the symbol to look up")
+        path_glob = check_glob(path_glob)
+        args = {"name": name, "kind": kind, "path_glob": path_glob, "repository": repository}
+        key, offset, limit, tokens = self._begin("find_symbol", args, cursor, limit,
+                                                 max_tokens, 5)
+        repo_id = self.ff.repository(repository)
+        files: dict = {}
+
+        def compute() -> list:
+            return [_definition(d) for d in self.ff.definitions(
+                name, kind, repo_id=repo_id, path_glob=path_glob, limit=1000)]
+
+        def render(row: dict) -> dict:
+            if not include_code or code_lines <= 0:
+                return row
+            lines = self._snippet(row["path"], row["start_line"], row["end_line"], code_lines,
+                                  repo_id, files)
+            return {**row, "code": "\n".join(f"{ln['line']:>5}  {ln['text']}" for ln in lines),
+                    "code_truncated": row["end_line"] - row["start_line"] + 1 > len(lines)}
+
+        result = page(self.rows(key, compute), offset, limit, tokens, key, render)
+        notes = [] if result["total"] else [f"no definition matches {name!r}; try "
+                                            "intelligent_search or text_pattern_search"]
+        return {"name": name, **result, "notes": notes}
+
+    @tool()
+    def dependency_search(
+            self,
+            name: Annotated[str, Field(description="A symbol name (callers, callees, "
+                                                   "subclasses) or a file path or module "
+                                                   "name (importers).")],
+            relation: Annotated[Literal["callers", "callees", "importers", "subclasses"],
+                                Field(description="callers: call sites and other references "
+                                                  "of the symbol; callees: what it calls; "
+                                                  "importers: files importing the file or "
+                                                  "module; subclasses: classes inheriting "
+                                                  "from it.")] = "callers",
+            repository: Repository = None, limit: Limit = 20, cursor: Cursor = None,
+            max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
+        """Navigate the code graph one step: who calls a function (callers), what a function
+        calls (callees), which files import a module (importers), which classes extend a
+        class (subclasses). Results name the enclosing symbol and line; unresolved call
+        sites (same name, definition unknown) are listed last with resolved=false."""
+        if relation == "importers":
+            check_glob(name)
+        args = {"name": name, "relation": relation, "repository": repository}
+        key, offset, limit, tokens = self._begin("dependency_search", args, cursor, limit,
+                                                 max_tokens, 20)
+        repo_id = self.ff.repository(repository)
+
+        def compute() -> list:
+            found = self.ff.related(name, relation, repo_id, limit=GRAPH_CAP)
+            return [found["notes"]] + found["results"]
+
+        rows = self.rows(key, compute)
+        return {"name": name, "relation": relation, **page(rows[1:], offset, limit, tokens, key),
+                "notes": rows[0]}
+
+    @tool()
+    def analyze_dependencies(
+            self, name: Annotated[str, Field(description="The symbol you plan to change.")],
+            depth: Annotated[int, Field(ge=1, le=MAX_DEPTH, description="Hops of dependents "
+                                                                        "to follow.")] = 3,
+            repository: Repository = None, limit: Limit = 30, cursor: Cursor = None,
+            max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
+        """Blast radius before a change: every symbol that depends on the given one,
+        directly or transitively up to `depth` hops (calls, inheritance, references),
+        nearest first and then by centrality, with a summary of counts per distance and
+        files affected. Use it before renaming, changing a signature or deleting code."""
+        if not 1 <= depth <= MAX_DEPTH:
+            raise QueryError(f"depth must be between 1 and {MAX_DEPTH}")
+        args = {"name": name, "depth": depth, "repository": repository}
+        key, offset, limit, tokens = self._begin("analyze_dependencies", args, cursor, limit,
+                                                 max_tokens, 30)
+        repo_id = self.ff.repository(repository)
+
+        def compute() -> list:
+            found = self.ff.impact(name, depth, limit=GRAPH_CAP, repo_id=repo_id)
+            return [(found["notes"], found["summary"])] + found["results"]
+
+        rows = self.rows(key, compute)
+        notes, summary = rows[0]
+        return {"name": name, "depth": depth, "summary": summary,
+                **page(rows[1:], offset, limit, tokens, key), "notes": notes}
+
+    @tool()
+    def get_file(
+            self, path: FilePath,
+            start_line: Annotated[int, Field(ge=1, description="First line (1-based).")] = 1,
+            end_line: Annotated[int | None, Field(ge=1, description="Last line (inclusive; "
+                                                                    "default: end of file).")]
+            = None,
+            repository: Repository = None,
+            limit: Annotated[int, Field(ge=1, le=MAX_FILE_PAGE, description="Most lines in "
+                                                                            "one page.")] = 400,
+            cursor: Cursor = None, max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
+        """Read a file or a line range, with line numbers, as indexed (e.g. around a search
+        result). Paths stay inside the repository: '..', absolute paths elsewhere and
+        symlinks out are refused. A page holds at most `limit` lines and about `max_tokens`
+        tokens; when either cuts the range, `notes` says which and `cursor` continues."""
+        repo_id, rel = self._safe_path(path, repository)
+        if start_line < 1:
+            raise QueryError("start_line must be at least 1 (lines are 1-based)")
+        if end_line is not None and end_line < start_line:
+            raise QueryError("end_line must not be before start_line")
+        args = {"path": rel, "repo": repo_id, "start_line": start_line, "end_line": end_line}
+        key, offset, limit, tokens = self._begin("get_file", args, cursor, limit, max_tokens,
+                                                 400, MAX_FILE_PAGE)
+        stored = self.ff.file_text(rel, repo_id)
+        if stored is None:
+            raise QueryError(f"{rel} is not in the index (missing, ignored, binary or too "
+                             "large); use text_pattern_search or intelligent_search to find files")
+        lines = stored["lines"]
+        last = len(lines) if end_line is None else min(end_line, len(lines))
+        first = n = start_line + offset
+        shown: list[str] = []
+        used = 0
+        stopped_by = None
+        while n <= last:
+            text = f"{n:>6}  {cut(lines[n - 1], FILE_LINE_CHARS)}"
+            cost = approx_tokens(text)
+            if len(shown) == limit or (shown and used + cost > tokens):
+                stopped_by = f"limit={limit}" if len(shown) == limit else f"max_tokens={tokens}"
+                break
+            shown.append(text)
+            used += cost
+            n += 1
+        notes = [] if stopped_by is None else [
+            f"lines {first}-{n - 1} of {start_line}-{last}: the page stopped at {stopped_by}; "
+            "pass `cursor` for the rest"]
+        return {"path": rel, "language": stored["language"], "total_lines": len(lines),
+                "total": max(0, last - start_line + 1), "start_line": first,
+                "end_line": n - 1, "returned": len(shown), "text": "\n".join(shown),
+                "cursor": encode_cursor(n - start_line, key) if n <= last else None,
+                "approx_tokens": used, "notes": notes}
+
+    @tool()
+    def find_similar_code(
+            self, path: FilePath,
+            line: Annotated[int, Field(ge=1, description="A line inside the code to match "
+                                                         "(1-based).")] = 1,
+            repository: Repository = None, limit: Limit = 10, cursor: Cursor = None,
+            max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
+        """Code elsewhere in the repository that resembles the function, class or block at
+        path:line, by meaning: near-duplicates to change together, other implementations of
+        the same idea, examples of a pattern in use. For a description in words use
+        semantic_search."""
+        repo_id, rel = self._safe_path(path, repository)
+        if line < 1:
+            raise QueryError("line must be at least 1 (lines are 1-based)")
+        args = {"path": rel, "repo": repo_id, "line": line}
+        key, offset, limit, tokens = self._begin("find_similar_code", args, cursor, limit,
+                                                 max_tokens, 10)
+
+        def compute() -> list:
+            return [{"path": h.path, "start_line": h.start_line, "end_line": h.end_line,
+                     "symbol": h.symbol, "score": round(h.score, 4)}
+                    for h in self.ff.similar_at(rel, line, repo_id, limit=MAX_SIMILAR)]
+
+        return {"path": rel, "line": line,
+                **page(self.rows(key, compute), offset, limit, tokens, key)}
+
+    @tool()
+    def repository_context(
+            self, repository: Repository = None,
+            limit: Annotated[int, Field(ge=1, le=MAX_PAGE, description="Most central files "
+                                                                       "and symbols listed.")]
+            = 15,
+            cursor: Cursor = None, max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
+        """A map of the indexed repository: root, branch, languages, size, when it was
+        indexed, whether the index is being kept fresh, which search modalities are ready,
+        and the most central files and symbols (PageRank over the code graph). Call it
+        first in an unfamiliar repository to orient yourself."""
+        key, offset, limit, tokens = self._begin("repository_context",
+                                                 {"repository": repository}, cursor, limit,
+                                                 max_tokens, 15)
+        repo_id = self.ff.repository(repository)
+        status = self.ff.status()
+        modalities = self.ff.modality_status()
+        now = time.time()
+        repos = [{**r, "age_seconds": round(now - r["indexed_at"], 1) if r["indexed_at"] else None,
+                  "modalities": modalities} for r in self.ff.repositories(repo_id)]
+
+        def compute() -> list:
+            repo_map = self.ff.central(limit=500, repo_id=repo_id)
+            return [repo_map["files"], repo_map["symbols"]]
+
+        files, symbols = self.rows(key, compute)
+        half = max(MIN_MAX_TOKENS, tokens // 2)
+        files_page = page(files, offset, limit, half, key)
+        symbols_page = page(symbols, offset, limit, half, key)
+        nxt = offset + max(files_page["returned"], symbols_page["returned"])
+        total = max(len(files), len(symbols))
+        return {"index_dir": status["index_dir"], "index_bytes": status["index_bytes"],
+                "repositories": repos, "freshness": self.freshness(), "total": total,
+                "central_files": files_page["results"], "central_files_total": len(files),
+                "central_symbols": symbols_page["results"],
+                "central_symbols_total": len(symbols),
+                "cursor": encode_cursor(nxt, key) if nxt < total else None}
+
+    @tool()
+    def get_task_context(
+            self,
+            task: Annotated[str, Field(description="What you are about to do, in a sentence "
+                                                   "or two, e.g. 'add a retry to the HTTP "
+                                                   "client'.")],
+            max_tokens: Annotated[int, Field(ge=MIN_MAX_TOKENS, le=MAX_MAX_TOKENS,
+                                             description="Token budget of the pack.")] = 8000,
+            path_glob: PathGlob = None, language: Language = None,
+            repository: Repository = None,
+            include_neighbours: Annotated[bool, Field(description="Add the central "
+                                                                  "definitions the results "
+                                                                  "call and their callers.")]
+            = True,
+            max_span_lines: Annotated[int, Field(ge=5, le=400, description="Longest span "
+                                                                           "included.")] = 80,
+            limit: Annotated[int, Field(ge=1, le=MAX_PAGE, description="Most spans in one "
+                                                                       "pack.")] = 40,
+            cursor: Cursor = None) -> dict[str, Any]:
+        """Everything relevant to a task in one call, within a token budget you set: the
+        most relevant code spans from fused search plus their graph neighbours (the
+        definitions they call, their callers), deduplicated, with line numbers, best first.
+        Use it at the start of a coding task instead of many searches; pass `cursor` to get
+        the spans that did not fit."""
+        if not task or not task.strip():
+            raise QueryError("empty task: describe what you are about to do")
+        path_glob = check_glob(path_glob)
+        args = {"task": task, "path_glob": path_glob, "language": language,
+                "repository": repository, "include_neighbours": include_neighbours}
+        key, offset, limit, tokens = self._begin("get_task_context", args, cursor, limit,
+                                                 max_tokens, 40)
+        repo_id = self.ff.repository(repository)
+        context = self.rows(key, lambda: [self.ff.task_context(
+            task, language, path_glob, repo_id, include_neighbours)])[0]
+        packed = context.pack(offset, limit, tokens, max(5, min(max_span_lines, 400)))
+        total, nxt = len(context.spans), packed["next"]
+        return {"task": task, "max_tokens": tokens, "used_tokens": packed["used_tokens"],
+                "total": total, "offset": offset, "returned": len(packed["spans"]),
+                "spans": packed["spans"], "cursor": encode_cursor(nxt, key) if nxt < total
+                else None, "search": context.search}
+
+    @tool(read_only=False)
+    def reindex(self) -> dict[str, Any]:
+        """Bring the index up to date with the files on disk now (incremental: only changed
+        files are read) and return what changed. The server already watches the files and
+        re-indexes on change; call this only if results look stale."""
+        summary = self.reindex_now()
+        return {**summary, "total": summary["added"] + summary["changed"] + summary["deleted"],
+                "embedding": "in the background" if self.embed_enabled else "off",
+                "cursor": None}
+
+
+def _definition(d: dict) -> dict:
+    """A definition row with its signature and docstring cut for an agent's page."""
+    return {**d, "signature": cut(d["signature"], SIGNATURE_CHARS),
+            "doc": cut(d["doc"] or "", SIGNATURE_CHARS)}

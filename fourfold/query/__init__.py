@@ -1,0 +1,2 @@
+"""A question as one typed object (model.py) and its filters, applied in one stage
+(filters.py)."""

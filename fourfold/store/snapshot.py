@@ -1,0 +1,74 @@
+"""One generation of the index as the query stages see it, loaded once and shared: each
+file's language and flags, centrality, and (when a kind filter asks) each symbol's kind.
+Keys are repository-agnostic paths, as hits carry them."""
+from __future__ import annotations
+
+import threading
+from functools import cached_property
+
+from ..discovery.classify import PROSE, PROSE_LANGUAGES, TEST
+from .base import Store, StoredFile
+
+
+class IndexSnapshot:
+    def __init__(self, store: Store, generation: tuple):
+        self.store = store
+        self.generation = generation
+
+    @cached_property
+    def files(self) -> dict[str, StoredFile]:
+        return {f.path: f for f in self.store.files()}
+
+    def language(self, path: str) -> str | None:
+        stored = self.files.get(path)
+        return stored.language if stored else None
+
+    def is_test(self, path: str) -> bool:
+        stored = self.files.get(path)
+        return bool(stored and stored.flags & TEST)
+
+    @cached_property
+    def file_flags(self) -> dict[tuple, int]:
+        """(repo, path) -> flags, files in no programming language marked PROSE."""
+        return {(None, f.path): f.flags | (PROSE if not f.language
+                                           or f.language in PROSE_LANGUAGES else 0)
+                for f in self.files.values()}
+
+    @cached_property
+    def centrality(self) -> dict[tuple, float]:
+        """(repo, path) and (repo, path, symbol) -> PageRank relative to an average node."""
+        symbol_rank, file_rank = self.store.centrality()
+        paths = {f.file_id: f.path for f in self.files.values()}
+        out: dict[tuple, float] = {(None, paths[fid]): rank
+                                   for fid, rank in file_rank.items() if fid in paths}
+        for s in self.store.symbols_by_id(symbol_rank):
+            out[(None, s.path, s.qualname)] = symbol_rank[s.symbol_id]
+        return out
+
+    @cached_property
+    def _symbol_kinds(self) -> dict[tuple[str, str], str]:
+        kinds: dict[tuple[str, str], str] = {}
+        for repo in self.store.repos(counts=False):
+            for _sid, path, _name, qualname, kind, _parent in self.store.graph_symbols(
+                    repo.repo_id):
+                kinds.setdefault((path, qualname), kind)
+        return kinds
+
+    def symbol_kind(self, path: str, symbol: str) -> str | None:
+        return self._symbol_kinds.get((path, symbol))
+
+
+class Snapshots:
+    """The snapshot of the index's current generation (a new one when the index changes)."""
+
+    def __init__(self, store: Store):
+        self.store = store
+        self._current: IndexSnapshot | None = None
+        self._lock = threading.Lock()
+
+    def current(self) -> IndexSnapshot:
+        generation = self.store.generation()
+        with self._lock:
+            if self._current is None or self._current.generation != generation:
+                self._current = IndexSnapshot(self.store, generation)
+            return self._current
