@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from fourfold.semantic import binary  # noqa: E402
 from fourfold.semantic.embedder import StaticEmbedder, load_embedder  # noqa: E402
-from fourfold.semantic.text import chunk_text_for_embedding  # noqa: E402
+from fourfold.semantic.embedding_text import chunk_text_for_embedding  # noqa: E402
 
 
 def docstring_pairs(n: int, seed: int = 0) -> tuple[list[str], list[str]]:

@@ -275,7 +275,7 @@ class Fourfold:
             out["next_offset"] = offset + limit
         return out
 
-    def central(self, limit: int = 20, repo_id: int | None = None) -> dict:
+    def map(self, limit: int = 20, repo_id: int | None = None) -> dict:
         """The map of a repository: its most central files and symbols (PageRank over the
         import, call and inheritance graph, 1.0 = an average node), most central first."""
         self._require_index()

@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from .discovery.classify import content_flags, path_flags
+from .discovery.flags import content_flags, path_flags
 from .discovery.languages import detect_language
 from .discovery.read import decode, parseable, read_bytes
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES, FoundFile, walk
@@ -27,7 +27,7 @@ from .errors import FourfoldError, IndexBusyError
 from .parsing import parse_file, parser_fingerprint
 from .store.base import EdgeColumns, FileRecord, FileStamp, Store, encode_references
 from .store.index_dir import LOCK_NAME, open_private
-from .text_tokens import chunk_body, token_text
+from .tokens import chunk_body, token_text
 from .workers import quiet_worker
 
 if TYPE_CHECKING:

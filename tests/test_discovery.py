@@ -1,6 +1,6 @@
 import os
 
-from fourfold.discovery.classify import GENERATED, MINIFIED, TEST, VENDOR, content_flags, path_flags
+from fourfold.discovery.flags import GENERATED, MINIFIED, TEST, VENDOR, content_flags, path_flags
 from fourfold.discovery.languages import detect_language
 from fourfold.discovery.walk import walk
 

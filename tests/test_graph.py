@@ -509,7 +509,7 @@ def test_pagerank_tolerance_does_not_scale_with_size():
 
 
 def test_centrality_of_files_and_symbols(indexed):
-    central = indexed.central(limit=10_000)
+    central = indexed.map(limit=10_000)
     files = {f["path"]: f["rank"] for f in central["files"]}
     assert files["py/pkg/models.py"] > files["py/tests/test_core.py"]
     assert sum(files.values()) / len(files) == pytest.approx(1.0, rel=1e-4)  # 1.0: average

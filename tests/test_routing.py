@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from fourfold.discovery.classify import PROSE, TEST, VENDOR
+from fourfold.discovery.flags import PROSE, TEST, VENDOR
 from fourfold.model import Hit
 from fourfold.query.model import Query
 from fourfold.routing.engine import SearchEngine, SearchOptions

@@ -8,7 +8,7 @@ from fourfold.errors import FourfoldError, ModalityUnavailable
 from fourfold.semantic import binary
 from fourfold.semantic.embedder import (EmbedderUnavailable, OnnxEmbedder, StaticEmbedder,
                                         load_embedder)
-from fourfold.semantic.text import chunk_text_for_embedding, split_identifier
+from fourfold.semantic.embedding_text import chunk_text_for_embedding, split_identifier
 
 
 # ---------------------------------------------------------------- binary codes

@@ -9,7 +9,7 @@ import pytest
 from fourfold import Fourfold
 from fourfold.errors import QueryError
 from fourfold.retrievers.text import MAX_TRIGRAMS, _literal_match_expr, regex_match_expr
-from fourfold.text_tokens import module_stem, name_match, name_targets, name_words
+from fourfold.tokens import module_stem, name_match, name_targets, name_words
 
 STDLIB = Path(sys.modules["json"].__file__).parent.parent
 

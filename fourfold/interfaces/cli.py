@@ -292,7 +292,7 @@ def cmd_outline(args) -> int:
 def cmd_map(args) -> int:
     ff = _open(args)
     _ensure(ff, args)
-    repo_map = ff.central(limit=args.limit, repo_id=ff.repo_id())
+    repo_map = ff.map(limit=args.limit, repo_id=ff.repo_id())
     payload = {"total": len(repo_map["files"]) + len(repo_map["symbols"]), **repo_map}
 
     def human() -> None:
@@ -390,7 +390,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--intent", help="force an intent")
     p.add_argument("--rrf-k", type=float, help="the k of reciprocal rank fusion")
     p.add_argument("--profile", choices=sorted(PROFILES), default="tuned",
-                   help="weight profile: tuned (default, measured on dev data) or seed (SPEC)")
+                   help="weight profile: tuned (default, chosen on development data) or seed "
+                        "(hand-set)")
     p.add_argument("--all-chunks", action="store_true", help="keep every chunk, not one per file")
     p.add_argument("--no-direct", action="store_true", help="always fuse")
     p.add_argument("--no-boost", action="store_true", help="no centrality boost")

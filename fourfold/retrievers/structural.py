@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ..discovery.classify import DOWNRANKED, TEST
+from ..discovery.flags import DOWNRANKED, TEST
 from ..model import REEXPORT, Hit
 from ..query.filters import kinds_named
 from ..store.base import Store, StoredFile, StoredSymbol
-from ..text_tokens import identifier_tokens, module_stem, query_words, singular, sub_words
+from ..tokens import identifier_tokens, module_stem, query_words, singular, sub_words
 from ..query.model import Query
 from .base import path_ok
 

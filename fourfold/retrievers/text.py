@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import re2
 
-from ..discovery.classify import DOWNRANKED, TEST
+from ..discovery.flags import DOWNRANKED, TEST
 from ..errors import QueryError
 from ..model import Hit
 from ..store.base import Store, StoredFile
-from ..text_tokens import name_match, name_targets, name_words, query_terms, singular
+from ..tokens import name_match, name_targets, name_words, query_terms, singular
 from ..query.model import Query
 from .base import path_ok
 

@@ -1,11 +1,11 @@
-"""Weighted Reciprocal Rank Fusion with a graph-importance boost (SPEC §4)."""
+"""Weighted Reciprocal Rank Fusion with a graph-importance boost."""
 from __future__ import annotations
 
 import math
 
-from ..discovery.classify import DOWNRANKED, PROSE, TEST
+from ..discovery.flags import DOWNRANKED, PROSE, TEST
 from ..model import Hit
-from ..text_tokens import name_match, name_targets, name_words, query_words
+from ..tokens import name_match, name_targets, name_words, query_words
 
 BOOST_SCALE = 0.3
 BOOST_CAP = 1.5
@@ -14,9 +14,8 @@ TEST_FACTOR = 0.5  # tests rank below source unless the query asks for tests
 PROSE_FACTOR = 0.5  # docs, config and data rank below code unless the query asks for them
 # A file whose name a question spells ("field naming policy" -> FieldNamingPolicy.java) gains
 # up to this share. Only in questions of at most NAME_BOOST_MAX_WORDS distinct words
-# (stopwords aside): a long text (an issue, a stack trace) names files in passing. Measured
-# on semble-dev (NDCG@10, exact name words): 0 -> 0.8639, 0.25 -> 0.8696, 0.5 -> 0.8758,
-# 1.0 -> 0.8719; applied to localization-dev's issue texts it lowered MRR 0.744 -> 0.698.
+# (stopwords aside): a long text (an issue, a stack trace) names files in passing. Both
+# values were chosen on the development sets (docs/benchmarks.md).
 NAME_BOOST = 0.5
 NAME_BOOST_MAX_WORDS = 12
 
@@ -39,8 +38,8 @@ def hit_key(hit: Hit) -> tuple:
 def fuse(ranked: dict[str, list[Hit]], weights: dict[str, float], k: float) -> list[Hit]:
     """Merge per-modality lists; a hit's score is the sum of its weighted reciprocal ranks.
 
-    Hits are merged per span (symbol or start line), not per file: measured on semble-dev,
-    one vote per file and modality scored lower (NDCG@10 0.734 against 0.777).
+    Hits are merged per span (symbol or start line), not per file: one vote per file and
+    modality ranks worse (docs/benchmarks.md).
     """
     merged: dict[tuple, Hit] = {}
     for modality, hits in ranked.items():
@@ -112,8 +111,7 @@ def apply_priors(hits: list[Hit], file_flags: dict[tuple, int], centrality: dict
     return sorted(hits, key=lambda h: -h.score)
 
 
-# Measured on semble-dev (NDCG@10): 0 -> 0.832, 0.1 -> 0.856, 0.25 -> 0.857, 0.5 -> 0.858.
-FILE_SUPPORT = 0.25
+FILE_SUPPORT = 0.25  # chosen on the development sets (docs/benchmarks.md)
 
 
 def with_file_support(hits: list[Hit], share: float = FILE_SUPPORT) -> list[Hit]:

@@ -1,4 +1,4 @@
-"""Intent classification: ordered rules, first match wins (SPEC §2). Costs microseconds."""
+"""Intent classification: ordered rules, first match wins. Costs microseconds."""
 from __future__ import annotations
 
 import re

@@ -1,4 +1,4 @@
-"""Weight profiles per intent and the search presets (SPEC §2–3)."""
+"""Weight profiles per intent and the search presets."""
 from __future__ import annotations
 
 from .intent import (EXACT_MATCH, FIND_DEFINITION, FIND_REFERENCES, FIND_SIMILAR,
@@ -15,19 +15,17 @@ SEED = {
     IMPACT_ANALYSIS: {"semantic": 0.1, "text": 0.1, "structural": 0.1, "graph": 0.7},
     EXACT_MATCH: {"semantic": 0.0, "text": 0.9, "structural": 0.1, "graph": 0.0},
 }
-# Tuned on the development splits only (bench/eval.py): semble-dev, and localization-dev for
-# find_similar; see docs/benchmarks.md.
+# Chosen on the development sets (bench/eval.py; figures in docs/benchmarks.md).
 # find_definition: structural 0.8 lets the exact definition keep its rank against text and
-# semantic votes for other chunks (symbol NDCG@10 0.951 -> 0.961).
+# semantic votes for other chunks.
 TUNED = {intent: dict(weights) for intent, weights in SEED.items()}
 TUNED[UNDERSTAND_CODE] = {"semantic": 0.3, "text": 0.4, "structural": 0.3, "graph": 0.1}
 TUNED[FIND_DEFINITION] = {"semantic": 0.1, "text": 0.1, "structural": 0.8, "graph": 0.1}
-# find_similar: issue texts with pasted code land here (localization-dev, all 22); text 0.5
-# raised MRR from 0.557 to 0.730 there (chosen by MRR over a small grid; Acc@5 unchanged).
+# find_similar: issue texts with pasted code land here, where their words count most.
 TUNED[FIND_SIMILAR] = {"semantic": 0.3, "text": 0.5, "structural": 0.2, "graph": 0.1}
 PROFILES = {"seed": SEED, "tuned": TUNED}
-# RRF k per profile (None: the preset's k). Measured on semble-dev, a small k lets each
-# modality's first answers decide more: NDCG@10 0.799 at k=40, 0.807 at 15, 0.821 at 5.
+# RRF k per profile (None: the preset's k): a small k lets each modality's first answers
+# decide more.
 PROFILE_K = {"seed": None, "tuned": 5}
 
 PRESETS = {

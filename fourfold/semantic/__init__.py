@@ -2,7 +2,7 @@
 from .binary import fit_mean, hamming_distances, hamming_topk, search, to_codes, to_int8
 from .embedder import (DEFAULT_MODEL, Embedder, EmbedderUnavailable, OnnxEmbedder,
                        StaticEmbedder, load_embedder)
-from .text import chunk_text_for_embedding, split_identifier
+from .embedding_text import chunk_text_for_embedding, split_identifier
 
 __all__ = [
     "DEFAULT_MODEL", "Embedder", "EmbedderUnavailable", "OnnxEmbedder", "StaticEmbedder",

@@ -13,8 +13,7 @@ Two bundled models, both derived from sentence-transformers/all-MiniLM-L6-v2 (Ap
   code in neither benchmark), PCA to 256 dimensions; stored in
   ``fourfold/semantic/data/minilm_static.npz``; embedding is a weighted mean of token
   vectors with plain numpy — thousands of chunks/s. Compound
-  identifiers are followed by their words before tokenising ("parseConfig parse config"),
-  which raised semantic-only NDCG@10 on semble-dev from 0.696 (docs/benchmarks.md).
+  identifiers are followed by their words before tokenising ("parseConfig parse config").
 
 ``load_embedder(name)`` never downloads anything. A model that is missing or corrupt raises
 :class:`EmbedderUnavailable` whose message says what is missing and how to get it, so the
@@ -37,7 +36,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import ModalityUnavailable
-from .text import split_identifier
+from .embedding_text import split_identifier
 
 DATA_DIR = Path(__file__).parent / "data"
 TOKENIZER_PATH = DATA_DIR / "minilm_tokenizer.json"

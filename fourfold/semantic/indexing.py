@@ -18,7 +18,7 @@ import numpy as np
 from ..store.base import Store
 from .binary import to_int8
 from .embedder import Embedder
-from .text import chunk_text_for_embedding
+from .embedding_text import chunk_text_for_embedding
 
 EMBED_BATCH = 256
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from functools import cached_property
 
-from ..discovery.classify import PROSE, PROSE_LANGUAGES, TEST
+from ..discovery.flags import PROSE, PROSE_LANGUAGES, TEST
 from .base import Store, StoredFile
 
 

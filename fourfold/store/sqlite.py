@@ -19,7 +19,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from ..errors import FourfoldError, IndexDamagedError, IndexWriteError
-from ..text_tokens import chunk_body, identifier_tokens, token_text
+from ..tokens import chunk_body, identifier_tokens, token_text
 from .base import (EdgeColumns, FileRecord, FileStamp, FileState, RepoInfo, Store, StoredChunk,
                    StoredEdge, StoredFile, StoredSymbol)
 

@@ -426,7 +426,7 @@ class FourfoldService(Service):
                   "modalities": modalities} for r in self.ff.repositories(repo_id)]
 
         def compute() -> list:
-            repo_map = self.ff.central(limit=500, repo_id=repo_id)
+            repo_map = self.ff.map(limit=500, repo_id=repo_id)
             return [repo_map["files"], repo_map["symbols"]]
 
         files, symbols = self.rows(key, compute)

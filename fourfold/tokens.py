@@ -100,8 +100,7 @@ def singular(word: str) -> str:
 
 
 # A name word this long also matches the query words it begins ("config" ~ "configuration",
-# "lock" ~ "lockfile", "util" ~ "utility"). Measured on semble-dev with the fused default: exact
-# words only 0.8758, prefixes of 3 or 4 letters 0.8822, of 5 or 6 letters 0.879.
+# "lock" ~ "lockfile", "util" ~ "utility"); chosen on the development sets.
 NAME_PREFIX_MIN = 4
 # File-name words are shorter; prefixes of every length of a long query word would take
 # memory quadratic in its length (a 100 KB word: gigabytes).
