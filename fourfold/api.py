@@ -161,11 +161,11 @@ class Fourfold:
     # -- retrievers -----------------------------------------------------------------------
     @cached_property
     def text(self) -> TextRetriever:
-        return TextRetriever(self.store)
+        return TextRetriever(self.store, self.snapshots)
 
     @cached_property
     def structural(self) -> StructuralRetriever:
-        return StructuralRetriever(self.store)
+        return StructuralRetriever(self.store, self.snapshots)
 
     @cached_property
     def semantic(self) -> SemanticRetriever:

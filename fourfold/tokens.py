@@ -134,3 +134,8 @@ def name_match(words: tuple[str, ...], targets: frozenset[str]) -> float:
     if len(words) > 1 and matched:
         return STEM_PARTIAL * matched / len(words)
     return 0.0
+
+
+def normalise_name(name: str) -> str:
+    """A name without case or separators: parse_config, parseConfig and ParseConfig agree."""
+    return re.sub(r"[_\-$]", "", name.lower())

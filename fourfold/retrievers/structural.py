@@ -13,7 +13,8 @@ from ..discovery.flags import DOWNRANKED, TEST
 from ..model import REEXPORT, Hit
 from ..query.filters import kinds_named
 from ..store.base import Store, StoredFile, StoredSymbol
-from ..tokens import identifier_tokens, module_stem, query_words, singular, sub_words
+from ..store.snapshot import Snapshots
+from ..tokens import identifier_tokens, normalise_name, query_words, singular, sub_words
 from ..query.model import Query
 from .base import path_ok
 
@@ -27,15 +28,11 @@ MAX_SPELLED = 3
 
 
 
-def _normalise(name: str) -> str:
-    return re.sub(r"[_\-$]", "", name.lower())
-
-
 def named_after(symbol: StoredSymbol) -> bool:
     """The file is named after the symbol (conn.ex for Plug.Conn, Engine.java for Engine):
     among equal definitions (partial classes, re-declarations) that file is the home one."""
     name = symbol.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]  # Foo.Json.cs is not Foo's home
-    return _normalise(name) == _normalise(_SPLIT.split(symbol.name)[-1])
+    return normalise_name(name) == normalise_name(_SPLIT.split(symbol.name)[-1])
 
 
 def match_tier(symbol: StoredSymbol, target: str) -> int | None:
@@ -57,7 +54,7 @@ def match_tier(symbol: StoredSymbol, target: str) -> int | None:
         return 0
     if name.lower() == target.lower():
         return 1
-    if _normalise(name) == _normalise(target):
+    if normalise_name(name) == normalise_name(target):
         return 2
     if symbol.name.lower().startswith(target.lower()):
         return 3
@@ -96,9 +93,9 @@ def _tier_at_most(symbol: StoredSymbol, target: str, tier: int) -> bool:
 class StructuralRetriever:
     modality = "structural"
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, snapshots: Snapshots):
         self.store = store
-        self._stems: tuple[tuple, dict[str, list[StoredFile]]] | None = None
+        self.snapshots = snapshots
 
     def ready(self) -> bool:
         return True
@@ -120,7 +117,8 @@ class StructuralRetriever:
             tokens = list(identifier_tokens(last)) or [last.lower()]
             # Once the name itself is defined only its style variants can still rank, so
             # ask for names with all of its words, not every name sharing one of them.
-            more = (self.store.symbols_with_words(tokens[:-1] or tokens, _normalise(last), repo_id)
+            more = (self.store.symbols_with_words(tokens[:-1] or tokens, normalise_name(last),
+                                                  repo_id)
                     if exact else self.store.symbols_by_token(tokens + [last.lower()], repo_id))
             for s in more:
                 candidates.setdefault(s.symbol_id, s)
@@ -177,13 +175,8 @@ class StructuralRetriever:
                     path_glob: str | None = None) -> list[StoredFile]:
         """Files whose name is `name` (application.js, Conn.java): in most languages a file
         is a module, so it answers a bare name as a definition does."""
-        generation = self.store.generation()
-        if self._stems is None or self._stems[0] != generation:
-            stems: dict[str, list[StoredFile]] = {}
-            for f in self.store.files():
-                stems.setdefault(_normalise(module_stem(f.path)), []).append(f)
-            self._stems = (generation, stems)
-        return [f for f in self._stems[1].get(_normalise(_SPLIT.split(name)[-1]), ())
+        return [f for f in self.snapshots.current().module_stems.get(
+                    normalise_name(_SPLIT.split(name)[-1]), ())
                 if (repo_id is None or f.repo_id == repo_id)
                 and path_ok(f.path, path_glob)]
 
@@ -200,7 +193,8 @@ class StructuralRetriever:
                                                 query.filters.path_glob, wants_tests, limit)]
         if kind in (None, "module"):
             # after the definitions of the same name; first-party source before the rest
-            named = sorted(self.files_named(query.target, query.filters.repo_id, query.filters.path_glob),
+            named = sorted(self.files_named(query.target, query.filters.repo_id,
+                                            query.filters.path_glob),
                            key=lambda f: (bool(f.flags & DOWNRANKED),
                                           bool(f.flags & TEST) and not wants_tests,
                                           len(f.path), f.path))

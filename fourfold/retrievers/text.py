@@ -15,6 +15,7 @@ from ..discovery.flags import DOWNRANKED, TEST
 from ..errors import QueryError
 from ..model import Hit
 from ..store.base import Store, StoredFile
+from ..store.snapshot import Snapshots
 from ..tokens import name_match, name_targets, name_words, query_terms, singular
 from ..query.model import Query
 from .base import path_ok
@@ -252,18 +253,11 @@ def _utf8(text: str) -> bytes:
 class TextRetriever:
     modality = "text"
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, snapshots: Snapshots):
         self.store = store
+        self.snapshots = snapshots
         self._texts = ContentCache(store)
-        self._names: tuple[tuple, dict[str, tuple[str, ...]]] | None = None
         self.time_budget = GREP_TIME_BUDGET
-
-    def _file_names(self) -> dict[str, tuple[str, ...]]:
-        """path -> name words, for every indexed file (kept until the index changes)."""
-        generation = self.store.generation()
-        if self._names is None or self._names[0] != generation:
-            self._names = (generation, {f.path: name_words(f.path) for f in self.store.files()})
-        return self._names[1]
 
     def ready(self) -> bool:
         return True
@@ -365,7 +359,7 @@ class TextRetriever:
         if not hits:
             return hits
         query_words = name_targets({singular(t) for t in terms})
-        names = self._file_names()
+        names = self.snapshots.current().file_name_words
         unit = hits[0].score * STEM_BONUS
         best_in_file: dict[str, Hit] = {}
         for hit in hits:

@@ -7,6 +7,7 @@ import threading
 from functools import cached_property
 
 from ..discovery.flags import PROSE, PROSE_LANGUAGES, TEST
+from ..tokens import module_stem, name_words, normalise_name
 from .base import Store, StoredFile
 
 
@@ -16,8 +17,25 @@ class IndexSnapshot:
         self.generation = generation
 
     @cached_property
+    def _all_files(self) -> list[StoredFile]:
+        return self.store.files()
+
+    @cached_property
     def files(self) -> dict[str, StoredFile]:
-        return {f.path: f for f in self.store.files()}
+        return {f.path: f for f in self._all_files}
+
+    @cached_property
+    def file_name_words(self) -> dict[str, tuple[str, ...]]:
+        """path -> the words of its file name, as questions are matched against them."""
+        return {f.path: name_words(f.path) for f in self._all_files}
+
+    @cached_property
+    def module_stems(self) -> dict[str, list[StoredFile]]:
+        """A file's module name, normalised (application.js -> application) -> its files."""
+        stems: dict[str, list[StoredFile]] = {}
+        for f in self._all_files:
+            stems.setdefault(normalise_name(module_stem(f.path)), []).append(f)
+        return stems
 
     def language(self, path: str) -> str | None:
         stored = self.files.get(path)

@@ -106,8 +106,8 @@ def test_def_outline_refs_impact(project):
     callers = {(r["path"], r["symbol"]) for r in json.loads(out)["results"] if r["resolved"]}
     assert callers == {("app/config.py", "Settings.__init__"), ("app/main.py", "run")}
     code, out, _ = fourfold("impact", "parse_config", str(project), "--json")
-    impact = {(r["symbol"], r["distance"]) for r in json.loads(out)["results"]}
-    assert ("Settings.__init__", 1) in impact and ("run", 1) in impact
+    impact = [(r["path"], r["symbol"], r["distance"]) for r in json.loads(out)["results"]]
+    assert impact == [("app/config.py", "Settings.__init__", 1), ("app/main.py", "run", 1)]
 
 
 def test_map_lists_the_most_central_files_and_symbols(project):
@@ -121,12 +121,18 @@ def test_map_lists_the_most_central_files_and_symbols(project):
 
 
 def test_status_and_not_indexed_error(project, tmp_path):
-    code, _, err = fourfold("def", "x", str(project), "--index-dir", str(tmp_path / "idx"))
-    assert code in (0, 1)  # indexes on first use
+    code, out, err = fourfold("def", "x", str(project), "--index-dir", str(tmp_path / "idx"))
+    # indexes on first use, then finds no definition named x: exit 1, nothing printed
+    assert (code, out) == (1, "") and err.startswith("indexed 3 files in "), err
     code, out, _ = fourfold("status", str(project), "--index-dir", str(tmp_path / "idx"),
                             "--json")
-    repo = json.loads(out)["repositories"][0]
-    assert repo["files"] == 3 and repo["languages"]["python"] == 2
+    assert code == 0
+    status = json.loads(out)
+    assert status["index_dir"] == str(tmp_path / "idx") and status["total"] == 1
+    repo = status["repositories"][0]
+    assert (repo["root"], repo["files"], repo["symbols"], repo["chunks"]) == (
+        str(project), 3, 6, 8)
+    assert repo["languages"] == {"python": 2, "typescript": 1}
     code, _, err = fourfold("index", str(tmp_path / "missing"))
     assert code == 2 and "no such folder" in err
 

@@ -20,7 +20,7 @@ from fourfold.retrievers import text as text_module
 from fourfold.routing.engine import MAX_QUERY_CHARS
 from fourfold.routing.intent import _CAMEL, _KEYWORD_FORM
 
-from conftest import write_tree
+from tests.conftest import write_tree
 
 
 def handlers_repo(root):
@@ -208,8 +208,10 @@ def test_fused_search_notes_a_partial_scan(marked, monkeypatch):
     assert "text" not in ff.search('"MARK_LINE"').unavailable
     monkeypatch.setattr(text_module, "time", TickingClock())
     response = ff.search('"MARK_LINE"')
-    assert response.hits
-    assert "partial" in response.unavailable["text"]
+    assert response.unavailable == {"text": "partial: the scan stopped at its time budget"}
+    # what the scan found before it stopped is still the answer
+    assert [(h.path, h.start_line) for h in response.hits] == [
+        (f"f{i:02d}.txt", 1) for i in range(10)]
 
 
 def test_mcp_reports_partial_and_refuses_a_huge_query(marked):
@@ -222,7 +224,9 @@ def test_mcp_reports_partial_and_refuses_a_huge_query(marked):
         service.ff.text.time_budget = 0
         r = service.text_pattern_search("filler")
         assert r["partial"] is True and r["total_is_lower_bound"] is True
-        assert any("partial" in note for note in r["notes"])
+        assert (r["total"], r["returned"]) == (0, 0)  # no time at all: nothing read
+        assert r["notes"] == ["partial: the scan stopped at its time budget with files left "
+                              "unread; narrow the pattern or path_glob"]
         with pytest.raises(QueryError, match="query too long"):
             service.intelligent_search("Ab" * 50 * 1024)
     finally:

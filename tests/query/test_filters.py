@@ -3,6 +3,8 @@
 language or kind is refused with a clear message."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from fourfold import Fourfold
@@ -95,9 +97,26 @@ def language(path: str) -> str:
     return LANGUAGE_OF[path[path.rfind("."):]]
 
 
+def found(hits) -> list[tuple[str, str | None]]:
+    return [(h.path, h.symbol) for h in hits]
+
+
+EVERY_FILE = set(FILES)
+USER_SERVICES = {("py/app/service.py", "UserService"), ("ts/src/userService.ts", "UserService"),
+                 ("go/user/service.go", "UserService")}
+SAVE_METHODS = {("py/app/service.py", "UserService.save_user"),
+                ("ts/src/userService.ts", "UserService.saveUser"),
+                ("go/user/service.go", "UserService.SaveUser")}
+
+
 @pytest.mark.parametrize("modality", MODALITIES)
 def test_every_modality_answers_unfiltered(ff, modality):
-    assert search(ff, modality), f"{modality} found nothing: the filter tests would prove nothing"
+    # what every filter test below narrows: each modality answers from more than one place
+    expected = {"text": EVERY_FILE, "semantic": EVERY_FILE,
+                "structural": {path for path, _ in USER_SERVICES},
+                "graph": {"py/app/service.py"}}[modality]  # save_user calls persist_user
+    hits = search(ff, modality)
+    assert {h.path for h in hits} == expected and len(hits) == len(expected)
 
 
 @pytest.mark.parametrize("modality, question, glob", [
@@ -105,44 +124,57 @@ def test_every_modality_answers_unfiltered(ff, modality):
     ("graph", "who calls save_user", "py/tests/*")])
 def test_path_glob_is_honoured(ff, modality, question, glob):
     prefix = glob.rstrip("*")
-    everything = search(ff, modality, question)
-    assert any(not h.path.startswith(prefix) for h in everything)  # the glob has work to do
-    inside = search(ff, modality, question, path_glob=glob)
-    assert inside and all(h.path.startswith(prefix) for h in inside)
+    everything = found(search(ff, modality, question))
+    assert any(not path.startswith(prefix) for path, _ in everything)  # the glob has work to do
+    inside = found(search(ff, modality, question, path_glob=glob))
+    # exactly the unfiltered answers under the glob, in the same order
+    assert inside == [(path, symbol) for path, symbol in everything if path.startswith(prefix)]
+    assert len(inside) == {"text": 2, "structural": 1, "semantic": 1, "graph": 1}[modality]
 
 
 @pytest.mark.parametrize("modality", MODALITIES)
 @pytest.mark.parametrize("wanted", ["python", "typescript", "go"])
 def test_language_is_honoured(ff, modality, wanted):
-    hits = search(ff, modality, languages=(wanted,))
-    assert all(language(h.path) == wanted for h in hits)
-    if modality != "graph" or wanted == "python":  # the graph question names a Python function
-        assert hits, f"{modality} lost every {wanted} hit"
+    everything = found(search(ff, modality))
+    hits = found(search(ff, modality, languages=(wanted,)))
+    # exactly the unfiltered answers in that language, in the same order
+    assert hits == [(path, symbol) for path, symbol in everything if language(path) == wanted]
+    # the graph question names a Python function: only Python code calls it
+    assert bool(hits) is (modality != "graph" or wanted == "python"), hits
 
 
 @pytest.mark.parametrize("modality", ["text", "structural", "semantic"])
 def test_kind_is_honoured_and_method_is_only_methods(ff, modality):
     methods = search(ff, modality, "save_user" if modality == "structural" else None,
                      kinds=("method",))
-    assert methods
+    assert set(found(methods)) == SAVE_METHODS and len(methods) == 3
     kinds = {ff.snapshots.current().symbol_kind(h.path, h.symbol) or h.kind for h in methods}
     assert kinds == {"method"}
-    classes = search(ff, modality, kinds=("class",))
-    assert {h.symbol.split(".")[-1] for h in classes if h.symbol} <= {"UserService"}
+    classes = search(ff, modality, kinds=("class",))  # the class family: a Go struct too
+    assert set(found(classes)) == USER_SERVICES and len(classes) == 3
 
 
 @pytest.mark.parametrize("modality, question", [
     ("text", "save user"), ("structural", "test_save_user"), ("semantic", "test saving a user"),
     ("graph", "who calls save_user")])
 def test_tests_can_be_left_out(ff, modality, question):
-    assert any("tests/" in h.path for h in search(ff, modality, question))
-    assert not any("tests/" in h.path for h in search(ff, modality, question, exclude_tests=True))
+    everything = found(search(ff, modality, question))
+    assert ("py/tests/test_service.py", "test_save_user") in everything
+    kept = found(search(ff, modality, question, exclude_tests=True))
+    assert set(kept) == {hit for hit in everything if not hit[0].startswith("py/tests/")}
+    assert len(kept) == len(everything) - 1
 
 
 def test_definitions_kind_method_is_exact(ff):
-    assert {d["kind"] for d in ff.definitions("save_user", kind="method")} == {"method"}
+    methods = ff.definitions("save_user", kind="method")
+    assert {(d["path"], d["qualname"]) for d in methods} == SAVE_METHODS
+    assert {d["kind"] for d in methods} == {"method"}
     assert ff.definitions("persist_user", kind="method") == []
-    assert {d["kind"] for d in ff.definitions("persist_user", kind="function")} == {"function"}
+    functions = ff.definitions("persist_user", kind="function")
+    assert [(d["path"], d["qualname"], d["kind"]) for d in functions] == [
+        ("py/app/service.py", "persist_user", "function"),
+        ("go/user/service.go", "PersistUser", "function"),
+        ("ts/src/userService.ts", "persistUser", "function")]
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -158,21 +190,26 @@ def test_language_names_and_kind_families():
     assert languages_named(["TS"]) == {"typescript", "tsx"}
     assert languages_named(["py", "go"]) == {"python", "go"}
     assert kinds_named(["method"]) == {"method"}
-    assert "struct" in kinds_named(["class"])
+    assert kinds_named(["class"]) == {"class", "enum", "interface", "struct", "trait", "type"}
     assert Filters.of(path_glob="  ").path_glob is None
 
 
 def test_cli_filters_in_any_order(ff, capsys):
     root = str(ff.root)
     assert main(["search", "save user", "--language", "go", root, "--json"]) == 0
-    out = capsys.readouterr().out
-    assert "go/user/service.go" in out and ".py" not in out
+    results = json.loads(capsys.readouterr().out)["results"]
+    assert [(r["path"], r["symbol"]) for r in results] == [("go/user/service.go",
+                                                             "UserService.SaveUser")]
     assert main(["search", "save user", root, "--language", "cobol"]) == 2
     assert "unknown language 'cobol'" in capsys.readouterr().err
     assert main(["search", "UserService", "--explain", root, "--kind", "method"]) == 0
+    answers = [line.split()[:2] for line in capsys.readouterr().out.splitlines()
+               if line and not line.startswith(("#", " "))]
+    assert {(path.split(":")[0], symbol) for path, symbol in answers} == SAVE_METHODS
     assert main(["def", "parse", "--kind", "methd", root]) == 2
+    assert "did you mean method" in capsys.readouterr().err
 
 
 def test_case_insensitive_bare_name_is_labelled_case(ff):
-    found = {d["path"]: d["match"] for d in ff.definitions("userservice")}
-    assert set(found.values()) == {"case"}
+    matches = {(d["path"], d["name"], d["match"]) for d in ff.definitions("userservice")}
+    assert matches == {(path, name, "case") for path, name in USER_SERVICES}
