@@ -18,6 +18,7 @@ from typing import Callable
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES
 from .errors import FourfoldError, ModalityUnavailable, NotIndexedError, QueryError
 from .indexer import IndexLock, IndexSummary, Progress, index_repository
+from .ranking.priors import rank_definitions
 from .retrievers.graph import GraphRetriever
 from .retrievers.semantic import SemanticRetriever
 from .retrievers.structural import StructuralRetriever, match_label
@@ -217,8 +218,8 @@ class Fourfold:
                  "name": s.name, "qualname": s.qualname, "kind": s.kind,
                  "signature": s.signature, "doc": s.doc, "language": s.language,
                  "match": match_label(name, tier)}
-                for s, tier in self.structural.definitions(name, kind, repo_id=repo_id,
-                                                           path_glob=path_glob, limit=limit)]
+                for s, tier in rank_definitions(self.structural.definitions(
+                    name, kind, repo_id=repo_id, path_glob=path_glob, limit=limit * 4))[:limit]]
 
     def outline(self, path: str) -> list[dict]:
         """The symbols of one file, nested by parent."""

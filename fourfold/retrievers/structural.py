@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ..discovery.flags import DOWNRANKED, TEST
 from ..model import REEXPORT, Hit
 from ..query.filters import kinds_named
 from ..store.base import Store, StoredFile, StoredSymbol
@@ -79,12 +78,6 @@ def _name_words(name: str) -> frozenset[str]:
     return frozenset(singular(w) for w in sub_words(name))
 
 
-def _downrank(symbol: StoredSymbol, wants_tests: bool) -> float:
-    """Vendored or generated code, and tests unless asked for, count half."""
-    factor = 0.5 if symbol.flags & DOWNRANKED else 1.0
-    return factor * 0.5 if symbol.flags & TEST and not wants_tests else factor
-
-
 def _tier_at_most(symbol: StoredSymbol, target: str, tier: int) -> bool:
     found = match_tier(symbol, target)
     return found is not None and found <= tier
@@ -101,8 +94,8 @@ class StructuralRetriever:
         return True
 
     def definitions(self, name: str, kind: str | None = None, repo_id: int | None = None,
-                    path_glob: str | None = None, wants_tests: bool = False,
-                    limit: int = 50, exact_only_if_found: bool = True
+                    path_glob: str | None = None, limit: int = 50,
+                    exact_only_if_found: bool = True
                     ) -> list[tuple[StoredSymbol, int]]:
         """Definitions matching a name, best first, with their match tier."""
         last = _SPLIT.split(name)[-1]
@@ -134,14 +127,12 @@ class StructuralRetriever:
             # An exact or qualified definition exists: prefix and sub-word matches are noise.
             scored = [st for st in scored if st[1] <= 2]
         scored.sort(key=lambda st: (
-            st[1], st[0].kind == REEXPORT, bool(st[0].flags & DOWNRANKED),
-            bool(st[0].flags & TEST) and not wants_tests, not named_after(st[0]),
+            st[1], st[0].kind == REEXPORT, not named_after(st[0]),
             KIND_PRIORITY.get(st[0].kind, 3), st[0].qualname.count("."), len(st[0].path),
             st[0].path, st[0].start_line))
         return scored[:limit]
 
-    def named_by(self, text: str, repo_id: int | None, path_glob: str | None, wants_tests: bool,
-                 limit: int) -> list[tuple[StoredSymbol, float]]:
+    def named_by(self, text: str, repo_id: int | None, path_glob: str | None, limit: int) -> list[tuple[StoredSymbol, float]]:
         """Definitions whose name the sentence spells out, word by word: "database dialect
         interface" -> DatabaseDialect. Full coverage of a longer name ranks first."""
         wanted = query_words(text)
@@ -155,7 +146,7 @@ class StructuralRetriever:
                 continue
             full = matched == len(words)
             score = matched * (1.0 if full else 0.5 * matched / len(words))
-            scored.append((s, score * _downrank(s, wants_tests)))
+            scored.append((s, score))
         # a compound identifier written out in a question ("how extractors implement
         # FromRequest") names its definition, re-exports included, above any word match;
         # a long text naming many (an issue with its traceback) singles none of them out
@@ -166,7 +157,7 @@ class StructuralRetriever:
             best = max((score for _, score in scored), default=0.0) + 1.0
             named_set = {sym.name for sym in named}
             scored = [st for st in scored if st[0].name not in named_set] + [
-                (sym, best * _downrank(sym, wants_tests)) for sym in named]
+                (sym, best) for sym in named]
         scored.sort(key=lambda st: (-st[1], st[0].kind == REEXPORT, KIND_PRIORITY.get(st[0].kind, 3),
                                     st[0].qualname.count("."), st[0].path, st[0].start_line))
         return scored[:limit]
@@ -181,22 +172,20 @@ class StructuralRetriever:
                 and path_ok(f.path, path_glob)]
 
     def search(self, query: Query, limit: int) -> list[Hit]:
-        wants_tests = query.wants_tests
+        """Definitions of the question's target (or of the names its words spell), by raw
+        relevance: match tier, then the definition's own standing. Whether a file is a
+        test or vendored is the ranking stage's to weigh."""
+        filters = query.filters
         if not query.target:
             return [Hit(s.path, s.start_line, s.end_line, score, symbol=s.qualname, kind=s.kind)
-                    for s, score in self.named_by(query.text, query.filters.repo_id, query.filters.path_glob,
-                                                  wants_tests, limit)]
-        kind = query.kind
+                    for s, score in self.named_by(query.text, filters.repo_id, filters.path_glob,
+                                                  limit)]
         hits = [Hit(s.path, s.start_line, s.end_line, 1.0 / (1 + tier), symbol=s.qualname,
                     kind=s.kind)
-                for s, tier in self.definitions(query.target, kind, query.filters.repo_id,
-                                                query.filters.path_glob, wants_tests, limit)]
-        if kind in (None, "module"):
-            # after the definitions of the same name; first-party source before the rest
-            named = sorted(self.files_named(query.target, query.filters.repo_id,
-                                            query.filters.path_glob),
-                           key=lambda f: (bool(f.flags & DOWNRANKED),
-                                          bool(f.flags & TEST) and not wants_tests,
-                                          len(f.path), f.path))
+                for s, tier in self.definitions(query.target, query.kind, filters.repo_id,
+                                                filters.path_glob, limit)]
+        if query.kind in (None, "module"):  # after the definitions of the same name
+            named = sorted(self.files_named(query.target, filters.repo_id, filters.path_glob),
+                           key=lambda f: (len(f.path), f.path))
             hits += [Hit(f.path, 1, 1, 0.5, kind="module") for f in named]
         return hits[:limit]

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import re2
 
-from ..discovery.flags import DOWNRANKED, TEST
 from ..errors import QueryError
 from ..model import Hit
 from ..store.base import Store, StoredFile
@@ -379,7 +378,8 @@ class TextRetriever:
 
     def literal_hits(self, query: Query, limit: int) -> list[Hit]:
         """Files containing the exact string, as spans around the matches."""
-        matches = self.grep(query.target, path_glob=query.filters.path_glob, repo_id=query.filters.repo_id,
+        matches = self.grep(query.target, path_glob=query.filters.path_glob,
+                            repo_id=query.filters.repo_id,
                             case_sensitive=any(c.isupper() for c in query.target))
         by_file: dict[str, list[LineMatch]] = {}
         for m in matches:
@@ -387,8 +387,7 @@ class TextRetriever:
         # The file named after the string (TRPCError -> TRPCError.ts) usually defines it.
         wanted = name_words(query.target)
         ranked = sorted(by_file.values(),
-                        key=lambda ms: (bool(ms[0].flags & DOWNRANKED), bool(ms[0].flags & TEST),
-                                        not wanted or name_words(ms[0].path) != wanted,
+                        key=lambda ms: (not wanted or name_words(ms[0].path) != wanted,
                                         -len(ms), ms[0].path))
         hits = ResultList(partial=matches.partial)
         for rank, ms in enumerate(ranked[:limit]):

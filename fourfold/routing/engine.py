@@ -13,7 +13,8 @@ from ..query.filters import Filters, apply_filters
 from ..query.model import Query
 from ..retrievers.base import Retriever
 from ..store.snapshot import IndexSnapshot
-from .fusion import apply_priors, best_per_file, fuse, question_words, with_file_support
+from ..ranking.fusion import fuse
+from ..ranking.priors import apply_priors, best_per_file, question_words, with_file_support
 from .intent import EXACT_MATCH, INTENTS, UNDERSTAND_CODE, Intent, classify
 from .profiles import DIRECT_CONFIDENCE, DOMINANT, PRESETS, PROFILE_K, PROFILES
 

@@ -260,3 +260,19 @@ def test_status_repositories_and_modalities(shop):
     assert shop.repository_root() == (1, shop.root)
     with pytest.raises(QueryError, match="unknown repository 'other'; indexed: shop-repo"):
         shop.repository("other")
+
+
+def test_definitions_rank_tests_and_vendored_code_below_source(make_tree):
+    root = make_tree({
+        "tests/test_cart.py": "def checkout():\n    return 'test'\n",
+        "vendor/lib/cart.py": "def checkout():\n    return 'vendored'\n",
+        "src/cart.py": "def checkout():\n    return 'real'\n",
+    })
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    assert [d["path"] for d in ff.definitions("checkout")] == [
+        "src/cart.py", "tests/test_cart.py", "vendor/lib/cart.py"]
+    # the fused search weighs the same priors once, in its ranking stage
+    hits = ff.search("def checkout", modalities=("structural",)).hits
+    assert [h.path for h in hits] == ["src/cart.py", "tests/test_cart.py", "vendor/lib/cart.py"]
+    assert hits[1].factors == {"test": 0.5} and hits[2].factors == {"vendor": 0.5}

@@ -89,7 +89,7 @@ def test_an_identifier_spelled_in_a_question_names_its_definition(make_tree):
     structural = ff.engine.retrievers["structural"]
 
     def named(text):
-        return [s.name for s, _ in structural.named_by(text, None, None, False, 5)]
+        return [s.name for s, _ in structural.named_by(text, None, None, 5)]
     # the identifier spelled comes first, the definitions sharing its sub-words after it
     assert named("how extractors implement FromRequest") == [
         "FromRequest", "Request", "RequestParts", "RequestBody"]

@@ -8,9 +8,10 @@ from fourfold.discovery.flags import PROSE, TEST, VENDOR
 from fourfold.model import Hit
 from fourfold.query.model import Query
 from fourfold.routing.engine import SearchEngine, SearchOptions
-from fourfold.routing.fusion import (BOOST_CAP, NAME_BOOST, NAME_BOOST_MAX_WORDS, apply_priors,
-                                     best_per_file, centrality_boost, fuse, question_words,
-                                     rrf_contribution, with_file_support)
+from fourfold.ranking.fusion import fuse, rrf_contribution
+from fourfold.ranking.priors import (BOOST_CAP, NAME_BOOST, NAME_BOOST_MAX_WORDS, apply_priors,
+                                     best_per_file, centrality_boost, question_words,
+                                     with_file_support)
 from fourfold.routing.intent import classify
 from fourfold.routing.profiles import SEED, parse_weights
 

@@ -1,4 +1,6 @@
-"""Weighted Reciprocal Rank Fusion with a graph-importance boost."""
+"""The ranking stage: priors applied once to the fused hits of every modality (centrality,
+a file named by the question, vendored / test / prose files below first-party source),
+file support, one hit per file; and the same priors ordering a list of definitions."""
 from __future__ import annotations
 
 import math
@@ -20,58 +22,22 @@ NAME_BOOST = 0.5
 NAME_BOOST_MAX_WORDS = 12
 
 
-def rrf_contribution(weight: float, rank: int, k: float) -> float:
-    """weight × 1 / (k + rank + 1), rank 0-based."""
-    return weight / (k + rank + 1)
-
-
 def centrality_boost(centrality: float) -> float:
     """min(1 + 0.3 ln(1 + c), 1.5); c is PageRank relative to the uniform share (mean 1)."""
     return min(1.0 + BOOST_SCALE * math.log1p(max(centrality, 0.0)), BOOST_CAP)
 
 
-def hit_key(hit: Hit) -> tuple:
-    """Hits from different modalities name the same code by symbol, else by start line."""
-    return (hit.repo, hit.path, hit.symbol) if hit.symbol else (hit.repo, hit.path, hit.start_line)
+def flag_factor(flags: int, wants_tests: bool) -> float:
+    """The share a file keeps for what it is: vendored or generated, and tests unless the
+    question asks for them, count half each."""
+    factor = DOWNRANK_FACTOR if flags & DOWNRANKED else 1.0
+    return factor * TEST_FACTOR if flags & TEST and not wants_tests else factor
 
 
-def fuse(ranked: dict[str, list[Hit]], weights: dict[str, float], k: float) -> list[Hit]:
-    """Merge per-modality lists; a hit's score is the sum of its weighted reciprocal ranks.
-
-    Hits are merged per span (symbol or start line), not per file: one vote per file and
-    modality ranks worse (docs/benchmarks.md).
-    """
-    merged: dict[tuple, Hit] = {}
-    for modality, hits in ranked.items():
-        weight = weights.get(modality, 0.0)
-        if weight <= 0:
-            continue
-        seen: set[tuple] = set()
-        rank = 0
-        for hit in hits:
-            key = hit_key(hit)
-            if key in seen:
-                continue
-            seen.add(key)
-            share = rrf_contribution(weight, rank, k)
-            rank += 1
-            fused = merged.get(key)
-            if fused is None:
-                fused = Hit(hit.path, hit.start_line, hit.end_line, 0.0, symbol=hit.symbol,
-                            kind=hit.kind, lines=list(hit.lines), repo=hit.repo)
-                merged[key] = fused
-            elif share > max(fused.contributions.values()):
-                # the span the strongest vote points at: the whole definition from the
-                # structural modality rather than one piece of it that text matched
-                fused.start_line, fused.end_line, fused.kind = hit.start_line, hit.end_line, \
-                    hit.kind
-                fused.lines = list(hit.lines)  # shown lines stay inside the span
-            elif not fused.lines and hit.lines:
-                fused.lines = list(hit.lines)
-            fused.contributions[modality] = share
-            fused.ranks[modality] = rank
-            fused.score += share
-    return sorted(merged.values(), key=lambda h: -h.score)
+def rank_definitions(found: list, wants_tests: bool = False) -> list:
+    """(symbol, tier) pairs as a definition lookup answers them: by match tier, then by the
+    same flag priors as search results, the retriever's order breaking ties."""
+    return sorted(found, key=lambda st: (st[1], -flag_factor(st[0].flags, wants_tests)))
 
 
 def question_words(text: str) -> frozenset[str]:
