@@ -22,11 +22,16 @@ from .ranking.priors import rank_definitions
 from .retrievers.graph import GraphRetriever
 from .retrievers.semantic import SemanticRetriever
 from .retrievers.structural import StructuralRetriever, match_label
-from .retrievers.text import ResultList, TextRetriever
+from .retrievers.text import GREP_TIME_BUDGET, ResultList, TextRetriever
 from .routing.engine import SearchEngine, SearchOptions, SearchResponse
+from .routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
 from .store.index_dir import DB_NAME, identity, prepare_index_dir, remove_database
 from .store.snapshot import Snapshots
 from .store.sqlite import SQLiteStore
+
+# What the interfaces need besides Fourfold itself: they import this module only.
+__all__ = ["Fourfold", "GREP_TIME_BUDGET", "MODALITIES", "PRESETS", "PROFILES", "SearchOptions",
+           "SearchResponse", "find_index_root", "parse_weights"]
 
 INDEX_DIR_NAME = ".fourfold"
 RELATIONS = ("callers", "callees", "importers", "subclasses")  # related()'s one step

@@ -13,11 +13,9 @@ import sys
 import time
 from pathlib import Path
 
-from ..api import Fourfold, find_index_root
+from ..api import (GREP_TIME_BUDGET, MODALITIES, PRESETS, PROFILES, Fourfold, SearchOptions,
+                   find_index_root, parse_weights)
 from ..errors import FourfoldError
-from ..retrievers.text import GREP_TIME_BUDGET
-from ..routing.engine import SearchOptions
-from ..routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
 
 EXIT_RESULTS, EXIT_EMPTY, EXIT_ERROR = 0, 1, 2
 

@@ -18,12 +18,17 @@ class Query:
 
     `intent` is the question's kind (routing/intent.py), `target` what the classifier
     extracted from it (an identifier, a quoted string, a file), `kind` the definition kind
-    the question itself names ("class Foo"), `filters` what the answer may contain."""
+    the question itself names ("class Foo"), `literal` the string to find verbatim (a quoted
+    string or an error token), `transitive` whether it asks for everything that depends on
+    the target (impact) rather than what refers to it directly, `filters` what the answer
+    may contain. Retrievers read these fields, never the intent's name."""
 
     text: str
     intent: str | None = None
     target: str | None = None
     kind: str | None = None
+    literal: str | None = None
+    transitive: bool = False
     filters: Filters = field(default_factory=Filters)
 
     @property

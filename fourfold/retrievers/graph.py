@@ -243,7 +243,7 @@ class GraphRetriever:
         if not query.target:
             return []
         repo_id = query.filters.repo_id
-        if query.intent == "impact_analysis":  # nearest first, then by centrality
+        if query.transitive:  # nearest first, then by centrality
             rows = self.impact(query.target, depth=3, limit=limit, repo_id=repo_id)["results"]
         else:
             rows = self._callers_by_calls(query.target, repo_id)

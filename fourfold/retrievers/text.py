@@ -340,7 +340,7 @@ class TextRetriever:
 
     # -- ranked search ------------------------------------------------------------------
     def search(self, query: Query, limit: int) -> list[Hit]:
-        if query.intent == "exact_match" and query.target:
+        if query.literal:
             return self.literal_hits(query, limit)
         terms = query_terms(query.text)
         if not terms:
@@ -378,14 +378,14 @@ class TextRetriever:
 
     def literal_hits(self, query: Query, limit: int) -> list[Hit]:
         """Files containing the exact string, as spans around the matches."""
-        matches = self.grep(query.target, path_glob=query.filters.path_glob,
+        matches = self.grep(query.literal, path_glob=query.filters.path_glob,
                             repo_id=query.filters.repo_id,
-                            case_sensitive=any(c.isupper() for c in query.target))
+                            case_sensitive=any(c.isupper() for c in query.literal))
         by_file: dict[str, list[LineMatch]] = {}
         for m in matches:
             by_file.setdefault(m.path, []).append(m)
         # The file named after the string (TRPCError -> TRPCError.ts) usually defines it.
-        wanted = name_words(query.target)
+        wanted = name_words(query.literal)
         ranked = sorted(by_file.values(),
                         key=lambda ms: (not wanted or name_words(ms[0].path) != wanted,
                                         -len(ms), ms[0].path))

@@ -15,7 +15,7 @@ from ..retrievers.base import Retriever
 from ..store.snapshot import IndexSnapshot
 from ..ranking.fusion import fuse
 from ..ranking.priors import apply_priors, best_per_file, question_words, with_file_support
-from .intent import EXACT_MATCH, INTENTS, UNDERSTAND_CODE, Intent, classify
+from .intent import EXACT_MATCH, IMPACT_ANALYSIS, INTENTS, UNDERSTAND_CODE, Intent, classify
 from .profiles import DIRECT_CONFIDENCE, DOMINANT, PRESETS, PROFILE_K, PROFILES
 
 CANDIDATES_PER_MODALITY = 60
@@ -138,7 +138,8 @@ class SearchEngine:
         k = next(v for v in (options.rrf_k, PROFILE_K.get(options.profile), preset["k"])
                  if v is not None)
         query = Query(text=text, intent=intent.intent, target=intent.target, kind=intent.kind,
-                      filters=options.filters())
+                      literal=intent.target if intent.intent == EXACT_MATCH else None,
+                      transitive=intent.intent == IMPACT_ANALYSIS, filters=options.filters())
         response = SearchResponse(text, intent.intent, intent.confidence, intent.rule,
                                   intent.target, "rrf", [], {}, [])
         limit = options.limit

@@ -591,14 +591,17 @@ def test_tool_list_is_compact_and_strict(server):
     assert len(listed.model_dump_json(by_alias=True, exclude_none=True)) < 16_000
 
 
-def test_mcp_modules_use_only_the_api():
-    package = PROJECT_ROOT / "fourfold" / "interfaces" / "mcp"
+@pytest.mark.parametrize("sources", ["interfaces/mcp/*.py", "interfaces/cli.py"])
+def test_interfaces_use_only_the_api(sources):
+    """The MCP package and the CLI import only fourfold.api and fourfold.errors, and never
+    reach past the API into its store or retrievers."""
     allowed = {"fourfold.api", "fourfold.errors"}
-    for source in sorted(package.glob("*.py")):
+    for source in sorted((PROJECT_ROOT / "fourfold").glob(sources)):
+        package = ["fourfold", *source.relative_to(PROJECT_ROOT / "fourfold").parent.parts]
         tree = ast.parse(source.read_text(), str(source))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
-                base = ["fourfold", "interfaces", "mcp"][:4 - node.level] if node.level else []
+                base = package[:len(package) + 1 - node.level] if node.level else []
                 module = ".".join(base + ([node.module] if node.module else []))
                 if module == "fourfold":
                     assert {a.name for a in node.names} == {"__version__"}, source.name

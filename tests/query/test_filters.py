@@ -213,3 +213,43 @@ def test_cli_filters_in_any_order(ff, capsys):
 def test_case_insensitive_bare_name_is_labelled_case(ff):
     matches = {(d["path"], d["name"], d["match"]) for d in ff.definitions("userservice")}
     assert matches == {(path, name, "case") for path, name in USER_SERVICES}
+
+
+@pytest.fixture(scope="module")
+def service(ff):
+    from fourfold.interfaces.mcp.tools import FourfoldService
+    svc = FourfoldService(ff.root, watch=False, embed=False).start(block=True)
+    yield svc
+    svc.close()
+
+
+@pytest.mark.parametrize("tool, args, allowed", [
+    ("intelligent_search", {"query": "save user", "language": "go"}, (".go",)),
+    ("semantic_search", {"query": "save a user", "language": "typescript"}, (".ts",)),
+    ("intelligent_search", {"query": "save user", "path_glob": "py/app/*"}, ("py/app/",)),
+    ("text_pattern_search", {"pattern": "user", "path_glob": "ts/*"}, ("ts/",)),
+    ("find_symbol", {"name": "save_user", "path_glob": "go/*"}, ("go/",)),
+    ("structural_search", {"name": "save_user", "path_glob": "py/*"}, ("py/",)),
+])
+def test_every_mcp_tool_honours_its_filters(service, tool, args, allowed):
+    results = getattr(service, tool)(**args)["results"]
+    assert results
+    for r in results:
+        assert r["path"].endswith(allowed) or r["path"].startswith(allowed), (tool, r["path"])
+
+
+def test_mcp_kind_method_is_only_methods(service):
+    found = service.find_symbol("save_user", kind="method")["results"]
+    assert {r["path"] for r in found} == {"py/app/service.py", "ts/src/userService.ts",
+                                          "go/user/service.go"}
+    assert service.find_symbol("persist_user", kind="method")["results"] == []
+
+
+@pytest.mark.parametrize("tool, args, message", [
+    ("intelligent_search", {"query": "save user", "language": "cobol"}, "unknown language"),
+    ("semantic_search", {"query": "save user", "language": "klingon"}, "unknown language"),
+    ("find_symbol", {"name": "save_user", "kind": "methd"}, "did you mean method"),
+])
+def test_mcp_refuses_unknown_filter_values(service, tool, args, message):
+    with pytest.raises(QueryError, match=message):
+        getattr(service, tool)(**args)
