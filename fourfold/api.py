@@ -13,14 +13,14 @@ import threading
 import time
 from functools import cached_property
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES
 from .errors import FourfoldError, ModalityUnavailable, NotIndexedError, QueryError
+from . import navigation
 from .indexer import IndexLock, IndexSummary, Progress, index_repository
 from .ranking.priors import rank_definitions
 from .retrievers.graph import GraphRetriever
-from .retrievers.semantic import SemanticRetriever
 from .retrievers.structural import StructuralRetriever, match_label
 from .retrievers.text import GREP_TIME_BUDGET, ResultList, TextRetriever
 from .routing.engine import SearchEngine, SearchOptions, SearchResponse
@@ -28,6 +28,9 @@ from .routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
 from .store.index_dir import DB_NAME, identity, prepare_index_dir, remove_database
 from .store.snapshot import Snapshots
 from .store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from .retrievers.semantic import SemanticRetriever
 
 # What the interfaces need besides Fourfold itself: they import this module only.
 __all__ = ["Fourfold", "GREP_TIME_BUDGET", "MODALITIES", "PRESETS", "PROFILES", "SearchOptions",
@@ -175,6 +178,7 @@ class Fourfold:
 
     @cached_property
     def semantic(self) -> SemanticRetriever:
+        from .retrievers.semantic import SemanticRetriever  # numpy: when a search needs it
         from .semantic.embedder import load_embedder
 
         return SemanticRetriever(self.store, lambda: load_embedder(self.embedder_name))
@@ -523,3 +527,56 @@ class Fourfold:
         from .discovery.watch import watch_changes
 
         return watch_changes(self.root, self.index_dir, stop, debounce_ms, step_ms)
+
+    # -- navigation: files, symbols by kind, grep context, similar code ------------------
+    def list_files(self, glob: str | None = None, name: str | None = None,
+                   languages=(), repo_id: int | None = None) -> list[dict]:
+        """The indexed files in path order, each {"path", "language", "size"} (bytes; plus
+        "repository" when the index serves several): only those under `glob`, whose file
+        name contains `name` (case-insensitive), of `languages` (an unknown one raises
+        QueryError), of one repository (`repo_id`) or all."""
+        self._require_index()
+        return navigation.list_files(self.store, glob, name, languages, repo_id)
+
+    def line_count(self, path: str, repo_id: int | None = None) -> int | None:
+        """How many lines a file (stored path) has as indexed; None: not in the index."""
+        stored = self.store.file_by_path(path, repo_id)
+        if stored is None:
+            return None
+        text = self.store.content(stored.file_id)
+        return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+    def symbols(self, kind: str, path_glob: str | None = None, repo_id: int | None = None
+                ) -> list[dict]:
+        """Every definition of a kind (as kinds are named in queries; an unknown one raises
+        QueryError), with no name needed, in path and line order, optionally only under
+        `path_glob` and in one repository."""
+        self._require_index()
+        return navigation.symbols(self.store, kind, path_glob, repo_id)
+
+    def with_context(self, matches, context: int) -> list[dict]:
+        """grep() matches as dicts {"path", "line", "text", "before", "after"}: the up to
+        `context` (0-10) lines before and after each, as {"line", "text"} (like grep -C)."""
+        return navigation.with_context(self.store, matches, context)
+
+    def similar_code(self, path: str, line: int, repo_id: int | None = None, limit: int = 10,
+                     code_lines: int = 5) -> dict:
+        """similar_at() with each chunk's first `code_lines` lines ("code": list of
+        {"line", "text"}) and an honest count: {"total": chunks found, "capped": whether
+        more than `limit` exist (then total is a lower bound), "results"}."""
+        hits = self.similar_at(path, line, repo_id, limit + 1)
+        capped = len(hits) > limit
+        hits = hits[:limit]
+        texts: dict[str, list[str]] = {}
+        results = []
+        for h in hits:
+            if h.path not in texts:
+                stored = self.file_text(h.path, repo_id)
+                texts[h.path] = stored["lines"] if stored else []
+            lines = texts[h.path]
+            stop = min(h.end_line, h.start_line + max(0, code_lines) - 1, len(lines))
+            results.append({"path": h.path, "start_line": h.start_line, "end_line": h.end_line,
+                            "symbol": h.symbol, "score": round(h.score, 4),
+                            "code": [{"line": n, "text": lines[n - 1]}
+                                     for n in range(max(1, h.start_line), stop + 1)]})
+        return {"total": len(results), "capped": capped, "results": results}

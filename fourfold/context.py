@@ -24,9 +24,16 @@ MIN_ROOM = 60           # a span cut to fewer tokens than this is not worth send
 LINE_CHARS = 400
 
 
+def to_json(value: Any) -> str:
+    """The compact JSON text of a value, as the MCP server sends it (no spaces, UTF-8)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def approx_tokens(value: Any) -> int:
-    """A cheap, conservative token estimate (about four characters a token)."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    """The one token estimate budgets count in: characters // 4 + 1 of the text sent (a
+    string as is, anything else as its compact JSON, `to_json`). It is at least a quarter
+    token a character, and summing it over the parts of a reply over-counts the whole."""
+    text = value if isinstance(value, str) else to_json(value)
     return len(text) // 4 + 1
 
 
@@ -64,7 +71,14 @@ class TaskContext:
             last = min(span["end_line"], len(lines), first + max_span_lines - 1)
             body = [numbered(n, lines[n - 1]) for n in range(first, last + 1)]
             entry = dict(span)
-            cost = approx_tokens(entry) + approx_tokens("\n".join(body))
+            line_cut = False
+
+            def spent_on(body: list[str]) -> int:
+                """The estimate of the span as sent (its JSON, text and marks included)."""
+                return approx_tokens({**entry, "start_line": first, "text": "\n".join(body),
+                                      "end_line": first + len(body) - 1, "truncated": False})
+
+            cost = spent_on(body)
             if used + cost > max_tokens:
                 room = max_tokens - used - approx_tokens(entry)
                 if room < MIN_ROOM and out:
@@ -76,10 +90,19 @@ class TaskContext:
                         break
                     kept.append(line)
                 body = kept or body[:1]
+                while len(body) > 1 and used + spent_on(body) > max_tokens:
+                    body.pop()
+                if out and used + spent_on(body) > max_tokens:
+                    break
+                while body and used + spent_on(body) > max_tokens and len(body[0]) > 21:
+                    # the first span's line alone is larger than the budget: cut it
+                    over = 4 * (used + spent_on(body) - max_tokens)
+                    body = [body[0][:max(20, len(body[0]) - over - 1)] + "…"]
+                    line_cut = True
                 last = first + len(body) - 1
-                cost = approx_tokens(entry) + approx_tokens("\n".join(body))
+                cost = spent_on(body)
             entry.update({"start_line": first, "end_line": last, "text": "\n".join(body),
-                          "truncated": last < span["end_line"]})
+                          "truncated": last < span["end_line"] or line_cut})
             out.append(entry)
             used += cost
             index += 1

@@ -1,5 +1,5 @@
-"""Command line: index, watch, search, grep, def, outline, similar, map, refs, callees,
-importers, impact, status.
+"""Command line: index, watch, search, grep, files, def, outline, similar, map, refs,
+callees, importers, impact, status.
 
 Human output by default, --json for machines. Exit code 0: results; 1: none; 2: error.
 """
@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..api import (GREP_TIME_BUDGET, MODALITIES, PRESETS, PROFILES, Fourfold, SearchOptions,
                    find_index_root, parse_weights)
+from .. import __version__
 from ..errors import FourfoldError
 
 EXIT_RESULTS, EXIT_EMPTY, EXIT_ERROR = 0, 1, 2
@@ -221,18 +222,44 @@ def cmd_grep(args) -> int:
     matches = ff.grep(args.pattern, regex=args.regex, case_sensitive=not args.ignore_case,
                       whole_word=args.word, path_glob=args.glob, limit=args.limit,
                       time_budget=args.time_budget)
-    payload = {"total": len(matches), "partial": matches.partial,
-               "results": [m.to_dict() for m in matches]}
+    rows = ff.with_context(matches, args.context)
+    payload = {"total": len(matches), "partial": matches.partial, "results": rows}
 
     def human() -> None:
-        for m in matches:
-            print(f"{m.path}:{m.line}:{m.text}")
+        if not args.context:
+            for m in matches:
+                print(f"{m.path}:{m.line}:{m.text}")
+            return
+        matched = {(m.path, m.line) for m in matches}
+        last: tuple[str, int] | None = None  # the last line printed, as grep -C prints
+        for row in rows:
+            for c in [*row["before"], {"line": row["line"], "text": row["text"]},
+                      *row["after"]]:
+                if last and last[0] == row["path"] and c["line"] <= last[1]:
+                    continue
+                if last and (last[0] != row["path"] or c["line"] > last[1] + 1):
+                    print("--")
+                mark = ":" if (row["path"], c["line"]) in matched else "-"
+                print(f"{row['path']}{mark}{c['line']}{mark}{c['text']}")
+                last = (row["path"], c["line"])
     code = _emit(args, payload, human)
     if matches.partial:
         print(f"fourfold: partial: the scan stopped after {args.time_budget:g} s with files "
               "left unread; narrow the pattern or --glob, or raise --time-budget",
               file=sys.stderr)
     return code
+
+
+def cmd_files(args) -> int:
+    ff = _open(args)
+    _ensure(ff, args)
+    found = ff.list_files(args.glob, args.name, args.language or (), ff.repo_id())
+    payload = {"total": len(found), "results": found}
+
+    def human() -> None:
+        for f in found:
+            print(f"{f['path']}  {f['language'] or '-'}  {_human_size(f['size'])}")
+    return _emit(args, payload, human)
 
 
 def cmd_status(args) -> int:
@@ -260,7 +287,12 @@ def cmd_status(args) -> int:
 def cmd_def(args) -> int:
     ff = _open(args)
     _ensure(ff, args)
-    found = ff.definitions(args.name, kind=args.kind, limit=args.limit)
+    if args.name is None:
+        if not args.kind:
+            raise FourfoldError("give a NAME, or --kind to list every definition of a kind")
+        found = ff.symbols(args.kind, path_glob=args.glob, repo_id=ff.repo_id())[:args.limit]
+    else:
+        found = ff.definitions(args.name, kind=args.kind, limit=args.limit, path_glob=args.glob)
     payload = {"total": len(found), "results": found}
 
     def human() -> None:
@@ -338,6 +370,7 @@ def _graph_command(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fourfold", description="Local-first code search: one question, four retrievers.")
+    parser.add_argument("--version", action="version", version=f"fourfold {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     parser.set_defaults(commands=sub.choices)
     from .mcp.server import add_subcommands  # `fourfold mcp` (stdio) and `fourfold serve` (HTTP)
@@ -416,19 +449,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-w", "--word", action="store_true", help="whole words only")
     p.add_argument("--glob", help="only paths matching this glob")
     p.add_argument("--limit", type=int)
+    p.add_argument("-C", "--context", type=int, default=0, metavar="N",
+                   help="also print N lines (0-10) before and after each match")
     p.add_argument("--time-budget", type=float, default=GREP_TIME_BUDGET, metavar="SECONDS",
                    help="stop scanning files after this long and print the lines found, "
                         f"marked partial (default {GREP_TIME_BUDGET:g})")
     p.set_defaults(func=cmd_grep)
 
+    p = sub.add_parser("files", help="the indexed files, or those whose name contains --name")
+    common(p)
+    p.add_argument("--glob", help="only paths matching this glob")
+    p.add_argument("--name", help="only files whose name contains this (any case)")
+    p.add_argument("--language", action="append",
+                   help="only files in this language (repeatable): python, typescript, go ...")
+    p.set_defaults(func=cmd_files)
+
     p = sub.add_parser("status", help="what is indexed, when, how big")
     common(p)
     p.set_defaults(func=cmd_status)
 
-    p = sub.add_parser("def", help="where is NAME defined")
-    p.add_argument("name")
+    p = sub.add_parser("def", help="where is NAME defined (no NAME: every --kind definition)")
+    p.add_argument("name", nargs="?", default=None,
+                   help="the symbol; leave it (and PATH) out with --kind to list every "
+                        "definition of that kind")
     common(p)
     p.add_argument("--kind", help="function, class, method, struct, interface ...")
+    p.add_argument("--glob", help="only paths matching this glob")
     p.add_argument("--limit", type=int, default=20)
     p.set_defaults(func=cmd_def)
 

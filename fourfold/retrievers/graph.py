@@ -11,10 +11,9 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..errors import QueryError
-from ..graph.centrality import impact as bfs_impact
 from ..model import Hit
-from ..store.base import Store, StoredEdge, StoredSymbol
 from ..query.model import Query
+from ..store.base import Store, StoredEdge, StoredSymbol
 from .structural import StructuralRetriever
 
 Node = tuple[str, int]  # ("s", symbol_id) or ("f", file_id) for module-level code
@@ -214,6 +213,8 @@ class GraphRetriever:
             raise QueryError("depth must be at least 1")
         g = self.graph()
         targets = self.definitions_of(name, repo_id)
+        from ..graph.centrality import impact as bfs_impact  # numpy/scipy: only when asked
+
         distance = bfs_impact(g.dependents, [("s", t.symbol_id) for t in targets], depth)
         info = self._symbol_info([n[1] for n in distance if n[0] == "s"])
         paths = self._paths()

@@ -16,7 +16,6 @@ from array import array
 from pathlib import Path
 from typing import Iterable, Sequence
 
-import numpy as np
 
 from ..errors import FourfoldError, IndexDamagedError, IndexWriteError
 from ..tokens import chunk_body, identifier_tokens, token_text
@@ -85,6 +84,8 @@ def _placeholders(n: int) -> str:
 
 
 def _packed(values: Sequence[int]) -> bytes:
+    import numpy as np  # only a graph write needs it; importing it costs a CLI start
+
     return np.asarray(values, dtype=np.int64).tobytes()
 
 
@@ -98,7 +99,7 @@ def _pack_edges(edges: EdgeColumns) -> tuple:
     """The columns of an edges row (see the schema)."""
     return (_packed(edges.src_file), _packed(edges.src_symbol), _packed(edges.dst_file),
             _packed(edges.dst_symbol), _packed(edges.line),
-            np.asarray(edges.resolved, dtype=np.uint8).tobytes(),
+            bytes(bytearray(map(bool, edges.resolved))),
             json.dumps([list(edges.kind), list(edges.name)]))
 
 

@@ -1,10 +1,17 @@
 """Paging: every tool answers one page of a full result list, bounded by `limit` rows and
-about `max_tokens` tokens, and an opaque cursor that fetches the next page.
+`max_tokens` tokens, and an opaque cursor that fetches the next page.
+
+Budgets count the reply as sent: one compact JSON text (`to_json`), estimated by
+`approx_tokens` (characters // 4 + 1). A page's estimate, frame and cursor included, never
+exceeds `max_tokens`: rows that do not fit wait for the next page, and a first row that alone
+exceeds the budget is cut (its longest texts shortened, lists shortened) and marked
+`"truncated": true`. The reported `approx_tokens` is the estimate of the whole reply text.
 
 A cursor carries its offset and a hash of the query it belongs to, so a cursor passed back
 with other arguments is refused instead of paging a different answer.
 """
 import base64
+import copy
 import hashlib
 import json
 from typing import Any, Callable
@@ -19,6 +26,12 @@ MAX_PAGE = 500            # rows in one page
 LINE_CHARS = 400          # a matched or shown line is cut to this many characters
 
 approx_tokens = Fourfold.estimate_tokens
+
+
+def to_json(value: Any) -> str:
+    """The reply text: compact JSON, UTF-8 (the text `approx_tokens` counts; the same as
+    fourfold.context.to_json)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def cut(text: str, n: int = LINE_CHARS) -> str:
@@ -70,19 +83,89 @@ def clamp_budget(limit: int | None, max_tokens: int | None, default_limit: int,
     return min(limit, max_limit), min(tokens, MAX_MAX_TOKENS)
 
 
-def page(rows: list, offset: int, limit: int, max_tokens: int, key: str,
-         render: Callable[[Any], Any] | None = None) -> dict:
-    """One page of rows: at most `limit` rows and about `max_tokens` tokens (at least one row)."""
+def settle(reply: dict, field: str = "approx_tokens") -> dict:
+    """`reply` with `field` set to the estimate of the whole reply, that field included."""
+    n = 0
+    while True:  # the estimate grows with its own digits: climb to the fixed point
+        reply[field] = n
+        m = approx_tokens(reply)
+        if m <= n:
+            return reply
+        n = m
+
+
+def shrink(item: Any, room: int) -> Any:
+    """A copy of one row cut to an estimate of at most `room` tokens where it can be: its
+    longest strings shortened (an ellipsis marks each cut), its longest lists shortened;
+    a dict is marked `"truncated": true`."""
+    if not isinstance(item, dict):
+        return item
+    item = copy.deepcopy(item)
+    item["truncated"] = True
+    limit = 4 * max(room, 1) - 1          # the most characters an estimate of `room` allows
+    for _ in range(500):
+        excess = len(to_json(item)) - limit
+        if excess <= 0:
+            break
+        best = _longest(item)
+        if best is None:
+            break
+        holder, key, value, _ = best
+        if isinstance(value, list):
+            while len(value) > 1 and excess > 0:
+                excess -= len(to_json(value.pop())) + 1
+        else:
+            holder[key] = value[:max(8, len(value) - excess - 1)] + "…"
+    return item
+
+
+def _longest(node: Any, best: tuple | None = None) -> tuple | None:
+    """(container, key, value) of the longest string (over 9 characters) or list (over one
+    item) inside node, by JSON length."""
+    items = node.items() if isinstance(node, dict) else enumerate(node)
+    for key, value in items:
+        if isinstance(value, (dict, list)):
+            best = _longest(value, best)
+        if (isinstance(value, str) and len(value) > 9) or (isinstance(value, list)
+                                                            and len(value) > 1):
+            size = len(to_json(value))
+            if best is None or size > best[3]:
+                best = (node, key, value, size)
+    return best
+
+
+def fill(rows: list, offset: int, limit: int, room: int,
+         render: Callable[[Any], Any] | None = None) -> tuple[list, int]:
+    """(items, their summed estimate): rows from `offset`, rendered, at most `limit` of them
+    and `room` tokens; the first one is always there, cut by `shrink` if it alone is over."""
     out: list = []
     used = 0
     for row in rows[offset:offset + limit]:
         item = render(row) if render else row
         cost = approx_tokens(item)
-        if out and used + cost > max_tokens:
-            break
+        if used + cost > room:
+            if out:
+                break
+            item = shrink(item, room)
+            cost = approx_tokens(item)
         out.append(item)
         used += cost
+    return out, used
+
+
+def page(rows: list, offset: int, limit: int, max_tokens: int, key: str,
+         render: Callable[[Any], Any] | None = None, frame: dict | None = None) -> dict:
+    """One page of rows, at most `limit` rows and `max_tokens` tokens counted on the whole
+    reply: `frame` (the reply's other fields), then total, offset, returned, results,
+    cursor and approx_tokens (the estimate of it all). At least one row, cut if need be."""
+    frame = frame or {}
+
+    def reply(out: list, cursor: str | None, used: int) -> dict:
+        return {**frame, "total": len(rows), "offset": offset, "returned": len(out),
+                "results": out, "cursor": cursor, "approx_tokens": used}
+
+    # the frame with its widest cursor and counts: every row's estimate adds to it
+    reserve = approx_tokens(reply([], encode_cursor(len(rows), key), max_tokens)) + 1
+    out, _ = fill(rows, offset, limit, max_tokens - reserve, render)
     nxt = offset + len(out)
-    return {"total": len(rows), "offset": offset, "returned": len(out), "results": out,
-            "cursor": encode_cursor(nxt, key) if nxt < len(rows) else None,
-            "approx_tokens": used}
+    return settle(reply(out, encode_cursor(nxt, key) if nxt < len(rows) else None, 0))

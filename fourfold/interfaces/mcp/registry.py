@@ -2,7 +2,9 @@
 
 The SDK derives each input schema from the method's signature; this module trims what an
 agent does not need from it (titles, the `null` arm and null default of every optional
-parameter, the generic output schema), makes it refuse unknown properties, and turns
+parameter), makes it refuse unknown properties, sends each answer as one compact JSON text
+block (the text paging counts, `paging.to_json`; no structured copy of the same payload, and
+so no output schema: the SDK would otherwise send the answer twice, indented), and turns
 failures into one-line tool errors: an unknown argument names the accepted ones, a bad
 value names the parameter, a FourfoldError keeps its message, and no traceback is sent.
 """
@@ -13,10 +15,11 @@ from typing import Any
 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
-from mcp_types import ToolAnnotations
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ValidationError
 
 from ...errors import FourfoldError
+from .paging import to_json
 from .params import declared
 
 log = logging.getLogger("fourfold.mcp")
@@ -30,11 +33,6 @@ WRITES_INDEX = ToolAnnotations(read_only_hint=False, destructive_hint=False,
 class DeclaredTool(Tool):
     """An SDK tool with a compact schema that refuses unknown arguments by name."""
 
-    @property
-    def output_schema(self) -> dict[str, Any]:
-        """Every tool answers one JSON object; its fields are described in prose."""
-        return {"type": "object"}
-
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False
                   ) -> Any:
         """Run the tool; failures become ToolErrors whose message the agent can act on."""
@@ -43,7 +41,7 @@ class DeclaredTool(Tool):
         if unknown:
             raise ToolError(unknown_arguments(self.name, unknown, accepted))
         try:
-            return await super().run(arguments, context, convert_result=convert_result)
+            result = await super().run(arguments, context, convert_result=False)
         except ToolError as exc:
             cause = exc.__cause__
             if isinstance(cause, ValidationError):
@@ -55,6 +53,10 @@ class DeclaredTool(Tool):
                 raise ToolError(f"internal error in {self.name}: {type(cause).__name__}: "
                                 f"{cause}") from None
             raise
+        if not convert_result:
+            return result
+        # the reply is exactly the text the budget counted: compact JSON, sent once
+        return CallToolResult(content=[TextContent(type="text", text=to_json(result))])
 
 
 def unknown_arguments(tool: str, unknown: list[str], accepted: list[str]) -> str:
@@ -104,6 +106,6 @@ def declared_tools(service: object) -> list[Tool]:
         method = getattr(service, name)
         tool = DeclaredTool.from_function(
             method, name=name, description=" ".join(inspect.getdoc(method).split()),
-            annotations=READ_ONLY if read_only else WRITES_INDEX, structured_output=True)
+            annotations=READ_ONLY if read_only else WRITES_INDEX, structured_output=False)
         tools.append(tool.model_copy(update={"parameters": compact(tool.parameters)}))
     return tools

@@ -22,7 +22,8 @@ of a file), `dependency_search` (callers, callees, importers, subclasses),
 `analyze_dependencies` (blast radius before a change), `get_file` (read lines),
 `find_similar_code` (relatives of the code at path:line), `repository_context` (a map of the
 repository), `get_task_context` (a token-budgeted pack of the code relevant to a task).
-Every answer is paged: `limit` and `max_tokens` (about 4 characters a token) bound a page,
+Every answer is paged: `limit` and `max_tokens` (characters // 4 + 1 of the compact JSON
+reply, reported as `approx_tokens`) bound a page (a result alone over it is cut, `truncated`),
 `total` counts all results, and `cursor` (null on the last page), passed back with the same
 other arguments, gets the next page. An unknown argument is an error.
 Paths are relative to the repository root."""

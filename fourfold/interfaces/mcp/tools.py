@@ -14,8 +14,8 @@ from pydantic import Field
 
 from ...errors import QueryError
 from .paging import (DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS, MAX_PAGE, MIN_MAX_TOKENS,
-                     approx_tokens, clamp_budget, cut, decode_cursor, encode_cursor, page,
-                     query_key)
+                     approx_tokens, clamp_budget, cut, decode_cursor, encode_cursor, fill, page,
+                     query_key, settle, to_json)
 from .params import (Cursor, FilePath, Intent, Kind, Language, Limit, MaxTokens, Modalities,
                      PathGlob, Preset, Repository, Snippet, Weights, tool)
 from .paths import check_glob, check_path, inside_root
@@ -24,6 +24,7 @@ from .service import Service
 SEARCH_DEPTH = 100        # ranked results computed once per query, then paged
 GREP_CAP = 50_000         # matching lines kept per pattern
 MAX_SIMILAR = 200         # nearest chunks kept for find_similar_code
+SIMILAR_CODE_LINES = 6    # code lines shown per similar chunk
 GRAPH_CAP = 100_000       # graph rows kept per query
 MAX_DEPTH = 10
 MAX_FILE_PAGE = 5000      # lines in one get_file page (max_tokens bounds it too)
@@ -99,7 +100,7 @@ class FourfoldService(Service):
                                 for ln in shown[:snippet_lines]]
             return out
 
-        return {"query": query, **rows[0], **page(rows[1:], offset, limit, tokens, key, render)}
+        return page(rows[1:], offset, limit, tokens, key, render, frame={"query": query, **rows[0]})
 
     # -- tools ----------------------------------------------------------------------------
     @tool()
@@ -149,14 +150,20 @@ class FourfoldService(Service):
             case_sensitive: Annotated[bool, Field(description="Match case exactly.")] = False,
             whole_word: Annotated[bool, Field(description="Match whole words only.")] = False,
             path_glob: PathGlob = None, repository: Repository = None, limit: Limit = 50,
-            cursor: Cursor = None, max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
+            cursor: Cursor = None, max_tokens: MaxTokens = DEFAULT_MAX_TOKENS,
+            context_lines: Annotated[int, Field(ge=0, le=10, description="Lines around each "
+                                                "match (grep -C).")] = 0
+    ) -> dict[str, Any]:
         """Exact search, like `grep -rn`: every line matching a literal string or a regular
         expression, in path and line order; `total` counts all matches. For error messages,
         config keys, string literals, TODOs, or every textual use of an identifier. A scan
         that outlasts its time budget returns the lines found so far, `partial: true`."""
         path_glob = check_glob(path_glob)
         args = {"pattern": pattern, "regex": regex, "case_sensitive": case_sensitive,
-                "whole_word": whole_word, "path_glob": path_glob, "repository": repository}
+                "whole_word": whole_word, "path_glob": path_glob, "repository": repository,
+                "context_lines": context_lines}
+        if not 0 <= context_lines <= 10:
+            raise QueryError("context_lines must be between 0 and 10")
         key, offset, limit, tokens = self._begin("text_pattern_search", args, cursor, limit,
                                                  max_tokens, 50)
         repo_id = self.ff.repository(repository)
@@ -166,8 +173,8 @@ class FourfoldService(Service):
                                    whole_word=whole_word, path_glob=path_glob,
                                    limit=GREP_CAP + 1, repo_id=repo_id)
             # the partial mark is cached with the lines, so that every page says so
-            return [matches.partial] + [{"path": m.path, "line": m.line, "text": cut(m.text)}
-                                        for m in matches]
+            return [matches.partial] + [_cut_lines(m)
+                                        for m in self.ff.with_context(matches, context_lines)]
 
         rows = self.rows(key, compute)
         partial, rows = rows[0], rows[1:]
@@ -179,8 +186,9 @@ class FourfoldService(Service):
         if partial:
             notes.append("partial: the scan stopped at its time budget with files left "
                          "unread; narrow the pattern or path_glob")
-        return {"pattern": pattern, **page(rows, offset, limit, tokens, key),
-                "total_is_lower_bound": bool(notes), "partial": partial, "notes": notes}
+        return page(rows, offset, limit, tokens, key, frame={
+            "pattern": pattern, "total_is_lower_bound": bool(notes), "partial": partial,
+            "notes": notes})
 
     @tool()
     def structural_search(
@@ -197,12 +205,20 @@ class FourfoldService(Service):
         """The parsed code structure. With `name` (and optionally `kind`): the definitions
         of that name with kind, signature, docstring and location. With `path`: the outline
         of one file (classes, functions, methods with line ranges and nesting depth), to
-        see what a file contains before reading it."""
-        if bool(name and name.strip()) == bool(path and path.strip()):
-            raise QueryError("give exactly one of `name` (definitions by name, optionally "
-                             "with `kind`) or `path` (the outline of one file)")
+        see what a file contains before reading it. With only `kind`: every definition of
+        that kind (e.g. interfaces under path_glob)."""
+        has_name, has_path = bool(name and name.strip()), bool(path and path.strip())
+        if (has_name and has_path) or not (has_name or has_path or (kind and kind.strip())):
+            raise QueryError("give one of `name` (definitions by name, optionally with "
+                             "`kind`), `path` (the outline of one file) or only `kind` "
+                             "(every definition of that kind, optionally under `path_glob`)")
         path_glob = check_glob(path_glob)
-        if path:
+        by_kind = not has_name and not has_path
+        if by_kind:
+            repo_id = self.ff.repository(repository)
+            args = {"kind": kind, "path_glob": path_glob, "repository": repository,
+                    "mode": "kind"}
+        elif path:
             repo_id, rel = self._safe_path(path, repository)
             args = {"path": rel, "kind": kind, "repository": repo_id}
         else:
@@ -212,6 +228,8 @@ class FourfoldService(Service):
                                                  max_tokens, 20)
 
         def compute() -> list:
+            if by_kind:
+                return [_definition(d) for d in self.ff.symbols(kind, path_glob, repo_id)]
             if not path:
                 return [_definition(d) for d in self.ff.definitions(
                     name, kind, repo_id=repo_id, path_glob=path_glob, limit=1000)]
@@ -221,9 +239,11 @@ class FourfoldService(Service):
                                  "missing)")
             return [{**s, "signature": cut(s["signature"], SIGNATURE_CHARS)} for s in outline]
 
-        result = page(self.rows(key, compute), offset, limit, tokens, key)
-        mode = {"mode": "outline", "path": rel} if path else {"mode": "definitions", "name": name}
-        return {**mode, "kind": kind, **result}
+        mode = ({"mode": "kind", "path_glob": path_glob} if by_kind else
+                {"mode": "outline", "path": rel} if path else
+                {"mode": "definitions", "name": name})
+        return page(self.rows(key, compute), offset, limit, tokens, key,
+                    frame={**mode, "kind": kind})
 
     @tool()
     def find_symbol(
@@ -262,10 +282,10 @@ class FourfoldService(Service):
             return {**row, "code": "\n".join(f"{ln['line']:>5}  {ln['text']}" for ln in lines),
                     "code_truncated": row["end_line"] - row["start_line"] + 1 > len(lines)}
 
-        result = page(self.rows(key, compute), offset, limit, tokens, key, render)
-        notes = [] if result["total"] else [f"no definition matches {name!r}; try "
-                                            "intelligent_search or text_pattern_search"]
-        return {"name": name, **result, "notes": notes}
+        rows = self.rows(key, compute)
+        notes = [] if rows else [f"no definition matches {name!r}; try "
+                                 "intelligent_search or text_pattern_search"]
+        return page(rows, offset, limit, tokens, key, render, frame={"name": name, "notes": notes})
 
     @tool()
     def dependency_search(
@@ -297,8 +317,8 @@ class FourfoldService(Service):
             return [found["notes"]] + found["results"]
 
         rows = self.rows(key, compute)
-        return {"name": name, "relation": relation, **page(rows[1:], offset, limit, tokens, key),
-                "notes": rows[0]}
+        return page(rows[1:], offset, limit, tokens, key,
+                    frame={"name": name, "relation": relation, "notes": rows[0]})
 
     @tool()
     def analyze_dependencies(
@@ -324,8 +344,8 @@ class FourfoldService(Service):
 
         rows = self.rows(key, compute)
         notes, summary = rows[0]
-        return {"name": name, "depth": depth, "summary": summary,
-                **page(rows[1:], offset, limit, tokens, key), "notes": notes}
+        return page(rows[1:], offset, limit, tokens, key, frame={
+            "name": name, "depth": depth, "summary": summary, "notes": notes})
 
     @tool()
     def get_file(
@@ -360,23 +380,35 @@ class FourfoldService(Service):
         shown: list[str] = []
         used = 0
         stopped_by = None
+        truncated = False
+        # the reply around the text at its widest; each line adds its JSON and a "\n"
+        widest = {"path": rel, "language": stored["language"], "total_lines": len(lines),
+                  "total": max(0, last - start_line + 1), "start_line": first, "end_line": last,
+                  "returned": limit, "text": "", "cursor": encode_cursor(last, key),
+                  "approx_tokens": tokens, "truncated": False, "notes": [
+                      f"lines {first}-{last} of {start_line}-{last}: the page stopped at "
+                      f"max_tokens={tokens}; pass `cursor` for the rest"]}
+        room = 4 * tokens - 1 - len(to_json(widest))  # characters left for the text
         while n <= last:
             text = f"{n:>6}  {cut(lines[n - 1], FILE_LINE_CHARS)}"
-            cost = approx_tokens(text)
-            if len(shown) == limit or (shown and used + cost > tokens):
+            cost = len(to_json(text)) - 2 + (2 if shown else 0)
+            if len(shown) == limit or (shown and used + cost > room):
                 stopped_by = f"limit={limit}" if len(shown) == limit else f"max_tokens={tokens}"
                 break
+            while cost > room and len(text) > 21:  # one line alone over the budget: cut it
+                text = text[:max(20, len(text) - (cost - room) - 1)] + "…"
+                cost, truncated = len(to_json(text)) - 2, True
             shown.append(text)
             used += cost
             n += 1
         notes = [] if stopped_by is None else [
             f"lines {first}-{n - 1} of {start_line}-{last}: the page stopped at {stopped_by}; "
             "pass `cursor` for the rest"]
-        return {"path": rel, "language": stored["language"], "total_lines": len(lines),
-                "total": max(0, last - start_line + 1), "start_line": first,
-                "end_line": n - 1, "returned": len(shown), "text": "\n".join(shown),
-                "cursor": encode_cursor(n - start_line, key) if n <= last else None,
-                "approx_tokens": used, "notes": notes}
+        return settle({"path": rel, "language": stored["language"], "total_lines": len(lines),
+                       "total": max(0, last - start_line + 1), "start_line": first,
+                       "end_line": n - 1, "returned": len(shown), "text": "\n".join(shown),
+                       "cursor": encode_cursor(n - start_line, key) if n <= last else None,
+                       "approx_tokens": 0, "truncated": truncated, "notes": notes})
 
     @tool()
     def find_similar_code(
@@ -397,12 +429,19 @@ class FourfoldService(Service):
                                                  max_tokens, 10)
 
         def compute() -> list:
-            return [{"path": h.path, "start_line": h.start_line, "end_line": h.end_line,
-                     "symbol": h.symbol, "score": round(h.score, 4)}
-                    for h in self.ff.similar_at(rel, line, repo_id, limit=MAX_SIMILAR)]
+            found = self.ff.similar_code(rel, line, repo_id, limit=MAX_SIMILAR,
+                                         code_lines=SIMILAR_CODE_LINES)
+            return [found["capped"]] + [
+                {**{k: v for k, v in h.items() if k != "code"},
+                 "code": "\n".join(f"{c['line']:>5}  {cut(c['text'])}" for c in h["code"]),
+                 "code_truncated": h["end_line"] - h["start_line"] + 1 > len(h["code"])}
+                for h in found["results"]]
 
-        return {"path": rel, "line": line,
-                **page(self.rows(key, compute), offset, limit, tokens, key)}
+        rows = self.rows(key, compute)
+        capped, rows = rows[0], rows[1:]
+        notes = [f"only the {MAX_SIMILAR} nearest chunks are kept; more exist"] if capped else []
+        return page(rows, offset, limit, tokens, key, frame={
+            "path": rel, "line": line, "total_is_lower_bound": capped, "notes": notes})
 
     @tool()
     def repository_context(
@@ -430,17 +469,22 @@ class FourfoldService(Service):
             return [repo_map["files"], repo_map["symbols"]]
 
         files, symbols = self.rows(key, compute)
-        half = max(MIN_MAX_TOKENS, tokens // 2)
-        files_page = page(files, offset, limit, half, key)
-        symbols_page = page(symbols, offset, limit, half, key)
-        nxt = offset + max(files_page["returned"], symbols_page["returned"])
         total = max(len(files), len(symbols))
-        return {"index_dir": status["index_dir"], "index_bytes": status["index_bytes"],
-                "repositories": repos, "freshness": self.freshness(), "total": total,
-                "central_files": files_page["results"], "central_files_total": len(files),
-                "central_symbols": symbols_page["results"],
-                "central_symbols_total": len(symbols),
-                "cursor": encode_cursor(nxt, key) if nxt < total else None}
+        reply = {"index_dir": status["index_dir"], "index_bytes": status["index_bytes"],
+                 "repositories": repos, "freshness": self.freshness(), "total": total,
+                 "central_files": [], "central_files_total": len(files),
+                 "central_symbols": [], "central_symbols_total": len(symbols),
+                 "cursor": encode_cursor(total, key), "approx_tokens": tokens}
+        room = tokens - approx_tokens(reply) - 1  # split between the two lists
+        shown_files, _ = fill(files, offset, limit, room // 2)
+        shown_symbols, _ = fill(symbols, offset, limit, room - room // 2)
+        # the next page starts after the shorter list still going, so that none is skipped
+        going = [len(shown) for shown, rows in ((shown_files, files), (shown_symbols, symbols))
+                 if offset + len(shown) < len(rows)]
+        nxt = offset + (min(going) if going else max(len(shown_files), len(shown_symbols)))
+        reply.update({"central_files": shown_files, "central_symbols": shown_symbols,
+                      "cursor": encode_cursor(nxt, key) if nxt < total else None})
+        return settle(reply)
 
     @tool()
     def get_task_context(
@@ -476,12 +520,17 @@ class FourfoldService(Service):
         repo_id = self.ff.repository(repository)
         context = self.rows(key, lambda: [self.ff.task_context(
             task, language, path_glob, repo_id, include_neighbours)])[0]
-        packed = context.pack(offset, limit, tokens, max(5, min(max_span_lines, 400)))
-        total, nxt = len(context.spans), packed["next"]
-        return {"task": task, "max_tokens": tokens, "used_tokens": packed["used_tokens"],
-                "total": total, "offset": offset, "returned": len(packed["spans"]),
-                "spans": packed["spans"], "cursor": encode_cursor(nxt, key) if nxt < total
-                else None, "search": context.search}
+        total = len(context.spans)
+        widest = {"task": task, "max_tokens": tokens, "used_tokens": tokens, "total": total,
+                  "offset": offset, "returned": limit, "spans": [],
+                  "cursor": encode_cursor(total, key), "search": context.search}
+        packed = context.pack(offset, limit, max(1, tokens - approx_tokens(widest) - 1),
+                              max(5, min(max_span_lines, 400)))
+        nxt = packed["next"]
+        return settle({"task": task, "max_tokens": tokens, "used_tokens": 0,
+                       "total": total, "offset": offset, "returned": len(packed["spans"]),
+                       "spans": packed["spans"], "cursor": encode_cursor(nxt, key) if nxt < total
+                       else None, "search": context.search}, "used_tokens")
 
     @tool(read_only=False)
     def reindex(self) -> dict[str, Any]:
@@ -492,6 +541,39 @@ class FourfoldService(Service):
         return {**summary, "total": summary["added"] + summary["changed"] + summary["deleted"],
                 "embedding": "in the background" if self.embed_enabled else "off",
                 "cursor": None}
+
+    @tool()
+    def list_files(
+            self,
+            path_glob: PathGlob = None,
+            name: Annotated[str | None, Field(description="Part of the file name (any "
+                                                          "case).")] = None,
+            language: Language = None, repository: Repository = None, limit: Limit = 100,
+            cursor: Cursor = None, max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
+        """The indexed files (path, language, bytes, lines) in path order; find a file by
+        part of its name."""
+        path_glob = check_glob(path_glob)
+        args = {"path_glob": path_glob, "name": name, "language": language,
+                "repository": repository}
+        key, offset, limit, tokens = self._begin("list_files", args, cursor, limit,
+                                                 max_tokens, 100)
+        repo_id = self.ff.repository(repository)
+        rows = self.rows(key, lambda: self.ff.list_files(
+            path_glob, name, (language,) if language else (), repo_id))
+
+        def render(row: dict) -> dict:
+            return {**row, "lines": self.ff.line_count(row["path"], repo_id)}
+
+        return page(rows, offset, limit, tokens, key, render)
+
+
+def _cut_lines(match: dict) -> dict:
+    """A text match (with its context lines, if any) cut for an agent's page."""
+    out = {**match, "text": cut(match["text"])}
+    for side in ("before", "after"):
+        if side in match:
+            out[side] = [{"line": c["line"], "text": cut(c["text"])} for c in match[side]]
+    return out
 
 
 def _definition(d: dict) -> dict:

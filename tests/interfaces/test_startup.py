@@ -1,0 +1,30 @@
+"""A fast start: the command line loads only what a command needs."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("numpy", "scipy", "onnxruntime", "mcp", "tokenizers")
+
+
+def test_version_loads_no_heavy_module():
+    code = ("import sys\nfrom fourfold.interfaces.cli import main\n"
+            "try:\n    main(['--version'])\nexcept SystemExit as exit:\n    assert exit.code == 0\n"
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    version, loaded = result.stdout.strip().splitlines()
+    assert version.startswith("fourfold ") and loaded == "[]"
+
+
+def test_grep_on_an_indexed_folder_loads_no_scipy_or_models(make_tree):
+    from fourfold import Fourfold
+    root = make_tree({"a.py": "VALUE = 'START_MARKER'\n"})
+    Fourfold(root).index(embed=False)
+    code = ("import sys\nfrom fourfold.interfaces.cli import main\n"
+            f"code = main(['grep', 'START_MARKER', {str(root)!r}])\n"
+            f"print(code, sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60)
+    assert result.stdout.strip().splitlines()[-1] == "0 []", result.stderr
