@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 import threading
 import time
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES
-from .errors import FourfoldError, ModalityUnavailable, NotIndexedError, QueryError
 from . import navigation
+from .errors import FourfoldError, ModalityUnavailable, NotIndexedError, QueryError
 from .indexer import IndexLock, IndexSummary, Progress, index_repository
 from .ranking.priors import rank_definitions
 from .retrievers.graph import GraphRetriever
@@ -68,12 +69,16 @@ class Fourfold:
         self.notes: list[str] = []  # what opening the index had to do, for the user to read
         prepare_index_dir(self.index_dir, self.root)
         if rebuild:
-            with IndexLock(self.index_dir):
-                remove_database(self.index_dir)
+            self._discard_database()
         self.store = self._open_store()
         self.max_file_bytes = max_file_bytes or self.store.setting(
             f"max_file_bytes:{self.root}", DEFAULT_MAX_FILE_BYTES)
         self.snapshots = Snapshots(self.store)
+
+    def _discard_database(self) -> None:
+        """Start from an empty index, never under another indexer's feet."""
+        with IndexLock(self.index_dir):
+            remove_database(self.index_dir)
 
     def _open_store(self) -> SQLiteStore:
         """The folder's database, trusted only if it was built in this very folder; any
@@ -87,8 +92,7 @@ class Fourfold:
             store.mark_identity(here)
             return store
         store.close()
-        with IndexLock(self.index_dir):
-            remove_database(self.index_dir)
+        self._discard_database()
         self.notes.append(f"the index in {self.index_dir} was not built in this folder "
                           "(shipped with the repository, copied or moved); it was discarded "
                           "and is built anew")
@@ -135,15 +139,13 @@ class Fourfold:
         """Keep the index fresh: index now, then again after every debounced batch of file
         changes, until `stop` is set or Ctrl-C. `on_index` gets each run's summary. While
         another process indexes this folder, the run waits for it (up to busy_wait_s)."""
-        from .discovery.watch import watch_changes
-
         def run() -> None:
             summary = self.index(embed=embed, wait_s=busy_wait_s)
             if on_index:
                 on_index(summary)
 
         run()
-        for _ in watch_changes(self.root, self.index_dir, stop, debounce_ms):
+        for _ in self.watch_changes(stop, debounce_ms):
             run()
 
     def is_indexed(self) -> bool:
@@ -402,8 +404,6 @@ class Fourfold:
     def modality_status(self) -> dict[str, str]:
         """Per modality: "ready", "building…" (answers use what is built so far) or
         "unavailable: why"."""
-        from .routing.profiles import MODALITIES
-
         out = {}
         for m in MODALITIES:
             retriever = self.engine.retrievers.get(m)
@@ -426,11 +426,6 @@ class Fourfold:
                              ) -> tuple[SearchResponse, list[str]]:
         """search(), but when none of the asked modalities could answer (the semantic index
         still building) the ready ones answer instead; notes say what was left out."""
-        from dataclasses import replace
-
-        from .errors import QueryError
-        from .routing.profiles import MODALITIES
-
         options = options or SearchOptions(**kw)
         for m in [*(options.modalities or ()), *(options.weights or {})]:
             if m not in MODALITIES:
@@ -492,8 +487,6 @@ class Fourfold:
                 limit: int = 50, offset: int = 0) -> dict:
         """One step in the code graph from a symbol (or, for importers, a file or module):
         its callers, callees, importers or subclasses, paged, with notes."""
-        from .errors import QueryError
-
         self._require_index()
         if relation not in RELATIONS:
             raise QueryError(f"unknown relation {relation!r}; use {', '.join(RELATIONS)}")

@@ -27,17 +27,24 @@ def centrality_boost(centrality: float) -> float:
     return min(1.0 + BOOST_SCALE * math.log1p(max(centrality, 0.0)), BOOST_CAP)
 
 
-def flag_factor(flags: int, wants_tests: bool) -> float:
-    """The share a file keeps for what it is: vendored or generated, and tests unless the
-    question asks for them, count half each."""
-    factor = DOWNRANK_FACTOR if flags & DOWNRANKED else 1.0
-    return factor * TEST_FACTOR if flags & TEST and not wants_tests else factor
+def flag_factors(flags: int, wants_tests: bool, wants_prose: bool) -> dict[str, float]:
+    """The share a file keeps for what it is, by prior: vendored or generated code, tests
+    unless the question asks for them, prose unless it asks for docs or configuration."""
+    factors = {}
+    if flags & DOWNRANKED:
+        factors["vendor"] = DOWNRANK_FACTOR
+    if flags & TEST and not wants_tests:
+        factors["test"] = TEST_FACTOR
+    if flags & PROSE and not wants_prose:
+        factors["prose"] = PROSE_FACTOR
+    return factors
 
 
 def rank_definitions(found: list, wants_tests: bool = False) -> list:
     """(symbol, tier) pairs as a definition lookup answers them: by match tier, then by the
     same flag priors as search results, the retriever's order breaking ties."""
-    return sorted(found, key=lambda st: (st[1], -flag_factor(st[0].flags, wants_tests)))
+    return sorted(found, key=lambda st: (st[1], -math.prod(
+        flag_factors(st[0].flags, wants_tests, wants_prose=True).values())))
 
 
 def question_words(text: str) -> frozenset[str]:
@@ -62,13 +69,7 @@ def apply_priors(hits: list[Hit], file_flags: dict[tuple, int], centrality: dict
                                                      else centrality.get(key, 0.0))
         if named:
             factors["file_name"] = 1.0 + NAME_BOOST * name_match(name_words(hit.path), named)
-        flags = file_flags.get(key, 0)
-        if flags & DOWNRANKED:
-            factors["vendor"] = DOWNRANK_FACTOR
-        if flags & TEST and not wants_tests:
-            factors["test"] = TEST_FACTOR
-        if flags & PROSE and not wants_prose:
-            factors["prose"] = PROSE_FACTOR
+        factors.update(flag_factors(file_flags.get(key, 0), wants_tests, wants_prose))
         hit.factors = {name: f for name, f in factors.items() if f != 1.0}
         factor = math.prod(hit.factors.values())
         hit.score *= factor
