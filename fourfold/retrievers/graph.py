@@ -67,12 +67,12 @@ class GraphRetriever:
         g = LoadedGraph(generation, self.store.all_edges())
         for e in g.edges:
             if e.kind == "import":
-                if e.dst_file is not None and e.resolved:
+                if e.dst_file is not None and e.resolution:
                     g.file_importers[e.dst_file].append(e)
                 continue
             if e.src_symbol is not None:
                 g.outgoing[e.src_symbol].append(e)
-            if not e.resolved:
+            if not e.resolution:
                 if e.kind == "call":
                     g.unresolved_by_name[_last_name(e.name)].append(e)
                 continue

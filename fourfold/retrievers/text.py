@@ -13,7 +13,7 @@ import re2
 
 from ..errors import QueryError
 from ..model import Hit
-from ..store.base import Store, StoredFile
+from ..store.base import RequiredText, Store, StoredFile
 from ..store.snapshot import Snapshots
 from ..tokens import name_match, name_targets, name_words, query_terms, singular
 from ..query.model import Query
@@ -50,30 +50,11 @@ class LineMatch:
         return {"path": self.path, "line": self.line, "text": self.text}
 
 
-def _fts_phrase(literal: str) -> str:
-    return '"' + literal.replace('"', '""') + '"'
+def literal_required(pattern: str) -> RequiredText | None:
+    return pattern if len(pattern) >= MIN_TRIGRAM else None
 
 
-MAX_TRIGRAMS = 12  # more of a long literal's trigrams barely narrow the candidates further
-
-
-def _trigrams_all(literal: str) -> str:
-    """Every file containing the literal holds each of its trigrams. The trigram index keeps
-    no positions (a tenth of the size), so this is an AND of trigrams, not a phrase; exact
-    verification follows."""
-    grams = list(dict.fromkeys(literal[i:i + 3] for i in range(len(literal) - 2)))
-    if len(grams) > MAX_TRIGRAMS:
-        step = (len(grams) - 1) / (MAX_TRIGRAMS - 1)
-        grams = [grams[round(i * step)] for i in range(MAX_TRIGRAMS)]
-    return " AND ".join(_fts_phrase(g) for g in grams)
-
-
-def _literal_match_expr(pattern: str) -> str | None:
-    return _trigrams_all(pattern) if len(pattern) >= MIN_TRIGRAM else None
-
-
-# A required-literal expression: ("and", [...]) / ("or", [...]) / str; None = no constraint.
-def _required(items) -> object | None:
+def _required(items) -> RequiredText | None:
     terms: list = []
     run: list[str] = []
 
@@ -111,16 +92,17 @@ def _required(items) -> object | None:
     return terms[0] if len(terms) == 1 else ("and", terms)
 
 
-def _expr_to_fts(expr) -> str:
-    if isinstance(expr, str):
-        return "(" + _trigrams_all(expr) + ")"
-    op, parts = expr
-    joiner = " AND " if op == "and" else " OR "
-    return "(" + joiner.join(_expr_to_fts(p) for p in parts) + ")"
+MAX_REQUIRED_DEPTH = 32  # deeper trees narrow no better, and stores' query parsers have limits
 
 
-def regex_match_expr(pattern: str) -> str | None:
-    """An FTS5 trigram expression every matching file satisfies, or None (scan all)."""
+def _depth(required: RequiredText | None) -> int:
+    if required is None or isinstance(required, str):
+        return 0
+    return 1 + max(map(_depth, required[1]))
+
+
+def regex_required(pattern: str) -> RequiredText | None:
+    """The literals every line the regex matches must contain, or None (scan all)."""
     try:
         parsed = sre_parse.parse(pattern)
     except Exception:  # RE2 syntax Python cannot read: verification alone stays exact
@@ -128,10 +110,10 @@ def regex_match_expr(pattern: str) -> str | None:
     if any(op is sre_parse.LITERAL and arg > 0xFFFF for op, arg in parsed):
         return None
     try:
-        expr = _required(list(parsed))
-        return _expr_to_fts(expr) if expr is not None else None
+        required = _required(list(parsed))
     except RecursionError:  # groups nested hundreds deep: no prefilter, verification is exact
         return None
+    return required if _depth(required) <= MAX_REQUIRED_DEPTH else None
 
 
 def _check_pattern(pattern: str) -> None:
@@ -274,11 +256,11 @@ class TextRetriever:
         deadline = time.monotonic() + (self.time_budget if time_budget is None else time_budget)
         if regex:
             matcher = compile_regex(pattern, case_sensitive)
-            match_expr = regex_match_expr(pattern)
+            required = regex_required(pattern)
             if whole_word:
                 matcher = compile_regex(rf"\b(?:{pattern})\b", case_sensitive)
         else:
-            match_expr = _literal_match_expr(pattern)
+            required = literal_required(pattern)
             if whole_word:
                 matcher = re.compile(rf"(?<!\w){re.escape(pattern)}(?!\w)",
                                      0 if case_sensitive else re.IGNORECASE)
@@ -288,7 +270,7 @@ class TextRetriever:
                 matcher = re.compile(re.escape(pattern), re.IGNORECASE)
         out = ResultList()
         candidates = [(stored, content_hash) for stored, content_hash
-                      in self.store.trigram_candidates(match_expr, repo_id)
+                      in self.store.trigram_candidates(required, repo_id)
                       if path_ok(stored.path, path_glob)]
         for start in range(0, len(candidates), GREP_READ_BATCH):
             batch = candidates[start:start + GREP_READ_BATCH]
@@ -345,8 +327,7 @@ class TextRetriever:
         terms = query_terms(query.text)
         if not terms:
             return []
-        match = " OR ".join(_fts_phrase(t) for t in terms)
-        ranked = self.store.bm25_chunks(match, limit * 3, query.filters.repo_id)
+        ranked = self.store.bm25_chunks(terms, limit * 3, query.filters.repo_id)
         hits = [Hit(c.path, c.start_line, c.end_line, score, symbol=c.symbol, kind=c.kind)
                 for c, score in ranked if path_ok(c.path, query.filters.path_glob)]
         return self._name_bonus(hits, terms, query)[:limit]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import Iterable, NamedTuple, Sequence
 
 from ..model import Chunk, Reference, Symbol
@@ -111,6 +112,21 @@ class StoredChunk:
     flags: int
 
 
+# What text a file must hold: a literal (str), ("and", [...]) or ("or", [...]) of these.
+RequiredText = str | tuple[str, list["RequiredText"]]
+
+BM25_COLUMN_WEIGHTS = (3.0, 5.0, 1.0)  # path, symbol name, body
+
+
+class Resolution(IntEnum):
+    """How sure an edge is of its target, weakest first (stored as a small integer)."""
+
+    NONE = 0       # no target in the repository: an outside import, an unknown name
+    NAME_ONLY = 1  # a definition guessed by its name alone
+    INFERRED = 2   # the receiver's type was inferred (self, a constructor, an annotation)
+    EXACT = 3      # an import, a qualified name or a definition in scope
+
+
 @dataclass(slots=True)
 class StoredEdge:
     kind: str
@@ -120,7 +136,7 @@ class StoredEdge:
     dst_symbol: int | None
     line: int
     name: str
-    resolved: bool
+    resolution: int  # a Resolution
 
 
 @dataclass(slots=True)
@@ -135,7 +151,7 @@ class EdgeColumns:
     dst_symbol: Sequence[int] = ()
     line: Sequence[int] = ()
     name: list[str] = field(default_factory=list)
-    resolved: Sequence[bool] = ()
+    resolution: Sequence[int] = ()
 
     @classmethod
     def of(cls, edges: list[StoredEdge]) -> "EdgeColumns":
@@ -144,7 +160,7 @@ class EdgeColumns:
         return cls([e.kind for e in edges], [e.src_file for e in edges],
                    ids(e.src_symbol for e in edges), ids(e.dst_file for e in edges),
                    ids(e.dst_symbol for e in edges), [e.line for e in edges],
-                   [e.name for e in edges], [e.resolved for e in edges])
+                   [e.name for e in edges], [e.resolution for e in edges])
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -212,19 +228,22 @@ class Store(ABC):
 
     # -- text -------------------------------------------------------------------------
     @abstractmethod
-    def trigram_candidates(self, match: str | None, repo_id: int | None = None
+    def trigram_candidates(self, required: RequiredText | None, repo_id: int | None = None
                            ) -> list[tuple[StoredFile, str]]:
-        """(file, content hash) of the files whose trigram index satisfies an FTS5 MATCH
-        expression, in path order; None means every file (patterns too short for trigrams)."""
+        """(file, content hash) of the files that may hold what `required` asks for (a
+        superset: matching is case-insensitive and may ignore order; exact verification
+        follows), in path order; None means every file."""
 
     @abstractmethod
     def contents(self, file_ids: Iterable[int]) -> dict[int, str]:
         """file id -> text, for many files at once."""
 
     @abstractmethod
-    def bm25_chunks(self, match: str, limit: int, repo_id: int | None = None
+    def bm25_chunks(self, terms: Sequence[str], limit: int, repo_id: int | None = None
                     ) -> list[tuple[StoredChunk, float]]:
-        """Chunks ranked by BM25 over identifier-split tokens (higher is better)."""
+        """Chunks holding any of the query terms, ranked by BM25 over identifier-split,
+        stemmed tokens (higher is better); a term in the path or the symbol name counts
+        more than one in the body (BM25_COLUMN_WEIGHTS)."""
 
     @abstractmethod
     def chunks(self, chunk_ids: Iterable[int]) -> list[StoredChunk]: ...

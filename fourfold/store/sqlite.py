@@ -19,12 +19,13 @@ from typing import Iterable, Sequence
 
 from ..errors import FourfoldError, IndexDamagedError, IndexWriteError
 from ..tokens import chunk_body, identifier_tokens, token_text
-from .base import (EdgeColumns, FileRecord, FileStamp, FileState, RepoInfo, Store, StoredChunk,
+from .base import (BM25_COLUMN_WEIGHTS, EdgeColumns, FileRecord, RequiredText, FileStamp, FileState, RepoInfo, Store, StoredChunk,
                    StoredEdge, StoredFile, StoredSymbol)
 
-SCHEMA_VERSION = 6  # 2: trigram index without positions; 3: contentless chunk tokens;
+SCHEMA_VERSION = 7  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
-# 5: a repository's edges packed in one row; 6: files keep their ctime and inode
+# 5: a repository's edges packed in one row; 6: files keep their ctime and inode;
+# 7: an edge's resolution (how sure it is) instead of a resolved flag
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -64,7 +65,7 @@ CREATE TABLE IF NOT EXISTS file_refs(file_id INTEGER PRIMARY KEY, refs TEXT NOT 
 CREATE TABLE IF NOT EXISTS edges(
     repo_id INTEGER PRIMARY KEY, src_file BLOB NOT NULL, src_symbol BLOB NOT NULL,
     dst_file BLOB NOT NULL, dst_symbol BLOB NOT NULL, line BLOB NOT NULL,
-    resolved BLOB NOT NULL, kinds_names TEXT NOT NULL);
+    resolution BLOB NOT NULL, kinds_names TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS symbol_rank(symbol_id INTEGER PRIMARY KEY, repo_id INTEGER, rank REAL);
 CREATE TABLE IF NOT EXISTS file_rank(file_id INTEGER PRIMARY KEY, repo_id INTEGER, rank REAL);
 CREATE TABLE IF NOT EXISTS vectors(
@@ -72,11 +73,36 @@ CREATE TABLE IF NOT EXISTS vectors(
     PRIMARY KEY(model, embed_hash));
 """
 
-BM25_COLUMN_WEIGHTS = (3.0, 5.0, 1.0)  # path, symbol, body
 _FILE_COLS = "f.id, f.repo_id, f.path, f.language, f.flags"
 _SYMBOL_COLS = ("s.id, s.file_id, f.path, s.name, s.qualname, s.kind, s.start_line, s.end_line, "
                 "s.signature, s.doc, s.parent, f.flags, f.language")
 _CHUNK_COLS = "c.id, c.file_id, f.path, c.start_line, c.end_line, c.symbol, c.kind, f.flags"
+
+
+def _fts_phrase(literal: str) -> str:
+    return '"' + literal.replace('"', '""') + '"'
+
+
+MAX_TRIGRAMS = 12  # more of a long literal's trigrams barely narrow the candidates further
+
+
+def _trigrams_all(literal: str) -> str:
+    """Every file containing the literal holds each of its trigrams. The trigram index keeps
+    no positions (a tenth of the size), so this is an AND of trigrams, not a phrase."""
+    grams = list(dict.fromkeys(literal[i:i + 3] for i in range(len(literal) - 2)))
+    if len(grams) > MAX_TRIGRAMS:
+        step = (len(grams) - 1) / (MAX_TRIGRAMS - 1)
+        grams = [grams[round(i * step)] for i in range(MAX_TRIGRAMS)]
+    return " AND ".join(_fts_phrase(g) for g in grams)
+
+
+def trigram_match(required: RequiredText) -> str:
+    """The FTS5 trigram expression of what a file must hold."""
+    if isinstance(required, str):
+        return "(" + _trigrams_all(required) + ")"
+    op, parts = required
+    joiner = " AND " if op == "and" else " OR "
+    return "(" + joiner.join(trigram_match(p) for p in parts) + ")"
 
 
 def _placeholders(n: int) -> str:
@@ -99,18 +125,18 @@ def _pack_edges(edges: EdgeColumns) -> tuple:
     """The columns of an edges row (see the schema)."""
     return (_packed(edges.src_file), _packed(edges.src_symbol), _packed(edges.dst_file),
             _packed(edges.dst_symbol), _packed(edges.line),
-            bytes(bytearray(map(bool, edges.resolved))),
+            bytes(bytearray(map(int, edges.resolution))),
             json.dumps([list(edges.kind), list(edges.name)]))
 
 
 def _unpack_edges(row: tuple) -> list[StoredEdge]:
-    src_file, src_symbol, dst_file, dst_symbol, line, resolved, kinds_names = row
+    src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds_names = row
     kinds, names = json.loads(kinds_names)
     return [StoredEdge(kind, sf, None if ss < 0 else ss, None if df < 0 else df,
-                       None if ds < 0 else ds, ln, name, bool(res))
+                       None if ds < 0 else ds, ln, name, res)
             for kind, sf, ss, df, ds, ln, name, res in zip(
                 kinds, _unpacked(src_file), _unpacked(src_symbol), _unpacked(dst_file),
-                _unpacked(dst_symbol), _unpacked(line), names, resolved)]
+                _unpacked(dst_symbol), _unpacked(line), names, resolution)]
 
 
 def _translated(method):
@@ -396,9 +422,9 @@ class SQLiteStore(Store):
         return rows[0][0] if rows else ""
 
     # -- text -----------------------------------------------------------------------------
-    def trigram_candidates(self, match: str | None, repo_id: int | None = None
+    def trigram_candidates(self, required: RequiredText | None, repo_id: int | None = None
                            ) -> list[tuple[StoredFile, str]]:
-        if match is None:
+        if required is None:
             sql = f"SELECT {_FILE_COLS}, f.hash FROM files f"
             params: tuple = ()
             if repo_id:
@@ -407,7 +433,7 @@ class SQLiteStore(Store):
         else:
             sql = (f"SELECT {_FILE_COLS}, f.hash FROM content_trigrams t "
                    "JOIN files f ON f.id=t.rowid WHERE content_trigrams MATCH ?")
-            params = (match,)
+            params = (trigram_match(required),)
             if repo_id:
                 sql += " AND f.repo_id=?"
                 params += (repo_id,)
@@ -423,8 +449,11 @@ class SQLiteStore(Store):
                                    f"({_placeholders(len(part))})", part))
         return out
 
-    def bm25_chunks(self, match: str, limit: int, repo_id: int | None = None
+    def bm25_chunks(self, terms: Sequence[str], limit: int, repo_id: int | None = None
                     ) -> list[tuple[StoredChunk, float]]:
+        if not terms:
+            return []
+        match = " OR ".join(_fts_phrase(t) for t in terms)
         # Column weights: a query word in the path or symbol name says more than one in a body.
         w = ", ".join(str(x) for x in BM25_COLUMN_WEIGHTS)
         if repo_id:
@@ -542,7 +571,7 @@ class SQLiteStore(Store):
                              [(k, repo_id, v) for k, v in file_rank.items()])
 
     def all_edges(self, repo_id: int | None = None) -> list[StoredEdge]:
-        sql = ("SELECT src_file, src_symbol, dst_file, dst_symbol, line, resolved, kinds_names "
+        sql = ("SELECT src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds_names "
                "FROM edges")
         rows = self._query(sql + " WHERE repo_id=?", (repo_id,)) if repo_id else self._query(sql)
         return [edge for row in rows for edge in _unpack_edges(row)]

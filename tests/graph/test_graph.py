@@ -607,7 +607,7 @@ def _stored_graph(ff: Fourfold) -> tuple[list, list, list]:
     symbols = {row[0]: (row[1], row[3]) for repo in store.repos()
                for row in store.graph_symbols(repo.repo_id)}
     edges = [(e.kind, files[e.src_file], symbols.get(e.src_symbol), files.get(e.dst_file),
-              symbols.get(e.dst_symbol), e.line, e.name, e.resolved) for e in store.all_edges()]
+              symbols.get(e.dst_symbol), e.line, e.name, e.resolution) for e in store.all_edges()]
     symbol_rank, file_rank = store.centrality()
     return (sorted(edges, key=repr),
             sorted(((symbols[k], round(v, 9)) for k, v in symbol_rank.items()), key=repr),

@@ -8,7 +8,8 @@ import pytest
 
 from fourfold import Fourfold
 from fourfold.errors import QueryError
-from fourfold.retrievers.text import MAX_TRIGRAMS, _literal_match_expr, regex_match_expr
+from fourfold.retrievers.text import regex_required
+from fourfold.store.sqlite import MAX_TRIGRAMS, trigram_match
 from fourfold.tokens import module_stem, name_match, name_targets, name_words
 
 STDLIB = Path(sys.modules["json"].__file__).parent.parent
@@ -79,17 +80,22 @@ def test_whole_word(stdlib_corpus):
 
 
 def test_required_literals_from_regex():
+    assert regex_required("foo.*barbaz") == ("and", ["foo", "barbaz"])
+    assert regex_required("(hello|world)x") == ("or", ["hello", "world"])
+    assert regex_required("ab+c") is None
+    assert regex_required(r"\w+") is None
+    assert regex_required("(?:abc)?def") == "def"
+
+
+def test_sqlite_trigram_expression():
     # trigram index without positions: each required literal is an AND of its trigrams
-    assert regex_match_expr("foo.*barbaz") == \
+    assert trigram_match(("and", ["foo", "barbaz"])) == \
         '(("foo") AND ("bar" AND "arb" AND "rba" AND "baz"))'
-    assert regex_match_expr("(hello|world)x") == \
+    assert trigram_match(("or", ["hello", "world"])) == \
         '(("hel" AND "ell" AND "llo") OR ("wor" AND "orl" AND "rld"))'
-    assert regex_match_expr("ab+c") is None
-    assert regex_match_expr(r"\w+") is None
-    assert regex_match_expr("(?:abc)?def") == '("def")'
-    many = _literal_match_expr("a_very_long_identifier_name_indeed")
-    assert many.count(" AND ") == MAX_TRIGRAMS - 1 and many.startswith('"a_v"')
-    assert many.endswith('"eed"')
+    many = trigram_match("a_very_long_identifier_name_indeed")
+    assert many.count(" AND ") == MAX_TRIGRAMS - 1 and many.startswith('("a_v"')
+    assert many.endswith('"eed")')
 
 
 def test_invalid_regex_and_empty_pattern_are_clear_errors(stdlib_corpus):

@@ -137,7 +137,7 @@ def test_write_batch_round_trips_files_states_contents_symbols_chunks_and_refere
         Reference("call", "beta", 2, "alpha")]
     assert store.repos() == [RepoInfo(repo, "/src/proj", "proj", None, 2, 36, 2, 1,
                                       {"python": 1, "other": 1})]
-    assert [f.path for f, _ in store.trigram_candidates('"bet" AND "eta"')] == ["pkg/a.py"]
+    assert [f.path for f, _ in store.trigram_candidates("beta")] == ["pkg/a.py"]
 
 
 def test_write_batch_replaces_deletes_and_restamps_in_one_transaction(store):
@@ -156,9 +156,9 @@ def test_write_batch_replaces_deletes_and_restamps_in_one_transaction(store):
         ("pkg/a.py", "[]")]
     assert [(c.start_line, c.symbol, c.kind) for c in store.chunks_of_file(file.file_id)] == [
         (1, None, "window")]
-    assert store.trigram_candidates('"bet" AND "eta"') == []
-    assert store.trigram_candidates('"hel" AND "llo"') == []
-    assert [f.path for f, _ in store.trigram_candidates('"gam" AND "mma"')] == ["pkg/a.py"]
+    assert store.trigram_candidates("beta") == []
+    assert store.trigram_candidates("hello") == []
+    assert [f.path for f, _ in store.trigram_candidates("gamma")] == ["pkg/a.py"]
     store.write_batch(repo, [], [], [("pkg/a.py", FileStamp(12, 50, 60, 444))])
     assert store.file_states(repo) == {
         "pkg/a.py": FileState(file.file_id, FileStamp(12, 50, 60, 444), "hash-a2")}
