@@ -3,6 +3,9 @@
     python bench/eval.py semble   [--preset default] [--modality M ...] [--no-direct] ...
     python bench/eval.py localize [--preset default] ...
     python bench/eval.py semble --ablations        (each modality alone, presets, direct, boost)
+    python bench/eval.py semble --store postgresql://…   (every repository in one server index)
+    python bench/eval.py semble --shared [--across]  (one embedded index holding every
+        repository; --across asks all of them for each query, as search_repositories does)
 
 Trees come from bench/datasets.py (prepare them first); indexes are kept under
 bench/.cache/indexes/ and updated incrementally, so a second run only searches.
@@ -16,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -31,10 +35,20 @@ INDEXES = BENCH / ".cache" / "indexes"
 RESULTS = BENCH / ".cache" / "results"
 EMBEDDER = "default"  # --embedder
 REPOS: set[str] | None = None  # --repos: only these semble-dev repositories
+STORE: str | None = None  # --store: one server index for every repository
+SHARED = False  # --shared: one embedded index for every repository
+ACROSS = False  # --across: each query asks every repository of the shared index
+SELECTED: list[bool] = []  # --across: whether the query's own repository was searched
 
 
 def open_index(kind: str, key: str, root: Path, log: dict) -> Fourfold:
-    ff = Fourfold(root, index_dir=INDEXES / kind / key, embedder=EMBEDDER)
+    if STORE:
+        ff = Fourfold(root, store_url=STORE, repository=key, embedder=EMBEDDER)
+    elif SHARED:
+        ff = Fourfold(root, index_dir=INDEXES / f"{kind}-shared", repository=key,
+                      embedder=EMBEDDER)
+    else:
+        ff = Fourfold(root, index_dir=INDEXES / kind / key, embedder=EMBEDDER)
     started = time.perf_counter()
     summary = ff.index()
     log.setdefault("index_s", {})[key] = time.perf_counter() - started
@@ -46,7 +60,14 @@ def run_queries(ff: Fourfold, queries: list[tuple[str, str]], options: SearchOpt
                 out: list[dict], latencies: list[float], intents: dict) -> None:
     for qid, text in queries:
         started = time.perf_counter()
-        response = ff.search(text, options)
+        if ACROSS:
+            response = ff.search_repositories(text, None, options)
+            SELECTED.append(ff.repository_name in response.repositories_searched)
+            # a hit in another repository is a miss, whatever its path
+            response.hits = [h if h.repository == ff.repository_name else
+                             replace(h, path=f"{h.repository}::{h.path}") for h in response.hits]
+        else:
+            response = ff.search(text, options)
         latencies.append((time.perf_counter() - started) * 1000)
         intents[qid] = response.intent
         out.append({"id": qid, "intent": response.intent,
@@ -88,9 +109,11 @@ def evaluate(kind: str, options: SearchOptions, label: str, quiet: bool = False)
     latencies: list[float] = []
     intents: dict[str, str] = {}
     if kind == "semble":
-        for repo in datasets.semble_repos():
-            if REPOS and repo["name"] not in REPOS:
-                continue
+        repos = [r for r in datasets.semble_repos() if not REPOS or r["name"] in REPOS]
+        if ACROSS:  # every repository indexed before the first query asks them all
+            for repo in repos:
+                open_index("semble", repo["name"], Path(repo["index_root"]), log).close()
+        for repo in repos:
             ff = open_index("semble", repo["name"], Path(repo["index_root"]), log)
             queries = [(q["id"], q["query"]) for q in repo["queries"]]
             run_queries(ff, queries, options, results, latencies, intents)
@@ -115,6 +138,8 @@ def evaluate(kind: str, options: SearchOptions, label: str, quiet: bool = False)
         "per_intent": per_intent_ndcg(kind, results),
         "strategies": dict(Counter(r["fusion_strategy"] for r in results)),
     }
+    if SELECTED:
+        summary["own_repository_searched"] = sum(SELECTED) / len(SELECTED)
     if not quiet:
         print_summary(kind, summary)
     return summary
@@ -133,6 +158,9 @@ def print_summary(kind: str, s: dict) -> None:
     print(f"[{s['label']}] {head}; zero-result {s['zero_result_rate']:.3f}; "
           f"p50 {s['latency_p50_ms']:.1f} ms p95 {s['latency_p95_ms']:.1f} ms; "
           f"index median {s['index_median_s']:.2f} s; strategies {s['strategies']}")
+    if "own_repository_searched" in s:
+        print(f"    the query's own repository was searched for "
+              f"{s['own_repository_searched']:.1%} of the queries")
     for intent, (n, v) in s["per_intent"].items():
         print(f"    intent {intent:<16} n={n:<4} NDCG@10 {v:.3f}")
 
@@ -162,9 +190,16 @@ def main() -> None:
     parser.add_argument("--repos", help="only these semble-dev repositories (comma-separated); "
                                          "the scores then cover those only")
     parser.add_argument("--ablations", action="store_true")
+    parser.add_argument("--store", help="index every repository into this server store")
+    parser.add_argument("--shared", action="store_true",
+                        help="index every repository into one embedded index")
+    parser.add_argument("--across", action="store_true",
+                        help="with --shared or --store: ask every repository for each query")
     args = parser.parse_args()
-    global EMBEDDER, REPOS
-    EMBEDDER = args.embedder
+    global EMBEDDER, REPOS, STORE, SHARED, ACROSS
+    EMBEDDER, STORE, SHARED, ACROSS = args.embedder, args.store, args.shared, args.across
+    if ACROSS and not (STORE or SHARED):
+        parser.error("--across needs --shared or --store")
     REPOS = set(args.repos.split(",")) if args.repos else None
     if not args.ablations:
         label = args.label or "-".join(filter(None, [args.preset, *(args.modality or []),

@@ -38,7 +38,8 @@ def cold_index(root: str, graph: bool, full: bool) -> float:
         if full:
             ff.semantic.embedder  # the model is loaded once per process, outside the timing
         started = time.perf_counter()
-        index_repository(ff.store, ff.index_dir, ff.root, build_graph=graph)
+        index_repository(ff.store, ff.root, ff.indexing_lock(), skip_dirs=(str(ff.index_dir),),
+                         build_graph=graph)
         if full:
             ff.embed()
         return time.perf_counter() - started

@@ -8,29 +8,34 @@
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import threading
 import time
 from dataclasses import replace
 from functools import cached_property
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES
 from . import navigation
 from .errors import FourfoldError, ModalityUnavailable, NotIndexedError, QueryError
-from .indexer import IndexLock, IndexSummary, Progress, index_repository
+from .indexer import IndexSummary, Progress, index_repository
+from .store import open_server_store, redacted
 from .ranking.priors import rank_definitions
 from .retrievers.graph import GraphRetriever
 from .retrievers.structural import StructuralRetriever, match_label
 from .retrievers.text import GREP_TIME_BUDGET, ResultList, TextRetriever
 from .routing.engine import SearchEngine, SearchOptions, SearchResponse
 from .routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
-from .store.index_dir import DB_NAME, identity, prepare_index_dir, remove_database
+from .store.index_dir import DB_NAME, IndexLock, identity, prepare_index_dir, remove_database
 from .store.snapshot import Snapshots
 from .store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
+    from .access import Grant
     from .retrievers.semantic import SemanticRetriever
 
 # What the interfaces need besides Fourfold itself: they import this module only.
@@ -51,29 +56,71 @@ def find_index_root(start: Path) -> Path | None:
     return None
 
 
+def _in_its_repository(method):
+    """Run a query asking for another repository of the index (`repo_id`) on the object
+    serving that one: retrievers, snapshots and embeddings are kept per repository."""
+    signature = inspect.signature(method)
+
+    @functools.wraps(method)
+    def run(self, *args, **kwargs):
+        repo_id = signature.bind(self, *args, **kwargs).arguments.get("repo_id")
+        return method(self._view(repo_id), *args, **kwargs)
+    return run
+
+
 class Fourfold:
-    """One index folder, serving one or more repositories.
+    """One index, serving one or more repositories.
 
-    The index lives in ROOT/.fourfold unless `index_dir` names another folder; an index
-    found in a folder above ROOT is not used, so that what is served stays inside ROOT.
-    `rebuild=True` discards the index database first (a damaged one included)."""
+    Embedded (the default): the index lives in ROOT/.fourfold unless `index_dir` names
+    another folder; an index found in a folder above ROOT is not used, so that what is
+    served stays inside ROOT. `rebuild=True` discards the index database first (a damaged
+    one included).
 
-    def __init__(self, root: str | os.PathLike, index_dir: str | os.PathLike | None = None,
+    On a server (`store_url`, postgresql://…): many repositories share one database; this
+    object indexes and answers for the repository named `repository` (by default ROOT's
+    folder name). ROOT is needed only to index."""
+
+    def __init__(self, root: str | os.PathLike | None = None,
+                 index_dir: str | os.PathLike | None = None,
                  max_file_bytes: int | None = None, embedder: str = "default",
-                 rebuild: bool = False):
-        self.root = Path(root).resolve()
-        if not self.root.is_dir():
+                 rebuild: bool = False, store_url: str | None = None,
+                 repository: str | None = None):
+        self.root = Path(root).resolve() if root is not None else None
+        if self.root is not None and not self.root.is_dir():
             raise FourfoldError(f"{root}: no such folder")
-        self.index_dir = Path(index_dir).resolve() if index_dir else self.root / INDEX_DIR_NAME
+        self.store_url = store_url
+        self.repository_name = repository or (self.root.name if self.root else None)
+        self._named = repository is not None
         self.embedder_name = embedder
         self.notes: list[str] = []  # what opening the index had to do, for the user to read
-        prepare_index_dir(self.index_dir, self.root)
-        if rebuild:
-            self._discard_database()
-        self.store = self._open_store()
+        if store_url is not None:
+            if index_dir is not None or rebuild:
+                raise FourfoldError("--index-dir and --rebuild are for the embedded index; "
+                                    "a --store server keeps its own")
+            self.index_dir = None
+            self.store = open_server_store(store_url)
+        else:
+            if self.root is None:
+                raise FourfoldError("give the folder whose embedded index to use, or --store")
+            self.index_dir = (Path(index_dir).resolve() if index_dir
+                              else self.root / INDEX_DIR_NAME)
+            prepare_index_dir(self.index_dir, self.root)
+            if rebuild:
+                self._discard_database()
+            self.store = self._open_store()
         self.max_file_bytes = max_file_bytes or self.store.setting(
             f"max_file_bytes:{self.root}", DEFAULT_MAX_FILE_BYTES)
-        self.snapshots = Snapshots(self.store)
+        self.snapshots = Snapshots(self.store, lambda: self._in(None))
+
+    @property
+    def location(self) -> str:
+        """Where the index is, as a person reads it (a server's password left out)."""
+        return str(self.index_dir) if self.store_url is None else redacted(self.store_url)
+
+    def indexing_lock(self, wait_s: float = 0.0) -> AbstractContextManager:
+        """Held while indexing: one indexer per index folder, or per repository on a server;
+        another waits up to `wait_s`, then gets IndexBusyError."""
+        return self.store.indexing_lock(self.repository_name, wait_s)
 
     def _discard_database(self) -> None:
         """Start from an empty index, never under another indexer's feet."""
@@ -108,9 +155,13 @@ class Fourfold:
         """Update text, structure and graph (committed first), then embed new chunks. While
         another process indexes the same folder, wait up to `wait_s` for it, then raise
         IndexBusyError. `verify=True` re-reads every file, whatever its size and times say."""
-        summary = index_repository(self.store, self.index_dir, self.root, self.max_file_bytes,
-                                   workers=workers, progress=progress, wait_s=wait_s,
-                                   verify=verify)
+        if self.root is None:
+            raise FourfoldError("give the folder to index")
+        summary = index_repository(
+            self.store, self.root, self.indexing_lock(wait_s), name=self.repository_name,
+            skip_dirs=(str(self.index_dir),) if self.index_dir else (),
+            max_file_bytes=self.max_file_bytes, workers=workers, progress=progress,
+            verify=verify)
         self.store.set_setting(f"max_file_bytes:{self.root}", self.max_file_bytes)
         if embed:
             self.embed(progress, summary)
@@ -149,7 +200,8 @@ class Fourfold:
             run()
 
     def is_indexed(self) -> bool:
-        return any(indexed_at for _, indexed_at in self.store.generation())
+        """Whether the repository this object serves has been indexed (completely once)."""
+        return self.repo_id() is not None
 
     def ensure_indexed(self, progress: Progress | None = None) -> IndexSummary | None:
         """Index on first use; later calls reuse the index as it is."""
@@ -158,16 +210,37 @@ class Fourfold:
         return None
 
     def repo_id(self) -> int | None:
-        """The indexed repository of root (None: not indexed yet)."""
+        """The indexed repository this object serves: the one named (always so on a
+        server), else the one of root (None: not indexed yet)."""
+        by_name = self.store_url is not None or self._named
         for repo in self.store.repos(counts=False):
-            if repo.indexed_at and Path(repo.root) == self.root:
+            if repo.indexed_at and (repo.name == self.repository_name if by_name
+                                    else Path(repo.root) == self.root):
                 return repo.repo_id
         return None
 
-    def _require_index(self) -> None:
-        if not self.is_indexed():
+    def _in(self, repo_id: int | None) -> int | None:
+        """The repository a query runs in: the one asked for, else the one this object
+        serves. A query runs in one repository, where a path names one file;
+        search_repositories() asks several."""
+        return repo_id if repo_id is not None else self.repo_id()
+
+    def _require_index(self, repo_id: int | None = None) -> None:
+        """Raise NotIndexedError unless the repository asked for (default: the one this
+        object serves) has been indexed."""
+        if repo_id is not None and any(r.repo_id == repo_id and r.indexed_at
+                                       for r in self.store.repos(counts=False)):
+            return
+        if repo_id is None and self.is_indexed():
+            return
+        if self.store_url is None and not self._named:
             raise NotIndexedError(f"{self.root} is not indexed yet; run `fourfold index "
                                   f"{self.root}` first")
+        known = ", ".join(self.repository_names()) or "none yet"
+        raise NotIndexedError(
+            f"repository {self.repository_name!r} is not indexed in {self.location} (indexed "
+            f"there: {known}); index it with `fourfold index PATH --repository NAME` and the "
+            "same --store or --index-dir")
 
     # -- retrievers -----------------------------------------------------------------------
     @cached_property
@@ -183,7 +256,8 @@ class Fourfold:
         from .retrievers.semantic import SemanticRetriever  # numpy: when a search needs it
         from .semantic.embedder import load_embedder
 
-        return SemanticRetriever(self.store, lambda: load_embedder(self.embedder_name))
+        return SemanticRetriever(self.store, lambda: load_embedder(self.embedder_name),
+                                 lambda: self._in(None))
 
     @cached_property
     def graph(self) -> GraphRetriever:
@@ -201,9 +275,79 @@ class Fourfold:
         it deserves, keep only what the filters allow (`path_glob`, `languages`, `kinds`,
         `repo_id`; an unknown language or kind raises QueryError), fuse and rank. Options
         come as a SearchOptions or as its fields (`ff.search(q, languages=("go",))`)."""
-        self._require_index()
         options = options or SearchOptions(**kw)
+        view = self._view(options.repo_id)
+        if view is not self:
+            return view.search(query, options)
+        self._require_index(options.repo_id)
+        if options.repo_id is None:
+            options = replace(options, repo_id=self._in(None))
         return self.engine.search(query, options)
+
+    def search_repositories(self, query: str, repositories: list[str] | None = None,
+                            options: SearchOptions | None = None, **kw) -> SearchResponse:
+        """search() over several repositories of the index (`repositories`: names, roots or
+        ids; None: all). The question first narrows them to the few likely to hold the
+        answer (choose_repositories); each of those answers on its own, and their hits,
+        each naming its repository, are merged by score. The response says which
+        repositories were searched and which skipped."""
+        from .repositories import choose_repositories
+
+        options = options or SearchOptions(**kw)
+        indexed = [r for r in self.store.repos(counts=False) if r.indexed_at]
+        if repositories:
+            asked = {self.repository(spec) for spec in repositories}
+            indexed = [r for r in indexed if r.repo_id in asked]
+        if not indexed:
+            raise NotIndexedError(f"nothing is indexed in {self.location} yet")
+        choice = choose_repositories(self.store, indexed, query, self._repo_of_file())
+        responses = []
+        for repo in choice.searched:
+            response = self.in_repository(repo.name).search(
+                query, replace(options, repo_id=repo.repo_id))
+            for hit in response.hits:
+                hit.repository = repo.name
+            responses.append(response)
+        merged = replace(responses[0], hits=sorted(
+            (h for r in responses for h in r.hits), key=lambda h: -h.score)[:options.limit])
+        merged.modalities = sorted({m for r in responses for m in r.modalities})
+        merged.unavailable = {m: why for r in responses for m, why in r.unavailable.items()}
+        merged.timings_ms = {"total": sum(r.timings_ms.get("total", 0.0) for r in responses)}
+        merged.repositories_searched = [r.name for r in choice.searched]
+        merged.repositories_skipped = [r.name for r in choice.skipped]
+        return merged
+
+    def in_repository(self, name: str) -> "Fourfold":
+        """This index serving another of its repositories: one object per repository, sharing
+        this one's store (and, through the process cache, its embedding model)."""
+        if name == self.repository_name and self._named:
+            return self
+        views = self.__dict__.setdefault("_views", {})
+        view = views.get(name)
+        if view is None:
+            view = object.__new__(Fourfold)
+            view.__dict__.update({k: v for k, v in self.__dict__.items()
+                                  if k in ("root", "store_url", "embedder_name", "index_dir",
+                                           "store", "max_file_bytes")})
+            view.notes, view.repository_name, view._named = [], name, True
+            view.snapshots = Snapshots(view.store, lambda: view._in(None))
+            views[name] = view
+        return view
+
+    def _view(self, repo_id: int | None) -> "Fourfold":
+        """The object serving repository `repo_id` of this index (None: this one)."""
+        if repo_id is None or repo_id == self.repo_id():
+            return self
+        return self.in_repository(self.repository_name_of(repo_id))
+
+    def _repo_of_file(self) -> dict[int, int]:
+        """file id -> repository id, for this generation of the index."""
+        generation = self.store.generation()
+        cached = self.__dict__.get("_file_repos")
+        if cached is None or cached[0] != generation:
+            cached = (generation, {f.file_id: f.repo_id for f in self.store.files()})
+            self.__dict__["_file_repos"] = cached
+        return cached[1]
 
     def grep(self, pattern: str, regex: bool = False, case_sensitive: bool = False,
              whole_word: bool = False, path_glob: str | None = None,
@@ -212,16 +356,17 @@ class Fourfold:
         """The matching lines (LineMatch), in path and line order, in one repository or all
         (`repo_id` None); `.partial` is true when scanning stopped after `time_budget`
         seconds (default: the text modality's time_budget) with files left unread."""
-        self._require_index()
+        self._require_index(repo_id)
         return self.text.grep(pattern, regex=regex, case_sensitive=case_sensitive,
-                              whole_word=whole_word, path_glob=path_glob, repo_id=repo_id,
+                              whole_word=whole_word, path_glob=path_glob, repo_id=self._in(repo_id),
                               limit=limit, time_budget=time_budget)
 
+    @_in_its_repository
     def definitions(self, name: str, kind: str | None = None, limit: int = 20,
                     repo_id: int | None = None, path_glob: str | None = None) -> list[dict]:
         """Where a name is defined, best match first, each saying how it matched
         (exact, qualified, case, style, prefix, subword); `kind` as in filters."""
-        self._require_index()
+        self._require_index(repo_id)
         if not name or not name.strip():
             raise QueryError("empty name: give the symbol to look up")
         name = name.strip()
@@ -230,12 +375,12 @@ class Fourfold:
                  "signature": s.signature, "doc": s.doc, "language": s.language,
                  "match": match_label(name, tier)}
                 for s, tier in rank_definitions(self.structural.definitions(
-                    name, kind, repo_id=repo_id, path_glob=path_glob, limit=limit * 4))[:limit]]
+                    name, kind, repo_id=self._in(repo_id), path_glob=path_glob, limit=limit * 4))[:limit]]
 
     def outline(self, path: str) -> list[dict]:
         """The symbols of one file, nested by parent."""
         self._require_index()
-        stored = self.store.file_by_path(self.relative(path))
+        stored = self.store.file_by_path(self.relative(path), self._in(None))
         if stored is None:
             raise FourfoldError(f"{path} is not in the index")
         nodes: dict[str, dict] = {}
@@ -249,32 +394,36 @@ class Fourfold:
             (parent["children"] if parent else roots).append(node)
         return roots
 
+    @_in_its_repository
     def references(self, name: str, limit: int = 50, offset: int = 0,
                    repo_id: int | None = None) -> dict:
         """Callers and other references of a symbol, paged, with a total count."""
-        self._require_index()
-        return self.graph.references(name, limit=limit, offset=offset, repo_id=repo_id)
+        self._require_index(repo_id)
+        return self.graph.references(name, limit=limit, offset=offset, repo_id=self._in(repo_id))
 
+    @_in_its_repository
     def callees(self, name: str, limit: int = 50, offset: int = 0,
                 repo_id: int | None = None) -> dict:
         """What a symbol calls, paged, with a total count."""
-        self._require_index()
-        return self.graph.callees(name, limit=limit, offset=offset, repo_id=repo_id)
+        self._require_index(repo_id)
+        return self.graph.callees(name, limit=limit, offset=offset, repo_id=self._in(repo_id))
 
+    @_in_its_repository
     def importers(self, name: str, limit: int = 50, offset: int = 0,
                   repo_id: int | None = None) -> dict:
         """Files importing a file or module."""
-        self._require_index()
-        return self.graph.importers(name, limit=limit, offset=offset, repo_id=repo_id)
+        self._require_index(repo_id)
+        return self.graph.importers(name, limit=limit, offset=offset, repo_id=self._in(repo_id))
 
+    @_in_its_repository
     def impact(self, name: str, depth: int = 3, limit: int = 50, offset: int = 0,
                repo_id: int | None = None) -> dict:
         """Transitive dependents (blast radius) with their distance, nearest first, paged;
         `summary` counts all of them: dependents, files affected, how many per distance."""
-        self._require_index()
+        self._require_index(repo_id)
         if limit < 1 or offset < 0:
             raise QueryError("limit must be at least 1 and offset at least 0")
-        found = self.graph.impact(name, depth=depth, limit=ALL_ROWS, repo_id=repo_id)
+        found = self.graph.impact(name, depth=depth, limit=ALL_ROWS, repo_id=self._in(repo_id))
         rows = found["results"]
         by_distance: dict[str, int] = {}
         for r in rows:
@@ -290,9 +439,9 @@ class Fourfold:
     def map(self, limit: int = 20, repo_id: int | None = None) -> dict:
         """The map of a repository: its most central files and symbols (PageRank over the
         import, call and inheritance graph, 1.0 = an average node), most central first."""
-        self._require_index()
+        self._require_index(repo_id)
         symbol_rank, file_rank = self.store.centrality()
-        files = {f.file_id: f for f in self.store.files(repo_id)}
+        files = {f.file_id: f for f in self.store.files(self._in(repo_id))}
         top_files = sorted(((rank, fid) for fid, rank in file_rank.items() if fid in files),
                            reverse=True)[:limit]
         ranked = sorted(symbol_rank, key=symbol_rank.get, reverse=True)
@@ -318,12 +467,13 @@ class Fourfold:
             path, line_text = location, "1"
         return self.similar_at(self.relative(path), int(line_text), self.repo_id(), limit)
 
+    @_in_its_repository
     def similar_at(self, path: str, line: int, repo_id: int | None = None,
                    limit: int = 10) -> list:
         """Code in other files similar to the innermost chunk covering ``path:line`` (a path
         as stored: relative to its repository root)."""
-        self._require_index()
-        stored = self.store.file_by_path(path, repo_id)
+        self._require_index(repo_id)
+        stored = self.store.file_by_path(path, self._in(repo_id))
         if stored is None:
             raise FourfoldError(f"{path} is not in the index")
         covering = [c for c in self.store.chunks_of_file(stored.file_id)
@@ -351,7 +501,7 @@ class Fourfold:
             repos.append({"root": r.root, "name": r.name, "indexed_at": r.indexed_at,
                           "files": r.files, "bytes": r.bytes, "chunks": r.chunks,
                           "symbols": r.symbols, "languages": r.languages})
-        size = sum(p.stat().st_size for p in self.index_dir.glob(DB_NAME + "*"))
+        size = self.store.size_bytes()
         modalities = {"text": "ready", "structural": "ready", "graph": "ready"}
         try:
             done, total = self.semantic.progress()
@@ -359,7 +509,7 @@ class Fourfold:
                 f" ({done}/{total} chunks embedded, model {self.semantic.embedder.name})"
         except ModalityUnavailable as exc:
             modalities["semantic"] = f"unavailable: {exc}"
-        return {"index_dir": str(self.index_dir), "index_bytes": size, "repositories": repos,
+        return {"index_dir": self.location, "index_bytes": size, "repositories": repos,
                 "modalities": modalities}
 
     def close(self) -> None:
@@ -383,6 +533,53 @@ class Fourfold:
         from .repositories import find_repository
 
         return find_repository(self.store.repos(counts=False), spec) if spec else None
+
+    # -- access tokens (a shared server's) ------------------------------------------------
+    def create_token(self, name: str, scope: str = "read",
+                     repositories: list[str] | None = None) -> str:
+        """A new access token granting `scope` ("read" or "write") on `repositories`
+        (names; None: all, present and future); returns the secret, shown only now."""
+        from .access import create_token
+
+        unknown = sorted(set(repositories or ()) - set(self.repository_names()))
+        if unknown:
+            raise FourfoldError(f"unknown repositor{'ies' if len(unknown) > 1 else 'y'} "
+                                f"{', '.join(unknown)}; indexed: "
+                                f"{', '.join(self.repository_names()) or 'none'}")
+        return create_token(self.store, name, scope, repositories)
+
+    def tokens(self) -> list[dict]:
+        """Every token (never a secret): name, scope, repositories, created, revoked."""
+        return [{"name": t.name, "scope": t.scope, "repositories": t.repositories,
+                 "created_at": t.created_at, "revoked_at": t.revoked_at}
+                for t in self.store.tokens()]
+
+    def revoke_token(self, name: str) -> None:
+        """Refuse the token from its next request on."""
+        from .access import revoke_token
+
+        revoke_token(self.store, name)
+
+    def tokens_in_use(self) -> bool:
+        """Whether any access token is active (a server then lets no request in without one)."""
+        return any(t.revoked_at is None for t in self.store.tokens())
+
+    def grant(self, secret: str) -> "Grant | None":
+        """What a presented token allows; None for an unknown or revoked one."""
+        from .access import grant_of
+
+        return grant_of(self.store, secret)
+
+    def repository_name_of(self, repo_id: int) -> str:
+        """The name of a repository of the index, by id."""
+        for repo in self.store.repos(counts=False):
+            if repo.repo_id == repo_id:
+                return repo.name
+        raise QueryError(f"no repository with id {repo_id}")
+
+    def repository_names(self) -> list[str]:
+        """The names of the index's indexed repositories, sorted."""
+        return sorted(r.name for r in self.store.repos(counts=False) if r.indexed_at)
 
     def repository_root(self, repo_id: int | None = None) -> tuple[int, Path]:
         """(id, resolved root) of a repository; None: the repository of this root."""
@@ -451,8 +648,8 @@ class Fourfold:
     def file_text(self, path: str, repo_id: int | None = None) -> dict | None:
         """A file as indexed, {"path", "language", "lines"} (lines without line ends), by
         its stored path; None when it is not in the index."""
-        self._require_index()
-        stored = self.store.file_by_path(path, repo_id)
+        self._require_index(repo_id)
+        stored = self.store.file_by_path(path, self._in(repo_id))
         if stored is None:
             return None
         lines = self.store.content(stored.file_id).split("\n")
@@ -467,9 +664,9 @@ class Fourfold:
         only those of `kind` (as kinds are named in queries) if given. None: not indexed."""
         from .query.filters import kinds_named
 
-        self._require_index()
+        self._require_index(repo_id)
         allowed = kinds_named([kind]) if kind else None
-        stored = self.store.file_by_path(path, repo_id)
+        stored = self.store.file_by_path(path, self._in(repo_id))
         if stored is None:
             return None
         rows, depth = [], {}
@@ -483,25 +680,27 @@ class Fourfold:
         return rows
 
 
+    @_in_its_repository
     def related(self, name: str, relation: str = "callers", repo_id: int | None = None,
                 limit: int = 50, offset: int = 0) -> dict:
         """One step in the code graph from a symbol (or, for importers, a file or module):
         its callers, callees, importers or subclasses, paged, with notes."""
-        self._require_index()
+        self._require_index(repo_id)
         if relation not in RELATIONS:
             raise QueryError(f"unknown relation {relation!r}; use {', '.join(RELATIONS)}")
         if relation in ("callers", "subclasses"):
-            found = self.references(name, limit=ALL_ROWS, repo_id=repo_id)
+            found = self.references(name, limit=ALL_ROWS, repo_id=self._in(repo_id))
             if relation == "subclasses":
                 found["results"] = [r for r in found["results"] if r["kind"] == "inherit"]
         elif relation == "callees":
-            found = self.callees(name, limit=ALL_ROWS, repo_id=repo_id)
+            found = self.callees(name, limit=ALL_ROWS, repo_id=self._in(repo_id))
         else:
-            found = self.importers(name, limit=ALL_ROWS, repo_id=repo_id)
+            found = self.importers(name, limit=ALL_ROWS, repo_id=self._in(repo_id))
         rows = found["results"]
         return {"total": len(rows), "offset": offset, "results": rows[offset:offset + limit],
                 "notes": list(found.get("notes", []))}
 
+    @_in_its_repository
     def task_context(self, task: str, language: str | None = None,
                      path_glob: str | None = None, repo_id: int | None = None,
                      include_neighbours: bool = True):
@@ -509,8 +708,9 @@ class Fourfold:
         a context.TaskContext whose pack() fills a token budget."""
         from .context import task_context
 
-        self._require_index()
-        return task_context(self, task, (language,) if language else (), path_glob, repo_id,
+        self._require_index(repo_id)
+        return task_context(self, task, (language,) if language else (), path_glob,
+                            self._in(repo_id),
                             include_neighbours)
 
     def watch_changes(self, stop: threading.Event | None = None, debounce_ms: int = 400,
@@ -528,12 +728,12 @@ class Fourfold:
         "repository" when the index serves several): only those under `glob`, whose file
         name contains `name` (case-insensitive), of `languages` (an unknown one raises
         QueryError), of one repository (`repo_id`) or all."""
-        self._require_index()
-        return navigation.list_files(self.store, glob, name, languages, repo_id)
+        self._require_index(repo_id)
+        return navigation.list_files(self.store, glob, name, languages, self._in(repo_id))
 
     def line_count(self, path: str, repo_id: int | None = None) -> int | None:
         """How many lines a file (stored path) has as indexed; None: not in the index."""
-        stored = self.store.file_by_path(path, repo_id)
+        stored = self.store.file_by_path(path, self._in(repo_id))
         if stored is None:
             return None
         text = self.store.content(stored.file_id)
@@ -544,20 +744,21 @@ class Fourfold:
         """Every definition of a kind (as kinds are named in queries; an unknown one raises
         QueryError), with no name needed, in path and line order, optionally only under
         `path_glob` and in one repository."""
-        self._require_index()
-        return navigation.symbols(self.store, kind, path_glob, repo_id)
+        self._require_index(repo_id)
+        return navigation.symbols(self.store, kind, path_glob, self._in(repo_id))
 
     def with_context(self, matches, context: int) -> list[dict]:
         """grep() matches as dicts {"path", "line", "text", "before", "after"}: the up to
         `context` (0-10) lines before and after each, as {"line", "text"} (like grep -C)."""
         return navigation.with_context(self.store, matches, context)
 
+    @_in_its_repository
     def similar_code(self, path: str, line: int, repo_id: int | None = None, limit: int = 10,
                      code_lines: int = 5) -> dict:
         """similar_at() with each chunk's first `code_lines` lines ("code": list of
         {"line", "text"}) and an honest count: {"total": chunks found, "capped": whether
         more than `limit` exist (then total is a lower bound), "results"}."""
-        hits = self.similar_at(path, line, repo_id, limit + 1)
+        hits = self.similar_at(path, line, self._in(repo_id), limit + 1)
         capped = len(hits) > limit
         hits = hits[:limit]
         texts: dict[str, list[str]] = {}

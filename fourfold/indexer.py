@@ -6,14 +6,13 @@ file either at its old or its new version and the index usable; readers keep wor
 """
 from __future__ import annotations
 
-import fcntl
 import gc
 import hashlib
 import multiprocessing
 import os
 import threading
 import time
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -23,10 +22,9 @@ from .discovery.flags import content_flags, path_flags
 from .discovery.languages import detect_language
 from .discovery.read import decode, parseable, read_bytes
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES, FoundFile, walk
-from .errors import FourfoldError, IndexBusyError
+from .errors import FourfoldError
 from .parsing import parse_file, parser_fingerprint
 from .store.base import EdgeColumns, FileRecord, FileStamp, Store, encode_references
-from .store.index_dir import LOCK_NAME, open_private
 from .tokens import chunk_body, token_text
 from .workers import quiet_worker
 
@@ -98,46 +96,6 @@ def read_file(found: FoundFile, references: bool = True) -> FileRecord | tuple[s
     record.chunk_hashes = [chunk_hash(found.path, c.symbol, b)
                            for c, b in zip(parsed.chunks, bodies)]
     return record
-
-
-class IndexLock:
-    """One writer per index: a second indexer waits up to `wait_s` for the first to finish,
-    then gets a clear refusal, never a corrupt index."""
-
-    POLL_S = 0.25
-
-    def __init__(self, index_dir: Path, wait_s: float = 0.0):
-        self.path = index_dir / LOCK_NAME
-        self.wait_s = wait_s
-        self.handle = None
-
-    def __enter__(self) -> "IndexLock":
-        self.handle = os.fdopen(open_private(self.path), "r+")
-        deadline = time.monotonic() + self.wait_s
-        while True:
-            try:
-                fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() < deadline:
-                    time.sleep(self.POLL_S)
-                    continue
-                self.handle.seek(0)
-                holder = self.handle.read().strip() or "another process"
-                self.handle.close()
-                raise IndexBusyError(f"another fourfold indexer ({holder}) is updating "
-                                     f"{self.path.parent}; try again when it finishes") from None
-        self.handle.seek(0)
-        self.handle.truncate()
-        self.handle.write(f"pid {os.getpid()}")
-        self.handle.flush()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.handle.seek(0)
-        self.handle.truncate()
-        fcntl.flock(self.handle, fcntl.LOCK_UN)
-        self.handle.close()
 
 
 _pause_lock = threading.Lock()
@@ -221,15 +179,16 @@ def _start_resolving(store: Store, repo_id: int, facts: "GraphFacts", gone: set[
     return start_resolving(facts)
 
 
-def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
+def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContextManager,
+                     name: str | None = None, skip_dirs: tuple[str, ...] = (),
                      max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                      workers: int | None = None, progress: Progress | None = None,
-                     build_graph: bool = True, wait_s: float = 0.0, verify: bool = False
-                     ) -> IndexSummary:
-    """Bring the index of one repository up to date with its files on disk.
+                     build_graph: bool = True, verify: bool = False) -> IndexSummary:
+    """Bring the index of one repository (`name`, by default the folder's name) up to date
+    with its files on disk, holding `lock` (one indexer per repository) throughout.
 
+    `skip_dirs`: folders not to read (an index folder inside the repository);
     `build_graph=False` leaves references and the graph out (to measure what they cost);
-    `wait_s`: how long to wait for another indexer of the same index to finish;
     `verify=True` reads every file (only those whose content changed are written)."""
     root_path = Path(root).resolve()
     if not root_path.is_dir():
@@ -237,9 +196,9 @@ def index_repository(store: Store, index_dir: Path, root: str | os.PathLike,
     started = time.perf_counter()
     summary = IndexSummary(root=str(root_path))
     workers = workers or os.cpu_count() or 1
-    with IndexLock(index_dir, wait_s), _collector_paused():
-        repo_id = store.ensure_repo(str(root_path), root_path.name)
-        report = walk(root_path, max_file_bytes=max_file_bytes, skip_dirs=(str(index_dir),))
+    with lock, _collector_paused():
+        repo_id = store.ensure_repo(str(root_path), name or root_path.name)
+        report = walk(root_path, max_file_bytes=max_file_bytes, skip_dirs=skip_dirs)
         summary.skipped = dict(report.skipped)
         known = store.file_states(repo_id)
         on_disk = {f.path for f in report.files}

@@ -73,7 +73,7 @@ class Hit:
     symbol: str | None = None
     kind: str | None = None
     lines: list[tuple[int, str]] = field(default_factory=list)  # (line number, text) to show
-    repo: str | None = None
+    repository: str | None = None  # named when an answer spans repositories
     contributions: dict[str, float] = field(default_factory=dict)  # modality -> fused share
     ranks: dict[str, int] = field(default_factory=dict)  # modality -> 1-based rank in its list
     factors: dict[str, float] = field(default_factory=dict)  # prior -> multiplier (not 1.0)
@@ -89,8 +89,8 @@ class Hit:
         }
         if self.kind:
             out["kind"] = self.kind
-        if self.repo:
-            out["repo"] = self.repo
+        if self.repository:
+            out["repository"] = self.repository
         if self.lines:
             out["lines"] = [{"line": n, "text": t} for n, t in self.lines]
         if self.contributions:

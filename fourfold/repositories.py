@@ -1,11 +1,29 @@
-"""The repositories an index serves: finding one by what a user calls it, and its branch."""
+"""The repositories an index serves: finding one by what a user calls it, its branch, and
+which of them a question should search."""
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
 from .errors import QueryError
-from .store.base import RepoInfo
+from .store.base import RepoInfo, Store
+from .tokens import identifier_tokens, query_terms
+
+# Set by hand, not fitted (docs/benchmarks.md reports how often the right one is kept):
+MAX_SEARCHED = 6      # repositories one question searches at most
+RELATIVE_FLOOR = 0.2  # a repository with less than this share of the best one's evidence is skipped
+EVIDENCE_CHUNKS = 300  # the best chunks of the whole index the evidence is read from
+BEST_PER_REPOSITORY = 5  # a repository's evidence: the BM25 of its best few chunks
+
+
+@dataclass
+class RepositoryChoice:
+    """Which repositories a question searches and which it skips, and why."""
+
+    searched: list[RepoInfo]
+    skipped: list[RepoInfo] = field(default_factory=list)
+    evidence: dict[int, float] = field(default_factory=dict)  # repository id -> evidence
 
 
 def find_repository(repos: Iterable[RepoInfo], spec: str) -> int:
@@ -39,3 +57,37 @@ def git_branch(root: Path) -> str | None:
     if head.startswith("ref:"):
         return head.split("refs/heads/", 1)[-1]
     return head[:12] or None
+
+
+def choose_repositories(store: Store, repos: list[RepoInfo], question: str,
+                        repo_of_file: dict[int, int], limit: int = MAX_SEARCHED
+                        ) -> RepositoryChoice:
+    """Narrow a question to the repositories likely to hold its answer rather than asking
+    every one: one BM25 query over all of them at once, each repository's evidence the sum
+    of its best chunks' scores, and a repository that defines a name the question spells
+    counted as strong as the best. `repo_of_file`: file id -> repository id."""
+    if len(repos) <= 1:
+        return RepositoryChoice(list(repos))
+    wanted = {r.repo_id for r in repos}
+    scores: dict[int, list[float]] = {}
+    terms = query_terms(question)
+    for chunk, score in (store.bm25_chunks(terms, EVIDENCE_CHUNKS) if terms else []):
+        repo_id = repo_of_file.get(chunk.file_id)
+        if repo_id in wanted and len(scores.setdefault(repo_id, [])) < BEST_PER_REPOSITORY:
+            scores[repo_id].append(score)
+    evidence = {repo_id: sum(s) for repo_id, s in scores.items()}
+    names = [w for w in question.replace("`", " ").split()
+             if w.isidentifier() and len(identifier_tokens(w)) > 1]
+    if names:
+        strongest = max(evidence.values(), default=1.0)
+        for symbol in store.symbols_named(names):
+            repo_id = repo_of_file.get(symbol.file_id)
+            if repo_id in wanted:
+                evidence[repo_id] = max(evidence.get(repo_id, 0.0), strongest)
+    ranked = sorted(repos, key=lambda r: (-evidence.get(r.repo_id, 0.0), r.name))
+    best = evidence.get(ranked[0].repo_id, 0.0)
+    if best <= 0.0:  # nothing to go by: the first ones, and the answer says which were left
+        return RepositoryChoice(ranked[:limit], ranked[limit:], evidence)
+    searched = [r for r in ranked if evidence.get(r.repo_id, 0.0) >= RELATIVE_FLOOR * best][:limit]
+    chosen = {r.repo_id for r in searched}
+    return RepositoryChoice(searched, [r for r in ranked if r.repo_id not in chosen], evidence)

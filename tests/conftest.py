@@ -29,3 +29,47 @@ def private_vector_cache(tmp_path_factory, monkeypatch):
     """Tests never read or write the user's shared embedding cache."""
     if "FOURFOLD_CACHE_DIR" not in __import__("os").environ:
         monkeypatch.setenv("FOURFOLD_CACHE_DIR", str(tmp_path_factory.mktemp("vector-cache")))
+
+
+# -- PostgreSQL --------------------------------------------------------------------------
+import itertools  # noqa: E402  (the PostgreSQL fixtures are appended to this file)
+import os  # noqa: E402
+from urllib.parse import urlsplit, urlunsplit  # noqa: E402
+
+import psycopg  # noqa: E402
+
+from tests.postgres import Cluster, ClusterError  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """The admin URL of a PostgreSQL server for the tests: FOURFOLD_TEST_POSTGRES when set,
+    else a private cluster started for this session. A server that cannot start fails the
+    tests that need it: a store suite that skipped would pass without testing anything."""
+    if os.environ.get("FOURFOLD_TEST_POSTGRES"):
+        yield os.environ["FOURFOLD_TEST_POSTGRES"]
+        return
+    try:
+        cluster = Cluster()
+        cluster.start()
+    except ClusterError as exc:
+        pytest.fail(f"cannot start a PostgreSQL server for the tests: {exc}", pytrace=False)
+    try:
+        yield cluster.url
+    finally:
+        cluster.stop()
+
+
+_postgres_databases = itertools.count(1)
+
+
+@pytest.fixture
+def postgres_url(postgres_server):
+    """The URL of a fresh, empty database on the test server, dropped after the test."""
+    name = f"test_{next(_postgres_databases)}"
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{name}"')
+    yield urlunsplit(urlsplit(postgres_server)._replace(path="/" + name))
+    with psycopg.connect(postgres_server, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')  # ends connections left open

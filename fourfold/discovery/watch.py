@@ -14,21 +14,22 @@ from typing import Iterator
 from ..errors import FourfoldError
 
 
-def watch_changes(root: str | os.PathLike, index_dir: str | os.PathLike,
+def watch_changes(root: str | os.PathLike, index_dir: str | os.PathLike | None,
                   stop: threading.Event | None = None, debounce_ms: int = 400,
                   step_ms: int = 50) -> Iterator[set]:
     """Yield each debounced batch of watchfiles (Change, absolute path) pairs; ends when `stop` is set or
-    on Ctrl-C. Changes inside `index_dir` (the index writing itself) are not reported."""
+    on Ctrl-C. Changes inside `index_dir` (the index writing itself, when it is a folder
+    that may lie inside `root`) are not reported."""
     try:
         from watchfiles import DefaultFilter, watch
     except ImportError:
         raise FourfoldError("watching needs the watchfiles package: pip install watchfiles"
                             ) from None
-    index_path = str(Path(index_dir).resolve())
+    index_path = str(Path(index_dir).resolve()) if index_dir is not None else None
 
     class OutsideIndex(DefaultFilter):  # DefaultFilter also drops .git, caches, editor swaps
         def __call__(self, change, path: str) -> bool:
-            if path == index_path or path.startswith(index_path + os.sep):
+            if index_path and (path == index_path or path.startswith(index_path + os.sep)):
                 return False
             return super().__call__(change, path)
 

@@ -47,10 +47,34 @@ def _open(args, root: str | Path | None = None) -> Fourfold:
     ff = Fourfold(root or args.path, index_dir=args.index_dir,
                   max_file_bytes=getattr(args, "max_file_bytes", None),
                   embedder=getattr(args, "embedder", "default"),
-                  rebuild=getattr(args, "rebuild", False))
+                  rebuild=getattr(args, "rebuild", False), store_url=args.store,
+                  repository=_one_repository(args))
     for note in ff.notes:
         print(f"fourfold: {note}", file=sys.stderr)
     return ff
+
+
+ALL_REPOSITORIES = "*"
+
+
+def _one_repository(args) -> str | None:
+    """The one repository a command serves; several (or *) only `search` asks at once."""
+    names = args.repository or []
+    if len(names) == 1 and names[0] != ALL_REPOSITORIES:
+        return names[0]
+    if names and args.func is not cmd_search:
+        raise FourfoldError(f"`fourfold {args.command}` answers from one repository; name "
+                            "one --repository (only search asks several at once)")
+    return None
+
+
+def _several_repositories(args) -> list[str] | None:
+    """The repositories a search asks when it asks more than one: their names, or None
+    for every repository (--repository '*'); False-y when it asks one."""
+    names = args.repository or []
+    if ALL_REPOSITORIES in names:
+        return []
+    return names if len(names) > 1 else None
 
 
 def _root_of(file: str) -> Path:
@@ -97,7 +121,8 @@ def cmd_index(args) -> int:
               + (f"; skipped {skipped}" if skipped else ""))
         if summary.embedded:
             print(f"embedded {summary.embedded} chunks in {summary.embed_seconds:.2f}s")
-        print(f"index: {ff.index_dir}")
+        print(f"index: {ff.location}" + (f" (repository {ff.repository_name})"
+                                          if ff.store_url else ""))
     _emit(args, payload, human)
     return EXIT_RESULTS
 
@@ -118,14 +143,15 @@ def cmd_watch(args) -> int:
                   f"{summary.seconds:.2f}s{embedded}", flush=True)
 
     if not args.json:
-        print(f"watching {ff.root} (index {ff.index_dir}); Ctrl-C stops", file=sys.stderr)
+        print(f"watching {ff.root} (index {ff.location}); Ctrl-C stops", file=sys.stderr)
     ff.watch(report, embed=not args.no_embed, debounce_ms=args.debounce_ms)
     return EXIT_RESULTS
 
 
-def _print_hit(hit, root_note: str = "") -> None:
+def _print_hit(hit) -> None:
     symbol = f"  {hit.symbol}" if hit.symbol else ""
-    print(f"{hit.path}:{hit.start_line}-{hit.end_line}{symbol}  ({hit.score:.4f})")
+    where = f"{hit.repository}:{hit.path}" if hit.repository else hit.path
+    print(f"{where}:{hit.start_line}-{hit.end_line}{symbol}  ({hit.score:.4f})")
     for line_no, text in hit.lines[:3]:
         print(f"    {line_no:>5}: {text[:200]}")
 
@@ -136,8 +162,12 @@ def cmd_search(args) -> int:
             args.path = args.query  # `search --batch FILE PATH`: the one positional is PATH
         return _batch(_open(args), args)
     ff = _open(args)
-    _ensure(ff, args)
-    response = ff.search(args.query, _search_options(args))
+    several = _several_repositories(args)
+    if several is None:
+        _ensure(ff, args)
+        response = ff.search(args.query, _search_options(args))
+    else:
+        response = ff.search_repositories(args.query, several or None, _search_options(args))
     payload = response.to_dict()
 
     def human() -> None:
@@ -145,6 +175,10 @@ def cmd_search(args) -> int:
               f"{response.fusion_strategy} over {', '.join(response.modalities) or 'nothing'}"
               + (f"; unavailable: {', '.join(response.unavailable)}" if response.unavailable
                  else ""))
+        if response.repositories_searched:
+            print(f"# searched {', '.join(response.repositories_searched)}"
+                  + (f"; skipped {', '.join(response.repositories_skipped)}"
+                     if response.repositories_skipped else ""))
         if args.explain:
             _print_explanation(response)
         for hit in response.hits:
@@ -284,6 +318,46 @@ def cmd_status(args) -> int:
     return EXIT_RESULTS
 
 
+def cmd_token(args) -> int:
+    """`fourfold token create|list|revoke`: the access tokens of a shared server."""
+    granted, args.repository = args.repository, None  # here: the repositories granted
+    if args.action == "list" and args.name and args.path == ".":
+        args.path = args.name  # `token list PATH`: the one positional is PATH
+    ff = _open(args)
+    if args.action == "create":
+        if not args.name:
+            raise FourfoldError("give the new token a NAME")
+        secret = ff.create_token(args.name, args.scope, granted)
+        payload = {"name": args.name, "scope": args.scope, "repositories": granted,
+                   "token": secret, "total": 1}
+
+        def human() -> None:
+            print(secret)
+            print(f"fourfold: token {args.name!r} ({args.scope}, "
+                  f"{', '.join(granted) if granted else 'every repository'}); it is shown "
+                  "only now: keep it in a secret store", file=sys.stderr)
+    elif args.action == "revoke":
+        if not args.name:
+            raise FourfoldError("give the NAME of the token to revoke")
+        ff.revoke_token(args.name)
+        payload = {"name": args.name, "revoked": True, "total": 1}
+
+        def human() -> None:
+            print(f"revoked {args.name}")
+    else:
+        tokens = ff.tokens()
+        payload = {"total": len(tokens), "results": tokens}
+
+        def human() -> None:
+            for t in tokens:
+                state = (f"revoked {time.strftime('%Y-%m-%d %H:%M', time.localtime(t['revoked_at']))}"
+                         if t["revoked_at"] else "active")
+                print(f"{t['name']}  {t['scope']}  "
+                      f"{', '.join(t['repositories']) if t['repositories'] else 'all'}  {state}")
+    _emit(args, payload, human)
+    return EXIT_RESULTS
+
+
 def cmd_def(args) -> int:
     ff = _open(args)
     _ensure(ff, args)
@@ -377,10 +451,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_subcommands(sub)
 
+    def where(p: argparse.ArgumentParser) -> None:
+        """Which index, and which repository in it."""
+        p.add_argument("--index-dir", help="where the index lives (default PATH/.fourfold)")
+        p.add_argument("--store", default=os.environ.get("FOURFOLD_STORE") or None,
+                       metavar="URL",
+                       help="a shared index on a PostgreSQL server, postgresql://USER@HOST:PORT/DB "
+                            "(default: $FOURFOLD_STORE, else the embedded index beside PATH)")
+        p.add_argument("--repository", metavar="NAME", action="append",
+                       help="the repository's name in the index (default: PATH's folder name), "
+                            "e.g. acme/api@main; search takes several, or '*' for all")
+
     def common(p: argparse.ArgumentParser, path: bool = True) -> None:
         if path:
             p.add_argument("path", nargs="?", default=".", help="folder to index/search")
-        p.add_argument("--index-dir", help="where the index lives (default PATH/.fourfold)")
+        where(p)
         p.add_argument("--json", action="store_true", help="machine-readable output")
         p.add_argument("--embedder", default="default",
                        help="embedding model: static (default, fast), minilm (transformer), "
@@ -468,6 +553,17 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.set_defaults(func=cmd_status)
 
+    p = sub.add_parser("token", help="create, list or revoke the access tokens of a server",
+                       description="Access tokens for `fourfold serve`: each grants read (or "
+                                   "write) on the --repository names given (default: all).")
+    p.add_argument("action", choices=("create", "list", "revoke"))
+    p.add_argument("name", nargs="?", help="the token's name (create, revoke)")
+    p.add_argument("path", nargs="?", default=".", help="indexed folder (embedded index)")
+    where(p)
+    p.add_argument("--scope", choices=("read", "write"), default="read")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_token)
+
     p = sub.add_parser("def", help="where is NAME defined (no NAME: every --kind definition)")
     p.add_argument("name", nargs="?", default=None,
                    help="the symbol; leave it (and PATH) out with --kind to list every "
@@ -482,7 +578,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("path", nargs="?", default=None,
                    help="indexed folder (default: the nearest indexed folder above FILE)")
-    p.add_argument("--index-dir")
+    where(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_outline)
 
@@ -495,7 +591,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("location", metavar="FILE:LINE")
     p.add_argument("path", nargs="?", default=None,
                    help="indexed folder (default: the nearest indexed folder above FILE)")
-    p.add_argument("--index-dir")
+    where(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--embedder", default="default")
     p.add_argument("--limit", type=int, default=10)

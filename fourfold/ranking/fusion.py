@@ -11,7 +11,7 @@ def rrf_contribution(weight: float, rank: int, k: float) -> float:
 
 def hit_key(hit: Hit) -> tuple:
     """Hits from different modalities name the same code by symbol, else by start line."""
-    return (hit.repo, hit.path, hit.symbol) if hit.symbol else (hit.repo, hit.path, hit.start_line)
+    return (hit.path, hit.symbol) if hit.symbol else (hit.path, hit.start_line)
 
 
 def fuse(ranked: dict[str, list[Hit]], weights: dict[str, float], k: float) -> list[Hit]:
@@ -37,7 +37,7 @@ def fuse(ranked: dict[str, list[Hit]], weights: dict[str, float], k: float) -> l
             fused = merged.get(key)
             if fused is None:
                 fused = Hit(hit.path, hit.start_line, hit.end_line, 0.0, symbol=hit.symbol,
-                            kind=hit.kind, lines=list(hit.lines), repo=hit.repo)
+                            kind=hit.kind, lines=list(hit.lines))
                 merged[key] = fused
             elif share > max(fused.contributions.values()):
                 # the span the strongest vote points at: the whole definition from the

@@ -54,22 +54,21 @@ def question_words(text: str) -> frozenset[str]:
     return name_targets(words) if len(words) <= NAME_BOOST_MAX_WORDS else frozenset()
 
 
-def apply_priors(hits: list[Hit], file_flags: dict[tuple, int], centrality: dict[tuple, float],
+def apply_priors(hits: list[Hit], file_flags: dict[str, int], centrality: dict, 
                  wants_tests: bool, boost: bool = True, wants_prose: bool = False,
                  named: frozenset[str] | None = None) -> list[Hit]:
     """Centrality boost and the boost of files whose name the question spells (`named`:
     question_words), then down-rank vendor/build/generated/archive paths, tests, and files in
     no programming language (docs, config, data)."""
     for hit in hits:
-        key = (hit.repo, hit.path)
         factors = {}
         if boost:
-            c = centrality.get((hit.repo, hit.path, hit.symbol)) if hit.symbol else None
+            c = centrality.get((hit.path, hit.symbol)) if hit.symbol else None
             factors["centrality"] = centrality_boost(c if c is not None
-                                                     else centrality.get(key, 0.0))
+                                                     else centrality.get(hit.path, 0.0))
         if named:
             factors["file_name"] = 1.0 + NAME_BOOST * name_match(name_words(hit.path), named)
-        factors.update(flag_factors(file_flags.get(key, 0), wants_tests, wants_prose))
+        factors.update(flag_factors(file_flags.get(hit.path, 0), wants_tests, wants_prose))
         hit.factors = {name: f for name, f in factors.items() if f != 1.0}
         factor = math.prod(hit.factors.values())
         hit.score *= factor
@@ -86,10 +85,10 @@ def with_file_support(hits: list[Hit], share: float = FILE_SUPPORT) -> list[Hit]
     that several modalities and several of its chunks point at is more likely the answer
     than one lucky chunk elsewhere. Returns every hit, re-sorted; `best_per_file` then
     keeps one per file."""
-    rest: dict[tuple, float] = {}
-    best: dict[tuple, Hit] = {}
+    rest: dict[str, float] = {}
+    best: dict[str, Hit] = {}
     for hit in hits:
-        key = (hit.repo, hit.path)
+        key = hit.path
         if key in best:
             rest[key] = rest.get(key, 0.0) + hit.score
         else:
@@ -101,11 +100,10 @@ def with_file_support(hits: list[Hit], share: float = FILE_SUPPORT) -> list[Hit]
 
 
 def best_per_file(hits: list[Hit]) -> list[Hit]:
-    seen: set[tuple] = set()
+    seen: set[str] = set()
     out = []
     for hit in hits:
-        key = (hit.repo, hit.path)
-        if key not in seen:
-            seen.add(key)
+        if hit.path not in seen:
+            seen.add(hit.path)
             out.append(hit)
     return out

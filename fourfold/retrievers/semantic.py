@@ -4,6 +4,7 @@ the int8 vectors. The code matrix is built once per index generation and kept in
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -22,9 +23,12 @@ RESCORE_CANDIDATES = 100
 class SemanticRetriever:
     modality = "semantic"
 
-    def __init__(self, store: Store, embedder_factory):
-        """embedder_factory() -> Embedder, called on first use (loading a model takes time)."""
+    def __init__(self, store: Store, embedder_factory,
+                 scope: Callable[[], int | None] = lambda: None):
+        """embedder_factory() -> Embedder, called on first use (loading a model takes time);
+        scope() -> the repository searched (None: every one)."""
         self.store = store
+        self.scope = scope
         self._factory = embedder_factory
         self._embedder: Embedder | None = None
         self._lock = threading.Lock()
@@ -44,10 +48,12 @@ class SemanticRetriever:
         return self.store.vector_count(self.embedder.name) > 0
 
     def _matrix(self):
-        generation = (self.store.generation(), self.store.vector_count(self.embedder.name))
+        repo_id = self.scope()
+        generation = (self.store.generation(), self.store.vector_count(self.embedder.name),
+                      repo_id)
         with self._lock:
             if self._state is None or self._state[0] != generation:
-                ids, int8, scales = load_vectors(self.store, self._embedder.name)
+                ids, int8, scales = load_vectors(self.store, self._embedder.name, repo_id)
                 if len(ids):
                     approx = int8.astype(np.float32) * scales[:, None]  # the unit vectors
                     mean = approx.mean(axis=0)  # sign bits are taken after centring

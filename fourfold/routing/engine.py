@@ -44,6 +44,8 @@ class SearchResponse:
     unavailable: dict[str, str] = field(default_factory=dict)  # modality -> why it did not answer
     timings_ms: dict[str, float] = field(default_factory=dict)
     rrf_k: float | None = None  # the k of the fusion (None on the direct path)
+    repositories_searched: list[str] = field(default_factory=list)  # when several were asked
+    repositories_skipped: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {
@@ -51,6 +53,9 @@ class SearchResponse:
             "rule": self.rule, "target": self.target, "fusion_strategy": self.fusion_strategy,
             "modalities": self.modalities, "weights": self.weights, "rrf_k": self.rrf_k,
             "unavailable": self.unavailable,
+            **({"repositories_searched": self.repositories_searched,
+                "repositories_skipped": self.repositories_skipped}
+               if self.repositories_searched else {}),
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
             "results": [h.to_dict() for h in self.hits],
         }

@@ -125,9 +125,10 @@ def embed_pending(store: Store, embedder: Embedder, cache: VectorCache | None = 
     return embedded
 
 
-def load_vectors(store: Store, model: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(chunk ids, int8 matrix, per-row scales) of every embedded chunk."""
-    ids, blobs, scales = store.vectors(model)
+def load_vectors(store: Store, model: str, repo_id: int | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(chunk ids, int8 matrix, per-row scales) of every embedded chunk (of one repository)."""
+    ids, blobs, scales = store.vectors(model, repo_id)
     if not ids:
         return (np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.int8),
                 np.zeros(0, dtype=np.float32))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Iterable, NamedTuple, Sequence
@@ -166,6 +167,18 @@ class EdgeColumns:
         return len(self.kind)
 
 
+@dataclass(slots=True)
+class TokenRecord:
+    """An access token as stored: its SHA-256, never the secret."""
+
+    name: str
+    token_hash: str
+    scope: str  # "read" or "write"
+    repositories: list[str] | None  # None: every repository
+    created_at: float
+    revoked_at: float | None
+
+
 class Store(ABC):
     """One index: repositories, files, contents, symbols, chunks, graph and vectors."""
 
@@ -309,8 +322,10 @@ class Store(ABC):
         """Store (chunk hash, int8 vector, scale) rows."""
 
     @abstractmethod
-    def vectors(self, model: str) -> tuple[list[int], list[bytes], list[float]]:
-        """(chunk ids, int8 vectors, scales) of every chunk embedded with this model."""
+    def vectors(self, model: str, repo_id: int | None = None
+                ) -> tuple[list[int], list[bytes], list[float]]:
+        """(chunk ids, int8 vectors, scales) of every chunk embedded with this model, of one
+        repository or all, in chunk id order."""
 
     @abstractmethod
     def vector_count(self, model: str) -> int:
@@ -320,6 +335,31 @@ class Store(ABC):
     @abstractmethod
     def vector_progress(self, model: str) -> tuple[int, int]:
         """(chunks with a vector, all chunks)."""
+
+    # -- the index as a whole --------------------------------------------------------------
+    @abstractmethod
+    def indexing_lock(self, repository: str, wait_s: float = 0.0) -> AbstractContextManager:
+        """Held while indexing `repository`: one indexer at a time (per index folder, or per
+        repository on a server); another waits up to `wait_s`, then gets IndexBusyError."""
+
+    @abstractmethod
+    def size_bytes(self) -> int:
+        """What the index takes on disk."""
+
+    # -- access tokens (kept across re-indexing: they are not derived data) ---------------
+    @abstractmethod
+    def put_token(self, token: TokenRecord) -> None: ...
+
+    @abstractmethod
+    def tokens(self) -> list[TokenRecord]:
+        """Every token, revoked ones included, oldest first."""
+
+    @abstractmethod
+    def token_by_hash(self, token_hash: str) -> TokenRecord | None: ...
+
+    @abstractmethod
+    def revoke_token(self, name: str, when: float) -> bool:
+        """Revoke the active token of that name; False if there is none."""
 
     @abstractmethod
     def close(self) -> None: ...

@@ -11,11 +11,13 @@ inode, which a shipped copy cannot know) as the one it was built in.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
+import time
 from pathlib import Path
 
-from ..errors import FourfoldError
+from ..errors import FourfoldError, IndexBusyError
 
 DB_NAME = "index.sqlite"
 LOCK_NAME = "index.lock"
@@ -119,3 +121,43 @@ def remove_database(index_dir: Path) -> None:
         except OSError as exc:
             raise FourfoldError(f"cannot remove {index_dir / name}: {exc.strerror or exc}"
                                 ) from exc
+
+
+class IndexLock:
+    """One writer per index: a second indexer waits up to `wait_s` for the first to finish,
+    then gets a clear refusal, never a corrupt index."""
+
+    POLL_S = 0.25
+
+    def __init__(self, index_dir: Path, wait_s: float = 0.0):
+        self.path = index_dir / LOCK_NAME
+        self.wait_s = wait_s
+        self.handle = None
+
+    def __enter__(self) -> "IndexLock":
+        self.handle = os.fdopen(open_private(self.path), "r+")
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            try:
+                fcntl.flock(self.handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < deadline:
+                    time.sleep(self.POLL_S)
+                    continue
+                self.handle.seek(0)
+                holder = self.handle.read().strip() or "another process"
+                self.handle.close()
+                raise IndexBusyError(f"another fourfold indexer ({holder}) is updating "
+                                     f"{self.path.parent}; try again when it finishes") from None
+        self.handle.seek(0)
+        self.handle.truncate()
+        self.handle.write(f"pid {os.getpid()}")
+        self.handle.flush()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.handle.seek(0)
+        self.handle.truncate()
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()

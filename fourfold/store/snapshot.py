@@ -1,9 +1,11 @@
-"""One generation of the index as the query stages see it, loaded once and shared: each
-file's language and flags, centrality, and (when a kind filter asks) each symbol's kind.
-Keys are repository-agnostic paths, as hits carry them."""
+"""One generation of one repository's index (or of every repository of an embedded index)
+as the query stages see it, loaded once and shared: each file's language and flags,
+centrality, and (when a kind filter asks) each symbol's kind. Keys are paths, as hits
+carry them; a query runs in one repository, where a path names one file."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from functools import cached_property
 
 from ..discovery.flags import PROSE, PROSE_LANGUAGES, TEST
@@ -12,13 +14,14 @@ from .base import Store, StoredFile
 
 
 class IndexSnapshot:
-    def __init__(self, store: Store, generation: tuple):
+    def __init__(self, store: Store, generation: tuple, repo_id: int | None = None):
         self.store = store
         self.generation = generation
+        self.repo_id = repo_id  # None: every repository
 
     @cached_property
     def _all_files(self) -> list[StoredFile]:
-        return self.store.files()
+        return self.store.files(self.repo_id)
 
     @cached_property
     def files(self) -> dict[str, StoredFile]:
@@ -46,27 +49,30 @@ class IndexSnapshot:
         return bool(stored and stored.flags & TEST)
 
     @cached_property
-    def file_flags(self) -> dict[tuple, int]:
-        """(repo, path) -> flags, files in no programming language marked PROSE."""
-        return {(None, f.path): f.flags | (PROSE if not f.language
+    def file_flags(self) -> dict[str, int]:
+        """path -> flags, files in no programming language marked PROSE."""
+        return {f.path: f.flags | (PROSE if not f.language
                                            or f.language in PROSE_LANGUAGES else 0)
                 for f in self.files.values()}
 
     @cached_property
-    def centrality(self) -> dict[tuple, float]:
-        """(repo, path) and (repo, path, symbol) -> PageRank relative to an average node."""
+    def centrality(self) -> dict:
+        """path and (path, symbol) -> PageRank relative to an average node."""
         symbol_rank, file_rank = self.store.centrality()
         paths = {f.file_id: f.path for f in self.files.values()}
-        out: dict[tuple, float] = {(None, paths[fid]): rank
+        out: dict = {paths[fid]: rank
                                    for fid, rank in file_rank.items() if fid in paths}
         for s in self.store.symbols_by_id(symbol_rank):
-            out[(None, s.path, s.qualname)] = symbol_rank[s.symbol_id]
+            if s.file_id in paths:
+                out[(s.path, s.qualname)] = symbol_rank[s.symbol_id]
         return out
 
     @cached_property
     def _symbol_kinds(self) -> dict[tuple[str, str], str]:
         kinds: dict[tuple[str, str], str] = {}
         for repo in self.store.repos(counts=False):
+            if self.repo_id is not None and repo.repo_id != self.repo_id:
+                continue
             for _sid, path, _name, qualname, kind, _parent in self.store.graph_symbols(
                     repo.repo_id):
                 kinds.setdefault((path, qualname), kind)
@@ -77,16 +83,20 @@ class IndexSnapshot:
 
 
 class Snapshots:
-    """The snapshot of the index's current generation (a new one when the index changes)."""
+    """The snapshot of the current generation of the repository `scope()` names (None:
+    every repository); a new one when the index changes."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, scope: Callable[[], int | None] = lambda: None):
         self.store = store
+        self.scope = scope
         self._current: IndexSnapshot | None = None
         self._lock = threading.Lock()
 
     def current(self) -> IndexSnapshot:
         generation = self.store.generation()
+        repo_id = self.scope()
         with self._lock:
-            if self._current is None or self._current.generation != generation:
-                self._current = IndexSnapshot(self.store, generation)
+            if (self._current is None or self._current.generation != generation
+                    or self._current.repo_id != repo_id):
+                self._current = IndexSnapshot(self.store, generation, repo_id)
             return self._current

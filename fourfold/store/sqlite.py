@@ -16,11 +16,12 @@ from array import array
 from pathlib import Path
 from typing import Iterable, Sequence
 
-
 from ..errors import FourfoldError, IndexDamagedError, IndexWriteError
 from ..tokens import chunk_body, identifier_tokens, token_text
-from .base import (BM25_COLUMN_WEIGHTS, EdgeColumns, FileRecord, RequiredText, FileStamp, FileState, RepoInfo, Store, StoredChunk,
-                   StoredEdge, StoredFile, StoredSymbol)
+from .base import (BM25_COLUMN_WEIGHTS, EdgeColumns, FileRecord, FileStamp, FileState,
+                   RepoInfo, RequiredText, Store, StoredChunk, StoredEdge, StoredFile,
+                   StoredSymbol, TokenRecord)
+from .index_dir import IndexLock
 
 SCHEMA_VERSION = 7  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
@@ -68,6 +69,9 @@ CREATE TABLE IF NOT EXISTS edges(
     resolution BLOB NOT NULL, kinds_names TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS symbol_rank(symbol_id INTEGER PRIMARY KEY, repo_id INTEGER, rank REAL);
 CREATE TABLE IF NOT EXISTS file_rank(file_id INTEGER PRIMARY KEY, repo_id INTEGER, rank REAL);
+CREATE TABLE IF NOT EXISTS tokens(
+    token_hash TEXT PRIMARY KEY, name TEXT NOT NULL, scope TEXT NOT NULL, repositories TEXT,
+    created_at REAL NOT NULL, revoked_at REAL);
 CREATE TABLE IF NOT EXISTS vectors(
     model TEXT NOT NULL, embed_hash TEXT NOT NULL, vec BLOB NOT NULL, scale REAL NOT NULL,
     PRIMARY KEY(model, embed_hash));
@@ -77,6 +81,9 @@ _FILE_COLS = "f.id, f.repo_id, f.path, f.language, f.flags"
 _SYMBOL_COLS = ("s.id, s.file_id, f.path, s.name, s.qualname, s.kind, s.start_line, s.end_line, "
                 "s.signature, s.doc, s.parent, f.flags, f.language")
 _CHUNK_COLS = "c.id, c.file_id, f.path, c.start_line, c.end_line, c.symbol, c.kind, f.flags"
+
+
+KEPT_TABLES = ("tokens",)  # not derived from the files: a new schema keeps them
 
 
 def _fts_phrase(literal: str) -> str:
@@ -231,7 +238,8 @@ class SQLiteStore(Store):
                     "SELECT name FROM sqlite_master WHERE type='table' AND sql LIKE ?",
                     (kind,)).fetchall()]
                 for name in names:
-                    conn.execute(f'DROP TABLE IF EXISTS "{name}"')
+                    if name not in KEPT_TABLES:
+                        conn.execute(f'DROP TABLE IF EXISTS "{name}"')
             for statement in filter(str.strip, SCHEMA.split(";")):
                 conn.execute(statement)
             conn.execute("INSERT OR REPLACE INTO meta VALUES('schema_version', ?)",
@@ -596,9 +604,15 @@ class SQLiteStore(Store):
             conn.executemany("INSERT OR REPLACE INTO vectors(model, embed_hash, vec, scale) "
                              "VALUES(?,?,?,?)", [(model, h, v, s) for h, v, s in rows])
 
-    def vectors(self, model: str) -> tuple[list[int], list[bytes], list[float]]:
-        rows = self._query("SELECT c.id, v.vec, v.scale FROM chunks c JOIN vectors v ON "
-                           "v.embed_hash=c.embed_hash AND v.model=? ORDER BY c.id", (model,))
+    def vectors(self, model: str, repo_id: int | None = None
+                ) -> tuple[list[int], list[bytes], list[float]]:
+        sql = ("SELECT c.id, v.vec, v.scale FROM chunks c JOIN vectors v ON "
+               "v.embed_hash=c.embed_hash AND v.model=?")
+        if repo_id:
+            rows = self._query(sql + " JOIN files f ON f.id=c.file_id AND f.repo_id=? "
+                               "ORDER BY c.id", (model, repo_id))
+        else:
+            rows = self._query(sql + " ORDER BY c.id", (model,))
         return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
 
     def vector_count(self, model: str) -> int:
@@ -611,4 +625,46 @@ class SQLiteStore(Store):
                               (model,))[0][0]
         return total - missing, total
 
+    # -- the index as a whole ----------------------------------------------------------------
+    def indexing_lock(self, repository: str, wait_s: float = 0.0) -> IndexLock:
+        """The index folder's lock: one indexer per embedded index, whatever the repository."""
+        return IndexLock(Path(self.db_path).parent, wait_s)
 
+    def size_bytes(self) -> int:
+        folder, name = Path(self.db_path).parent, Path(self.db_path).name
+        return sum(p.stat().st_size for p in folder.glob(name + "*"))
+
+    # -- access tokens --------------------------------------------------------------------
+    def put_token(self, token: TokenRecord) -> None:
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO tokens(token_hash, name, scope, repositories, created_at, "
+                         "revoked_at) VALUES(?,?,?,?,?,?)",
+                         (token.token_hash, token.name, token.scope,
+                          None if token.repositories is None else json.dumps(token.repositories),
+                          token.created_at, token.revoked_at))
+
+    def tokens(self) -> list[TokenRecord]:
+        return [self._token(row) for row in self._query(
+            "SELECT name, token_hash, scope, repositories, created_at, revoked_at FROM tokens "
+            "ORDER BY created_at, name")]
+
+    def token_by_hash(self, token_hash: str) -> TokenRecord | None:
+        rows = self._query("SELECT name, token_hash, scope, repositories, created_at, "
+                           "revoked_at FROM tokens WHERE token_hash=?", (token_hash,))
+        return self._token(rows[0]) if rows else None
+
+    @staticmethod
+    def _token(row: tuple) -> TokenRecord:
+        name, token_hash, scope, repositories, created_at, revoked_at = row
+        return TokenRecord(name, token_hash, scope,
+                           None if repositories is None else json.loads(repositories),
+                           created_at, revoked_at)
+
+    def revoke_token(self, name: str, when: float) -> bool:
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            return conn.execute("UPDATE tokens SET revoked_at=? WHERE name=? AND revoked_at IS "
+                                "NULL", (when, name)).rowcount > 0

@@ -9,7 +9,7 @@ import pytest
 
 from fourfold import Fourfold
 from fourfold.errors import IndexBusyError
-from fourfold.indexer import IndexLock
+from fourfold.store.index_dir import IndexLock
 from fourfold.model import Chunk, Symbol
 
 
@@ -175,9 +175,11 @@ def test_an_index_without_references_is_read_again_by_a_full_run(make_tree):
     ff = Fourfold(root)
     ff.index(embed=False)
     assert ff.references("beta")["results"]
-    summary = index_repository(ff.store, ff.index_dir, ff.root, build_graph=False)
+    summary = index_repository(ff.store, ff.root, ff.indexing_lock(),
+                               skip_dirs=(str(ff.index_dir),), build_graph=False)
     assert summary.read == 2 and not ff.store.all_edges()
-    assert index_repository(ff.store, ff.index_dir, ff.root, build_graph=False).read == 0
+    assert index_repository(ff.store, ff.root, ff.indexing_lock(), skip_dirs=(str(ff.index_dir),),
+                            build_graph=False).read == 0
     assert ff.index(embed=False).read == 2
     assert [r["path"] for r in ff.references("beta")["results"]] == ["a.py"]
 

@@ -175,7 +175,7 @@ def test_watch_reindexes_changed_files_until_interrupted(project):
 def test_index_refuses_or_waits_while_another_indexer_runs(project):
     holder = subprocess.Popen(  # another process holds the index until its stdin closes
         [sys.executable, "-c", "import sys; from pathlib import Path; "
-         "from fourfold.indexer import IndexLock; d = Path(sys.argv[1]); d.mkdir(); "
+         "from fourfold.store.index_dir import IndexLock; d = Path(sys.argv[1]); d.mkdir(); "
          "lock = IndexLock(d).__enter__(); print('held', flush=True); sys.stdin.read()",
          str(project / ".fourfold")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:

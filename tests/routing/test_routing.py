@@ -114,8 +114,8 @@ def test_boost_formula_and_cap():
 def test_priors_downrank_vendor_and_tests_and_boost_hubs():
     hits = [h("vendor/lib.py", score=1.0), h("tests/test_x.py", score=1.0),
             h("src/leaf.py", score=1.0), h("src/hub.py", score=1.0)]
-    flags = {(None, "vendor/lib.py"): VENDOR, (None, "tests/test_x.py"): TEST}
-    centrality = {(None, "src/hub.py"): 20.0, (None, "src/leaf.py"): 0.1}
+    flags = {("vendor/lib.py"): VENDOR, ("tests/test_x.py"): TEST}
+    centrality = {("src/hub.py"): 20.0, ("src/leaf.py"): 0.1}
     out = apply_priors(hits, flags, centrality, wants_tests=False)
     assert [x.path for x in out[:2]] == ["src/hub.py", "src/leaf.py"]
     assert out[0].factors == {"centrality": BOOST_CAP}
@@ -157,7 +157,7 @@ def test_a_long_text_names_files_in_passing_and_boosts_none():
 
 
 def test_prose_files_rank_below_code_unless_the_question_asks_for_them():
-    flags = {(None, "docs/setup.rst"): PROSE}
+    flags = {("docs/setup.rst"): PROSE}
     out = apply_priors([h("docs/setup.rst", score=1.0), h("src/setup.py", score=0.8)], flags,
                        {}, wants_tests=False, boost=False)
     assert [(x.path, x.score) for x in out] == [("src/setup.py", 0.8), ("docs/setup.rst", 0.5)]

@@ -19,6 +19,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ValidationError
 
 from ...errors import FourfoldError
+from .caller import current_grant, grant_of_request
 from .paging import to_json
 from .params import declared
 
@@ -40,6 +41,7 @@ class DeclaredTool(Tool):
         unknown = [name for name in arguments if name not in accepted]
         if unknown:
             raise ToolError(unknown_arguments(self.name, unknown, accepted))
+        caller = current_grant.set(grant_of_request(context))
         try:
             result = await super().run(arguments, context, convert_result=False)
         except ToolError as exc:
@@ -53,6 +55,8 @@ class DeclaredTool(Tool):
                 raise ToolError(f"internal error in {self.name}: {type(cause).__name__}: "
                                 f"{cause}") from None
             raise
+        finally:
+            current_grant.reset(caller)
         if not convert_result:
             return result
         # the reply is exactly the text the budget counted: compact JSON, sent once

@@ -56,6 +56,11 @@ def _common_args(parser: argparse.ArgumentParser) -> None:
                         help="index folder (default: PATH/.fourfold or the nearest above)")
     parser.add_argument("--no-watch", action="store_true",
                         help="do not watch the files to keep the index fresh")
+    parser.add_argument("--store", default=os.environ.get("FOURFOLD_STORE") or None,
+                        metavar="URL",
+                        help="answer from every repository of a PostgreSQL index "
+                             "(postgresql://USER@HOST:PORT/DB; default $FOURFOLD_STORE); such "
+                             "a server does not index: `fourfold index PATH --store URL` does")
 
 
 def _http_args(parser: argparse.ArgumentParser) -> None:
@@ -86,21 +91,26 @@ def _setup_logging() -> None:
                         format="fourfold-mcp %(levelname)s %(message)s")
 
 
-def _serve(args, token: str | None = None, http: bool = False) -> int:
+def _serve(args, http: bool = False) -> int:
     from .tools import FourfoldService
 
     try:
-        service = FourfoldService(args.path, index_dir=args.index_dir, watch=not args.no_watch)
+        service = FourfoldService(args.path, index_dir=args.index_dir, watch=not args.no_watch,
+                                  store_url=args.store)
     except FourfoldError as exc:
         print(f"fourfold: {exc}", file=sys.stderr)
         return 2
     try:
         if http:
-            from .http import run_http
+            from .http import resolve_token, run_http
 
+            token = resolve_token(args.host, args.token, service.ff)
             run_http(build_server(service), service, args.host, args.port, token)
         else:
             run_stdio(service)
+    except FourfoldError as exc:
+        print(f"fourfold: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         pass
     finally:
@@ -116,15 +126,8 @@ def cmd_mcp(args) -> int:
 
 def cmd_serve(args) -> int:
     """`fourfold serve`: serve over streamable HTTP (a token is needed off loopback)."""
-    from .http import resolve_token
-
     _setup_logging()
-    try:
-        token = resolve_token(args.host, args.token)
-    except FourfoldError as exc:
-        print(f"fourfold: {exc}", file=sys.stderr)
-        return 2
-    return _serve(args, token, http=True)
+    return _serve(args, http=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,13 +28,19 @@ CACHED_QUERIES = 32
 class Service:
     """Owns the Fourfold index, the watcher and embedder threads and the result cache."""
 
-    def __init__(self, root: str | os.PathLike = ".", index_dir: str | os.PathLike | None = None,
-                 watch: bool = True, debounce_ms: int = 400, step_ms: int = 50,
-                 embed: bool = True):
-        self.ff = Fourfold(root, index_dir=index_dir)
+    def __init__(self, root: str | os.PathLike | None = ".",
+                 index_dir: str | os.PathLike | None = None, watch: bool = True,
+                 debounce_ms: int = 400, step_ms: int = 50, embed: bool = True,
+                 store_url: str | None = None):
+        """`store_url`: answer from every repository of a server store; such a server
+        never indexes or watches (indexers write with `fourfold index --store`), so any
+        number of them can serve one database."""
+        self.ff = Fourfold(None if store_url else root, index_dir=index_dir,
+                           store_url=store_url)
         self.root = self.ff.root
-        self.watch_enabled = watch
-        self.embed_enabled = embed
+        self.serves_many = store_url is not None
+        self.watch_enabled = watch and not self.serves_many
+        self.embed_enabled = embed and not self.serves_many
         self.debounce_ms = debounce_ms
         self.step_ms = step_ms
         self.last_index: dict | None = None
@@ -60,6 +66,9 @@ class Service:
 
         With an existing index, queries are answered at once from it while the catch-up
         index runs; without one, queries wait for the first index (up to a bound)."""
+        if self.serves_many:
+            self._ready.set()  # what the indexers have written is the answer
+            return self
         if self.ff.repo_id() is not None:
             self._ready.set()
         if self.watch_enabled:

@@ -12,10 +12,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from ...api import SearchOptions
 from ...errors import QueryError
 from .paging import (DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS, MAX_PAGE, MIN_MAX_TOKENS,
                      approx_tokens, clamp_budget, cut, decode_cursor, encode_cursor, fill, page,
                      query_key, settle, to_json)
+from .caller import current_grant
 from .params import (Cursor, FilePath, Intent, Kind, Language, Limit, MaxTokens, Modalities,
                      PathGlob, Preset, Repository, Snippet, Weights, tool)
 from .paths import check_glob, check_path, inside_root
@@ -46,10 +48,36 @@ class FourfoldService(Service):
         limit, tokens = clamp_budget(limit, max_tokens, default_limit, max_limit)
         return key, offset, limit, tokens
 
+    def _repo(self, repository: str | None) -> int | None:
+        """The id of the repository a tool answers from (QueryError for an unknown one or
+        one the caller's token is not granted). None: the served repository; on a server
+        holding several, the agent must name one (only the search tools ask several)."""
+        repo_id = self.ff.repository(repository)
+        if repo_id is None and self.serves_many:
+            names = self._visible()
+            if len(names) != 1:
+                raise QueryError(f"this server holds {len(names)} repositories you may see; "
+                                 f"name one in `repository`: {', '.join(names) or 'none'}")
+            repo_id = self.ff.repository(names[0])
+        elif repo_id is None:
+            repo_id = self.ff.repo_id()
+        grant = current_grant.get()
+        if grant is not None and repo_id is not None:
+            name = self.ff.repository_name_of(repo_id)
+            if not grant.sees(name):
+                raise QueryError(f"repository {name!r} is not granted to this token; it may "
+                                 f"see: {', '.join(self._visible()) or 'nothing'}")
+        return repo_id
+
+    def _visible(self) -> list[str]:
+        """The indexed repositories the caller may see."""
+        grant = current_grant.get()
+        return [n for n in self.ff.repository_names() if grant is None or grant.sees(n)]
+
     def _safe_path(self, raw: str, repository: str | None) -> tuple[int, str]:
         """(repository id, stored path) of an agent's path, refused if outside the root."""
         check_path(raw)  # refuse a bad path before looking up its repository
-        repo_id, root = self.ff.repository_root(self.ff.repository(repository))
+        repo_id, root = self.ff.repository_root(self._repo(repository))
         return repo_id, inside_root(raw, root, self.ff.index_dir)
 
     def _snippet(self, path: str, start: int, end: int, n: int, repo_id: int | None,
@@ -72,18 +100,25 @@ class FourfoldService(Service):
                 "intent": intent, "language": language, "path_glob": path_glob,
                 "repository": repository, "snippet_lines": snippet_lines}
         key, offset, limit, tokens = self._begin(tool_name, args, cursor, limit, max_tokens, 10)
-        repo_id = self.ff.repository(repository)
+        several = repository is None and self.serves_many and len(self._visible()) > 1
+        repo_id = None if several else self._repo(repository)
+        visible = self._visible() if several else None
 
         def compute() -> list:
-            response, notes = self.ff.search_with_fallback(
-                query, preset=preset, modalities=tuple(modalities) if modalities else None,
+            options = SearchOptions(
+                preset=preset, modalities=tuple(modalities) if modalities else None,
                 weights=dict(weights) if weights else None, intent=intent,
                 languages=(language,) if language else (), path_glob=path_glob,
                 repo_id=repo_id, limit=SEARCH_DEPTH)
+            if several:
+                response, notes = self.ff.search_repositories(query, visible, options), []
+            else:
+                response, notes = self.ff.search_with_fallback(query, options)
             d = response.to_dict()
             header = {k: d[k] for k in ("intent", "confidence", "rule", "target",
                                         "fusion_strategy", "modalities", "weights",
-                                        "unavailable", "timings_ms")}
+                                        "unavailable", "timings_ms", "repositories_searched",
+                                        "repositories_skipped") if k in d}
             return [{**header, "notes": notes}] + [h.to_dict() for h in response.hits]
 
         rows = self.rows(key, compute)
@@ -95,7 +130,9 @@ class FourfoldService(Service):
             out = {k: v for k, v in hit.items() if k not in ("lines", "ranks", "factors")}
             if snippet_lines > 0:
                 shown = hit.get("lines") or self._snippet(
-                    hit["path"], hit["start_line"], hit["end_line"], snippet_lines, repo_id, files)
+                    hit["path"], hit["start_line"], hit["end_line"], snippet_lines,
+                    self.ff.repository(hit["repository"]) if "repository" in hit else repo_id,
+                    files)
                 out["lines"] = [{"line": ln["line"], "text": cut(ln["text"])}
                                 for ln in shown[:snippet_lines]]
             return out
@@ -166,7 +203,7 @@ class FourfoldService(Service):
             raise QueryError("context_lines must be between 0 and 10")
         key, offset, limit, tokens = self._begin("text_pattern_search", args, cursor, limit,
                                                  max_tokens, 50)
-        repo_id = self.ff.repository(repository)
+        repo_id = self._repo(repository)
 
         def compute() -> list:
             matches = self.ff.grep(pattern, regex=regex, case_sensitive=case_sensitive,
@@ -215,14 +252,14 @@ class FourfoldService(Service):
         path_glob = check_glob(path_glob)
         by_kind = not has_name and not has_path
         if by_kind:
-            repo_id = self.ff.repository(repository)
+            repo_id = self._repo(repository)
             args = {"kind": kind, "path_glob": path_glob, "repository": repository,
                     "mode": "kind"}
         elif path:
             repo_id, rel = self._safe_path(path, repository)
             args = {"path": rel, "kind": kind, "repository": repo_id}
         else:
-            repo_id = self.ff.repository(repository)
+            repo_id = self._repo(repository)
             args = {"name": name, "kind": kind, "path_glob": path_glob, "repository": repository}
         key, offset, limit, tokens = self._begin("structural_search", args, cursor, limit,
                                                  max_tokens, 20)
@@ -267,7 +304,7 @@ class FourfoldService(Service):
         args = {"name": name, "kind": kind, "path_glob": path_glob, "repository": repository}
         key, offset, limit, tokens = self._begin("find_symbol", args, cursor, limit,
                                                  max_tokens, 5)
-        repo_id = self.ff.repository(repository)
+        repo_id = self._repo(repository)
         files: dict = {}
 
         def compute() -> list:
@@ -310,7 +347,7 @@ class FourfoldService(Service):
         args = {"name": name, "relation": relation, "repository": repository}
         key, offset, limit, tokens = self._begin("dependency_search", args, cursor, limit,
                                                  max_tokens, 20)
-        repo_id = self.ff.repository(repository)
+        repo_id = self._repo(repository)
 
         def compute() -> list:
             found = self.ff.related(name, relation, repo_id, limit=GRAPH_CAP)
@@ -336,7 +373,7 @@ class FourfoldService(Service):
         args = {"name": name, "depth": depth, "repository": repository}
         key, offset, limit, tokens = self._begin("analyze_dependencies", args, cursor, limit,
                                                  max_tokens, 30)
-        repo_id = self.ff.repository(repository)
+        repo_id = self._repo(repository)
 
         def compute() -> list:
             found = self.ff.impact(name, depth, limit=GRAPH_CAP, repo_id=repo_id)
@@ -457,14 +494,20 @@ class FourfoldService(Service):
         key, offset, limit, tokens = self._begin("repository_context",
                                                  {"repository": repository}, cursor, limit,
                                                  max_tokens, 15)
-        repo_id = self.ff.repository(repository)
+        # on a server, naming no repository lists every one the caller sees, without a map
+        overview = repository is None and self.serves_many and len(self._visible()) > 1
+        repo_id = None if overview else self._repo(repository)
         status = self.ff.status()
         modalities = self.ff.modality_status()
         now = time.time()
+        visible = set(self._visible())
         repos = [{**r, "age_seconds": round(now - r["indexed_at"], 1) if r["indexed_at"] else None,
-                  "modalities": modalities} for r in self.ff.repositories(repo_id)]
+                  "modalities": modalities} for r in self.ff.repositories(repo_id)
+                 if r["name"] in visible]
 
         def compute() -> list:
+            if overview:
+                return [[], []]
             repo_map = self.ff.map(limit=500, repo_id=repo_id)
             return [repo_map["files"], repo_map["symbols"]]
 
@@ -517,7 +560,7 @@ class FourfoldService(Service):
                 "repository": repository, "include_neighbours": include_neighbours}
         key, offset, limit, tokens = self._begin("get_task_context", args, cursor, limit,
                                                  max_tokens, 40)
-        repo_id = self.ff.repository(repository)
+        repo_id = self._repo(repository)
         context = self.rows(key, lambda: [self.ff.task_context(
             task, language, path_glob, repo_id, include_neighbours)])[0]
         total = len(context.spans)
@@ -537,6 +580,13 @@ class FourfoldService(Service):
         """Bring the index up to date with the files on disk now (incremental: only changed
         files are read) and return what changed. The server already watches the files and
         re-indexes on change; call this only if results look stale."""
+        grant = current_grant.get()
+        if grant is not None and not grant.writes:
+            raise QueryError("this token may read, not write: reindex needs a write token")
+        if self.serves_many:
+            raise QueryError("this server answers from what its indexers write; it does not "
+                             "read files itself (`fourfold index PATH --store URL` updates a "
+                             "repository)")
         summary = self.reindex_now()
         return {**summary, "total": summary["added"] + summary["changed"] + summary["deleted"],
                 "embedding": "in the background" if self.embed_enabled else "off",
@@ -557,7 +607,7 @@ class FourfoldService(Service):
                 "repository": repository}
         key, offset, limit, tokens = self._begin("list_files", args, cursor, limit,
                                                  max_tokens, 100)
-        repo_id = self.ff.repository(repository)
+        repo_id = self._repo(repository)
         rows = self.rows(key, lambda: self.ff.list_files(
             path_glob, name, (language,) if language else (), repo_id))
 

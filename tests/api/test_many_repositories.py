@@ -1,0 +1,134 @@
+"""Several repositories in one index: each answers alone, a search can ask several or all,
+and every hit of such a search names its repository."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fourfold import Fourfold
+from fourfold.errors import NotIndexedError, QueryError
+from fourfold.interfaces.cli import main
+
+from ..conftest import write_tree
+
+REPOSITORIES = {
+    "acme/billing": {
+        "invoice.py": '''
+            class InvoiceRenderer:
+                """Renders an invoice as a PDF document."""
+
+                def render_pdf(self, invoice):
+                    return draw_pages(invoice.lines)
+            ''',
+        "util.py": '''
+            def format_money(cents):
+                return f"{cents / 100:.2f} EUR"
+            ''',
+    },
+    "acme/auth": {
+        "session.py": '''
+            def refresh_session_token(session):
+                """Issue a new token before the old one expires."""
+                session.token = issue_token(session.user)
+                return session
+            ''',
+        "util.py": '''
+            def constant_time_compare(a, b):
+                return hmac_compare(a, b)
+            ''',
+    },
+    "acme/search": {
+        "tokenizer.py": '''
+            def tokenize_document(text):
+                return [word.lower() for word in text.split()]
+            ''',
+    },
+}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def shared_index(request, tmp_path):
+    """The three repositories indexed into one index: an embedded one shared through
+    --index-dir, or a PostgreSQL database. Returns (how to open it as CLI arguments,
+    name -> Fourfold)."""
+    if request.param == "sqlite":
+        where = {"index_dir": tmp_path / "shared-index"}
+        cli = ["--index-dir", str(tmp_path / "shared-index")]
+    else:
+        url = request.getfixturevalue("postgres_url")
+        where = {"store_url": url}
+        cli = ["--store", url]
+    opened = {}
+    for name, files in REPOSITORIES.items():
+        root = write_tree(tmp_path / name.split("/")[1], files)
+        ff = Fourfold(root, repository=name, **where)
+        ff.index(embed=False)
+        opened[name] = ff
+    yield cli, opened
+    for ff in opened.values():
+        ff.close()
+
+
+def test_each_repository_answers_only_from_itself(shared_index):
+    _, ff = shared_index
+    billing, auth = ff["acme/billing"], ff["acme/auth"]
+    assert billing.search("render invoice pdf").hits[0].path == "invoice.py"
+    assert all(h.path != "invoice.py" for h in auth.search("render invoice pdf").hits)
+    # the same path in two repositories is two files
+    assert [m.text.strip() for m in billing.grep("def ")] == ["def render_pdf(self, invoice):",
+                                                              "def format_money(cents):"]
+    assert [m.text.strip() for m in auth.grep("def ", path_glob="util.py")] == [
+        "def constant_time_compare(a, b):"]
+    assert [d["path"] for d in auth.definitions("format_money")] == []
+    assert [f["path"] for f in billing.list_files()] == ["invoice.py", "util.py"]
+
+
+def test_a_search_of_every_repository_narrows_and_names_them(shared_index):
+    _, ff = shared_index
+    response = ff["acme/auth"].search_repositories("refresh_session_token before it expires")
+    top = response.hits[0]
+    assert (top.repository, top.path) == ("acme/auth", "session.py")
+    assert response.repositories_searched[0] == "acme/auth"
+    assert "acme/search" in response.repositories_skipped  # nothing there to go by
+    assert set(response.repositories_searched) | set(response.repositories_skipped) == set(
+        REPOSITORIES)
+    assert all(h.repository in response.repositories_searched for h in response.hits)
+
+
+def test_a_search_of_named_repositories_stays_in_them(shared_index):
+    _, ff = shared_index
+    response = ff["acme/billing"].search_repositories(
+        "format money", ["acme/auth", "acme/search"])
+    assert {h.repository for h in response.hits} <= {"acme/auth", "acme/search"}
+    assert all(h.path != "util.py" or h.repository == "acme/auth" for h in response.hits)
+    with pytest.raises(QueryError, match="unknown repository 'acme/nowhere'"):
+        ff["acme/billing"].search_repositories("format money", ["acme/nowhere"])
+
+
+def test_an_unindexed_repository_name_is_a_clear_error(shared_index, tmp_path):
+    cli, ff = shared_index
+    other = Fourfold(tmp_path / "billing", repository="acme/unknown",
+                     **({"index_dir": cli[1]} if cli[0] == "--index-dir" else {"store_url": cli[1]}))
+    with pytest.raises(NotIndexedError, match="acme/auth, acme/billing, acme/search"):
+        other.search("anything")
+    other.close()
+
+
+def test_cli_searches_one_several_or_every_repository(shared_index, capsys, monkeypatch,
+                                                       tmp_path):
+    cli, _ = shared_index
+    monkeypatch.chdir(tmp_path)
+    assert main(["search", "tokenize document", *cli, "--repository", "acme/search",
+                 "--json"]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert [r["path"] for r in one["results"]][:1] == ["tokenizer.py"]
+    assert "repository" not in one["results"][0]
+    assert main(["search", "tokenize document", *cli, "--repository", "*", "--json"]) == 0
+    every = json.loads(capsys.readouterr().out)
+    assert (every["results"][0]["repository"], every["results"][0]["path"]) == (
+        "acme/search", "tokenizer.py")
+    assert every["repositories_searched"][0] == "acme/search"
+    assert main(["grep", "def", *cli, "--repository", "acme/auth", "--repository",
+                 "acme/search"]) == 2
+    assert "answers from one repository" in capsys.readouterr().err

@@ -1,0 +1,149 @@
+"""Access tokens over HTTP: a token sees only the repositories it is granted, through every
+tool, and a revoked one is refused from the next request on."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from fourfold.interfaces.cli import main
+from tests.conftest import write_tree
+from tests.interfaces.test_mcp import PROJECT_ROOT, _free_port, call, call_error, run
+
+ONE = {"one.py": "def alpha_handler():\n    return 'ALPHA_SECRET'\n"}
+TWO = {"two.py": "def beta_handler():\n    return 'BETA_SECRET'\n"}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def two_repositories(request, tmp_path):
+    """acme/one and acme/two in one index; (CLI arguments naming the index, the server's
+    command line arguments)."""
+    one = write_tree(tmp_path / "one", ONE)
+    two = write_tree(tmp_path / "two", TWO)
+    if request.param == "sqlite":
+        where = ["--index-dir", str(tmp_path / "index")]
+        serve = [str(one), *where]  # serves acme/one; acme/two is in the same index
+    else:
+        where = ["--store", request.getfixturevalue("postgres_url")]
+        serve = where
+    for root, name in ((one, "acme/one"), (two, "acme/two")):
+        assert main(["index", str(root), *where, "--repository", name, "--no-embed"]) == 0
+    return where, serve, one
+
+
+def token(capsys, where, name, *granted) -> str:
+    args = ["token", "create", name, *where]
+    for repo in granted:
+        args += ["--repository", repo]
+    capsys.readouterr()
+    assert main(args) == 0
+    return capsys.readouterr().out.strip()
+
+
+@contextmanager
+def http_server(serve_args):
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "FOURFOLD_TOKEN"}
+    env["PYTHONPATH"] = str(PROJECT_ROOT)
+    proc = subprocess.Popen([sys.executable, "-m", "fourfold.interfaces.mcp", *serve_args,
+                             "--http", "--port", str(port), "--no-watch"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                assert proc.poll() is None, proc.stderr.read().decode()
+                assert time.monotonic() < deadline, "server did not start"
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def as_client(url: str, secret: str):
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"})
+    return http, Client(streamable_http_client(url, http_client=http))
+
+
+def status(url: str, secret: str | None) -> int:
+    headers = {"Accept": "application/json, text/event-stream",
+               "Content-Type": "application/json"}
+    if secret:
+        headers["Authorization"] = f"Bearer {secret}"
+    return httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                                  "params": {}}, headers=headers, timeout=10).status_code
+
+
+def test_a_token_sees_only_its_repositories(two_repositories, capsys):
+    where, serve, _ = two_repositories
+    only_two = token(capsys, where, "reader-two", "acme/two")
+    everything = token(capsys, where, "reader-all")
+    assert only_two.startswith("fft_") and only_two != everything
+    with http_server(serve) as url:
+        assert status(url, None) == 401  # tokens exist: none may come in without one
+        assert status(url, "fft_guessed") == 401
+
+        async def go():
+            with anyio.fail_after(60):
+                http, client = as_client(url, only_two)
+                async with http, client:
+                    found = await call(client, "text_pattern_search",
+                                       {"pattern": "SECRET", "repository": "acme/two"})
+                    assert [r["path"] for r in found["results"]] == ["two.py"]
+                    for tool, args in (
+                            ("text_pattern_search", {"pattern": "SECRET",
+                                                     "repository": "acme/one"}),
+                            ("get_file", {"path": "one.py", "repository": "acme/one"}),
+                            ("find_symbol", {"name": "alpha_handler",
+                                             "repository": "acme/one"}),
+                            ("list_files", {"repository": "acme/one"}),
+                            ("repository_context", {"repository": "acme/one"}),
+                            ("intelligent_search", {"query": "alpha handler",
+                                                    "repository": "acme/one"})):
+                        text = await call_error(client, tool, args)
+                        assert "not granted" in text and "ALPHA" not in text
+                    context = await call(client, "repository_context",
+                                         {"repository": "acme/two"})
+                    assert [r["name"] for r in context["repositories"]] == ["acme/two"]
+                    search = await call(client, "intelligent_search",
+                                        {"query": "beta handler", "repository": "acme/two"})
+                    assert "ALPHA" not in str(search)
+                http, client = as_client(url, everything)
+                async with http, client:
+                    found = await call(client, "text_pattern_search",
+                                       {"pattern": "SECRET", "repository": "acme/one"})
+                    assert [r["path"] for r in found["results"]] == ["one.py"]
+        run(go)
+
+        assert main(["token", "revoke", "reader-two", *where]) == 0
+        assert status(url, only_two) == 401  # at once, without a restart
+        assert status(url, everything) != 401  # let in (400: no MCP session yet)
+
+
+def test_token_list_never_shows_a_secret(two_repositories, capsys):
+    where, _, _ = two_repositories
+    secret = token(capsys, where, "ci", "acme/one")
+    assert main(["token", "list", *where, "--json"]) == 0
+    out = capsys.readouterr().out
+    assert '"name": "ci"' in out and '"repositories": ["acme/one"]' in out
+    assert secret not in out and secret[4:] not in out
+    assert main(["token", "create", "bad", *where, "--repository", "acme/nowhere"]) == 2
+    assert "unknown repository acme/nowhere" in capsys.readouterr().err
+    assert main(["token", "create", "ci", *where]) == 2  # the name is taken
+    assert main(["token", "revoke", "nobody", *where]) == 2

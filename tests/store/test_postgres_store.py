@@ -1,0 +1,384 @@
+"""What only the PostgreSQL store does: it ranks and filters text as the SQLite store does
+(BM25 scores, stems, trigram candidates), takes hostile text as data, migrates its schema
+under a lock, tells repositories apart by name, and reports a server that is down or a
+connection lost mid-write clearly, never with the password of the URL."""
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+import time
+from urllib.parse import urlsplit
+
+import psycopg
+import pytest
+
+from fourfold.errors import FourfoldError, IndexBusyError, IndexWriteError
+from fourfold.store.base import FileRecord, FileStamp
+from fourfold.store.postgres import SCHEMA_VERSION, PostgresStore, index_terms
+from fourfold.store.sqlite import SQLiteStore
+from fourfold.tokens import token_text
+from tests.postgres import _free_port
+from tests.store.records import CORPUS, alpha_record, corpus_records, readme_record
+
+
+@pytest.fixture
+def store(postgres_url):
+    opened = PostgresStore(postgres_url)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def both(postgres_url, tmp_path):
+    """The same corpus in a SQLite and a PostgreSQL store."""
+    stores = SQLiteStore(tmp_path / "index.sqlite"), PostgresStore(postgres_url)
+    for opened in stores:
+        opened.write_batch(opened.ensure_repo("/src/proj", "proj"), corpus_records(), [], [])
+    yield stores
+    for opened in stores:
+        opened.close()
+
+
+def _admin(url: str) -> psycopg.Connection:
+    return psycopg.connect(url, autocommit=True)
+
+
+# -- ranking as SQLite ranks ----------------------------------------------------------------
+BM25_QUERIES = [["parse", "config"], ["read", "file"], ["config", "parser"], ["cache"],
+                ["user", "email"], ["http", "client", "request"], ["snake_case"],
+                ["configparser"], ["json"], ["error"], ["parse_config"],
+                ["parsing", "configuration"], ["file", "reader"], ["lines", "path", "data"],
+                ["session", "token", "user"], ["retry", "attempts"], ["truncate", "width"],
+                ["self", "return"], ["main", "argv", "parser", "config", "load"]]
+
+
+def _ties_grouped(ranked) -> list[tuple[float, set]]:
+    """Scores best first, each with the chunks that have it: tied chunks come in no
+    particular order from either store."""
+    groups: list[tuple[float, set]] = []
+    for chunk, score in ranked:
+        key = (chunk.path, chunk.start_line)
+        if groups and abs(groups[-1][0] - score) <= 1e-9 * abs(score):
+            groups[-1][1].add(key)
+        else:
+            groups.append((score, {key}))
+    return groups
+
+
+def test_bm25_ranks_and_scores_as_sqlite_fts5(both):
+    sqlite_store, postgres_store = both
+    worst = 0.0
+    for terms in BM25_QUERIES:
+        expected = sqlite_store.bm25_chunks(terms, 1000)
+        got = postgres_store.bm25_chunks(terms, 1000)
+        assert expected, terms
+        assert [keys for _, keys in _ties_grouped(got)] == \
+            [keys for _, keys in _ties_grouped(expected)], terms
+        for (_, want), (_, have) in zip(expected, got):
+            worst = max(worst, abs(have - want) / abs(want))
+        top = [(c.path, c.start_line) for c, _ in postgres_store.bm25_chunks(terms, 10)]
+        assert top == [(c.path, c.start_line) for c, _ in got[:10]], terms
+        in_repo = postgres_store.bm25_chunks(terms, 10, repo_id=1)
+        assert [s for _, s in in_repo] == pytest.approx([s for _, s in got[:10]], rel=1e-12)
+    assert worst < 1e-12  # the same formula on the same counts: equal to rounding
+
+
+def test_the_corpus_has_enough_chunks_to_rank(both):
+    sqlite_store, postgres_store = both
+    assert len(sqlite_store.bm25_chunks(["def", "class"], 1000)) >= 30
+    assert postgres_store.vector_progress("m") == sqlite_store.vector_progress("m") == (0, 36)
+
+
+# Where the snowball Porter stemmer and SQLite's differ: the word SQLite's stemmer makes,
+# and snowball's. SQLite applies 'logi' -> 'log' and 'bli' -> 'ble', removes any doubled
+# consonant after -ed/-ing, and reads a whole word that is a suffix ('eed') differently.
+KNOWN_STEM_DIFFERENCES = {"topology": ("topolog", "topologi"),
+                          "possibly": ("possibl", "possibli"),
+                          "assembly": ("assembl", "assembli"),
+                          "specced": ("spec", "specc"),
+                          "eed": ("e", "eed")}
+CODE_WORDS = """configuration configure configured connection connections connected
+initialize initialization initializer serialization serializer serialized generator
+generational relational conditional rational optional dependencies dependency dependent
+hopeful hopefulness goodness callable readable iterable iterator iterating iterated
+running runner runs ran parsing parsed parser parses parse formalize formality
+electrical electricity adjustment replacement agreement agreed feed sized sizing hopping
+hoping filing filled falling controlling rolled happy happiness sky skies ponies caresses
+ties cats caress generalization activate activation activity effective adoption
+irritant dependent adjustable defensible homologous communism analogous probate goodness
+utf8 v2 x86_64 __init__ i18n md5sum sha256 a1b2 _private_name ALLCAPS Café naïve Élan
+straße""".split()
+
+
+def _sqlite_terms(words: list[str]) -> list[str]:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize=\"porter unicode61 "
+                 "tokenchars '_'\")")
+    conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+    conn.executemany("INSERT INTO t(rowid, x) VALUES(?, ?)", list(enumerate(words, 1)))
+    return [term for _, term in sorted(conn.execute("SELECT doc, term FROM v"))]
+
+
+def test_terms_are_stemmed_as_sqlite_stems_them_but_for_known_words():
+    words = sorted(set(token_text(" ".join(CORPUS.values())).split() + CODE_WORDS
+                       + list(KNOWN_STEM_DIFFERENCES)))
+    assert len(words) > 250
+    differences = {word: (sqlite_term, ours) for word, sqlite_term, [ours] in zip(
+        words, _sqlite_terms(words), map(index_terms, words)) if sqlite_term != ours}
+    assert differences == KNOWN_STEM_DIFFERENCES
+    assert index_terms("Config-PARSER, read_file(é)") == ["config", "parser", "read_fil", "e"]
+
+
+LITERAL_FILES = {
+    "a.py": 'RATE = "100%"  # a_b and back\\slash\nname = "it\'s"\n',
+    "b.py": 'say = \'he said "hi"\'\nPATTERN = "%_%"\n',
+    "c.py": "plain words only\nAxB and 100 percent\n",
+    "d.py": "UPPER_CASE_NAME = a_b_c\n",
+}
+
+
+def test_trigram_candidates_agree_with_sqlite_on_hostile_literals(postgres_url, tmp_path):
+    stores = SQLiteStore(tmp_path / "index.sqlite"), PostgresStore(postgres_url)
+    for opened in stores:
+        repo = opened.ensure_repo("/src/proj", "proj")
+        opened.write_batch(repo, [
+            FileRecord(path, FileStamp(len(text), 1, 1, 1), f"h-{path}", "python", 0, text)
+            for path, text in LITERAL_FILES.items()], [], [])
+    cases = ["100%", "%_%", "a_b", "_b_", "k\\sl", "it's", '"hi"', "UPPER_case", "words",
+             "100 percent", ("and", ["plain", "AxB"]), ("or", ["it's", "a_b_c"]),
+             ("and", ["100", ("or", ["%_%", "100%"])]), ("or", ["nowhere", "'; DROP"]), None]
+    for required in cases:
+        got = [f.path for f, _ in stores[1].trigram_candidates(required)]
+        assert got == [f.path for f, _ in stores[0].trigram_candidates(required)], required
+        if isinstance(required, str):  # and both are exact here: no scattered trigrams
+            assert got == sorted(p for p, text in LITERAL_FILES.items()
+                                 if required.lower() in text.lower()), required
+    for opened in stores:
+        opened.close()
+
+
+# -- hostile text ---------------------------------------------------------------------------
+HOSTILE = ["'; DROP TABLE files; --", "Robert'); DROP TABLE repos;--", 'q"uote', "back\\slash",
+           "semi;colon", "%", "_", "100%_\\", "$1", "%s", "%(name)s", "{trgm}"]
+
+
+def test_sql_metacharacters_in_names_and_queries_are_only_data(store):
+    ids = [store.ensure_repo(f"/src/{i}", name) for i, name in enumerate(HOSTILE)]
+    assert len(set(ids)) == len(HOSTILE)
+    assert [(r.name, r.root) for r in store.repos()] == [
+        (name, f"/src/{i}") for i, name in enumerate(HOSTILE)]
+    store.write_batch(ids[0], [alpha_record(), readme_record()], [], [])
+    for text in HOSTILE:
+        assert store.symbols_named([text]) == []
+        assert store.symbols_by_token([text]) == []  # no wildcard: '%' is not "anything"
+        assert store.symbols_with_words([text], text) == []
+        assert store.trigram_candidates(text) == []
+        assert store.trigram_candidates(("or", [text, text])) == []
+        assert store.bm25_chunks([text], 10) == []
+        assert store.file_by_path(text) is None
+        store.set_setting(text, 5)
+        assert store.setting(text, 0) == 5
+    store.mark_identity(HOSTILE[0])
+    assert store.identity() == HOSTILE[0]
+    assert len(store.files()) == 2 and store.content(1).startswith("def alpha")
+
+
+def test_a_nul_character_is_refused_when_written_and_matches_nothing_when_read(store):
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, [alpha_record()], [], [])
+    with pytest.raises(FourfoldError, match="NUL"):
+        store.ensure_repo("/src/nul", "bad\x00name")
+    broken = readme_record()
+    broken.text = "hello\x00world\n"
+    with pytest.raises(IndexWriteError, match="NUL"):
+        store.write_batch(repo, [broken], [], [])
+    assert store.symbols_named(["alpha\x00"]) == []
+    assert store.symbols_by_token(["al\x00"]) == []
+    assert store.symbols_with_words(["al\x00pha"], "al\x00pha") == []
+    assert store.trigram_candidates("alp\x00ha") == []
+    assert store.trigram_candidates(("or", ["alp\x00ha", "alpha"]))[0][0].path == "pkg/a.py"
+    assert store.file_by_path("pkg/a.py\x00") is None
+    assert [f.path for f in store.files()] == ["pkg/a.py"]
+
+
+# -- repositories, schema, locks --------------------------------------------------------------
+def test_a_repository_is_known_by_its_name_and_keeps_its_latest_root(store):
+    first = store.ensure_repo("/home/ann/proj", "proj")
+    assert store.ensure_repo("/home/bob/proj", "proj") == first
+    assert [(r.name, r.root) for r in store.repos(counts=False)] == [("proj", "/home/bob/proj")]
+    assert store.ensure_repo("/home/ann/proj", "other") != first
+
+
+def test_the_schema_lives_in_its_own_schema_with_its_version(store, postgres_url):
+    with _admin(postgres_url) as admin:
+        tables = {row[0] for row in admin.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'fourfold'")}
+        assert {"meta", "repos", "files", "contents", "chunks", "chunk_terms", "symbols",
+                "symbol_tokens", "edges", "vectors"} <= tables
+        assert admin.execute("SELECT count(*) FROM information_schema.tables WHERE "
+                             "table_schema = 'public'").fetchone() == (0,)
+        assert admin.execute("SELECT value FROM fourfold.meta WHERE key = 'schema_version'"
+                             ).fetchone() == (str(SCHEMA_VERSION),)
+        assert admin.execute("SELECT indexdef FROM pg_indexes WHERE indexname = "
+                             "'contents_trigrams'").fetchone()[0].endswith("gin_trgm_ops)")
+
+
+def test_a_newer_schema_is_refused_with_what_to_do(store, postgres_url):
+    with _admin(postgres_url) as admin:
+        admin.execute("UPDATE fourfold.meta SET value = %s WHERE key = 'schema_version'",
+                      (str(SCHEMA_VERSION + 1),))
+    with pytest.raises(FourfoldError) as refused:
+        PostgresStore(postgres_url)
+    url = urlsplit(postgres_url)
+    assert store.location == f"{url.hostname}:{url.port}{url.path}"
+    assert str(refused.value) == (
+        f"the index on {store.location} was written by a newer fourfold (schema "
+        f"{SCHEMA_VERSION + 1}, this one reads {SCHEMA_VERSION}); upgrade fourfold or use "
+        "another database")
+
+
+def test_stores_opening_a_fresh_database_at_once_migrate_it_once(postgres_url):
+    openers = 4
+    start = threading.Barrier(openers)
+    opened, failures = [], []
+
+    def open_store():
+        start.wait()
+        try:
+            opened.append(PostgresStore(postgres_url))
+        except Exception as exc:  # noqa: BLE001 - the test reports any failure
+            failures.append(exc)
+
+    threads = [threading.Thread(target=open_store) for _ in range(openers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == [] and len(opened) == openers
+    with _admin(postgres_url) as admin:
+        assert admin.execute("SELECT count(*) FROM fourfold.chunk_totals").fetchone() == (1,)
+    for one in opened:
+        assert one.is_empty() and one.bm25_chunks(["x"], 1) == []
+        one.close()
+
+
+def test_one_indexer_per_repository(store):
+    with store.indexing_lock("proj"):
+        with pytest.raises(IndexBusyError, match="repository 'proj'"):
+            with store.indexing_lock("proj", wait_s=0.3):
+                pass
+        with store.indexing_lock("other"):
+            pass
+    with store.indexing_lock("proj"):
+        assert store.size_bytes() > 0
+
+
+def test_deleted_files_take_their_terms_and_statistics_with_them(store, postgres_url):
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, corpus_records(), [], [])
+    with _admin(postgres_url) as admin:
+        count = "SELECT count(*) FROM fourfold.chunk_terms"
+        assert admin.execute(count).fetchone()[0] > 100
+        assert admin.execute("SELECT chunks FROM fourfold.chunk_totals").fetchone() == (36,)
+        store.write_batch(repo, [], list(CORPUS), [])
+        assert admin.execute(count).fetchone() == (0,)
+        assert admin.execute("SELECT chunks, tokens FROM fourfold.chunk_totals").fetchone() \
+            == (0, 0)
+
+
+# -- failures --------------------------------------------------------------------------------
+def test_a_server_that_is_down_is_named_without_the_password():
+    port = _free_port()
+    with pytest.raises(FourfoldError) as down:
+        PostgresStore(f"postgresql://fourfold:secret@127.0.0.1:{port}/teamindex")
+    message = str(down.value)
+    assert f"127.0.0.1:{port}" in message and "'teamindex'" in message
+    assert "is the server running" in message and "check --store" in message
+    assert "secret" not in message and "secret" not in repr(down.value)
+    assert down.value.__suppress_context__ and "secret" not in str(down.value.__context__)
+
+
+def test_a_missing_database_and_a_bad_url_say_what_is_wrong(postgres_server):
+    missing = re.sub(r"/[^/]*$", "/no_such_db", postgres_server)
+    with pytest.raises(FourfoldError, match="database 'no_such_db'.*does not exist"):
+        PostgresStore(missing.replace("postgres@", "postgres:secret@"))
+    with pytest.raises(FourfoldError, match="not a PostgreSQL URL") as bad:
+        PostgresStore("postgresql://me:secret@host:5432/db?nonsense_option=1")
+    assert "secret" not in str(bad.value)
+
+
+def test_the_password_never_shows(postgres_url):
+    with_password = postgres_url.replace("postgres@", "postgres:secret@")
+    store = PostgresStore(with_password)  # trust authentication: the password is unused
+    assert "secret" not in repr(store) and "secret" not in store.location
+    assert "secret" not in str(vars(store).get("location"))
+    store.close()
+
+
+def _backend_pid(store: PostgresStore) -> int:
+    return store._conn().info.backend_pid
+
+
+def test_a_connection_lost_between_batches_fails_the_next_write_and_keeps_the_last(
+        store, postgres_url):
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, [readme_record()], [], [])
+    with _admin(postgres_url) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (_backend_pid(store),))
+    with pytest.raises(IndexWriteError) as lost:
+        store.write_batch(repo, [alpha_record()], ["README.md"], [])
+    assert "what was written before stays searchable" in str(lost.value)
+    assert [f.path for f in store.files()] == ["README.md"]  # connected again
+    assert store.bm25_chunks(["alpha"], 5) == [] and len(store.bm25_chunks(["hello"], 5)) == 1
+
+
+def test_a_connection_lost_inside_a_write_leaves_nothing_of_that_batch(store, postgres_url):
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, [readme_record()], [], [])
+    before = store.bm25_chunks(["hello"], 5)
+    failures: list[Exception] = []
+
+    def write():
+        try:
+            store.write_batch(repo, corpus_records(), ["README.md"], [])
+        except Exception as exc:  # noqa: BLE001 - the test inspects it
+            failures.append(exc)
+
+    with _admin(postgres_url) as admin, psycopg.connect(postgres_url) as holder:
+        # the batch's last statement updates the totals: hold that row so the write waits
+        # there, everything else of the batch already sent
+        holder.execute("SELECT * FROM fourfold.chunk_totals FOR UPDATE")
+        writer = threading.Thread(target=write)
+        writer.start()
+        deadline = time.monotonic() + 30
+        waiting = None
+        while waiting is None and time.monotonic() < deadline:
+            waiting = admin.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND "
+                "wait_event_type = 'Lock' AND query LIKE 'UPDATE chunk_totals%%'").fetchone()
+            time.sleep(0.05)
+        assert waiting is not None, "the write never reached the totals"
+        admin.execute("SELECT pg_terminate_backend(%s)", waiting)
+        writer.join(30)
+        holder.rollback()
+    assert len(failures) == 1 and isinstance(failures[0], IndexWriteError)
+    assert [f.path for f in store.files()] == ["README.md"]
+    assert store.bm25_chunks(["hello"], 5) == before  # the totals are untouched too
+    assert store.bm25_chunks(["config"], 5) == []
+
+
+def test_the_store_works_from_many_threads(store):
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, corpus_records(), [], [])
+    expected = store.bm25_chunks(["read", "file"], 10)
+    results, threads = [], []
+    for _ in range(6):
+        threads.append(threading.Thread(
+            target=lambda: results.append(store.bm25_chunks(["read", "file"], 10))))
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [expected] * 6
+

@@ -1,0 +1,260 @@
+"""The storage interface, on each store: a new store, settings and identity, a batch of
+files written and read back whole, replaced and deleted, atomically; text candidates, BM25,
+symbols, packed edges, centrality and vectors."""
+from __future__ import annotations
+
+import pytest
+
+from fourfold.errors import FourfoldError
+from fourfold.model import Chunk, Reference
+from fourfold.store.base import (EdgeColumns, FileStamp, FileState, RepoInfo, Resolution,
+                                 StoredChunk, StoredEdge, StoredFile, StoredSymbol, TokenRecord,
+                                 decode_references)
+from fourfold.store.postgres import PostgresStore
+from fourfold.store.sqlite import SQLiteStore
+from tests.store.records import ALPHA, alpha_record, corpus_records, readme_record
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def open_store(request, tmp_path):
+    """Opens the store under test; each call opens the same index again."""
+    if request.param == "sqlite":
+        def opener():
+            return SQLiteStore(tmp_path / "index.sqlite")
+    else:
+        url = request.getfixturevalue("postgres_url")
+
+        def opener():
+            return PostgresStore(url)
+    opened = []
+
+    def open_again():
+        opened.append(opener())
+        return opened[-1]
+    yield open_again
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(open_store):
+    return open_store()
+
+
+# -- schema and identity ---------------------------------------------------------------------
+def test_a_new_store_is_empty_and_remembers_its_settings_and_identity(store, open_store):
+    assert store.is_empty() and store.repos() == [] and store.files() == []
+    assert store.identity() is None and store.setting("max_file_bytes", 7) == 7
+    store.mark_identity("/home/me/proj")
+    store.set_setting("max_file_bytes", 8_000_000)
+    repo = store.ensure_repo("/home/me/proj", "proj")
+    assert store.ensure_repo("/home/me/proj", "proj") == repo == 1  # one row per repository
+    assert store.generation() == ((1, None),)
+    store.mark_indexed(repo, 1234.5, "parser-v1")
+    store.close()
+    again = open_store()
+    assert again.identity() == "/home/me/proj"
+    assert again.setting("max_file_bytes", 7) == 8_000_000
+    assert again.parser_of(repo) == "parser-v1" and again.parser_of(99) is None
+    assert again.generation() == ((1, 1234.5),)
+    again.mark_indexed(repo, 1240.0, "parser-v2")
+    assert again.generation() == ((1, 1240.0),) and again.parser_of(repo) == "parser-v2"
+    assert not again.is_empty()
+
+
+# -- write_batch ----------------------------------------------------------------------------
+def test_write_batch_round_trips_files_states_contents_symbols_chunks_and_references(store):
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, [alpha_record(), readme_record()], [], [])
+    by_id = sorted(store.files(), key=lambda f: f.file_id)
+    assert by_id == [StoredFile(1, repo, "pkg/a.py", "python", 0),
+                     StoredFile(2, repo, "README.md", None, 0)]
+    assert sorted(store.files(repo), key=lambda f: f.file_id) == by_id
+    assert store.files(repo + 1) == []
+    assert store.file_by_path("README.md") == StoredFile(2, repo, "README.md", None, 0)
+    assert store.file_by_path("README.md", repo) == StoredFile(2, repo, "README.md", None, 0)
+    assert store.file_by_path("nowhere.py") is None
+    assert store.file_states(repo) == {
+        "pkg/a.py": FileState(1, FileStamp(30, 111, 222, 333), "hash-a"),
+        "README.md": FileState(2, FileStamp(6, 1, 2, 3), "hash-b")}
+    assert store.contents([1, 2]) == {1: ALPHA, 2: "hello\n"}
+    assert store.contents([]) == {}
+    assert store.content(1) == ALPHA and store.content(99) == ""
+    assert store.symbols_of_file(1) == [StoredSymbol(1, 1, "pkg/a.py", "alpha", "alpha",
+                                                     "function", 1, 2, "def alpha():", "Alpha.",
+                                                     None, 0, "python")]
+    assert store.symbols_named(["ALPHA"]) == store.symbols_of_file(1)  # case-insensitive
+    assert store.symbols_by_id([1]) == store.symbols_of_file(1)
+    assert store.graph_symbols(repo) == [(1, "pkg/a.py", "alpha", "alpha", "function", None)]
+    assert store.chunks_of_file(1) == [StoredChunk(1, 1, "pkg/a.py", 1, 2, "alpha", "symbol", 0)]
+    assert store.chunks([2]) == [StoredChunk(2, 2, "README.md", 1, 1, None, "text", 0)]
+    assert sorted(store.raw_references(repo)) == [
+        ("README.md", "[]"), ("pkg/a.py", '[["call", "beta", 2, "alpha"]]')]
+    assert decode_references(dict(store.raw_references(repo))["pkg/a.py"]) == [
+        Reference("call", "beta", 2, "alpha")]
+    assert store.repos() == [RepoInfo(repo, "/src/proj", "proj", None, 2, 36, 2, 1,
+                                      {"python": 1, "other": 1})]
+    assert store.repos(counts=False) == [RepoInfo(repo, "/src/proj", "proj", None, 0, 0, 0, 0,
+                                                  {})]
+    assert [f.path for f, _ in store.trigram_candidates("beta")] == ["pkg/a.py"]
+    assert [(f.path, h) for f, h in store.trigram_candidates(None)] == [
+        ("README.md", "hash-b"), ("pkg/a.py", "hash-a")]  # in path order, byte-wise
+
+
+def test_write_batch_replaces_deletes_and_restamps_in_one_transaction(store):
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, [alpha_record(), readme_record()], [], [])
+    edited = alpha_record(FileStamp(12, 5, 6, 333))
+    edited.text = "GAMMA = 1\n"
+    edited.hash, edited.symbols, edited.references = "hash-a2", [], "[]"
+    edited.chunks = [Chunk(1, 1, "GAMMA = 1", None, "window")]
+    edited.chunk_tokens, edited.chunk_hashes = ["gamma 1"], ["chunk-a2"]
+    store.write_batch(repo, [edited], ["README.md"], [])
+    [file] = store.files()
+    assert file.path == "pkg/a.py"
+    assert store.contents([1, 2, 3]) == {file.file_id: "GAMMA = 1\n"}
+    assert store.symbols_named(["alpha"]) == [] and store.raw_references(repo) == [
+        ("pkg/a.py", "[]")]
+    assert [(c.start_line, c.symbol, c.kind) for c in store.chunks_of_file(file.file_id)] == [
+        (1, None, "window")]
+    assert store.trigram_candidates("beta") == []
+    assert store.trigram_candidates("hello") == []
+    assert [f.path for f, _ in store.trigram_candidates("gamma")] == ["pkg/a.py"]
+    store.write_batch(repo, [], [], [("pkg/a.py", FileStamp(12, 50, 60, 444))])
+    assert store.file_states(repo) == {
+        "pkg/a.py": FileState(file.file_id, FileStamp(12, 50, 60, 444), "hash-a2")}
+    assert store.content(file.file_id) == "GAMMA = 1\n"  # a touch keeps the content
+
+
+def test_a_failed_batch_writes_nothing(store):
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, [readme_record()], [], [])
+    broken = alpha_record()
+    broken.text = None  # contents.text is NOT NULL: the batch fails part way
+    with pytest.raises(FourfoldError, match=r"contents\.text|\"text\" of relation \"contents\""):
+        store.write_batch(repo, [broken], ["README.md"], [])
+    assert [f.path for f in store.files()] == ["README.md"]
+    assert store.contents([1]) == {1: "hello\n"}
+    assert [c.path for c, _ in store.bm25_chunks(["hello"], 10)] == ["README.md"]
+
+
+def test_repositories_are_kept_apart(store):
+    first, second = store.ensure_repo("/a", "a"), store.ensure_repo("/b", "b")
+    assert first != second
+    store.write_batch(first, [alpha_record()], [], [])
+    store.write_batch(second, [alpha_record(), readme_record()], [], [])
+    assert [f.repo_id for f in store.files(first)] == [first]
+    assert {f.path for f in store.files(second)} == {"pkg/a.py", "README.md"}
+    assert store.file_by_path("README.md", first) is None
+    assert [f.repo_id for f, _ in store.trigram_candidates("alpha", second)] == [second]
+    assert {f.repo_id for f, _ in store.trigram_candidates("alpha")} == {first, second}
+    assert {c.file_id for c, _ in store.bm25_chunks(["alpha"], 10, first)} == {
+        f.file_id for f in store.files(first)}
+    assert len(store.bm25_chunks(["alpha"], 10)) == 2
+    assert [s.name for s in store.symbols_named(["alpha"], second)] == ["alpha"]
+    store.write_batch(first, [], ["pkg/a.py"], [])
+    assert store.files(first) == [] and len(store.files(second)) == 2
+
+
+# -- text ----------------------------------------------------------------------------------
+def test_trigram_candidates_follow_and_or_trees_case_insensitively(store):
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, [alpha_record(), readme_record()], [], [])
+    paths = lambda required: [f.path for f, _ in store.trigram_candidates(required)]  # noqa: E731
+    assert paths("ALPHA") == ["pkg/a.py"]
+    assert paths(("or", ["alpha", "hello"])) == ["README.md", "pkg/a.py"]
+    assert paths(("and", ["alpha", "hello"])) == []
+    assert paths(("and", ["alpha", ("or", ["nothing", "beta"])])) == ["pkg/a.py"]
+    assert paths("zzz") == []
+
+
+def test_bm25_ranks_name_and_path_words_above_body_words(store):
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, corpus_records(), [], [])
+    ranked = store.bm25_chunks(["parse", "config"], 5)
+    assert [c.symbol for c, _ in ranked][:2] == ["parse_config", "parse_config_string"]
+    assert [score for _, score in ranked] == sorted((s for _, s in ranked), reverse=True)
+    assert all(score > 0 for _, score in ranked)
+    assert store.bm25_chunks(["parsing"], 5) == store.bm25_chunks(["parse"], 5)  # one stem
+    assert store.bm25_chunks(["nowhere_at_all"], 5) == []
+    assert store.bm25_chunks([], 5) == []
+    assert len(store.bm25_chunks(["read", "file"], 3)) == 3
+
+
+def test_changed_and_deleted_files_leave_no_words_behind(store):
+    repo = store.ensure_repo("/src/proj", "proj")
+    records = corpus_records()
+    store.write_batch(repo, records, [], [])
+    assert store.bm25_chunks(["snake_case"], 5)[0][0].symbol == "snake_case"
+    store.write_batch(repo, [], ["util/strings.py"], [])
+    assert store.bm25_chunks(["snake_case"], 5) == []
+    assert store.symbols_by_token(["snake"]) == []
+    before = store.bm25_chunks(["read", "file"], 50)
+    store.write_batch(repo, [records[2]], [], [])  # io/files.py written again
+    after = store.bm25_chunks(["read", "file"], 50)
+    assert [(c.path, c.start_line, round(s, 9)) for c, s in after] == [
+        (c.path, c.start_line, round(s, 9)) for c, s in before]
+
+
+# -- symbols -------------------------------------------------------------------------------
+def test_symbols_by_token_and_with_words(store):
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, corpus_records(), [], [])
+    by_token = {s.name for s in store.symbols_by_token(["Config"])}
+    assert {"ConfigParser", "parse_config", "load_config", "ConfigError",
+            "default_config"} <= by_token
+    assert {s.name for s in store.symbols_by_token(["snak"])} == {"snake_case"}  # a prefix
+    assert len(store.symbols_by_token(["config"], limit=2)) == 2
+    assert store.symbols_by_token([""]) == [] and store.symbols_by_token([]) == []
+    assert {s.name for s in store.symbols_with_words(["config", "parse"], "nothing")} == {
+        "parse_config", "parse_config_string"}  # ConfigParser has "parser", not "parse"
+    assert {s.name for s in store.symbols_with_words(["x"], "lrucache")} == {"LruCache"}
+    assert store.symbols_with_words([], "lrucache") == []
+    assert [s.name for s in store.symbols_named(["configparser"], repo)] == ["ConfigParser"]
+
+
+# -- edges and centrality --------------------------------------------------------------------
+def test_stored_edges_come_back_whole_per_repository(store):
+    first, second = store.ensure_repo("/a", "a"), store.ensure_repo("/b", "b")
+    edges = [StoredEdge("call", 1, 7, 2, 9, 12, "helper", Resolution.EXACT),
+             StoredEdge("call", 1, None, None, None, 3, "os.path.join", Resolution.NONE),
+             StoredEdge("import", 2, None, 1, None, 1, "./util:a as b", Resolution.INFERRED),
+             StoredEdge("call", 2, 4, 1, 7, 2**40, "guess", Resolution.NAME_ONLY)]
+    store.replace_graph(first, EdgeColumns.of(edges), {7: 1.5, 9: 0.5}, {1: 1.2})
+    store.replace_graph(second, EdgeColumns.of(edges[:1]), {}, {})
+    assert store.all_edges(first) == edges
+    assert [e.resolution for e in store.all_edges(first)] == [3, 0, 2, 1]
+    assert store.all_edges() == edges + edges[:1]
+    assert store.centrality() == ({7: 1.5, 9: 0.5}, {1: 1.2})
+    store.replace_graph(first, EdgeColumns(), {}, {})
+    assert store.all_edges(first) == [] and store.all_edges() == edges[:1]
+    assert store.centrality() == ({}, {})
+
+
+# -- vectors -------------------------------------------------------------------------------
+def test_vectors_are_kept_per_model_and_chunk_hash(store):
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, [alpha_record(), readme_record()], [], [])
+    assert store.chunks_missing_vectors("m", 10) == [(1, "chunk-a"), (2, "chunk-b")]
+    assert store.chunks_missing_vectors("m", 10, after=1) == [(2, "chunk-b")]
+    assert store.vector_progress("m") == (0, 2) and store.vector_count("m") == 0
+    store.put_vectors("m", [("chunk-a", b"\x01\xff", 0.5)])
+    store.put_vectors("m", [("chunk-a", b"\x02\x00", 0.25), ("other", b"\x03", 1.0)])
+    assert store.vectors("m") == ([1], [b"\x02\x00"], [0.25])
+    assert store.vector_count("m") == 2 and store.vector_progress("m") == (1, 2)
+    assert store.chunks_missing_vectors("m", 10) == [(2, "chunk-b")]
+    assert store.vectors("other-model") == ([], [], [])
+
+
+# -- access tokens -------------------------------------------------------------------------
+def test_access_tokens_are_kept_by_hash_and_revoked_by_name(store):
+    reader = TokenRecord("ci", "h1", "read", ["proj", "lib"], 10.0, None)
+    writer = TokenRecord("admin", "h2", "write", None, 20.0, None)
+    nobody = TokenRecord("empty", "h3", "read", [], 15.0, None)
+    for token in (writer, reader, nobody):
+        store.put_token(token)
+    assert store.tokens() == [reader, nobody, writer]  # oldest first
+    assert store.token_by_hash("h2") == writer and store.token_by_hash("nope") is None
+    assert store.revoke_token("ci", 30.0) and not store.revoke_token("ci", 31.0)
+    assert not store.revoke_token("nobody-of-that-name", 30.0)
+    assert store.token_by_hash("h1").revoked_at == 30.0
