@@ -1,10 +1,10 @@
 """Call-graph accuracy of fourfold against Jedi on a real third-party Python project.
 
 For a sample of functions and methods of the project, compare the call sites (file, line)
-that fourfold resolves to each definition with the call sites that Jedi's
-``Script.get_references`` finds (a reference counts as a call site when the name is followed
-by ``(`` or is used as a ``@decorator``). Reports micro-averaged precision and recall and lists
-the disagreements.
+that fourfold resolves to each definition (EXACT or INFERRED edges: a guess by name alone
+is no answer) with the call sites that Jedi's ``Script.get_references`` finds (a reference
+counts as a call site when the name is followed by ``(`` or is used as a ``@decorator``).
+Reports micro-averaged precision and recall and lists the disagreements.
 
 Usage:
     pip download click==8.3.1 --no-deps -d /tmp/oracle && \
@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fourfold.graph import FileFacts, resolve_graph  # noqa: E402
 from fourfold.parsing import parse_file  # noqa: E402
+from fourfold.store.base import Resolution  # noqa: E402
 
 
 def load(root: Path, package: str):
@@ -90,7 +91,7 @@ def main() -> int:
 
     ours: dict[tuple[str, str], set] = {}
     for e in edges:
-        if e.kind == "call" and e.resolved and e.dst_symbol:
+        if e.kind == "call" and e.resolution >= Resolution.INFERRED and e.dst_symbol:
             ours.setdefault((e.dst_path, e.dst_symbol), set()).add((e.src_path, e.line))
 
     defs = [(p, s) for p, f in facts.items() for s in f.symbols

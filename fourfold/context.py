@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import FourfoldError, QueryError
+from .store.base import Resolution
 
 if TYPE_CHECKING:
     from .api import Fourfold
@@ -142,11 +143,13 @@ def neighbours(ff: "Fourfold", path: str, symbol: str, repo_id: int | None) -> l
         return []
     own = {t.symbol_id for t in targets}
     rank = loaded.symbol_rank
+    # edges guessed by name alone are no evidence of a relation
     callees = {e.dst_symbol for t in targets for e in loaded.outgoing.get(t.symbol_id, [])
-               if e.kind == "call" and e.resolution and e.dst_symbol is not None
-               and e.dst_symbol not in own}
+               if e.kind == "call" and e.resolution >= Resolution.INFERRED
+               and e.dst_symbol is not None and e.dst_symbol not in own}
     callers = {e.src_symbol for t in targets for e in loaded.incoming.get(t.symbol_id, [])
-               if e.src_symbol is not None and e.src_symbol not in own}
+               if e.src_symbol is not None and e.src_symbol not in own
+               and e.resolution >= Resolution.INFERRED}
 
     def central(ids: set[int], n: int) -> list[int]:
         return sorted(ids, key=lambda sid: (-rank.get(sid, 0.0), sid))[:n]

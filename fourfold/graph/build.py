@@ -109,8 +109,7 @@ def store_graph(store: Store, repo_id: int, graph: ResolvedGraph) -> int:
         name = [n for n, kept in zip(name, keep) if kept]
     edges = EdgeColumns(kind, src_file[keep], symbol_id[g.src_symbol][keep], dst_file[keep],
                         symbol_id[g.dst_symbol][keep], g.line[keep], name,
-                        np.where(g.resolved & (dst_file >= 0), Resolution.EXACT,
-                                 Resolution.NONE)[keep])
+                        np.where(dst_file >= 0, g.resolution, Resolution.NONE)[keep])
     symbol_rank = {int(symbol_id[i]): rank for i, rank in graph.symbol_rank.items()
                    if symbol_id[i] >= 0}
     file_rank = {int(file_id[i]): rank for i, rank in graph.file_rank.items() if file_id[i] >= 0}

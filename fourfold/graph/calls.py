@@ -5,8 +5,13 @@ A plain name is looked up, in order: function-local imports, the enclosing scope
 file, members of the enclosing class (languages with implicit this), names imported into
 the file, wildcard imports, the same package, then a definition that is unique in the
 repository. A qualified name (`self.save`, `pkg.Func`, `Type::new`, `x.run`) is resolved
-by its receiver: the class (and its bases) for self/this/super, an imported module, a type,
-else the one definition of the member's name.
+by its receiver: the class (and its bases) for self/this/super, an imported module, the type
+the code gives the receiver (parser "bind" facts: annotations, constructor calls, literals),
+a type, else the one definition of the member's name.
+
+Every answer is a Found: the target and how sure it is (Resolution). A receiver whose type
+is built in or foreign (`d = {}`, `x: dict`, a class of another package) resolves to
+EXTERNAL: its members are none of the repository's, whatever their names.
 """
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import posixpath
 from collections import defaultdict
 
 from ..model import Symbol
+from ..store.base import Resolution
 from .facts import (
     NAME_SEPARATOR,
     NON_CALLABLE,
@@ -42,7 +48,35 @@ emit on off once bind has delete entries slice splice concat indexOf includes ma
 new init String Error Println Printf Sprintf Errorf unwrap expect clone into iter collect
 as_str to_string to_owned is_some is_none ok err map_err
 """.split())
-EXTERNAL = "external"  # a name imported from outside the repository: resolves nowhere
+EXTERNAL = "external"  # a name or type from outside the repository: resolves nowhere
+# Python built-ins whose call makes a value of a type defined outside the repository
+BUILTIN_VALUES = frozenset("""
+dict list set frozenset tuple str bytes bytearray int float bool complex object range
+memoryview open iter reversed enumerate zip map filter sorted
+""".split())
+UNKNOWN_TYPES = frozenset({"Any", "object", "Self"})  # say nothing of the members
+
+Target = Hit | str | None  # a definition, EXTERNAL, or None: not known
+Found = tuple[Target, Resolution]  # what a name means, and how sure that is
+NOT_FOUND: Found = (None, Resolution.NONE)
+OUTSIDE: Found = (EXTERNAL, Resolution.NONE)
+TypeHit = tuple[str, Symbol] | str | None  # a type of the repository, EXTERNAL, or unknown
+TypeFact = tuple[str | None, str, str]  # (scope it is read in, ":", "=" or "~", expression)
+
+
+def split_binding(name: str) -> tuple[str, str, str] | None:
+    """A "bind" fact's name `var:Type` (declared), `var=callee` (assigned the value of a
+    call) or `var~other.name` (assigned another name's value) as (var, ":", "=" or "~",
+    expression); var "return" is a function's return type."""
+    for i, ch in enumerate(name):
+        if ch in ":=~":
+            return name[:i], ch, name[i + 1:]
+    return None
+
+
+def target(hit: Target) -> Hit | None:
+    """The definition an answer points at; None for EXTERNAL and nothing."""
+    return hit if hit is not None and hit != EXTERNAL else None
 
 
 class FileTable:
@@ -143,12 +177,52 @@ class Resolver:
             self.local_names[p] = ln
         self.bases: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
         self.scoped_imports = {p for p, imps in imports.items() if any(i.scope for i in imps)}
-        self._calls: dict[tuple, Hit | None] = {}
+        self._calls: dict[tuple, Found] = {}
         self._unique_members: dict[tuple, Hit | None] = {}
         self._star_tables: dict[str, list[tuple[str, FileTable]]] = {}  # via_star's files
         self._members: dict[tuple, Hit | None] | None = None  # set once bases are known
         self._contexts: dict[tuple[str, str | None], str | None] = {}
         self._packages: dict[tuple[str, str], dict[str, list[tuple[str, Symbol]]]] = {}
+        # what the code says of the types of names: variables by (path, scope), attributes
+        # by (path, type qualname), return types by (path, function qualname)
+        self.variables: dict[tuple[str, str | None], dict[str, list[TypeFact]]] = \
+            defaultdict(lambda: defaultdict(list))
+        self.attributes: dict[tuple[str, str], dict[str, list[TypeFact]]] = \
+            defaultdict(lambda: defaultdict(list))
+        self.returns: dict[tuple[str, str], str] = {}
+        for p, f in files.items():
+            self._add_bindings(p, f)
+        self._types: dict[tuple, TypeHit] = {}
+        self._typing: set[tuple] = set()  # types being worked out: a cycle means unknown
+
+    def _add_bindings(self, path: str, facts: FileFacts) -> None:
+        t = self.tables[path]
+        for ref in facts.references:
+            if ref.kind != "bind":
+                continue
+            parsed = split_binding(ref.name)
+            if parsed is None:
+                continue
+            var, how, expr = parsed
+            scope = ref.source
+            owner = t.by_qual.get(scope) if scope is not None else None
+            if owner is not None and owner.kind in NON_CALLABLE:  # a field's own line
+                scope = owner.parent
+                owner = t.by_qual.get(scope) if scope is not None else None
+            fact = (scope, how, expr)
+            if var == "return":
+                if scope is not None:
+                    self.returns[(path, scope)] = expr
+                continue
+            head, _, attr = var.partition(".")
+            if attr:  # `self.x = ...` in a method: an attribute of the class
+                cls = self.enclosing_type(t, scope) if head in SELF_NAMES else None
+                if cls is not None and "." not in attr:
+                    self.attributes[(path, cls.qualname)][attr].append(fact)
+                continue
+            if owner is not None and owner.kind in TYPE_KINDS:
+                self.attributes[(path, owner.qualname)][var].append(fact)
+            self.variables[(path, scope)][var].append(fact)
 
     # -- types and their members
     def enclosing_type(self, t: FileTable, qual: str | None) -> Symbol | None:
@@ -202,7 +276,7 @@ class Resolver:
         return None
 
     def find_type(self, path: str, name: str) -> tuple[str, Symbol] | None:
-        return self.lookup(path, None, name, types_only=True)
+        return target(self.lookup(path, None, name, types_only=True)[0])
 
     def bases_complete(self) -> None:
         """Inheritance is resolved: from now on a name means the same each time it is asked."""
@@ -317,41 +391,43 @@ class Resolver:
             return ok[0]
         return None
 
-    def lookup(self, path: str, src: str | None, name: str, types_only: bool = False):
+    def lookup(self, path: str, src: str | None, name: str, types_only: bool = False
+               ) -> Found:
         """Resolve a plain (unqualified) name seen in `path` inside symbol `src`."""
         if name not in self.defined and name not in self.local_names.get(path, ()):
-            return None
+            return NOT_FOUND
         t = self.tables[path]
         if src is not None and path in self.scoped_imports:
             local = [i for i in _scoped(self.local_names[path].get(name, ()), src) if i.scope]
             if local:  # a function-local import shadows the file's own definitions, when it
                 if not local[0].paths:  # names another package ...
-                    return None
+                    return OUTSIDE
                 hit = self.via_imports(path, name, types_only, src)
                 if hit is not None and hit != EXTERNAL:  # ... or a definition we found
-                    return hit
+                    return hit, Resolution.EXACT
         s = self.in_file(t, name, src, types_only)
         if s is not None:
-            return path, s
+            return (path, s), Resolution.EXACT
         if not types_only and any(x.kind in NON_CALLABLE and x.parent is None
                                   for x in t.by_name.get(name, ())):
-            return None  # a module-level variable holds the callable: not statically known
+            return NOT_FOUND  # a module-level variable holds the callable: not statically known
         implicit_this = t.language.implicit_this
         if implicit_this and not types_only:
             cls = self.enclosing_type(t, src)
             if cls is not None:
                 hit = self.member(path, cls.qualname, name)
                 if hit:
-                    return hit
+                    return hit, Resolution.EXACT
         hit = self.via_imports(path, name, types_only, src)
         if hit == EXTERNAL:
-            return None
+            return OUTSIDE
         if hit is not None:
-            return hit
+            return hit, Resolution.EXACT
         hit = self.via_star(path, name, types_only) or self.same_package(t, name, types_only)
         if hit is not None:
-            return hit
-        return self.unique(t.fam, name, types_only, methods=implicit_this)
+            return hit, Resolution.EXACT
+        hit = self.unique(t.fam, name, types_only, methods=implicit_this)
+        return (hit, Resolution.NAME_ONLY) if hit is not None else NOT_FOUND
 
     # -- qualified names
     def module_member(self, path: str, recv: list[str], name: str, types_only: bool,
@@ -395,43 +471,47 @@ class Resolver:
 
     def context(self, t: FileTable, src: str | None) -> str | None:
         """The scope that decides what a name means inside `src`: the nearest of src and its
-        enclosing symbols that is a type or has members of its own. Resolution sees src only
-        through its enclosing type, nested definitions and function-local imports, so calls
-        from the methods of one class share one answer (except in files with local imports,
-        and in languages whose rules read src itself)."""
+        enclosing symbols that is a type, has members of its own or gives names a type.
+        Resolution sees src only through its enclosing type, nested definitions, variables
+        and function-local imports, so calls from the methods of one class share one answer
+        (except in files with local imports, and in languages whose rules read src
+        itself)."""
         if src is None or t.language.scope_per_symbol or t.path in self.scoped_imports:
             return src
         qual = src
         for _ in range(32):
             s = t.by_qual.get(qual)
-            if s is None or s.kind in TYPE_KINDS or qual in t.members:
+            if (s is None or s.kind in TYPE_KINDS or qual in t.members
+                    or (t.path, qual) in self.variables):
                 return qual
             if s.parent is None:
                 return None
             qual = s.parent
         return src
 
-    def resolve_site(self, path: str, src: str | None, name: str, types_only: bool = False):
+    def resolve_site(self, path: str, src: str | None, name: str, types_only: bool = False
+                     ) -> Found:
         """resolve_call, remembered per (file, deciding scope, name): once the bases are
         known, a name means the same from every method of a class."""
         scope = self._contexts.get((path, src), _UNSET)
         if scope is _UNSET:
             scope = self._contexts[(path, src)] = self.context(self.tables[path], src)
         key = (path, scope, name, types_only)
-        hit = self._calls.get(key, _UNSET)  # most names are asked once: no KeyError to raise
-        if hit is _UNSET:
-            hit = self._calls[key] = self.resolve_call(path, scope, name, types_only)
-        return hit
+        found = self._calls.get(key, _UNSET)  # most names are asked once: no KeyError to raise
+        if found is _UNSET:
+            found = self._calls[key] = self.resolve_call(path, scope, name, types_only)
+        return found
 
-    def resolve_call(self, path: str, src: str | None, name: str, types_only: bool = False):
-        """What `name`, as written in `path` inside symbol `src`, refers to; `types_only`:
-        a type (base classes, type uses)."""
+    def resolve_call(self, path: str, src: str | None, name: str, types_only: bool = False
+                     ) -> Found:
+        """What `name`, as written in `path` inside symbol `src`, refers to, and how sure
+        that is; `types_only`: a type (base classes, type uses)."""
         if name.isidentifier():  # a plain name, most calls: nothing to split
             return self.lookup(path, src, name, types_only)
         t = self.tables[path]
         parts = [p for p in NAME_SEPARATOR.split(name) if p]
         if not parts:
-            return None
+            return NOT_FOUND
         final = parts[-1].rstrip("!?")
         recv = parts[:-1]
         if not recv:
@@ -444,7 +524,7 @@ class Resolver:
             if cls is not None:
                 hit = self.member(path, cls.qualname, final)
                 if hit:
-                    return hit
+                    return hit, Resolution.INFERRED
             return self.unknown_receiver(t, final, types_only)
         if head in SUPER_NAMES and len(recv) == 1:
             cls = self.enclosing_type(t, src)
@@ -452,31 +532,162 @@ class Resolver:
                 for bp, bq in self.bases.get((path, cls.qualname), ()):
                     hit = self.member(bp, bq, final)
                     if hit:
-                        return hit
-            return None
+                        return hit, Resolution.INFERRED
+            return NOT_FOUND
         hit = self.module_member(path, recv, final, types_only, src)
         if hit == EXTERNAL:
-            return None
+            return OUTSIDE
         if hit is not None:
-            return hit
+            return hit, Resolution.EXACT
+        if not types_only:
+            ty = self.receiver_type(path, src, recv)
+            if ty == EXTERNAL:
+                return OUTSIDE
+            if ty is not None:
+                hit = self.member(ty[0], ty[1].qualname, final)
+                return (hit, Resolution.INFERRED) if hit else NOT_FOUND
         # Type.member / Type::new / Namespace.Type
         if len(recv) <= 2 and head not in SELF_NAMES:
-            ty = self.lookup(path, src, recv[-1], types_only=True)
+            ty, level = self.lookup(path, src, recv[-1], types_only=True)
+            if ty == EXTERNAL:
+                return OUTSIDE
             if ty is not None and ty[1] is not None:
                 if final in t.language.constructor_calls:
-                    return ty
-                return self.member(ty[0], ty[1].qualname, final) or None
+                    return ty, level
+                hit = self.member(ty[0], ty[1].qualname, final)
+                return (hit, level) if hit else NOT_FOUND
             if types_only:
                 return self.lookup(path, src, final, types_only=True)
         if len(recv) == 1 and t.language.method_receivers:
+            # receivers whose type the code gives were resolved above: this name is taken
+            # for the method's own receiver on no evidence
             cls = self.enclosing_type(t, src) or self._method_receiver(t, src)
             if cls is not None:
                 hit = self.member(path, cls.qualname, final)
                 if hit:
-                    return hit
+                    return hit, Resolution.NAME_ONLY
         if t.language.capitalized_receivers_are_types and head[:1].isupper():
-            return None
+            return NOT_FOUND
         return self.unknown_receiver(t, final, types_only)
+
+    # -- the types of receivers
+    def receiver_type(self, path: str, src: str | None, recv: list[str]) -> TypeHit:
+        """The type of `a.b.c` (as its parts) in `path` inside `src`: a type the code gives
+        the first name (self, an annotation, a constructor, a literal), then each
+        attribute's. None where the code does not say."""
+        head = recv[0]
+        if head in SELF_NAMES:
+            cls = self.enclosing_type(self.tables[path], src)
+            ty = (path, cls) if cls is not None else None
+        else:
+            ty = self.variable_type(path, src, head)
+        for attr in recv[1:]:
+            if ty is None or ty == EXTERNAL:  # an attribute of a foreign value is foreign
+                return ty
+            ty = self.attribute_type(ty, attr)
+        return ty
+
+    def variable_type(self, path: str, src: str | None, var: str) -> TypeHit:
+        """The type of the variable `var` seen from `src`: bound there, in an enclosing
+        function, at module level, or at the module level of the file it is imported from.
+        A class body encloses its methods only where members are in scope unqualified
+        (implicit this)."""
+        t = self.tables[path]
+        scope = src
+        for _ in range(32):
+            s = t.by_qual.get(scope) if scope is not None else None
+            if s is None or s.kind not in TYPE_KINDS or t.language.implicit_this:
+                facts = self.variables.get((path, scope), {}).get(var)
+                if facts:
+                    return self.type_of_facts(path, ("var", scope, var), facts)
+            if scope is None:
+                break
+            scope = s.parent if s is not None else None
+        for imp in _scoped(self.local_names.get(path, {}).get(var, []), src)[:1]:
+            if imp.paths and imp.member not in (None, ALL):
+                facts = self.variables.get((imp.paths[0], None), {}).get(imp.member)
+                if facts:
+                    return self.type_of_facts(imp.paths[0], ("var", None, imp.member), facts)
+        return None
+
+    def attribute_type(self, ty: tuple[str, Symbol], attr: str) -> TypeHit:
+        """The type of attribute `attr` of instances of `ty`: assigned or annotated in the
+        class or a base, or returned by a property or method of that name."""
+        todo, seen = [(ty[0], ty[1].qualname)], set()
+        while todo and len(seen) < 16:
+            key = todo.pop(0)
+            if key in seen:
+                continue
+            seen.add(key)
+            facts = self.attributes.get(key, {}).get(attr)
+            if facts:
+                return self.type_of_facts(key[0], ("attr", key, attr), facts)
+            todo.extend(self.bases.get(key, ()))
+        hit = self.member(ty[0], ty[1].qualname, attr)
+        if hit is not None:
+            returned = self.returns.get((hit[0], hit[1].qualname))
+            if returned:
+                return self.declared_type(hit[0], hit[1].qualname, returned)
+        return None
+
+    def type_of_facts(self, path: str, key: tuple, facts: list[TypeFact]) -> TypeHit:
+        """The one type a name's facts agree on (declared types before assigned values);
+        None where they disagree or say nothing."""
+        key = (path, *key)
+        if key in self._types:
+            return self._types[key]
+        if key in self._typing:
+            return None
+        self._typing.add(key)
+        try:
+            declared = [f for f in facts if f[1] == ":"]
+            assigned = [f for f in facts if f[1] != ":"]
+            found: TypeHit = None
+            for i, (scope, how, expr) in enumerate(declared or assigned):
+                if how == ":":
+                    ty = self.declared_type(path, scope, expr)
+                elif how == "=":
+                    ty = self.value_type(path, scope, expr)
+                else:
+                    ty = self.receiver_type(path, scope, expr.split("."))
+                if ty is None or (i and not _same_type(ty, found)):
+                    found = None
+                    break
+                found = ty
+        finally:
+            self._typing.discard(key)
+        if self._members is not None:  # the bases are known: the answer holds
+            self._types[key] = found
+        return found
+
+    def declared_type(self, path: str, scope: str | None, expr: str) -> TypeHit:
+        """The type an annotation names: a definition of the repository, EXTERNAL where the
+        repository defines no such name, None where unsure."""
+        if parent_name(expr) in UNKNOWN_TYPES:
+            return None
+        hit, level = self.resolve_call(path, scope, expr, types_only=True)
+        if hit == EXTERNAL:
+            return EXTERNAL
+        if hit is not None:
+            return hit if level >= Resolution.INFERRED and hit[1] is not None else None
+        return EXTERNAL if parent_name(expr) not in self.defined else None
+
+    def value_type(self, path: str, scope: str | None, expr: str) -> TypeHit:
+        """The type of the value a call of `expr` returns: the class it constructs, or the
+        declared return type of the function it calls."""
+        if expr == "?":
+            return None
+        hit, level = self.resolve_call(path, scope, expr)
+        if hit == EXTERNAL:
+            return EXTERNAL
+        if hit is None:
+            return EXTERNAL if expr in BUILTIN_VALUES and expr not in self.defined else None
+        if level < Resolution.INFERRED or hit[1] is None:
+            return None
+        if hit[1].kind in TYPE_KINDS:
+            return hit
+        returned = self.returns.get((hit[0], hit[1].qualname))
+        return self.declared_type(hit[0], hit[1].qualname, returned) if returned else None
 
     def _method_receiver(self, t: FileTable, src: str | None) -> Symbol | None:
         """The type a method defined outside its type's body belongs to (its parent), made
@@ -487,20 +698,27 @@ class Resolver:
                                                      0, 0)
         return None
 
-    def unknown_receiver(self, t: FileTable, final: str, types_only: bool):
-        """`x.final()` with x of unknown type: the one definition of that name, if unique."""
+    def unknown_receiver(self, t: FileTable, final: str, types_only: bool) -> Found:
+        """`x.final()` with x of unknown type: the one definition of that name, if unique,
+        as a guess."""
         if final in COMMON_METHODS or len(final) < 3:
-            return None
+            return NOT_FOUND
         key = (t.fam, final, types_only)
         hit = self._unique_members.get(key, _UNSET)
-        if hit is not _UNSET:
-            return hit
-        cands = [(p, s) for p, s in self.names.get((t.fam, final), ())
-                 if (s.kind in TYPE_KINDS if types_only else s.kind not in NON_CALLABLE)]
-        hit = cands[0] if len(cands) == 1 and (types_only or cands[0][1].parent is not None) \
-            else None
-        self._unique_members[key] = hit
-        return hit
+        if hit is _UNSET:
+            cands = [(p, s) for p, s in self.names.get((t.fam, final), ())
+                     if (s.kind in TYPE_KINDS if types_only else s.kind not in NON_CALLABLE)]
+            hit = cands[0] if len(cands) == 1 and (types_only or cands[0][1].parent is not None) \
+                else None
+            self._unique_members[key] = hit
+        return (hit, Resolution.NAME_ONLY) if hit is not None else NOT_FOUND
+
+
+def _same_type(a: TypeHit, b: TypeHit) -> bool:
+    if a == EXTERNAL or b == EXTERNAL:
+        return a == b
+    return a[0] == b[0] and a[1].qualname == b[1].qualname
+
 
 
 # Below this many references, a second process costs more than it saves.
@@ -537,7 +755,7 @@ def resolve_uses(r: Resolver, files: dict[str, FileFacts], parallel: bool) -> li
 
 def _use_rows(r: Resolver, files: dict[str, FileFacts], paths: list[str]) -> list[tuple]:
     # plain tuples: pickling them is several times faster than pickling the dataclass
-    return [(e.kind, e.src_path, e.src_symbol, e.dst_path, e.dst_symbol, e.line, e.resolved,
+    return [(e.kind, e.src_path, e.src_symbol, e.dst_path, e.dst_symbol, e.line, e.resolution,
              e.name) for e in _uses_of(r, files, paths)]
 
 
@@ -546,11 +764,12 @@ def _uses_of(r: Resolver, files: dict[str, FileFacts], paths: list[str]) -> list
     for path in paths:
         for ref in files[path].references:
             if ref.kind == "call":
-                edges.append(hit_edge("call", path, ref.source,
-                                      r.resolve_site(path, ref.source, ref.name), ref))
+                hit, level = r.resolve_site(path, ref.source, ref.name)
+                edges.append(hit_edge("call", path, ref.source, target(hit), ref, level))
             elif ref.kind == "ref":
-                hit = r.resolve_site(path, ref.source, ref.name, types_only=True)
+                hit, level = r.resolve_site(path, ref.source, ref.name, types_only=True)
+                hit = target(hit)
                 if hit is not None and hit[1] is not None and not (
                         hit[0] == path and hit[1].qualname == ref.source):
-                    edges.append(hit_edge("ref", path, ref.source, hit, ref))
+                    edges.append(hit_edge("ref", path, ref.source, hit, ref, level))
     return edges

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ..store.base import Resolution
 from .facts import Edge
 
 
@@ -62,8 +63,8 @@ class Centrality:
 @dataclass(slots=True)
 class IndexedEdges:
     """Edges as columns: files are indexes into `paths`, symbols indexes into `symbols`
-    ((path, qualname) pairs), -1 for none. Compact to send between processes, and ranked
-    by array operations rather than edge by edge."""
+    ((path, qualname) pairs), -1 for none; `resolution` a Resolution per edge. Compact to
+    send between processes, and ranked by array operations rather than edge by edge."""
 
     paths: list[str]
     symbols: list[tuple[str, str]]
@@ -74,7 +75,7 @@ class IndexedEdges:
     dst_symbol: np.ndarray
     line: np.ndarray
     name: list[str]
-    resolved: np.ndarray
+    resolution: np.ndarray
 
     @classmethod
     def of(cls, edges: list[Edge], paths: Iterable[str] = ()) -> "IndexedEdges":
@@ -98,12 +99,14 @@ class IndexedEdges:
                    np.fromiter((path_ids[e.src_path] for e in edges), np.int64, n), src_symbol,
                    np.fromiter((path_ids.get(e.dst_path, -1) for e in edges), np.int64, n),
                    dst_symbol, np.fromiter((e.line for e in edges), np.int64, n),
-                   [e.name for e in edges], np.fromiter((e.resolved for e in edges), bool, n))
+                   [e.name for e in edges],
+                   np.fromiter((e.resolution for e in edges), np.int8, n))
 
 
 def rank_indexed(g: IndexedEdges, damping: float = 0.85, tol: float = 1e-6,
                  ) -> tuple[dict[int, Centrality], dict[int, Centrality]]:
-    """Symbol-level and file-level centrality from resolved edges.
+    """Symbol-level and file-level centrality from resolved edges: those resolved EXACT or
+    INFERRED (a guess by name alone would make a popular method name central).
 
     Symbol graph: resolved call/inherit/ref edges to a symbol, each from the symbol that
     makes it; code at a file's module level is one node, keyed len(g.symbols) + its file
@@ -111,7 +114,7 @@ def rank_indexed(g: IndexedEdges, damping: float = 0.85, tol: float = 1e-6,
     File graph: every file an edge leaves and every file a resolved edge reaches,
     with an edge for each resolved edge between two different files (parallel edges adding
     weight)."""
-    linked = g.resolved & (g.dst_file >= 0)
+    linked = (g.resolution >= Resolution.INFERRED) & (g.dst_file >= 0)
     n_symbols = len(g.symbols)
     to_symbol = linked & (g.dst_symbol >= 0) & (np.asarray(g.kind, dtype=object) != "import")
     src = np.where(g.src_symbol >= 0, g.src_symbol, n_symbols + g.src_file)[to_symbol]

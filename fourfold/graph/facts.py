@@ -5,6 +5,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..model import Reference, Symbol
+from ..store.base import Resolution
 
 TYPE_KINDS = frozenset({
     "class", "interface", "trait", "struct", "enum", "protocol", "module", "type", "object",
@@ -29,7 +30,8 @@ class FileFacts:
 
 @dataclass(slots=True)
 class Edge:
-    """One resolved (or unresolvable) reference: the output of resolution."""
+    """One resolved (or unresolvable) reference: the output of resolution. `resolution`
+    says how sure the target is; NONE edges have no target."""
 
     kind: str  # "import", "call", "inherit", "ref"
     src_path: str
@@ -37,20 +39,22 @@ class Edge:
     dst_path: str | None
     dst_symbol: str | None
     line: int
-    resolved: bool
+    resolution: Resolution
     name: str  # the reference as written
 
 
 Hit = tuple[str, Symbol | None]  # (path, definition); None: the file itself (a module)
 
 
-def hit_edge(kind: str, path: str, src: str | None, hit: Hit | None, ref: Reference) -> Edge:
-    """The edge of reference `ref` made in `path` from symbol `src`, to `hit` if any."""
+def hit_edge(kind: str, path: str, src: str | None, hit: Hit | None, ref: Reference,
+             resolution: Resolution = Resolution.EXACT) -> Edge:
+    """The edge of reference `ref` made in `path` from symbol `src`, to `hit` if any, as
+    sure as `resolution` says (an edge without a target is NONE)."""
     if hit is None:
-        return Edge(kind, path, src, None, None, ref.line, False, ref.name)
+        return Edge(kind, path, src, None, None, ref.line, Resolution.NONE, ref.name)
     dpath, dsym = hit
     return Edge(kind, path, src, dpath, dsym.qualname if dsym is not None else None, ref.line,
-                True, ref.name)
+                resolution, ref.name)
 
 
 def parent_name(qual: str | None) -> str | None:

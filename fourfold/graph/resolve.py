@@ -9,20 +9,28 @@ Edge kinds:
 
 * ``import``  file -> file (src_symbol/dst_symbol are None, or dst_symbol is the imported
   member when it resolved to a definition); an import of something outside the repository
-  is kept with ``dst_path=None, resolved=False`` and the module name.
+  is kept with ``dst_path=None``, resolution NONE, and the module name.
 * ``call``    symbol -> symbol (``src_symbol`` None = module level). Resolution order: the
   enclosing class (and its bases) for ``self``/``this``/``super``/implicit-this calls,
   definitions in the same file, names imported into the file, modules imported under an alias
-  (``pkg.Func``, ``np.array``), the same package/directory, then a name that is unique in the
-  repository. What cannot be resolved is kept with ``dst_* = None, resolved=False`` and the
-  name as written.
+  (``pkg.Func``, ``np.array``), the same package/directory, the declared or constructed type
+  of a receiver, then a name that is unique in the repository. What cannot be resolved, and
+  a call on a receiver of a built-in or foreign type, is kept with ``dst_* = None``,
+  resolution NONE, and the name as written.
 * ``inherit`` class -> base class / interface / trait / mixin, resolved the same way.
 * ``ref``     symbol -> type for non-call uses of type names; only resolved refs are kept.
+
+Each edge says how sure its target is (fourfold.store.base.Resolution): EXACT for imports,
+qualified module members and names found in scope or imported; INFERRED where the
+receiver's type was inferred (``self``/``cls``/``super``, a local or attribute assigned from
+a constructor, an annotation, a method's receiver); NAME_ONLY where the one definition of
+the name in the repository was taken for it; NONE without a target.
 """
 from __future__ import annotations
 
 from ..model import REEXPORT
-from .calls import FileTable, Resolver, find_exported, resolve_uses
+from ..store.base import Resolution
+from .calls import FileTable, Resolver, find_exported, resolve_uses, target
 from .facts import Edge, FileFacts, hit_edge, parent_name
 from .imports import ALL, Binding, Modules, parse_import
 from .languages import language
@@ -44,7 +52,8 @@ def resolve_graph(files: dict[str, FileFacts], extra_files: dict[str, str] | Non
         for ref in facts.references:
             if ref.kind != "inherit":
                 continue
-            hit = r.resolve_call(path, ref.source, ref.name, types_only=True)
+            found, level = r.resolve_call(path, ref.source, ref.name, types_only=True)
+            hit = target(found)
             src = ref.source
             if src is not None and src not in tables[path].by_qual:
                 # `impl Trait for S`, Swift extensions: the type may live elsewhere
@@ -54,7 +63,7 @@ def resolve_graph(files: dict[str, FileFacts], extra_files: dict[str, str] | Non
                 src_path = path
             if hit is not None and hit[1] is not None and src is not None:
                 r.bases[(src_path, src)].append((hit[0], hit[1].qualname))
-            edges.append(hit_edge("inherit", path, src, hit, ref))
+            edges.append(hit_edge("inherit", path, src, hit, ref, level))
     r.bases_complete()
     return edges + resolve_uses(r, files, parallel)
 
@@ -90,7 +99,8 @@ def _resolve_imports(files: dict[str, FileFacts], tables: dict[str, FileTable], 
                 key = (path, None, b.line, b.module)
                 if key not in seen:
                     seen.add(key)
-                    edges.append(Edge("import", path, None, None, None, b.line, False, b.module))
+                    edges.append(Edge("import", path, None, None, None, b.line, Resolution.NONE,
+                                      b.module))
                 continue
             for p in b.paths:
                 if p == path:
@@ -100,5 +110,5 @@ def _resolve_imports(files: dict[str, FileFacts], tables: dict[str, FileTable], 
                     continue
                 seen.add(key)
                 edges.append(Edge("import", path, None, p, b.symbol if p == b.paths[0] else None,
-                                  b.line, True, b.module))
+                                  b.line, Resolution.EXACT, b.module))
     return edges, bindings

@@ -6,6 +6,10 @@ One query file per language: ``queries/<language>.refs.scm``. Capture convention
 * ``@reference.import``  the imported module / path (quotes are stripped)
 * ``@reference.inherit`` a base class, implemented interface, trait, mixin or embedded type
 * ``@reference.ref``     a non-call use of a type name (annotations, parameter/field types)
+* ``@reference.bind``    a name the code gives a type (a variable, parameter or ``self.x``),
+                        with ``@bind.type`` (its annotation), ``@bind.call`` (the callee whose
+                        value is assigned to it), ``@bind.literal`` (a literal assigned) or
+                        ``@bind.value`` (a name whose value is assigned)
 
 Variants of the main capture (``@reference.<kind>.<variant>``):
 
@@ -16,6 +20,8 @@ Variants of the main capture (``@reference.<kind>.<variant>``):
 * ``import.default``    JS default import: encoded ``<module>:default as <local>``
 * ``import.namespace``  JS namespace import: encoded ``<module>:* as <local>``
 * ``import.star``       JS ``export * from '<module>'``: encoded ``<module>:*``
+* ``bind.<type>``       the name holds a value of built-in ``<type>`` (``**kwargs``: dict)
+* ``bind.return``       on a function's name, with ``@bind.type``: its return type
 
 Helper captures in the same match:
 
@@ -39,6 +45,10 @@ Name encodings (what the graph resolver reads):
   receiver is not a plain name path (``foo().bar``, ``a[0].b``) it is encoded ``?.bar``.
   Python ``super().m`` is encoded ``super.m``.
 * inherit / ref: the type name as written (generic arguments removed): ``Base``, ``ns::C``.
+* bind: ``name:Type`` (declared: the class an annotation names, when it names one; a
+  literal's built-in type), ``name=callee`` (assigned what calling ``callee`` returns,
+  the callee encoded as a call is), ``name~other.name`` (assigned the value of another
+  name), ``return:Type`` (the enclosing function returns it).
 """
 from __future__ import annotations
 
@@ -51,7 +61,7 @@ import tree_sitter
 from ..model import REEXPORT, Reference, Symbol
 from .grammars import get_language
 
-_KINDS = ("call", "import", "inherit", "ref")
+_KINDS = ("call", "import", "inherit", "ref", "bind")
 
 _WS = re.compile(r"\s+")
 _GENERIC = re.compile(r"<[^<>]*>")
@@ -235,6 +245,81 @@ def _import_stmt(text: str) -> list[str]:
     return out
 
 
+_LITERAL_TYPES = {
+    "dictionary": "dict", "dictionary_comprehension": "dict", "list": "list",
+    "list_comprehension": "list", "set": "set", "set_comprehension": "set", "tuple": "tuple",
+    "string": "str", "concatenated_string": "str", "integer": "int", "float": "float",
+}
+# annotations that wrap the class they name (Optional[X], type[X], Annotated[X, ...])
+_TYPE_WRAPPERS = frozenset({"Optional", "Union", "Type", "type", "Annotated", "ClassVar",
+                            "Final", "Required", "NotRequired", "ReadOnly"})
+_NO_CLASS = frozenset({"Any", "object", "None", "", "var", "any", "unknown"})
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def _top_level(text: str, separator: str) -> list[str]:
+    """`text` split at `separator` outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == separator and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return parts
+
+
+def _annotated_class(text: str, depth: int = 0) -> str:
+    """The class a Python annotation names, dotted as written; "?" for none or several."""
+    t = _unquote(text)
+    if "<" in t:  # Java, TypeScript: List<Foo> names a List
+        t = _norm(t)
+    options = [o for o in _top_level(t, "|") if o not in ("None", "")]
+    if len(options) != 1 or depth > 4:
+        return "?"
+    base, bracket, args = options[0].partition("[")
+    base = base.strip()
+    if base.rsplit(".", 1)[-1] in _TYPE_WRAPPERS and bracket:
+        inner = [a for a in _top_level(args.removesuffix("]"), ",") if a not in ("None", "")]
+        if base.endswith("Annotated"):
+            inner = inner[:1]
+        return _annotated_class(inner[0], depth + 1) if len(inner) == 1 else "?"
+    if base.rsplit(".", 1)[-1] in _NO_CLASS or not _DOTTED.fullmatch(base):
+        return "?"
+    return base
+
+
+def _binding(variant: str, var: str, caps: dict) -> str:
+    """The encoded name of a bind fact (see the module docstring); '' for none."""
+    if variant == "return":
+        var = "return"
+    elif variant:
+        return f"{var}:{variant}"
+    if not _SIMPLE.fullmatch(var):  # `a[0].b = ...` gives no name a type
+        return ""
+    declared = caps.get("bind.type")
+    if declared:  # an annotation naming no one class says nothing
+        named = _annotated_class(_text(declared[0]))
+        return f"{var}:{named}" if named != "?" else ""
+    literal = caps.get("bind.literal")
+    if literal:
+        builtin = _LITERAL_TYPES.get(literal[0].type)
+        return f"{var}:{builtin}" if builtin else ""
+    value = caps.get("bind.value")
+    if value:
+        text = _text(value[0])
+        return f"{var}~{text}" if _SIMPLE.fullmatch(text) else ""
+    callee = caps.get("bind.call")
+    if callee:
+        text = _text(callee[0])
+        name = _norm(text) if not _opaque(text) else ""
+        return f"{var}={name if name and not name.startswith('?') else '?'}"
+    return ""
+
+
 _TYPE_KINDS = frozenset({"class", "interface", "trait", "struct", "enum", "protocol", "module",
                          "object", "record", "union", "impl", "extension", "mixin", "actor",
                          "namespace", "type"})
@@ -347,7 +432,10 @@ def extract_references(
         line = node.start_point[0] + 1
         text = node.text.decode("utf-8", "replace")
         names: list[str]
-        if kind == "import":
+        if kind == "bind":
+            name = _binding(variant, text, caps)
+            names = [name] if name else []
+        elif kind == "import":
             if variant == "stmt":
                 names = _import_stmt(text)
             else:

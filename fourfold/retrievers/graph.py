@@ -2,6 +2,11 @@
 
 The edges of the index are loaded once into adjacency maps (reloaded when the index
 changes), so a depth-3 impact query is a breadth-first walk in memory.
+
+Each answer row says how sure its edge is: "resolution" is "exact", "inferred", "name_only"
+or "none" (fourfold.store.base.Resolution), and "resolved" is true for exact and inferred.
+Edges guessed by name alone are listed after resolved ones and left out of impact walks;
+a note counts them.
 """
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from dataclasses import dataclass, field
 from ..errors import QueryError
 from ..model import Hit
 from ..query.model import Query
-from ..store.base import Store, StoredEdge, StoredSymbol
+from ..store.base import Resolution, Store, StoredEdge, StoredSymbol
 from .structural import StructuralRetriever
 
 Node = tuple[str, int]  # ("s", symbol_id) or ("f", file_id) for module-level code
@@ -41,6 +46,28 @@ def _node(symbol: int | None, file_id: int) -> Node:
 
 def _last_name(name: str) -> str:
     return re.split(r"\.|::|->|:|#", name)[-1]
+
+
+def _sure(e: StoredEdge) -> bool:
+    """Resolved by more than the name: exact or with an inferred receiver type."""
+    return e.resolution >= Resolution.INFERRED
+
+
+def _resolution_word(e: StoredEdge) -> str:
+    return Resolution(e.resolution).name.lower()
+
+
+def _by_resolution(row: dict) -> int:
+    """Sort rank of a row: resolved, then guessed by name, then without a definition."""
+    return 0 if row["resolved"] else 1 if row["resolution"] == "name_only" else 2
+
+
+def _name_only_note(count: int, treated: str) -> list[str]:
+    if not count:
+        return []
+    return [f"{count} more call site{'s' if count > 1 else ''} by name only: the target is "
+            "the one definition of that name in the repository, not confirmed by an import "
+            f"or a type; {treated}"]
 
 
 class GraphRetriever:
@@ -79,7 +106,7 @@ class GraphRetriever:
             if e.dst_symbol is None:
                 continue
             g.incoming[e.dst_symbol].append(e)
-            if e.kind in DEPENDENCY_KINDS:
+            if e.kind in DEPENDENCY_KINDS and _sure(e):
                 src = _node(e.src_symbol, e.src_file)
                 if src != ("s", e.dst_symbol):
                     g.dependents[("s", e.dst_symbol)].add(src)
@@ -138,7 +165,8 @@ class GraphRetriever:
                          "symbol": caller.qualname if caller else None,
                          "start_line": caller.start_line if caller else e.line,
                          "end_line": caller.end_line if caller else e.line,
-                         "definition": f"{target.path}:{target.qualname}", "resolved": True})
+                         "definition": f"{target.path}:{target.qualname}",
+                         "resolved": _sure(e), "resolution": _resolution_word(e)})
         resolved_sites = {(r["path"], r["line"]) for r in rows}
         last = _last_name(name)
         unresolved = [e for e in g.unresolved_by_name.get(last, [])
@@ -151,12 +179,16 @@ class GraphRetriever:
                          "symbol": caller.qualname if caller else None,
                          "start_line": caller.start_line if caller else e.line,
                          "end_line": caller.end_line if caller else e.line,
-                         "definition": None, "resolved": False, "name": e.name})
-        rows.sort(key=lambda r: (not r["resolved"], r["path"], r["line"]))
+                         "definition": None, "resolved": False, "resolution": "none",
+                         "name": e.name})
+        rows.sort(key=lambda r: (_by_resolution(r), r["path"], r["line"]))
         notes = self._definition_notes(name, targets)
+        notes += _name_only_note(
+            sum(1 for _, e in edges if e.resolution == Resolution.NAME_ONLY),
+            "listed after the resolved ones with resolution=name_only")
         if unresolved:
             notes.append(f"{len(unresolved)} call sites of the name {last!r} could not be "
-                         "resolved to a definition; they are listed last with resolved=false")
+                         "resolved to a definition; they are listed last with resolution=none")
         return self._page(rows, limit, offset, notes)
 
     def callees(self, name: str, limit: int = 50, offset: int = 0,
@@ -177,10 +209,11 @@ class GraphRetriever:
                          "end_line": callee.end_line if callee else None,
                          "kind": callee.kind if callee else None,
                          "definition": f"{target.path}:{target.qualname}",
-                         "resolved": callee is not None})
+                         "resolved": callee is not None and _sure(e),
+                         "resolution": _resolution_word(e) if callee is not None else "none"})
             if callee is None:
                 rows[-1]["path"] = paths.get(e.src_file)
-        rows.sort(key=lambda r: (not r["resolved"], r["call_site"]))
+        rows.sort(key=lambda r: (_by_resolution(r), r["call_site"]))
         return self._page(rows, limit, offset, self._definition_notes(name, targets))
 
     def importers(self, file_or_module: str, limit: int = 50, offset: int = 0,
@@ -208,7 +241,8 @@ class GraphRetriever:
 
     def impact(self, name: str, depth: int = 3, limit: int = 50, offset: int = 0,
                repo_id: int | None = None) -> dict:
-        """Transitive dependents, nearest first, then by centrality; cycle-safe and paged."""
+        """Transitive dependents, nearest first, then by centrality; cycle-safe and paged.
+        Only resolved edges are walked; a note counts the targets' callers by name only."""
         if depth < 1:
             raise QueryError("depth must be at least 1")
         g = self.graph()
@@ -237,7 +271,11 @@ class GraphRetriever:
                 rows.append({"path": paths.get(node[1]), "start_line": 1, "end_line": 1,
                              "symbol": None, "kind": "module", "distance": dist,
                              "centrality": round(centrality(node), 4)})
-        return self._page(rows, limit, offset, self._definition_notes(name, targets))
+        guessed = sum(1 for t in targets for e in g.incoming.get(t.symbol_id, ())
+                      if e.resolution == Resolution.NAME_ONLY)
+        return self._page(rows, limit, offset,
+                          self._definition_notes(name, targets)
+                          + _name_only_note(guessed, "their callers are not followed"))
 
     # -- the retriever interface ------------------------------------------------------
     def search(self, query: Query, limit: int) -> list[Hit]:

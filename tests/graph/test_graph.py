@@ -20,7 +20,7 @@ from fourfold.model import Symbol
 from fourfold.parsing import parse_file
 from fourfold.parsing.grammars import get_parser
 from fourfold.parsing.references import extract_references
-from fourfold.store.base import FileRecord, FileStamp
+from fourfold.store.base import FileRecord, FileStamp, Resolution
 from fourfold.store.sqlite import SQLiteStore
 
 
@@ -161,7 +161,7 @@ def test_python_calls_and_inheritance(tmp_path):
     edge(edges, "call", "pkg/util.py", "log", "pkg/service.py", "ping")
     edge(edges, "call", "tests/test_core.py", "test_thing", "src/mylib/core.py", "thing")
     un = edge(edges, "call", "pkg/service.py", "create", name="undefined_function")
-    assert un.resolved is False and un.dst_path is None and un.dst_symbol is None
+    assert un.resolution == Resolution.NONE and un.dst_path is None and un.dst_symbol is None
 
 
 def test_python_impact_multi_hop_and_cycles(indexed):
@@ -225,7 +225,7 @@ def test_typescript(tmp_path):
     edge(edges, "call", "src/app/main.ts", "App.run", "src/util.ts", "Base.greet")  # this + base
     edge(edges, "call", "src/app/main.ts", "App.run", "src/util.ts", "helper", name="lib.helper")
     un = edge(edges, "call", "src/app/main.ts", "App.run", name="missing")
-    assert not un.resolved
+    assert un.resolution == Resolution.NONE
 
 
 def test_impact_through_calls_and_bases(indexed):
@@ -235,9 +235,11 @@ def test_impact_through_calls_and_bases(indexed):
     m = "java/src/main/java/com/acme/"
     dist = dependents(indexed, "Animal.speak")
     assert dist[(m + "model/Dog.java", "Dog.bark")] == 1 and dist[(m + "App.java", "App.main")] == 2
+    # `Circle::new(1.0).describe()` is resolved by the name alone: counted, not walked
     assert dependents(indexed, "square", depth=4) == {
-        ("rust/src/shapes.rs", "Circle::area"): 1, ("rust/src/shapes.rs", "Circle::describe"): 2,
-        ("rust/src/lib.rs", "unit"): 3}
+        ("rust/src/shapes.rs", "Circle::area"): 1, ("rust/src/shapes.rs", "Circle::describe"): 2}
+    assert indexed.impact("Circle::describe")["notes"][0].startswith(
+        "1 more call site by name only")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -279,12 +281,13 @@ def test_go(tmp_path):
     edges = build(tmp_path, GO)
     edge(edges, "import", "main.go", dst_path="util/strings.go", name="example.com/proj/util")
     fmt = edge(edges, "import", "main.go", name="fmt")
-    assert not fmt.resolved
+    assert fmt.resolution == Resolution.NONE
     edge(edges, "inherit", "main.go", "Server", "base.go", "Base")  # struct embedding
     edge(edges, "call", "main.go", "Server.Run", "util/strings.go", "Reverse")
     edge(edges, "call", "main.go", "Server.Run", "main.go", "Server.helper")
     edge(edges, "call", "main.go", "main", "main.go", "Server.Run")
-    assert not edge(edges, "call", "main.go", "Server.Run", name="fmt.Println").resolved
+    println = edge(edges, "call", "main.go", "Server.Run", name="fmt.Println")
+    assert println.resolution == Resolution.NONE
 
 
 # ---------------------------------------------------------------------------------------------
@@ -324,13 +327,13 @@ def test_java(tmp_path):
     m = "src/main/java/com/acme/model/"
     app = "src/main/java/com/acme/App.java"
     edge(edges, "import", app, dst_path=m + "Dog.java", dst_symbol="Dog")
-    assert not edge(edges, "import", app, name="java.util.List").resolved
+    assert edge(edges, "import", app, name="java.util.List").resolution == Resolution.NONE
     edge(edges, "inherit", m + "Dog.java", "Dog", m + "Animal.java", "Animal")  # same package
     edge(edges, "inherit", m + "Dog.java", "Dog", m + "Pet.java", "Pet")
     edge(edges, "call", m + "Dog.java", "Dog.bark", m + "Animal.java", "Animal.speak")  # implicit this
     edge(edges, "call", app, "App.main", m + "Dog.java", "Dog")
     edge(edges, "call", app, "App.main", m + "Dog.java", "Dog.bark")
-    assert not edge(edges, "call", app, "App.main", name="Util.nothing").resolved
+    assert edge(edges, "call", app, "App.main", name="Util.nothing").resolution == Resolution.NONE
 
 
 # ---------------------------------------------------------------------------------------------
@@ -377,12 +380,13 @@ def test_rust(tmp_path):
     edge(edges, "import", "src/shapes.rs", dst_path="src/util.rs", dst_symbol="square")
     edge(edges, "inherit", "src/shapes.rs", "Circle", "src/shapes.rs", "Shape")
     area = find(edges, "call", "src/shapes.rs", dst_path="src/util.rs", dst_symbol="square")
-    assert [(e.src_symbol, e.name, e.resolved) for e in area] == [("Circle::area", "square", True)]
+    assert [(e.src_symbol, e.name, e.resolution) for e in area] == [
+        ("Circle::area", "square", Resolution.EXACT)]
     describe = find(edges, "call", "src/shapes.rs", name="self.area")
-    assert [(e.src_symbol, e.dst_path, e.dst_symbol, e.resolved) for e in describe] == [
-        ("Circle::describe", "src/shapes.rs", "Circle::area", True)]
+    assert [(e.src_symbol, e.dst_path, e.dst_symbol, e.resolution) for e in describe] == [
+        ("Circle::describe", "src/shapes.rs", "Circle::area", Resolution.INFERRED)]
     edge(edges, "call", "src/lib.rs", "unit", "src/shapes.rs", name="Circle::new")
-    assert not edge(edges, "call", "src/shapes.rs", name="nowhere").resolved
+    assert edge(edges, "call", "src/shapes.rs", name="nowhere").resolution == Resolution.NONE
 
 
 def _imports(language: str, source: bytes) -> dict[str, tuple]:
@@ -510,7 +514,7 @@ MULTI = {
 def test_other_languages(tmp_path, src, dst, call, inherits):
     edges = build(tmp_path, MULTI)
     edge(edges, "import", src, dst_path=dst)
-    assert edge(edges, "call", src, dst_path=dst, name=call).resolved
+    assert edge(edges, "call", src, dst_path=dst, name=call).resolution >= Resolution.INFERRED
     assert bool(find(edges, "inherit", src, dst_path=dst)) is inherits
 
 
@@ -700,8 +704,8 @@ def test_edges_from_a_file_the_store_lacks_are_not_written(tmp_path):
     store.write_batch(repo, [FileRecord(
         "a.py", FileStamp(1, 1, 1, 1), "h", "python", 0, "def f(): g()\n",
         [Symbol("f", "f", "function", 1, 1)], [], "[]", [], [])], [], [])
-    edges = [Edge("call", "a.py", "f", None, None, 1, False, "g"),
-             Edge("call", "gone.py", "h", "a.py", "f", 3, True, "f")]
+    edges = [Edge("call", "a.py", "f", None, None, 1, Resolution.NONE, "g"),
+             Edge("call", "gone.py", "h", "a.py", "f", 3, Resolution.EXACT, "f")]
     graph = build_module.ResolvedGraph(IndexedEdges.of(edges), {}, {})
     assert build_module.store_graph(store, repo, graph) == 1
     [kept] = store.all_edges(repo)

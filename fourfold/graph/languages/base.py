@@ -16,7 +16,8 @@ class Language:
     * `members_outside_type`: a type's methods may be declared in other files (Go receivers,
       Rust impl blocks, Swift extensions, partial classes).
     * `method_receivers`: in a method, `recv.name()` with `recv` a plain name that is no
-      import or type calls a member of the method's own receiver type (Go `s.helper()`).
+      import or type calls a member of the method's own receiver type (Go `s.helper()`):
+      a guess by name, used where the receiver's declared type is not known.
     * `scope_per_symbol`: calls resolve per calling symbol rather than once per enclosing
       type (the receiver is read from the calling method itself).
     * `constructor_calls`: `Type.<name>` makes a Type (Ruby `Type.new`).

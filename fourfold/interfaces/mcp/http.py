@@ -73,8 +73,11 @@ def resolve_token(host: str, token: str | None, ff=None) -> str | None:
 
 
 def http_app(server, service, host: str, token: str | None):
-    """The ASGI app serving an MCPServer behind the token gate."""
-    return TokenGate(server.streamable_http_app(host=host), token, service.ff,
+    """The ASGI app serving an MCPServer behind the token gate. A server over a shared
+    store keeps no session between requests, so that any number of them can answer behind
+    one load balancer."""
+    app = server.streamable_http_app(host=host, stateless_http=service.serves_many)
+    return TokenGate(app, token, service.ff,
                      open_without_token=host in LOOPBACK_HOSTS and not token)
 
 

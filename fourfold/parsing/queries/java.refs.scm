@@ -10,3 +10,10 @@
 (method_declaration type: [(type_identifier) (scoped_type_identifier) (generic_type)] @reference.ref)
 (local_variable_declaration type: [(type_identifier) (scoped_type_identifier) (generic_type)] @reference.ref)
 (package_declaration [(scoped_identifier) (identifier)] @reference.package)
+
+; what the code says of the types of names: fields, parameters, locals, constructors, results
+(field_declaration type: [(type_identifier) (scoped_type_identifier) (generic_type)] @bind.type declarator: (variable_declarator name: (identifier) @reference.bind))
+(formal_parameter type: [(type_identifier) (scoped_type_identifier) (generic_type)] @bind.type name: (identifier) @reference.bind)
+(local_variable_declaration type: [(type_identifier) (scoped_type_identifier) (generic_type)] @bind.type declarator: (variable_declarator name: (identifier) @reference.bind))
+(local_variable_declaration declarator: (variable_declarator name: (identifier) @reference.bind value: (object_creation_expression type: [(type_identifier) (scoped_type_identifier) (generic_type)] @bind.call)))
+(method_declaration type: [(type_identifier) (scoped_type_identifier) (generic_type)] @bind.type name: (identifier) @reference.bind.return)

@@ -20,3 +20,7 @@
 
 ; inheritance
 (class_heritage [(identifier) (member_expression)] @reference.inherit)
+
+; what the code says of the types of names: variables and fields assigned a constructed value
+(variable_declarator name: (identifier) @reference.bind value: (new_expression constructor: [(identifier) (member_expression)] @bind.call))
+(assignment_expression left: (member_expression object: (this)) @reference.bind right: (new_expression constructor: [(identifier) (member_expression)] @bind.call))

@@ -26,3 +26,13 @@
 (type_annotation (type_identifier) @reference.ref)
 (type_annotation (generic_type name: (type_identifier) @reference.ref))
 (type_arguments (type_identifier) @reference.ref)
+
+; what the code says of the types of names: parameters, fields, variables, constructors, results
+(required_parameter pattern: (identifier) @reference.bind type: (type_annotation [(type_identifier) (nested_type_identifier) (generic_type)] @bind.type))
+(optional_parameter pattern: (identifier) @reference.bind type: (type_annotation [(type_identifier) (nested_type_identifier) (generic_type)] @bind.type))
+(public_field_definition name: (property_identifier) @reference.bind type: (type_annotation [(type_identifier) (nested_type_identifier) (generic_type)] @bind.type))
+(variable_declarator name: (identifier) @reference.bind type: (type_annotation [(type_identifier) (nested_type_identifier) (generic_type)] @bind.type))
+(variable_declarator name: (identifier) @reference.bind value: (new_expression constructor: [(identifier) (member_expression)] @bind.call))
+(assignment_expression left: (member_expression object: (this)) @reference.bind right: (new_expression constructor: [(identifier) (member_expression)] @bind.call))
+(method_definition name: (property_identifier) @reference.bind.return return_type: (type_annotation [(type_identifier) (nested_type_identifier) (generic_type)] @bind.type))
+(function_declaration name: (identifier) @reference.bind.return return_type: (type_annotation [(type_identifier) (nested_type_identifier) (generic_type)] @bind.type))
