@@ -34,6 +34,11 @@ BAD_NAME = "name not valid UTF-8"
 LINKED_FOLDER = "symlinked folder (indexed under its real path)"
 
 
+# A longer path is no one's source file, and a database index entry (a server's btree)
+# holds at most ~2.7 kB.
+MAX_PATH_BYTES = 1024
+LONG_PATH = f"path over {MAX_PATH_BYTES} bytes"
+
 @dataclass(slots=True)
 class FoundFile:
     path: str  # relative to the root, '/'-separated
@@ -200,6 +205,8 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                     report.skip("binary")
                 elif st.st_size > max_file_bytes:
                     report.skip("too large")
+                elif len(rel.encode()) > MAX_PATH_BYTES:
+                    report.skip(LONG_PATH)
                 else:
                     stamp = FileStamp(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
                     report.files.append(FoundFile(rel, real, stamp, max_file_bytes))

@@ -135,6 +135,9 @@ _WORD = re.compile(r"\w+")
 _porter = snowballstemmer.stemmer("porter")
 _porter_lock = threading.Lock()  # a snowball stemmer keeps its word in itself
 PORTER_MIN, PORTER_MAX = 3, 64  # FTS5 passes shorter and longer tokens through unstemmed
+# A longer token (minified code, data) counts in its chunk's length but is not kept as a
+# term: a btree entry holds at most ~2.7 kB, and no question asks for such a word.
+MAX_TERM_CHARS = 256
 
 
 def _fold(word: str) -> str:
@@ -540,7 +543,8 @@ class PostgresStore(Store):
                     weights, length = _chunk_weights(path_terms, chunk.symbol, body_tokens)
                     chunks.append((chunk_id, file_id, chunk.start_line, chunk.end_line,
                                    chunk.symbol, chunk.kind, chunk_hash, length))
-                    chunk_terms += [(term, chunk_id, w) for term, w in weights.items()]
+                    chunk_terms += [(term, chunk_id, w) for term, w in weights.items()
+                                    if len(term) <= MAX_TERM_CHARS]
                     new_tokens += length
                 refs.append((file_id, rec.references))
             self._copy(cur, "files", "id, repo_id, path, hash, size, mtime_ns, ctime_ns, "
@@ -750,10 +754,15 @@ class PostgresStore(Store):
                             "SET vec = EXCLUDED.vec, scale = EXCLUDED.scale",
                             [(model, h, v, s) for h, v, s in rows])
 
-    def vectors(self, model: str) -> tuple[list[int], list[bytes], list[float]]:
-        rows = self._query("SELECT c.id, v.vec, v.scale FROM chunks c JOIN vectors v ON "
-                           "v.embed_hash = c.embed_hash AND v.model = %s ORDER BY c.id",
-                           (model,))
+    def vectors(self, model: str, repo_id: int | None = None
+                ) -> tuple[list[int], list[bytes], list[float]]:
+        sql = ("SELECT c.id, v.vec, v.scale FROM chunks c JOIN vectors v ON "
+               "v.embed_hash = c.embed_hash AND v.model = %s")
+        if repo_id:
+            rows = self._query(sql + " JOIN files f ON f.id = c.file_id AND f.repo_id = %s "
+                               "ORDER BY c.id", (model, repo_id))
+        else:
+            rows = self._query(sql + " ORDER BY c.id", (model,))
         return [r[0] for r in rows], [bytes(r[1]) for r in rows], [r[2] for r in rows]
 
     def vector_count(self, model: str) -> int:

@@ -218,3 +218,13 @@ def test_parsed_records_cross_processes_whole():
     for record in records:
         assert len(record.__reduce__()[1]) == len(fields(record))
     assert pickle.loads(pickle.dumps(records)) == records
+
+
+def test_a_path_too_long_for_an_index_entry_is_left_out(make_tree):
+    deep = "/".join(["d" * 200] * 6)  # 1,206 bytes: over MAX_PATH_BYTES
+    root = make_tree({f"{deep}/buried.py": "def buried():\n    pass\n",
+                      "names.py": "def short():\n    pass\n"})
+    ff = Fourfold(root)
+    summary = ff.index(embed=False)
+    assert summary.skipped.get("path over 1024 bytes") == 1
+    assert [f["path"] for f in ff.list_files()] == ["names.py"]

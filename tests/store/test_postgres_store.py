@@ -382,3 +382,14 @@ def test_the_store_works_from_many_threads(store):
         thread.join()
     assert results == [expected] * 6
 
+
+
+def test_a_giant_token_is_counted_not_kept(store):
+    """Minified code or data holds words longer than a btree entry can hold (~2.7 kB)."""
+    record = alpha_record()
+    record.chunk_tokens = ["def alpha return beta " + "x" * 3000]
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, [record], [], [])
+    [(chunk, score)] = store.bm25_chunks(["beta"], 10)
+    assert chunk.path == "pkg/a.py" and score > 0
+    assert store.bm25_chunks(["x" * 3000], 10) == []

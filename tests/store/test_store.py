@@ -246,6 +246,18 @@ def test_vectors_are_kept_per_model_and_chunk_hash(store):
     assert store.vectors("other-model") == ([], [], [])
 
 
+def test_vectors_of_one_repository_and_shared_by_content(store):
+    first = store.ensure_repo("/src/proj", "proj")
+    second = store.ensure_repo("/src/fork", "fork")
+    store.write_batch(first, [alpha_record(), readme_record()], [], [])
+    store.write_batch(second, [alpha_record()], [], [])  # the same chunk: one vector serves both
+    store.put_vectors("m", [("chunk-a", b"\x02\x00", 0.25), ("chunk-b", b"\x01\x01", 0.5)])
+    assert store.vectors("m", second) == ([3], [b"\x02\x00"], [0.25])
+    assert store.vectors("m", first) == ([1, 2], [b"\x02\x00", b"\x01\x01"], [0.25, 0.5])
+    assert store.vectors("m") == ([1, 2, 3], [b"\x02\x00", b"\x01\x01", b"\x02\x00"],
+                                  [0.25, 0.5, 0.25])
+
+
 # -- access tokens -------------------------------------------------------------------------
 def test_access_tokens_are_kept_by_hash_and_revoked_by_name(store):
     reader = TokenRecord("ci", "h1", "read", ["proj", "lib"], 10.0, None)

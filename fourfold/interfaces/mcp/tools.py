@@ -340,8 +340,8 @@ class FourfoldService(Service):
             max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
         """Navigate the code graph one step: who calls a function (callers), what a function
         calls (callees), which files import a module (importers), which classes extend a
-        class (subclasses). Results name the enclosing symbol and line; unresolved call
-        sites (same name, definition unknown) are listed last with resolved=false."""
+        class (subclasses). Results name the enclosing symbol and line, and how sure the
+        link is (resolution: exact, inferred, name_only, none); guesses come last."""
         if relation == "importers":
             check_glob(name)
         args = {"name": name, "relation": relation, "repository": repository}
