@@ -135,6 +135,7 @@ def evaluate(kind: str, options: SearchOptions, label: str, quiet: bool = False)
         "latency_p50_ms": statistics.median(latencies),
         "latency_p95_ms": latencies[max(int(len(latencies) * 0.95) - 1, 0)],
         "index_median_s": statistics.median(log["index_s"].values()),
+        "index_total_s": sum(log["index_s"].values()),
         "per_intent": per_intent_ndcg(kind, results),
         "strategies": dict(Counter(r["fusion_strategy"] for r in results)),
     }
@@ -157,7 +158,8 @@ def print_summary(kind: str, s: dict) -> None:
             head = json.dumps(sc)
     print(f"[{s['label']}] {head}; zero-result {s['zero_result_rate']:.3f}; "
           f"p50 {s['latency_p50_ms']:.1f} ms p95 {s['latency_p95_ms']:.1f} ms; "
-          f"index median {s['index_median_s']:.2f} s; strategies {s['strategies']}")
+          f"index median {s['index_median_s']:.2f} s, total {s['index_total_s']:.1f} s; "
+          f"strategies {s['strategies']}")
     if "own_repository_searched" in s:
         print(f"    the query's own repository was searched for "
               f"{s['own_repository_searched']:.1%} of the queries")

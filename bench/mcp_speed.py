@@ -1,12 +1,13 @@
 """MCP server over stdio: time from start to first answer, and tool-call latency p50.
 
-    python bench/mcp_speed.py [--files 10000] [--keep DIR]
+    python bench/mcp_speed.py [--files 10000] [--runs 5] [--first TOOL] [--keep DIR]
 
 Writes a synthetic Python repository of --files files (packages of modules, each with a
-class and helpers calling each other), indexes it once (not timed), then starts
-`python -m fourfold.interfaces.mcp ROOT` as a subprocess through the official MCP
-client and times: process start -> first `find_symbol` answer, then 21 calls of each tool
-(median reported). The tree lives in a temporary folder unless --keep names one.
+class and helpers calling each other), indexes it once (not timed), then --runs times
+launches `fourfold mcp ROOT --no-watch` as a subprocess through the official MCP client and
+times process launch -> `initialize` answered -> first result of --first (default
+text_pattern_search; medians reported). The last run then times 21 calls of each tool (median reported). The
+tree lives in a temporary folder unless --keep names one.
 """
 from __future__ import annotations
 
@@ -50,6 +51,8 @@ def write_repo(root: Path, files: int) -> None:
         (folder / f"mod{i:05d}.py").write_text(MODULE.format(i=i, p=p, s=s, prev=prev))
 
 
+FIRST_CALLS = {"text_pattern_search": {"pattern": "helper_4242", "limit": 5},
+               "find_symbol": {"name": "helper_4242", "limit": 1}}
 CALLS = [("find_symbol", {"name": "Widget77", "limit": 3}),
          ("text_pattern_search", {"pattern": "helper_99", "limit": 20}),
          ("intelligent_search", {"query": "Widget123.run", "limit": 5}),
@@ -57,16 +60,23 @@ CALLS = [("find_symbol", {"name": "Widget77", "limit": 3}),
          ("get_file", {"path": "pkg00/sub0/mod00007.py"})]
 
 
-async def measure(root: Path) -> None:
-    server = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "fourfold.interfaces.mcp", str(root)])
+def server_command(root: Path) -> StdioServerParameters:
+    """`fourfold mcp ROOT --no-watch`, the console script of this interpreter's environment."""
+    script = Path(sys.executable).parent / "fourfold"
+    return StdioServerParameters(command=str(script), args=["mcp", str(root), "--no-watch"])
+
+
+async def start_once(root: Path, first_tool: str, latency_calls: list
+                     ) -> tuple[float, float, dict]:
+    """(seconds to `initialize` answered, seconds to the first tool result, tool p50 ms)."""
     started = time.perf_counter()
-    async with Client(server) as client:
-        first = await client.call_tool("find_symbol", {"name": "helper_4242", "limit": 1})
+    async with Client(server_command(root)) as client:  # entering it runs `initialize`
+        to_initialized = time.perf_counter() - started
+        first = await client.call_tool(first_tool, FIRST_CALLS[first_tool])
         to_first = time.perf_counter() - started
         assert not first.is_error, first.content
         latency = {}
-        for name, arguments in CALLS:
+        for name, arguments in latency_calls:
             samples = []
             for _ in range(21):
                 t0 = time.perf_counter()
@@ -74,12 +84,28 @@ async def measure(root: Path) -> None:
                 samples.append(time.perf_counter() - t0)
                 assert not answer.is_error, answer.content
             latency[name] = round(statistics.median(samples) * 1000, 1)
-    print(f"start -> first answer {to_first:.2f} s; tool p50 ms {latency}")
+    return to_initialized, to_first, latency
+
+
+async def measure(root: Path, runs: int, first_tool: str) -> None:
+    initialized, first = [], []
+    for run in range(runs):
+        to_initialized, to_first, latency = await start_once(
+            root, first_tool, CALLS if run == runs - 1 else [])
+        initialized.append(to_initialized)
+        first.append(to_first)
+        print(f"run {run + 1}: initialize {to_initialized:.2f} s, first answer {to_first:.2f} s")
+    print(f"median of {runs}: start -> initialize {statistics.median(initialized):.2f} s, "
+          f"start -> first {first_tool} result {statistics.median(first):.2f} s")
+    print(f"tool p50 ms {latency}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--first", choices=sorted(FIRST_CALLS), default="text_pattern_search",
+                        help="the tool whose first result ends the start-up figure")
     parser.add_argument("--keep")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -90,7 +116,7 @@ def main() -> None:
         summary = Fourfold(root).index()
         print(f"{summary.files} files indexed in {time.perf_counter() - started:.1f} s "
               "(not part of the figures below)")
-        anyio.run(measure, root)
+        anyio.run(measure, root, args.runs, args.first)
 
 
 if __name__ == "__main__":

@@ -9,11 +9,14 @@ other interface can call the same two steps.
 from __future__ import annotations
 
 import json
+import os
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import FourfoldError, QueryError
 from .store.base import Resolution
+from .tokens import query_words, singular, sub_words
 
 if TYPE_CHECKING:
     from .api import Fourfold
@@ -23,6 +26,35 @@ NEIGHBOUR_HITS = 6      # the hits whose graph neighbours are added
 CALLEES, CALLERS = 3, 2  # neighbours kept per hit, most central first
 MIN_ROOM = 60           # a span cut to fewer tokens than this is not worth sending
 LINE_CHARS = 400
+SPAN_LINES = 80         # the most lines of a span a pack sends unless told otherwise
+DOCUMENT_LANGUAGES = frozenset({"markdown", "rst", "text"})  # prose: its `x = y` is an example
+FUNCTION_KINDS = frozenset({"function", "method", "macro"})  # a declaration in one is local
+DECLARATION_LINES = 60  # a declared value longer than this (a huge table) is cut
+COMMENT_LINES = 3       # comment lines above a declaration kept with it
+COMMENT_STARTS = ("#", "//", "/*", "*", "--", "@")
+STRING_LITERAL = re.compile(r'"(?:\\.|[^"\\])*"|\'(?:\\.|[^\'\\])*\'')
+ASSIGNED = re.compile(r"\s*(?:[A-Za-z_]\w*\s+)*?(?P<name>[A-Za-z_]\w*)\s*(?::[^=]*)?:?=(?!=)")
+FIELD = re.compile(r"\s*(?:(?:pub|public|private|protected|internal|readonly|static|final)\s+)*"
+                   r"(?P<name>[A-Za-z_]\w*)\s*:?\s+\*?[\w.\[\]<>]+[,;]?\s*(?:`[^`]*`\s*)?"
+                   r"(?://.*)?$")
+# first words of statements that FIELD would otherwise read as a name and its type
+STATEMENT_WORDS = frozenset({"import", "from", "return", "package", "use", "export", "raise",
+                             "yield", "del", "pass", "break", "continue", "goto", "throw",
+                             "include", "require", "extends", "implements", "else", "end",
+                             "assert", "global", "nonlocal", "await", "print", "delete",
+                             "new", "case", "default"})
+
+
+@dataclass(frozen=True)
+class ContextSettings:
+    """How many spans of each kind a pack adds after its first hit (chosen by
+    bench/task_context.py, leaving repositories out)."""
+
+    config_points: int = 2   # declarations the task names (config_points)
+    shared_callees: int = 2  # definitions several hits call (shared_callees)
+
+
+DEFAULT_SETTINGS = ContextSettings()
 
 
 def to_json(value: Any) -> str:
@@ -54,7 +86,7 @@ class TaskContext:
     spans: list[dict]
 
     def pack(self, start: int = 0, limit: int = 40, max_tokens: int = 8000,
-             max_span_lines: int = 80) -> dict:
+             max_span_lines: int = SPAN_LINES) -> dict:
         """Spans from `start` with their numbered lines, at most `limit` of them and about
         `max_tokens` tokens (the span that overflows is cut to whole lines; at least one
         span). Returns {"spans", "used_tokens", "next"}: `next` is the first span not sent."""
@@ -114,19 +146,36 @@ class TaskContext:
 
 def task_context(ff: "Fourfold", task: str, languages: tuple[str, ...] = (),
                  path_glob: str | None = None, repo_id: int | None = None,
-                 include_neighbours: bool = True) -> TaskContext:
-    """The spans relevant to a task, best first: search hits, then neighbours of each."""
+                 include_neighbours: bool = True,
+                 settings: ContextSettings | None = None) -> TaskContext:
+    """The spans relevant to a task, best first: the first search hit and its neighbours,
+    then the settings the task names and the definitions several hits call, then the other
+    hits, each followed by its neighbours."""
     if not task or not task.strip():
         raise QueryError("empty task: describe what you are about to do")
+    settings = settings or DEFAULT_SETTINGS
     response, notes = ff.search_with_fallback(task, languages=languages, path_glob=path_glob,
                                               repo_id=repo_id, limit=SEARCH_HITS)
-    spans: list[dict] = []
+    groups: list[list[dict]] = []
+    called_by: dict[int, list[str]] = {}  # callee id -> the hits that call it
     for rank, hit in enumerate(response.hits, 1):
-        spans.append({"path": hit.path, "start_line": hit.start_line, "end_line": hit.end_line,
-                      "symbol": hit.symbol, "kind": hit.kind, "reason": f"search result {rank}",
-                      "score": round(hit.score, 6)})
-        if include_neighbours and hit.symbol and rank <= NEIGHBOUR_HITS:
-            spans.extend(neighbours(ff, hit.path, hit.symbol, repo_id))
+        group = [{"path": hit.path, "start_line": hit.start_line, "end_line": hit.end_line,
+                  "symbol": hit.symbol, "kind": hit.kind, "reason": f"search result {rank}",
+                  "score": round(hit.score, 6)}]
+        if include_neighbours and hit.symbol:
+            callees, callers = _graph_steps(ff, hit.path, hit.symbol, repo_id)
+            for sid in callees:
+                called_by.setdefault(sid, []).append(hit.symbol)
+            if rank <= NEIGHBOUR_HITS:
+                group += _symbol_spans(ff, [(sid, f"called by {hit.symbol}")
+                                            for sid in _central(ff, callees, CALLEES)]
+                                       + [(sid, f"calls {hit.symbol}")
+                                          for sid in _central(ff, callers, CALLERS)])
+        groups.append(group)
+    early = config_points(ff, task, response.hits, settings.config_points, repo_id)
+    if include_neighbours:
+        early += shared_callees(ff, called_by, settings.shared_callees)
+    spans = [*groups[0], *early, *(s for group in groups[1:] for s in group)] if groups else []
     search = {"intent": response.intent, "modalities": response.modalities,
               "unavailable": response.unavailable, "notes": notes}
     return TaskContext(ff, repo_id, search, _dedupe(spans))
@@ -135,14 +184,20 @@ def task_context(ff: "Fourfold", task: str, languages: tuple[str, ...] = (),
 def neighbours(ff: "Fourfold", path: str, symbol: str, repo_id: int | None) -> list[dict]:
     """The most central definitions a symbol (defined in `path`) calls, then its most
     central callers, each as a span with the reason it is there."""
-    graph = ff.graph
-    loaded = graph.graph()
+    callees, callers = _graph_steps(ff, path, symbol, repo_id)
+    return _symbol_spans(ff, [(sid, f"called by {symbol}") for sid in _central(ff, callees, CALLEES)]
+                         + [(sid, f"calls {symbol}") for sid in _central(ff, callers, CALLERS)])
+
+
+def _graph_steps(ff: "Fourfold", path: str, symbol: str, repo_id: int | None
+                 ) -> tuple[set[int], set[int]]:
+    """The ids of the definitions a symbol (defined in `path`) calls and of its callers."""
+    loaded = ff.graph.graph()
     try:
-        targets = [t for t in graph.definitions_of(symbol, repo_id) if t.path == path]
+        targets = [t for t in ff.graph.definitions_of(symbol, repo_id) if t.path == path]
     except FourfoldError:
-        return []
+        return set(), set()
     own = {t.symbol_id for t in targets}
-    rank = loaded.symbol_rank
     # edges guessed by name alone are no evidence of a relation
     callees = {e.dst_symbol for t in targets for e in loaded.outgoing.get(t.symbol_id, [])
                if e.kind == "call" and e.resolution >= Resolution.INFERRED
@@ -150,23 +205,123 @@ def neighbours(ff: "Fourfold", path: str, symbol: str, repo_id: int | None) -> l
     callers = {e.src_symbol for t in targets for e in loaded.incoming.get(t.symbol_id, [])
                if e.src_symbol is not None and e.src_symbol not in own
                and e.resolution >= Resolution.INFERRED}
+    return callees, callers
 
-    def central(ids: set[int], n: int) -> list[int]:
-        return sorted(ids, key=lambda sid: (-rank.get(sid, 0.0), sid))[:n]
 
-    wanted = ([(sid, f"called by {symbol}") for sid in central(callees, CALLEES)]
-              + [(sid, f"calls {symbol}") for sid in central(callers, CALLERS)])
+def _central(ff: "Fourfold", ids: set[int], n: int) -> list[int]:
+    """The `n` most central of some symbols (ties by id, so packs are stable)."""
+    rank = ff.graph.graph().symbol_rank
+    return sorted(ids, key=lambda sid: (-rank.get(sid, 0.0), sid))[:n]
+
+
+def _symbol_spans(ff: "Fourfold", wanted: list[tuple[int, str]]) -> list[dict]:
+    """(symbol id, reason) pairs as spans, in the order given."""
     info = {s.symbol_id: s for s in ff.store.symbols_by_id([sid for sid, _ in wanted])}
     return [{"path": s.path, "start_line": s.start_line, "end_line": s.end_line,
              "symbol": s.qualname, "kind": s.kind, "reason": reason}
             for sid, reason in wanted if (s := info.get(sid)) is not None]
 
 
+def shared_callees(ff: "Fourfold", called_by: dict[int, list[str]], n: int) -> list[dict]:
+    """The definitions called by at least two of the hits, those called by most first (then
+    the most central): the code a change to any of the hits is likely to go through."""
+    rank = ff.graph.graph().symbol_rank
+    shared = sorted((sid for sid, hits in called_by.items() if len(hits) > 1),
+                    key=lambda sid: (-len(called_by[sid]), -rank.get(sid, 0.0), sid))[:n]
+    return _symbol_spans(ff, [(sid, "called by " + ", ".join(called_by[sid]))
+                              for sid in shared])
+
+
+def config_points(ff: "Fourfold", task: str, hits: list, n: int,
+                  repo_id: int | None = None) -> list[dict]:
+    """Up to `n` declarations outside any function (module constants, class attributes,
+    struct fields: where settings, defaults, flags and registries are defined) in the files
+    the search found, whose names the task names: names the task names whole first, then by
+    the share of their words it names, then by the rank of the file's first hit. Each span
+    is the whole statement with the comment right above it."""
+    if n <= 0:
+        return []
+    wanted = query_words(task)
+    found: list[tuple[float, int, int, dict]] = []
+    for file_rank, path in enumerate(dict.fromkeys(hit.path for hit in hits)):
+        stored = ff.store.file_by_path(path, repo_id)
+        if stored is None or stored.language in (None, *DOCUMENT_LANGUAGES):
+            continue
+        lines = ff.store.content(stored.file_id).split("\n")
+        bodies = [(s.start_line, s.end_line) for s in ff.store.symbols_of_file(stored.file_id)
+                  if s.kind in FUNCTION_KINDS]
+        depths = _bracket_depths(lines, "([{", ")]}")
+        # a line inside open parentheses or square brackets is an argument or an item, not a
+        # declaration (braces also hold struct and class bodies, whose fields are)
+        in_arguments = _bracket_depths(lines, "([", ")]")
+        for number, line in enumerate(lines, 1):
+            name = declared_name(line) if in_arguments[number - 1] == 0 else None
+            if name is None or any(a < number <= b for a, b in bodies):
+                continue
+            words = [singular(w) for w in sub_words(name)]
+            named = sum(1 for w in words if any(_same_word(w, q) for q in wanted))
+            if named:
+                first, last = _statement(lines, depths, number)
+                found.append((named / len(words), file_rank, number,
+                              {"path": stored.path, "start_line": first, "end_line": last,
+                               "symbol": name, "kind": "declaration",
+                               "reason": "declaration the task names"}))
+    found.sort(key=lambda f: (-f[0], f[1], f[2]))
+    return [span for *_, span in found[:n]]
+
+
+def declared_name(line: str) -> str | None:
+    """The name a line declares: assigned (`x = `, `x: T = `, `const X = `, `x := `) or, as
+    in a struct or record, followed by a type (`Hidden bool`, `name: String,`)."""
+    if assigned := ASSIGNED.match(line):
+        return assigned["name"]
+    field = FIELD.match(line)
+    return field["name"] if field and field["name"] not in STATEMENT_WORDS else None
+
+
+def _same_word(word: str, task_word: str) -> bool:
+    """Whether a name's word is a task's word, or the same word inflected: they share all but
+    the last letter of the shorter one ("hidden" ~ "hide", "config" ~ "configuration")."""
+    if word == task_word:
+        return True
+    shorter = min(len(word), len(task_word))
+    shared = len(os.path.commonprefix([word, task_word]))
+    return shorter >= 3 and shared >= max(3, shorter - 1)
+
+
+def _bracket_depths(lines: list[str], opening: str, closing: str) -> list[int]:
+    """How many of the `opening` brackets are open where each line starts (string literals
+    on one line skipped; a bracket in a multi-line string may miscount)."""
+    depths, depth = [], 0
+    for line in lines:
+        depths.append(depth)
+        code = STRING_LITERAL.sub("", line)
+        depth = max(0, depth + sum(code.count(c) for c in opening)
+                    - sum(code.count(c) for c in closing))
+    return depths
+
+
+def _statement(lines: list[str], depths: list[int], number: int) -> tuple[int, int]:
+    """The lines of the statement declared on line `number` (until its brackets close, at
+    most DECLARATION_LINES) and of the comment lines right above it."""
+    first = number
+    while first > 1 and number - first < COMMENT_LINES and \
+            lines[first - 2].lstrip().startswith(COMMENT_STARTS):
+        first -= 1
+    last = number
+    while last < min(len(lines), number + DECLARATION_LINES - 1) \
+            and depths[last] > depths[number - 1]:
+        last += 1
+    return first, last
+
+
 def _dedupe(spans: list[dict]) -> list[dict]:
-    """Drop spans contained in an earlier one of the same file."""
+    """Drop spans contained in the part of an earlier one of the same file that a pack
+    sends (its first SPAN_LINES lines): a method deep in a long class hit stays."""
     kept: list[dict] = []
     for span in spans:
         if not any(k["path"] == span["path"] and k["start_line"] <= span["start_line"]
-                   and span["end_line"] <= k["end_line"] for k in kept):
+                   and span["end_line"] <= min(k["end_line"], k["start_line"] + SPAN_LINES - 1)
+                   for k in kept):
             kept.append(span)
     return kept

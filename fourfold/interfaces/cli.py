@@ -309,7 +309,7 @@ def cmd_status(args) -> int:
             when = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["indexed_at"]))
                     if r["indexed_at"] else "never (interrupted)")
             langs = ", ".join(f"{k} {v}" for k, v in list(r["languages"].items())[:8])
-            print(f"{r['root']}: {r['files']} files, {_human_size(r['bytes'])}, "
+            print(f"{r['name']} ({r['root']}): {r['files']} files, {_human_size(r['bytes'])}, "
                   f"{r['symbols']} symbols, {r['chunks']} chunks; indexed {when}")
             print(f"  languages: {langs}")
         for name, state in status.get("modalities", {}).items():

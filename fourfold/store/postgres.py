@@ -107,8 +107,16 @@ def _create_everything(cur: psycopg.Cursor) -> None:
     cur.execute(sql.SQL(_TABLES).format(trgm=sql.Identifier(trgm_schema)))
 
 
+def _count_vectors(cur: psycopg.Cursor) -> None:
+    """A model's vector count kept in a row: counting the vectors took a search 30 ms."""
+    cur.execute("CREATE TABLE fourfold.vector_totals(model text PRIMARY KEY, "
+                "vectors bigint NOT NULL)")
+    cur.execute("INSERT INTO fourfold.vector_totals SELECT model, count(*) FROM "
+                "fourfold.vectors GROUP BY model")
+
+
 # Step i brings a database from schema version i to i + 1; append, never edit, a step.
-MIGRATIONS: tuple[Callable[[psycopg.Cursor], None], ...] = (_create_everything,)
+MIGRATIONS: tuple[Callable[[psycopg.Cursor], None], ...] = (_create_everything, _count_vectors)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Advisory lock keys: one bigint for migrations; (class, hash of the name) for indexing a
@@ -753,6 +761,9 @@ class PostgresStore(Store):
                             "VALUES(%s, %s, %s, %s) ON CONFLICT (model, embed_hash) DO UPDATE "
                             "SET vec = EXCLUDED.vec, scale = EXCLUDED.scale",
                             [(model, h, v, s) for h, v, s in rows])
+            cur.execute("INSERT INTO vector_totals SELECT %(m)s, count(*) FROM vectors WHERE "
+                        "model = %(m)s ON CONFLICT (model) DO UPDATE SET vectors = "
+                        "EXCLUDED.vectors", {"m": model})
 
     def vectors(self, model: str, repo_id: int | None = None
                 ) -> tuple[list[int], list[bytes], list[float]]:
@@ -766,7 +777,8 @@ class PostgresStore(Store):
         return [r[0] for r in rows], [bytes(r[1]) for r in rows], [r[2] for r in rows]
 
     def vector_count(self, model: str) -> int:
-        return self._query("SELECT count(*) FROM vectors WHERE model = %s", (model,))[0][0]
+        rows = self._query("SELECT vectors FROM vector_totals WHERE model = %s", (model,))
+        return rows[0][0] if rows else 0
 
     def vector_progress(self, model: str) -> tuple[int, int]:
         total = self._query("SELECT count(*) FROM chunks")[0][0]

@@ -156,7 +156,7 @@ def test_in_process_lists_and_calls_every_tool(server, repo):
             listed = (await client.list_tools()).tools
             assert {t.name for t in listed} == TOOLS
             for tool in listed:
-                assert len(tool.description) > 80, tool.name
+                assert tool.description, tool.name
                 assert tool.input_schema["type"] == "object"
             by_name = {t.name: t for t in listed}
             props = by_name["intelligent_search"].input_schema["properties"]
@@ -571,6 +571,9 @@ def test_unknown_arguments_are_refused_by_name(server):
     run(go)
 
 
+TOOL_LIST_CHARS = 24_784 // 3  # a third of the list before the tools were declared once
+
+
 def test_tool_list_is_compact_and_strict(server):
     async def go():
         async with Client(server) as client:
@@ -578,18 +581,43 @@ def test_tool_list_is_compact_and_strict(server):
 
     listed = run(go)
     for tool in listed.tools:
+        assert tool.description and "  " not in tool.description, tool.name
         schema = tool.input_schema
         assert schema["additionalProperties"] is False, tool.name
         assert "title" not in json.dumps(schema), tool.name
         for name, prop in schema["properties"].items():
-            assert prop.get("description"), (tool.name, name)
+            assert prop.get("type"), (tool.name, name)
             assert "anyOf" not in prop, (tool.name, name)
-    get_file = next(t for t in listed.tools if t.name == "get_file")
-    assert get_file.input_schema["properties"]["limit"]["maximum"] == 5000
-    # 24,784 characters before the tools were declared once (json.dumps of tools/list)
-    # list_files (13 tools now) costs about 1,100 characters of the list
-    assert len(json.dumps(listed.model_dump(mode="json", by_alias=True))) < 19_500
-    assert len(listed.model_dump_json(by_alias=True, exclude_none=True)) < 16_800
+    # the result as a client receives it: compact JSON, absent fields left out
+    sent = json.dumps(listed.model_dump(mode="json", by_alias=True, exclude_none=True),
+                      separators=(",", ":"), ensure_ascii=False)
+    assert len(sent) <= TOOL_LIST_CHARS, len(sent)
+
+
+def test_instructions_state_the_bounds_the_schemas_leave_out():
+    from fourfold.interfaces.mcp.paging import MAX_MAX_TOKENS, MAX_PAGE, MIN_MAX_TOKENS
+    from fourfold.interfaces.mcp.server import INSTRUCTIONS
+    from fourfold.interfaces.mcp.tools import MAX_FILE_PAGE
+
+    text = " ".join(INSTRUCTIONS.split())
+    assert f"at most {MAX_PAGE} results; get_file: {MAX_FILE_PAGE} lines" in text
+    assert f"{MIN_MAX_TOKENS} to {MAX_MAX_TOKENS:,}" in text
+    for name in TOOLS:
+        assert f"`{name}`" in text or name == "reindex", name
+
+
+def test_bounds_left_out_of_the_schema_are_still_enforced(server):
+    async def go():
+        async with Client(server) as client:
+            for tool, args, bad in [
+                    ("get_file", {"path": "src/config.py", "limit": 5001}, "limit:"),
+                    ("text_pattern_search", {"pattern": "x", "max_tokens": 99}, "max_tokens:"),
+                    ("analyze_dependencies", {"name": "validate", "depth": 11}, "depth:")]:
+                text = await call_error(client, tool, args)
+                assert bad in text, text
+            r = await call(client, "get_file", {"path": "docs/long.txt", "limit": 5000})
+            assert r["returned"] > 0
+    run(go)
 
 
 @pytest.mark.parametrize("sources", ["interfaces/mcp/*.py", "interfaces/cli.py"])

@@ -393,3 +393,29 @@ def test_a_giant_token_is_counted_not_kept(store):
     [(chunk, score)] = store.bm25_chunks(["beta"], 10)
     assert chunk.path == "pkg/a.py" and score > 0
     assert store.bm25_chunks(["x" * 3000], 10) == []
+
+
+def test_an_older_schema_is_migrated_keeping_what_it_holds(postgres_url):
+    """A database at schema 1 (before vector counts were kept in a row) is brought to the
+    current schema when opened, and what it held answers as before."""
+    from fourfold.store import postgres
+
+    old = postgres.MIGRATIONS
+    postgres.MIGRATIONS, postgres.SCHEMA_VERSION = old[:1], 1
+    try:
+        first = PostgresStore(postgres_url)
+        first.write_batch(first.ensure_repo("/src/proj", "proj"), [alpha_record()], [], [])
+        first.close()
+        with _admin(postgres_url) as admin:  # as schema 1 wrote vectors: no count kept
+            admin.execute("INSERT INTO fourfold.vectors VALUES('m', 'chunk-a', %s, 0.5)",
+                          (b"\x01\x02",))
+    finally:
+        postgres.MIGRATIONS, postgres.SCHEMA_VERSION = old, len(old)
+    store = PostgresStore(postgres_url)
+    assert store.vector_count("m") == 1 and store.vectors("m") == ([1], [b"\x01\x02"], [0.5])
+    store.put_vectors("m", [("chunk-a", b"\x03\x04", 0.25), ("more", b"\x05", 1.0)])
+    assert store.vector_count("m") == 2 and store.vector_count("other") == 0
+    with _admin(postgres_url) as admin:
+        assert admin.execute("SELECT value FROM fourfold.meta WHERE key = 'schema_version'"
+                             ).fetchone() == (str(SCHEMA_VERSION),)
+    store.close()

@@ -25,25 +25,21 @@ def declared(cls: type) -> dict[str, bool]:
             for name, member in vars(klass).items() if hasattr(member, "tool_read_only")}
 
 
-Repository = Annotated[str | None, Field(description="Repository name or root (default: all).")]
-PathGlob = Annotated[str | None, Field(
-    description="Only paths matching this glob, e.g. 'src/**/*.ts'.")]
-Language = Annotated[str | None, Field(description="Only this language, e.g. 'python'.")]
-FilePath = Annotated[str, Field(description="File path relative to the repository root.")]
-Limit = Annotated[int, Field(ge=1, le=MAX_PAGE, description="Most results in one page.")]
-Cursor = Annotated[str | None, Field(description="The previous page's `cursor`.")]
-MaxTokens = Annotated[int, Field(ge=MIN_MAX_TOKENS, le=MAX_MAX_TOKENS,
-                                 description="Token budget of one page.")]
-Snippet = Annotated[int, Field(ge=0, le=40, description="Code lines per result (0: none).")]
-Kind = Annotated[str | None, Field(
-    description="Only this kind: function, method, class, struct, enum, type, constant ...")]
+# A parameter whose name and type say enough carries no description: the tool list is sent
+# to the agent in every session, and the shared parameters are explained once, in the
+# server's instructions (server.INSTRUCTIONS).
+Repository = str | None
+PathGlob = str | None
+Language = str | None
+FilePath = str
+Limit = Annotated[int, Field(ge=1, le=MAX_PAGE)]
+Cursor = str | None
+MaxTokens = Annotated[int, Field(ge=MIN_MAX_TOKENS, le=MAX_MAX_TOKENS)]
+Snippet = Annotated[int, Field(ge=0, le=40)]
+Kind = Annotated[str | None, Field(description="e.g. function, method, class, interface")]
 
-Preset = Annotated[Literal["quick", "default", "thorough"], Field(
-    description="quick: semantic only; default: semantic+text+structural; thorough: all four.")]
-Modalities = Annotated[list[Literal["semantic", "text", "structural", "graph"]] | None, Field(
-    description="Override the modalities to run.")]
-Weights = Annotated[dict[str, float] | None, Field(
-    description='Override fusion weights, e.g. {"text": 0.7, "structural": 0.3}.')]
-Intent = Annotated[Literal["find_definition", "find_references", "understand_code",
-                           "find_similar", "impact_analysis", "exact_match"] | None, Field(
-    description="Force the intent instead of classifying the query.")]
+Preset = Literal["quick", "default", "thorough"]
+Modalities = list[Literal["semantic", "text", "structural", "graph"]] | None
+Weights = Annotated[dict[str, float] | None, Field(description='e.g. {"text": 0.7}')]
+Intent = Literal["find_definition", "find_references", "understand_code", "find_similar",
+                 "impact_analysis", "exact_match"] | None

@@ -2,7 +2,8 @@
 
 The SDK derives each input schema from the method's signature; this module trims what an
 agent does not need from it (titles, the `null` arm and null default of every optional
-parameter), makes it refuse unknown properties, sends each answer as one compact JSON text
+parameter, and numeric bounds: they are still enforced, and a value out of range is refused
+with a message naming the bound), makes it refuse unknown properties, sends each answer as one compact JSON text
 block (the text paging counts, `paging.to_json`; no structured copy of the same payload, and
 so no output schema: the SDK would otherwise send the answer twice, indented), and turns
 failures into one-line tool errors: an unknown argument names the accepted ones, a bad
@@ -11,12 +12,12 @@ value names the parameter, a FourfoldError keeps its message, and no traceback i
 import difflib
 import inspect
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools.base import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import ValidationError
+from pydantic import PrivateAttr, ValidationError
 
 from ...errors import FourfoldError
 from .caller import current_grant, grant_of_request
@@ -25,14 +26,17 @@ from .params import declared
 
 log = logging.getLogger("fourfold.mcp")
 
-# destructive and idempotent hints mean something only when a tool writes (MCP spec)
-READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+# destructive and idempotent hints mean something only when a tool writes (MCP spec); no
+# tool reaches beyond the index, but no client acts on the open-world hint, so it is not sent
+READ_ONLY = ToolAnnotations(read_only_hint=True)
 WRITES_INDEX = ToolAnnotations(read_only_hint=False, destructive_hint=False,
-                               idempotent_hint=True, open_world_hint=False)
+                               idempotent_hint=True)
 
 
 class DeclaredTool(Tool):
     """An SDK tool with a compact schema that refuses unknown arguments by name."""
+
+    _on_answered: Callable[[], None] | None = PrivateAttr(default=None)
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False
                   ) -> Any:
@@ -57,6 +61,8 @@ class DeclaredTool(Tool):
             raise
         finally:
             current_grant.reset(caller)
+            if self._on_answered is not None:
+                self._on_answered()
         if not convert_result:
             return result
         # the reply is exactly the text the budget counted: compact JSON, sent once
@@ -77,8 +83,13 @@ def explain(error: ValidationError) -> str:
                      for e in error.errors())
 
 
+# keys of a schema node an agent can do without (the tool list is part of every session)
+UNSENT = ("title", "minimum", "maximum")
+
+
 def compact(schema: dict) -> dict:
-    """An input schema without titles, null arms or null defaults, refusing unknown keys."""
+    """An input schema without titles, bounds, null arms or null defaults, refusing unknown
+    keys."""
     out = _trim(schema)
     out["additionalProperties"] = False
     return out
@@ -93,7 +104,7 @@ def _trim(node: Any, names: bool = False) -> Any:
     if names:
         return {key: _trim(value) for key, value in node.items()}
     out = {key: _trim(value, names=key in ("properties", "$defs"))
-           for key, value in node.items() if key != "title"}
+           for key, value in node.items() if key not in UNSENT}
     arms = out.get("anyOf")
     if isinstance(arms, list) and len(arms) == 2 and {"type": "null"} in arms:
         out.pop("anyOf")
@@ -103,13 +114,16 @@ def _trim(node: Any, names: bool = False) -> Any:
     return out
 
 
-def declared_tools(service: object) -> list[Tool]:
-    """One SDK tool per method the service's class declares with @tool."""
+def declared_tools(service) -> list[Tool]:
+    """One SDK tool per method the service's class declares with @tool, each telling the
+    service when it has answered."""
     tools = []
     for name, read_only in declared(type(service)).items():
         method = getattr(service, name)
         tool = DeclaredTool.from_function(
             method, name=name, description=" ".join(inspect.getdoc(method).split()),
             annotations=READ_ONLY if read_only else WRITES_INDEX, structured_output=False)
-        tools.append(tool.model_copy(update={"parameters": compact(tool.parameters)}))
+        tool = tool.model_copy(update={"parameters": compact(tool.parameters)})
+        tool._on_answered = service.answered
+        tools.append(tool)
     return tools

@@ -17,16 +17,20 @@ fourfold searches the code of the indexed repository locally (no network).
 Start with `intelligent_search` for any question: it classifies the question (definition,
 references, exact string, concept, impact) and blends text, structural, graph and semantic
 retrieval. Use the specialised tools when you know what you need: `find_symbol` (jump to a
-definition), `text_pattern_search` (grep), `structural_search` (definitions by kind, outline
-of a file), `dependency_search` (callers, callees, importers, subclasses),
-`analyze_dependencies` (blast radius before a change), `get_file` (read lines),
-`find_similar_code` (relatives of the code at path:line), `repository_context` (a map of the
-repository), `get_task_context` (a token-budgeted pack of the code relevant to a task).
-Every answer is paged: `limit` and `max_tokens` (characters // 4 + 1 of the compact JSON
-reply, reported as `approx_tokens`) bound a page (a result alone over it is cut, `truncated`),
-`total` counts all results, and `cursor` (null on the last page), passed back with the same
-other arguments, gets the next page. An unknown argument is an error.
-Paths are relative to the repository root."""
+definition), `text_pattern_search` (grep), `structural_search` (definitions by name or kind,
+outline of a file), `dependency_search` (callers, callees, importers, subclasses),
+`analyze_dependencies` (blast radius before a change), `get_file` (read lines), `list_files`
+(find a file), `find_similar_code` (relatives of the code at path:line), `semantic_search`
+(by meaning), `repository_context` (a map of the repository), `get_task_context` (a
+token-budgeted pack of the code relevant to a task).
+Every answer is paged: `limit` (at most 500 results; get_file: 5000 lines) and `max_tokens`
+(100 to 50,000; characters // 4 + 1 of the compact JSON reply, reported as `approx_tokens`)
+bound a page (a result alone over it is cut, `truncated`), `total` counts all results, and
+`cursor` (null on the last page), passed back with the same other arguments, gets the next
+page. Optional filters: `path_glob` (e.g. 'src/**/*.ts'), `language` (e.g. 'python'),
+`repository` (a repository's name, on a server holding several). A value out of range or an
+unknown argument is an error naming it.
+Paths are relative to the repository root; lines are 1-based and ranges inclusive."""
 
 
 def build_server(service):

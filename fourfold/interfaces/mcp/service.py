@@ -22,6 +22,7 @@ log = logging.getLogger("fourfold.mcp")
 FRESHNESS_WAIT_S = 3.0    # a tool call waits this long for a pending re-index
 BUSY_WAIT_S = 5.0         # an index run waits this long for another indexer of the folder
 FIRST_INDEX_WAIT_S = 25.0
+CATCH_UP_DELAY_S = 2.0    # with an index to answer from, the catch-up waits this long at most
 CACHED_QUERIES = 32
 
 
@@ -52,6 +53,7 @@ class Service:
         self._dirty = False          # the watcher saw changes not yet indexed
         self._reindexing = False     # an index run for such changes is in progress
         self._ready = threading.Event()
+        self._answered = threading.Event()  # a tool call has been answered
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._embed_wanted = threading.Event()
@@ -64,8 +66,11 @@ class Service:
         """Start the watcher and bring the index up to date (in the background unless block;
         block also waits for the embeddings).
 
-        With an existing index, queries are answered at once from it while the catch-up
-        index runs; without one, queries wait for the first index (up to a bound)."""
+        With an existing index, queries are answered at once from it, and the catch-up index
+        starts once the first call has been answered (or after CATCH_UP_DELAY_S): the
+        client's first answer does not share the CPU with it, nor with the embedder it
+        starts (numpy, the model). Without an index, queries wait for the first index (up to
+        a bound)."""
         if self.serves_many:
             self._ready.set()  # what the indexers have written is the answer
             return self
@@ -75,13 +80,25 @@ class Service:
             self._spawn(self._watch_loop, "fourfold-watch")
         if block:
             self.index_now("start", embed_now=True)
+        elif self._ready.is_set():
+            self._spawn(self._catch_up, "fourfold-index")
         else:
             self._spawn(lambda: self.index_now("start"), "fourfold-index")
         return self
 
+    def _catch_up(self) -> None:
+        self._answered.wait(CATCH_UP_DELAY_S)
+        if not self._stop.is_set():
+            self.index_now("start")
+
+    def answered(self) -> None:
+        """Note that a tool call has been answered (the catch-up index may start)."""
+        self._answered.set()
+
     def close(self) -> None:
         """Stop the threads and close the index."""
         self._stop.set()
+        self._answered.set()  # wakes a catch-up still waiting, which then stops
         for thread in self._threads:
             thread.join(timeout=5)
         self.ff.close()

@@ -143,19 +143,15 @@ class FourfoldService(Service):
     @tool()
     def intelligent_search(
             self,
-            query: Annotated[str, Field(description="A question, a symbol name, a quoted "
-                                                    "string or a pattern, in any form.")],
+            query: Annotated[str, Field(description="A question, symbol name, quoted "
+                                                    "string or pattern.")],
             preset: Preset = "default", modalities: Modalities = None, weights: Weights = None,
             intent: Intent = None, language: Language = None, path_glob: PathGlob = None,
             repository: Repository = None, limit: Limit = 10, cursor: Cursor = None,
             max_tokens: MaxTokens = DEFAULT_MAX_TOKENS, snippet_lines: Snippet = 4
     ) -> dict[str, Any]:
-        """START HERE for any question about the code. Classifies the query (definition,
-        references, exact string, concept, similar code, impact of a change), runs the
-        matching mix of text, structural, graph and semantic retrieval and fuses the
-        rankings. Returns ranked spans (path, lines, symbol, score, a few lines of code),
-        the intent and the modalities used. Use a specialised tool only when you know which
-        lookup you need."""
+        """Start here for any code question: classifies it (definition, references,
+        string, concept, impact) and fuses text, structural, graph and semantic search."""
         return self._search_tool("intelligent_search", query, preset, modalities, weights,
                                  intent, language, path_glob, repository, limit, cursor,
                                  max_tokens, snippet_lines)
@@ -163,16 +159,12 @@ class FourfoldService(Service):
     @tool()
     def semantic_search(
             self,
-            query: Annotated[str, Field(description="A description in words of the code you "
-                                                    "are looking for.")],
+            query: Annotated[str, Field(description="What the code does, in words.")],
             language: Language = None, path_glob: PathGlob = None,
             repository: Repository = None, limit: Limit = 10, cursor: Cursor = None,
             max_tokens: MaxTokens = DEFAULT_MAX_TOKENS, snippet_lines: Snippet = 4
     ) -> dict[str, Any]:
-        """Search by meaning: code that does what the query describes even when it shares no
-        words with it ('retry with exponential backoff'). For concept questions where
-        intelligent_search's keyword results miss. While the semantic index is building,
-        the ready modalities answer and `notes`/`unavailable` say so."""
+        """Code that does what the query describes, found by meaning, not words."""
         return self._search_tool("semantic_search", query, "default", ["semantic"], None,
                                  None, language, path_glob, repository, limit, cursor,
                                  max_tokens, snippet_lines)
@@ -180,21 +172,13 @@ class FourfoldService(Service):
     @tool()
     def text_pattern_search(
             self,
-            pattern: Annotated[str, Field(description="Literal text, or a regular expression "
-                                                      "(RE2 syntax) when regex is true.")],
-            regex: Annotated[bool, Field(description="Pattern is a regular expression.")]
-            = False,
-            case_sensitive: Annotated[bool, Field(description="Match case exactly.")] = False,
-            whole_word: Annotated[bool, Field(description="Match whole words only.")] = False,
+            pattern: Annotated[str, Field(description="Literal text, or RE2 if regex.")],
+            regex: bool = False, case_sensitive: bool = False, whole_word: bool = False,
             path_glob: PathGlob = None, repository: Repository = None, limit: Limit = 50,
             cursor: Cursor = None, max_tokens: MaxTokens = DEFAULT_MAX_TOKENS,
-            context_lines: Annotated[int, Field(ge=0, le=10, description="Lines around each "
-                                                "match (grep -C).")] = 0
+            context_lines: Annotated[int, Field(ge=0, le=10)] = 0
     ) -> dict[str, Any]:
-        """Exact search, like `grep -rn`: every line matching a literal string or a regular
-        expression, in path and line order; `total` counts all matches. For error messages,
-        config keys, string literals, TODOs, or every textual use of an identifier. A scan
-        that outlasts its time budget returns the lines found so far, `partial: true`."""
+        """grep -rn: every line matching a literal or RE2 regex, in path order."""
         path_glob = check_glob(path_glob)
         args = {"pattern": pattern, "regex": regex, "case_sensitive": case_sensitive,
                 "whole_word": whole_word, "path_glob": path_glob, "repository": repository,
@@ -230,20 +214,15 @@ class FourfoldService(Service):
     @tool()
     def structural_search(
             self,
-            name: Annotated[str | None, Field(description="Definitions with this name (exact, "
-                                                          "qualified like 'Class.method', or "
-                                                          "a prefix).")] = None,
+            name: Annotated[str | None, Field(description="Exact, qualified "
+                                                          "('Class.method') or prefix.")] = None,
             kind: Kind = None,
-            path: Annotated[str | None, Field(description="Instead of name: the outline "
-                                                          "(every symbol, nested) of this "
+            path: Annotated[str | None, Field(description="Instead of name: outline this "
                                                           "file.")] = None,
             path_glob: PathGlob = None, repository: Repository = None, limit: Limit = 20,
             cursor: Cursor = None, max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
-        """The parsed code structure. With `name` (and optionally `kind`): the definitions
-        of that name with kind, signature, docstring and location. With `path`: the outline
-        of one file (classes, functions, methods with line ranges and nesting depth), to
-        see what a file contains before reading it. With only `kind`: every definition of
-        that kind (e.g. interfaces under path_glob)."""
+        """Definitions by `name`, the outline of the file at `path`, or with only `kind`
+        every definition of that kind."""
         has_name, has_path = bool(name and name.strip()), bool(path and path.strip())
         if (has_name and has_path) or not (has_name or has_path or (kind and kind.strip())):
             raise QueryError("give one of `name` (definitions by name, optionally with "
@@ -285,19 +264,14 @@ class FourfoldService(Service):
     @tool()
     def find_symbol(
             self,
-            name: Annotated[str, Field(description="Symbol name: 'parse_config', "
-                                                   "'Parser.parse', 'UserService'.")],
+            name: Annotated[str, Field(description="e.g. 'parse' or 'Parser.parse'")],
             kind: Kind = None, path_glob: PathGlob = None, repository: Repository = None,
-            include_code: Annotated[bool, Field(description="Include the definition's "
-                                                            "code.")] = True,
-            code_lines: Annotated[int, Field(ge=0, le=400, description="Most code lines per "
-                                                                       "definition.")] = 30,
+            include_code: bool = True,
+            code_lines: Annotated[int, Field(ge=0, le=400)] = 30,
             limit: Limit = 5, cursor: Cursor = None, max_tokens: MaxTokens = DEFAULT_MAX_TOKENS
     ) -> dict[str, Any]:
-        """Jump to definition: the best-matching definitions of a symbol name (exact first,
-        then qualified, case-insensitive, prefix), each with its signature, docstring and
-        code. Use it when you know (roughly) the name of a function, class or type and want
-        to read it."""
+        """Jump to definition: best matches for a name (exact, qualified, any case,
+        prefix) with their code."""
         if not name or not name.strip():
             raise QueryError("empty name: give the symbol to look up")
         path_glob = check_glob(path_glob)
@@ -327,21 +301,13 @@ class FourfoldService(Service):
     @tool()
     def dependency_search(
             self,
-            name: Annotated[str, Field(description="A symbol name (callers, callees, "
-                                                   "subclasses) or a file path or module "
-                                                   "name (importers).")],
-            relation: Annotated[Literal["callers", "callees", "importers", "subclasses"],
-                                Field(description="callers: call sites and other references "
-                                                  "of the symbol; callees: what it calls; "
-                                                  "importers: files importing the file or "
-                                                  "module; subclasses: classes inheriting "
-                                                  "from it.")] = "callers",
+            name: Annotated[str, Field(description="A symbol; for importers a file or "
+                                                   "module.")],
+            relation: Literal["callers", "callees", "importers", "subclasses"] = "callers",
             repository: Repository = None, limit: Limit = 20, cursor: Cursor = None,
             max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
-        """Navigate the code graph one step: who calls a function (callers), what a function
-        calls (callees), which files import a module (importers), which classes extend a
-        class (subclasses). Results name the enclosing symbol and line, and how sure the
-        link is (resolution: exact, inferred, name_only, none); guesses come last."""
+        """One graph step: a symbol's call sites or callees, a module's importers, a
+        class's subclasses; each link says how sure it is."""
         if relation == "importers":
             check_glob(name)
         args = {"name": name, "relation": relation, "repository": repository}
@@ -359,15 +325,11 @@ class FourfoldService(Service):
 
     @tool()
     def analyze_dependencies(
-            self, name: Annotated[str, Field(description="The symbol you plan to change.")],
-            depth: Annotated[int, Field(ge=1, le=MAX_DEPTH, description="Hops of dependents "
-                                                                        "to follow.")] = 3,
+            self, name: str, depth: Annotated[int, Field(ge=1, le=MAX_DEPTH)] = 3,
             repository: Repository = None, limit: Limit = 30, cursor: Cursor = None,
             max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
-        """Blast radius before a change: every symbol that depends on the given one,
-        directly or transitively up to `depth` hops (calls, inheritance, references),
-        nearest first and then by centrality, with a summary of counts per distance and
-        files affected. Use it before renaming, changing a signature or deleting code."""
+        """Blast radius of changing a symbol: its dependents within `depth` hops,
+        nearest first."""
         if not 1 <= depth <= MAX_DEPTH:
             raise QueryError(f"depth must be between 1 and {MAX_DEPTH}")
         args = {"name": name, "depth": depth, "repository": repository}
@@ -387,18 +349,12 @@ class FourfoldService(Service):
     @tool()
     def get_file(
             self, path: FilePath,
-            start_line: Annotated[int, Field(ge=1, description="First line (1-based).")] = 1,
-            end_line: Annotated[int | None, Field(ge=1, description="Last line (inclusive; "
-                                                                    "default: end of file).")]
-            = None,
+            start_line: Annotated[int, Field(ge=1)] = 1,
+            end_line: Annotated[int | None, Field(ge=1)] = None,
             repository: Repository = None,
-            limit: Annotated[int, Field(ge=1, le=MAX_FILE_PAGE, description="Most lines in "
-                                                                            "one page.")] = 400,
+            limit: Annotated[int, Field(ge=1, le=MAX_FILE_PAGE)] = 400,
             cursor: Cursor = None, max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
-        """Read a file or a line range, with line numbers, as indexed (e.g. around a search
-        result). Paths stay inside the repository: '..', absolute paths elsewhere and
-        symlinks out are refused. A page holds at most `limit` lines and about `max_tokens`
-        tokens; when either cuts the range, `notes` says which and `cursor` continues."""
+        """Read a file or line range, with line numbers."""
         repo_id, rel = self._safe_path(path, repository)
         if start_line < 1:
             raise QueryError("start_line must be at least 1 (lines are 1-based)")
@@ -450,14 +406,11 @@ class FourfoldService(Service):
     @tool()
     def find_similar_code(
             self, path: FilePath,
-            line: Annotated[int, Field(ge=1, description="A line inside the code to match "
-                                                         "(1-based).")] = 1,
+            line: Annotated[int, Field(ge=1)] = 1,
             repository: Repository = None, limit: Limit = 10, cursor: Cursor = None,
             max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
-        """Code elsewhere in the repository that resembles the function, class or block at
-        path:line, by meaning: near-duplicates to change together, other implementations of
-        the same idea, examples of a pattern in use. For a description in words use
-        semantic_search."""
+        """Code resembling the block at path:line (near-duplicates, other
+        implementations)."""
         repo_id, rel = self._safe_path(path, repository)
         if line < 1:
             raise QueryError("line must be at least 1 (lines are 1-based)")
@@ -483,14 +436,10 @@ class FourfoldService(Service):
     @tool()
     def repository_context(
             self, repository: Repository = None,
-            limit: Annotated[int, Field(ge=1, le=MAX_PAGE, description="Most central files "
-                                                                       "and symbols listed.")]
-            = 15,
+            limit: Limit = 15,
             cursor: Cursor = None, max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
-        """A map of the indexed repository: root, branch, languages, size, when it was
-        indexed, whether the index is being kept fresh, which search modalities are ready,
-        and the most central files and symbols (PageRank over the code graph). Call it
-        first in an unfamiliar repository to orient yourself."""
+        """Orientation: languages, size, index freshness, the most central files and
+        symbols."""
         key, offset, limit, tokens = self._begin("repository_context",
                                                  {"repository": repository}, cursor, limit,
                                                  max_tokens, 15)
@@ -532,27 +481,16 @@ class FourfoldService(Service):
     @tool()
     def get_task_context(
             self,
-            task: Annotated[str, Field(description="What you are about to do, in a sentence "
-                                                   "or two, e.g. 'add a retry to the HTTP "
-                                                   "client'.")],
-            max_tokens: Annotated[int, Field(ge=MIN_MAX_TOKENS, le=MAX_MAX_TOKENS,
-                                             description="Token budget of the pack.")] = 8000,
+            task: Annotated[str, Field(description="What you are about to do.")],
+            max_tokens: MaxTokens = 8000,
             path_glob: PathGlob = None, language: Language = None,
             repository: Repository = None,
-            include_neighbours: Annotated[bool, Field(description="Add the central "
-                                                                  "definitions the results "
-                                                                  "call and their callers.")]
-            = True,
-            max_span_lines: Annotated[int, Field(ge=5, le=400, description="Longest span "
-                                                                           "included.")] = 80,
-            limit: Annotated[int, Field(ge=1, le=MAX_PAGE, description="Most spans in one "
-                                                                       "pack.")] = 40,
+            include_neighbours: bool = True,
+            max_span_lines: Annotated[int, Field(ge=5, le=400)] = 80,
+            limit: Limit = 40,
             cursor: Cursor = None) -> dict[str, Any]:
-        """Everything relevant to a task in one call, within a token budget you set: the
-        most relevant code spans from fused search plus their graph neighbours (the
-        definitions they call, their callers), deduplicated, with line numbers, best first.
-        Use it at the start of a coding task instead of many searches; pass `cursor` to get
-        the spans that did not fit."""
+        """The code a task needs in one call, within max_tokens: the best spans plus
+        the definitions they use and their callers."""
         if not task or not task.strip():
             raise QueryError("empty task: describe what you are about to do")
         path_glob = check_glob(path_glob)
@@ -577,9 +515,7 @@ class FourfoldService(Service):
 
     @tool(read_only=False)
     def reindex(self) -> dict[str, Any]:
-        """Bring the index up to date with the files on disk now (incremental: only changed
-        files are read) and return what changed. The server already watches the files and
-        re-indexes on change; call this only if results look stale."""
+        """Re-index changed files now (files are watched already; for stale results)."""
         grant = current_grant.get()
         if grant is not None and not grant.writes:
             raise QueryError("this token may read, not write: reindex needs a write token")
@@ -596,12 +532,10 @@ class FourfoldService(Service):
     def list_files(
             self,
             path_glob: PathGlob = None,
-            name: Annotated[str | None, Field(description="Part of the file name (any "
-                                                          "case).")] = None,
+            name: Annotated[str | None, Field(description="Part of the file name.")] = None,
             language: Language = None, repository: Repository = None, limit: Limit = 100,
             cursor: Cursor = None, max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
-        """The indexed files (path, language, bytes, lines) in path order; find a file by
-        part of its name."""
+        """Indexed files (path, language, bytes, lines) in path order."""
         path_glob = check_glob(path_glob)
         args = {"path_glob": path_glob, "name": name, "language": language,
                 "repository": repository}
