@@ -302,11 +302,16 @@ class Fourfold:
             raise NotIndexedError(f"nothing is indexed in {self.location} yet")
         choice = choose_repositories(self.store, indexed, query, self._repo_of_file())
         responses = []
+        best = max(choice.evidence.values(), default=0.0)
         for repo in choice.searched:
             response = self.in_repository(repo.name).search(
                 query, replace(options, repo_id=repo.repo_id))
+            # each repository ranks its own hits; across them, a hit counts in proportion
+            # to how strongly the question points at its repository
+            share = choice.evidence.get(repo.repo_id, 0.0) / best if best > 0 else 1.0
             for hit in response.hits:
                 hit.repository = repo.name
+                hit.score *= share
             responses.append(response)
         merged = replace(responses[0], hits=sorted(
             (h for r in responses for h in r.hits), key=lambda h: -h.score)[:options.limit])

@@ -5,16 +5,23 @@ by an access token of the index (`fourfold token create`: the repositories it gr
 loopback, with neither kind set up, requests need no token (the local default); binding any
 other address needs one. On loopback the SDK also checks Host and Origin headers against DNS
 rebinding.
+
+A client that goes away mid-request (killed, or its connection dropped) is nobody's error:
+the request is dropped without the ASGI traceback uvicorn would otherwise log.
 """
 import hmac
 import json
+import logging
 import os
 import sys
 
 import anyio.to_thread
+from starlette.requests import ClientDisconnect
 
 from ...errors import FourfoldError
 from .caller import GRANT_KEY
+
+log = logging.getLogger("fourfold.mcp")
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 TOKEN_ENV = "FOURFOLD_TOKEN"
@@ -49,7 +56,10 @@ class TokenGate:
             return await refuse(send, "this fourfold server needs "
                                       "'Authorization: Bearer <token>'")
         scope.setdefault("state", {})[GRANT_KEY] = grant
-        await self.app(scope, receive, send)
+        try:
+            await self.app(scope, receive, send)
+        except* ClientDisconnect:  # raised alone, or out of the SDK's task groups
+            log.debug("client disconnected during %s %s", scope["method"], scope["path"])
 
 
 async def refuse(send, why: str) -> None:

@@ -1,0 +1,102 @@
+"""MCP server over HTTP: a client killed mid-session leaves the server answering and its
+log free of tracebacks."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp import Client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+from fourfold import Fourfold  # noqa: E402
+from tests.interfaces.test_mcp import PROJECT_ROOT, _free_port, call, run  # noqa: E402
+
+# initializes, says so, then keeps many large answers in flight until it is killed
+FLOODING_CLIENT = textwrap.dedent('''\
+    import sys
+    import anyio
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def flood():
+        async with Client(streamable_http_client(sys.argv[1])) as client:
+            print("initialized", flush=True)
+            while True:
+                async with anyio.create_task_group() as group:
+                    for _ in range(20):
+                        group.start_soon(client.call_tool, "get_file",
+                                         {"path": "big.txt", "limit": 5000, "max_tokens": 50000})
+
+    anyio.run(flood)
+''')
+
+
+def _wait_for_port(proc: subprocess.Popen, port: int, stderr: Path) -> None:
+    import socket
+
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            assert proc.poll() is None, stderr.read_text()
+            assert time.monotonic() < deadline, "server did not start"
+            time.sleep(0.1)
+
+
+def test_killed_client_leaves_no_traceback(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "big.txt").write_text("".join(f"line {i} {'x' * 60}\n" for i in range(5000)))
+    (root / "app.py").write_text("def handler():\n    return 'MARKER'\n")
+    Fourfold(root).index(embed=False)
+    env = {k: v for k, v in os.environ.items() if k != "FOURFOLD_TOKEN"}
+    env["PYTHONPATH"] = str(PROJECT_ROOT)
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    stderr = tmp_path / "server.stderr"
+    with stderr.open("w") as log:
+        server = subprocess.Popen([sys.executable, "-m", "fourfold.interfaces.mcp", str(root),
+                                   "--http", "--port", str(port), "--no-watch"],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=log)
+    try:
+        _wait_for_port(server, port, stderr)
+        # killed right after initialize, and with answers being sent or requests being read
+        for delay in (0.0, 0.2, 0.5):
+            client = subprocess.Popen([sys.executable, "-c", FLOODING_CLIENT, url], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                      text=True)
+            assert client.stdout.readline().strip() == "initialized"
+            time.sleep(delay)
+            client.send_signal(signal.SIGKILL)
+            client.wait(timeout=10)
+
+        async def still_answers():
+            with anyio.fail_after(30):
+                async with Client(streamable_http_client(url)) as session:
+                    r = await call(session, "text_pattern_search", {"pattern": "MARKER"})
+                    assert r["total"] == 1
+        run(still_answers)
+        time.sleep(0.5)  # what the dropped connections left to log
+        assert server.poll() is None, stderr.read_text()
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+    log_text = stderr.read_text()
+    assert server.returncode == 0, log_text[:3000]
+    assert "Traceback" not in log_text, log_text[:3000]
+    assert "ERROR" not in log_text, log_text[:3000]
