@@ -6,12 +6,13 @@ Writes a synthetic Python repository of --files files (packages of modules, each
 class and helpers calling each other), indexes it once (not timed), then --runs times
 launches `fourfold mcp ROOT --no-watch` as a subprocess through the official MCP client and
 times process launch -> `initialize` answered -> first result of --first (default
-text_pattern_search; medians reported). The last run then times 21 calls of each tool (median reported). The
-tree lives in a temporary folder unless --keep names one.
+text_pattern_search; medians reported). The last run then times 21 calls of each tool
+(median reported). The tree lives in a temporary folder unless --keep names one.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -63,7 +64,8 @@ CALLS = [("find_symbol", {"name": "Widget77", "limit": 3}),
 def server_command(root: Path) -> StdioServerParameters:
     """`fourfold mcp ROOT --no-watch`, the console script of this interpreter's environment."""
     script = Path(sys.executable).parent / "fourfold"
-    return StdioServerParameters(command=str(script), args=["mcp", str(root), "--no-watch"])
+    return StdioServerParameters(command=str(script), args=["mcp", str(root), "--no-watch"],
+                                 env=dict(os.environ))  # PYTHONPATH too: compare two trees
 
 
 async def start_once(root: Path, first_tool: str, latency_calls: list

@@ -28,20 +28,18 @@ sys.path.insert(0, str(BENCH))
 import datasets  # noqa: E402
 
 from fourfold import Fourfold  # noqa: E402
-from fourfold.context import (DEFAULT_SETTINGS, ContextSettings, approx_tokens,  # noqa: E402
-                              task_context)
+from fourfold.context import (DEFAULT_SETTINGS, SEARCH_HITS, ContextSettings,  # noqa: E402
+                              approx_tokens, task_context)
 
 INDEXES = BENCH / ".cache" / "indexes"
 SPAN_LIMIT = 40  # get_task_context's default spans per pack
 
-# "before" is the pack as it was; the others add declarations the task names
-# (config_points) and definitions several hits call (shared_callees) in turn.
+# "before" is the pack as it was; the others add 1 or 2 declarations the task names
+# (config_points) after the first hit, the first three hits or all of them (config_after).
 SETTINGS: dict[str, ContextSettings] = {
-    "before": ContextSettings(config_points=0, shared_callees=0),
-    **{f"config{n}": ContextSettings(config_points=n, shared_callees=0) for n in (1, 2, 4)},
-    **{f"shared{n}": ContextSettings(config_points=0, shared_callees=n) for n in (1, 2, 4)},
-    **{f"config{c}+shared{s}": ContextSettings(config_points=c, shared_callees=s)
-       for c in (1, 2) for s in (1, 2)},
+    "before": ContextSettings(config_points=0),
+    **{f"config{n}-after{k}": ContextSettings(config_points=n, config_after=k)
+       for n in (1, 2) for k in (1, 3, SEARCH_HITS)},
 }
 
 
@@ -182,8 +180,9 @@ def table(title: str, rows: list[dict], budgets: list[int], names: list[str],
         cells = ""
         for b in budgets:
             files = mean(s[b][0] for s in scores)
-            lines = mean(s[b][1] for s in scores if s[b][1] is not None)
-            cells += (f" | {files:>{6 + len(str(b))}.3f} | {lines:>{6 + len(str(b))}.3f}"
+            covered = [s[b][1] for s in scores if s[b][1] is not None]
+            lines = f"{mean(covered):.3f}" if covered else "n/a"
+            cells += (f" | {files:>{6 + len(str(b))}.3f} | {lines:>{6 + len(str(b))}}"
                       f" | {mean(s[b][2] for s in scores):>{7 + len(str(b))}.0f}")
         before = [s["before_gold"] for s in scores if s["before_gold"] is not None]
         print(f"{name:18}{cells} | {statistics.median(before) if before else 'n/a':>8}")
@@ -217,7 +216,7 @@ def main() -> None:
     print("chosen per held-out repository: "
           + ", ".join(f"{repo.split('/')[-1]}={name}" for repo, name in chosen.items()))
     print(f"default in fourfold/context.py: config_points={DEFAULT_SETTINGS.config_points}, "
-          f"shared_callees={DEFAULT_SETTINGS.shared_callees}")
+          f"config_after={DEFAULT_SETTINGS.config_after}")
 
 
 if __name__ == "__main__":

@@ -1,10 +1,12 @@
 """Task context: the code a task needs, packed into a token budget.
 
 `Fourfold.task_context(task)` runs a fused search for the task, adds each top hit's graph
-neighbours (the most central definitions it calls and its most central callers) and drops
-spans inside an earlier one of the same file; `TaskContext.pack` then fills a token budget
-with whole lines of those spans, best first. The MCP tool `get_task_context` pages it; any
-other interface can call the same two steps.
+neighbours (the most central definitions it calls and its most central callers) and, after
+the first hit, the declarations outside functions in the hits' files whose names the task
+names (settings defaults, flags, fields, registries: `config_points`), then drops spans
+inside the part of an earlier one of the same file that a pack sends; `TaskContext.pack`
+then fills a token budget with whole lines of those spans, best first. The MCP tool
+`get_task_context` pages it; any other interface can call the same two steps.
 """
 from __future__ import annotations
 
@@ -47,11 +49,11 @@ STATEMENT_WORDS = frozenset({"import", "from", "return", "package", "use", "expo
 
 @dataclass(frozen=True)
 class ContextSettings:
-    """How many spans of each kind a pack adds after its first hit (chosen by
-    bench/task_context.py, leaving repositories out)."""
+    """Where declarations the task names go in a pack (chosen by bench/task_context.py,
+    leaving repositories out)."""
 
-    config_points: int = 2   # declarations the task names (config_points)
-    shared_callees: int = 2  # definitions several hits call (shared_callees)
+    config_points: int = 2  # how many declarations (config_points)
+    config_after: int = 1   # after how many hits (each with its neighbours)
 
 
 DEFAULT_SETTINGS = ContextSettings()
@@ -148,34 +150,23 @@ def task_context(ff: "Fourfold", task: str, languages: tuple[str, ...] = (),
                  path_glob: str | None = None, repo_id: int | None = None,
                  include_neighbours: bool = True,
                  settings: ContextSettings | None = None) -> TaskContext:
-    """The spans relevant to a task, best first: the first search hit and its neighbours,
-    then the settings the task names and the definitions several hits call, then the other
-    hits, each followed by its neighbours."""
+    """The spans relevant to a task, best first: search hits, each followed by its
+    neighbours, with the declarations the task names after the first hits."""
     if not task or not task.strip():
         raise QueryError("empty task: describe what you are about to do")
     settings = settings or DEFAULT_SETTINGS
     response, notes = ff.search_with_fallback(task, languages=languages, path_glob=path_glob,
                                               repo_id=repo_id, limit=SEARCH_HITS)
-    groups: list[list[dict]] = []
-    called_by: dict[int, list[str]] = {}  # callee id -> the hits that call it
+    spans: list[dict] = []
     for rank, hit in enumerate(response.hits, 1):
-        group = [{"path": hit.path, "start_line": hit.start_line, "end_line": hit.end_line,
-                  "symbol": hit.symbol, "kind": hit.kind, "reason": f"search result {rank}",
-                  "score": round(hit.score, 6)}]
-        if include_neighbours and hit.symbol:
-            callees, callers = _graph_steps(ff, hit.path, hit.symbol, repo_id)
-            for sid in callees:
-                called_by.setdefault(sid, []).append(hit.symbol)
-            if rank <= NEIGHBOUR_HITS:
-                group += _symbol_spans(ff, [(sid, f"called by {hit.symbol}")
-                                            for sid in _central(ff, callees, CALLEES)]
-                                       + [(sid, f"calls {hit.symbol}")
-                                          for sid in _central(ff, callers, CALLERS)])
-        groups.append(group)
-    early = config_points(ff, task, response.hits, settings.config_points, repo_id)
-    if include_neighbours:
-        early += shared_callees(ff, called_by, settings.shared_callees)
-    spans = [*groups[0], *early, *(s for group in groups[1:] for s in group)] if groups else []
+        spans.append({"path": hit.path, "start_line": hit.start_line, "end_line": hit.end_line,
+                      "symbol": hit.symbol, "kind": hit.kind, "reason": f"search result {rank}",
+                      "score": round(hit.score, 6)})
+        if include_neighbours and hit.symbol and rank <= NEIGHBOUR_HITS:
+            spans.extend(neighbours(ff, hit.path, hit.symbol, repo_id))
+        if rank == min(settings.config_after, len(response.hits)):
+            spans.extend(config_points(ff, task, response.hits, settings.config_points,
+                                       repo_id))
     search = {"intent": response.intent, "modalities": response.modalities,
               "unavailable": response.unavailable, "notes": notes}
     return TaskContext(ff, repo_id, search, _dedupe(spans))
@@ -184,20 +175,14 @@ def task_context(ff: "Fourfold", task: str, languages: tuple[str, ...] = (),
 def neighbours(ff: "Fourfold", path: str, symbol: str, repo_id: int | None) -> list[dict]:
     """The most central definitions a symbol (defined in `path`) calls, then its most
     central callers, each as a span with the reason it is there."""
-    callees, callers = _graph_steps(ff, path, symbol, repo_id)
-    return _symbol_spans(ff, [(sid, f"called by {symbol}") for sid in _central(ff, callees, CALLEES)]
-                         + [(sid, f"calls {symbol}") for sid in _central(ff, callers, CALLERS)])
-
-
-def _graph_steps(ff: "Fourfold", path: str, symbol: str, repo_id: int | None
-                 ) -> tuple[set[int], set[int]]:
-    """The ids of the definitions a symbol (defined in `path`) calls and of its callers."""
-    loaded = ff.graph.graph()
+    graph = ff.graph
+    loaded = graph.graph()
     try:
-        targets = [t for t in ff.graph.definitions_of(symbol, repo_id) if t.path == path]
+        targets = [t for t in graph.definitions_of(symbol, repo_id) if t.path == path]
     except FourfoldError:
-        return set(), set()
+        return []
     own = {t.symbol_id for t in targets}
+    rank = loaded.symbol_rank
     # edges guessed by name alone are no evidence of a relation
     callees = {e.dst_symbol for t in targets for e in loaded.outgoing.get(t.symbol_id, [])
                if e.kind == "call" and e.resolution >= Resolution.INFERRED
@@ -205,39 +190,24 @@ def _graph_steps(ff: "Fourfold", path: str, symbol: str, repo_id: int | None
     callers = {e.src_symbol for t in targets for e in loaded.incoming.get(t.symbol_id, [])
                if e.src_symbol is not None and e.src_symbol not in own
                and e.resolution >= Resolution.INFERRED}
-    return callees, callers
 
+    def central(ids: set[int], n: int) -> list[int]:
+        return sorted(ids, key=lambda sid: (-rank.get(sid, 0.0), sid))[:n]
 
-def _central(ff: "Fourfold", ids: set[int], n: int) -> list[int]:
-    """The `n` most central of some symbols (ties by id, so packs are stable)."""
-    rank = ff.graph.graph().symbol_rank
-    return sorted(ids, key=lambda sid: (-rank.get(sid, 0.0), sid))[:n]
-
-
-def _symbol_spans(ff: "Fourfold", wanted: list[tuple[int, str]]) -> list[dict]:
-    """(symbol id, reason) pairs as spans, in the order given."""
+    wanted = ([(sid, f"called by {symbol}") for sid in central(callees, CALLEES)]
+              + [(sid, f"calls {symbol}") for sid in central(callers, CALLERS)])
     info = {s.symbol_id: s for s in ff.store.symbols_by_id([sid for sid, _ in wanted])}
     return [{"path": s.path, "start_line": s.start_line, "end_line": s.end_line,
              "symbol": s.qualname, "kind": s.kind, "reason": reason}
             for sid, reason in wanted if (s := info.get(sid)) is not None]
 
 
-def shared_callees(ff: "Fourfold", called_by: dict[int, list[str]], n: int) -> list[dict]:
-    """The definitions called by at least two of the hits, those called by most first (then
-    the most central): the code a change to any of the hits is likely to go through."""
-    rank = ff.graph.graph().symbol_rank
-    shared = sorted((sid for sid, hits in called_by.items() if len(hits) > 1),
-                    key=lambda sid: (-len(called_by[sid]), -rank.get(sid, 0.0), sid))[:n]
-    return _symbol_spans(ff, [(sid, "called by " + ", ".join(called_by[sid]))
-                              for sid in shared])
-
-
 def config_points(ff: "Fourfold", task: str, hits: list, n: int,
                   repo_id: int | None = None) -> list[dict]:
     """Up to `n` declarations outside any function (module constants, class attributes,
     struct fields: where settings, defaults, flags and registries are defined) in the files
-    the search found, whose names the task names: names the task names whole first, then by
-    the share of their words it names, then by the rank of the file's first hit. Each span
+    the search found, whose names the task names: by the share of a name's words the task
+    names (or inflects: `_same_word`), then by the rank of the file's first hit. Each span
     is the whole statement with the comment right above it."""
     if n <= 0:
         return []
@@ -248,15 +218,18 @@ def config_points(ff: "Fourfold", task: str, hits: list, n: int,
         if stored is None or stored.language in (None, *DOCUMENT_LANGUAGES):
             continue
         lines = ff.store.content(stored.file_id).split("\n")
-        bodies = [(s.start_line, s.end_line) for s in ff.store.symbols_of_file(stored.file_id)
-                  if s.kind in FUNCTION_KINDS]
+        local = [False] * (len(lines) + 2)  # line number -> inside a function's body
+        for symbol in ff.store.symbols_of_file(stored.file_id):
+            if symbol.kind in FUNCTION_KINDS:
+                local[symbol.start_line + 1:symbol.end_line + 1] = \
+                    [True] * max(0, symbol.end_line - symbol.start_line)
         depths = _bracket_depths(lines, "([{", ")]}")
         # a line inside open parentheses or square brackets is an argument or an item, not a
         # declaration (braces also hold struct and class bodies, whose fields are)
         in_arguments = _bracket_depths(lines, "([", ")]")
         for number, line in enumerate(lines, 1):
             name = declared_name(line) if in_arguments[number - 1] == 0 else None
-            if name is None or any(a < number <= b for a, b in bodies):
+            if name is None or local[number]:
                 continue
             words = [singular(w) for w in sub_words(name)]
             named = sum(1 for w in words if any(_same_word(w, q) for q in wanted))

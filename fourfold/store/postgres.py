@@ -115,8 +115,20 @@ def _count_vectors(cur: psycopg.Cursor) -> None:
                 "fourfold.vectors GROUP BY model")
 
 
+def _terms_by_repository(cur: psycopg.Cursor) -> None:
+    """Term rows carry their repository: a question asked of one repository reads only its
+    rows (a common word's rows of every repository took a search ~15 ms to narrow)."""
+    cur.execute("ALTER TABLE fourfold.chunk_terms ADD COLUMN repo_id bigint")
+    cur.execute("UPDATE fourfold.chunk_terms t SET repo_id = f.repo_id FROM fourfold.chunks c "
+                "JOIN fourfold.files f ON f.id = c.file_id WHERE c.id = t.chunk_id")
+    cur.execute("ALTER TABLE fourfold.chunk_terms ALTER COLUMN repo_id SET NOT NULL")
+    cur.execute("CREATE INDEX chunk_terms_repository ON fourfold.chunk_terms(repo_id, term) "
+                "INCLUDE (chunk_id, weight)")
+
+
 # Step i brings a database from schema version i to i + 1; append, never edit, a step.
-MIGRATIONS: tuple[Callable[[psycopg.Cursor], None], ...] = (_create_everything, _count_vectors)
+MIGRATIONS: tuple[Callable[[psycopg.Cursor], None], ...] = (
+    _create_everything, _count_vectors, _terms_by_repository)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Advisory lock keys: one bigint for migrations; (class, hash of the name) for indexing a
@@ -551,7 +563,7 @@ class PostgresStore(Store):
                     weights, length = _chunk_weights(path_terms, chunk.symbol, body_tokens)
                     chunks.append((chunk_id, file_id, chunk.start_line, chunk.end_line,
                                    chunk.symbol, chunk.kind, chunk_hash, length))
-                    chunk_terms += [(term, chunk_id, w) for term, w in weights.items()
+                    chunk_terms += [(term, chunk_id, w, repo_id) for term, w in weights.items()
                                     if len(term) <= MAX_TERM_CHARS]
                     new_tokens += length
                 refs.append((file_id, rec.references))
@@ -564,7 +576,7 @@ class PostgresStore(Store):
             self._copy(cur, "symbol_tokens", "token, symbol_id", symbol_tokens)
             self._copy(cur, "chunks", "id, file_id, start_line, end_line, symbol, kind, "
                        "embed_hash, length", chunks)
-            self._copy(cur, "chunk_terms", "term, chunk_id, weight", chunk_terms)
+            self._copy(cur, "chunk_terms", "term, chunk_id, weight, repo_id", chunk_terms)
             self._copy(cur, "file_refs", "file_id, refs", refs)
             if chunks or gone_chunks:
                 cur.execute("UPDATE chunk_totals SET chunks = chunks + %s, tokens = tokens + %s",
@@ -620,7 +632,7 @@ class PostgresStore(Store):
         chunks, tokens = self._query("SELECT chunks, tokens FROM chunk_totals")[0]
         if not chunks:
             return []
-        in_repo = "JOIN files f ON f.id = c.file_id AND f.repo_id = %(repo)s" if repo_id else ""
+        in_repo = "AND t.repo_id = %(repo)s" if repo_id else ""
         query = f"""
             WITH asked AS (SELECT term, count(*) AS times FROM unnest(%(terms)s::text[]) AS term
                            GROUP BY term),
@@ -632,8 +644,8 @@ class PostgresStore(Store):
             ranked AS (
                 SELECT t.chunk_id, sum(idf.idf * ((t.weight * (%(k1)s + 1.0)) / (t.weight +
                     %(k1)s * (1.0 - %(b)s + %(b)s * c.length / %(avgdl)s)))) AS score
-                FROM idf JOIN chunk_terms t ON t.term = idf.term
-                JOIN chunks c ON c.id = t.chunk_id {in_repo}
+                FROM idf JOIN chunk_terms t ON t.term = idf.term {in_repo}
+                JOIN chunks c ON c.id = t.chunk_id
                 GROUP BY t.chunk_id ORDER BY score DESC, t.chunk_id LIMIT %(limit)s)
             SELECT {_CHUNK_COLS}, r.score FROM ranked r JOIN chunks c ON c.id = r.chunk_id
             JOIN files f ON f.id = c.file_id ORDER BY r.score DESC, c.id"""
@@ -679,13 +691,15 @@ class PostgresStore(Store):
         tokens = sorted({t.lower() for t in _storable(tokens) if t})
         if not tokens:
             return []
-        # a range per prefix: the name index answers it ("C" collation: byte order)
-        prefix = " OR ".join("(s.name_lower >= %s AND s.name_lower < %s)" for _ in tokens)
+        # a range per prefix, each answered by the name index ("C" collation: byte order);
+        # as one union, not ORed conditions, which made the planner read every symbol
+        prefixes = "".join(" UNION ALL SELECT id FROM symbols WHERE name_lower >= %s AND "
+                           "name_lower < %s" for _ in tokens)
         params: list = [tokens]
         for t in tokens:
             params += [t, t + "\uffff"]
         return self._symbols_where(
-            f"(s.id IN (SELECT symbol_id FROM symbol_tokens WHERE token = ANY(%s)) OR {prefix})",
+            f"s.id IN (SELECT symbol_id FROM symbol_tokens WHERE token = ANY(%s){prefixes})",
             params, repo_id, limit)
 
     def symbols_with_words(self, words: Iterable[str], whole: str, repo_id: int | None = None,

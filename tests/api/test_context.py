@@ -151,7 +151,7 @@ def test_a_config_task_gets_the_defaults_definition_within_budget(indexed):
     assert packed["used_tokens"] <= 1500
     # without the declarations the pack spends the same budget on handlers and misses it
     plain = task_context(ff, "add a config option",
-                         settings=ContextSettings(config_points=0, shared_callees=0))
+                         settings=ContextSettings(config_points=0))
     assert not spans_with(plain.pack(max_tokens=1500), "default_config = {")
 
 

@@ -2,6 +2,7 @@
 log free of tracebacks."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -33,9 +34,9 @@ FLOODING_CLIENT = textwrap.dedent('''\
             print("initialized", flush=True)
             while True:
                 async with anyio.create_task_group() as group:
-                    for _ in range(20):
+                    for _ in range(10):
                         group.start_soon(client.call_tool, "get_file",
-                                         {"path": "big.txt", "limit": 5000, "max_tokens": 50000})
+                                         {"path": "big.txt", "limit": 1000, "max_tokens": 10000})
 
     anyio.run(flood)
 ''')
@@ -100,3 +101,26 @@ def test_killed_client_leaves_no_traceback(tmp_path):
     assert server.returncode == 0, log_text[:3000]
     assert "Traceback" not in log_text, log_text[:3000]
     assert "ERROR" not in log_text, log_text[:3000]
+
+
+def test_stdio_server_exits_cleanly_when_stdin_closes(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "app.py").write_text("def handler():\n    return 'MARKER'\n")
+    Fourfold(root).index(embed=False)
+    server = subprocess.Popen([sys.executable, "-m", "fourfold.interfaces.mcp", str(root),
+                               "--no-watch"], env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "1"}}}
+    server.stdin.write(json.dumps(initialize) + "\n")
+    server.stdin.flush()
+    assert '"result"' in server.stdout.readline()
+    server.stdin.close()  # the client went away
+    try:
+        assert server.wait(timeout=15) == 0
+    finally:
+        server.kill()
+    assert server.stderr.read() == ""

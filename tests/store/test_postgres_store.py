@@ -396,23 +396,33 @@ def test_a_giant_token_is_counted_not_kept(store):
 
 
 def test_an_older_schema_is_migrated_keeping_what_it_holds(postgres_url):
-    """A database at schema 1 (before vector counts were kept in a row) is brought to the
-    current schema when opened, and what it held answers as before."""
+    """A database at schema 1 (before vector counts were kept in a row and term rows named
+    their repository), written as schema 1 wrote, is brought to the current schema when
+    opened, and answers as before."""
     from fourfold.store import postgres
 
     old = postgres.MIGRATIONS
     postgres.MIGRATIONS, postgres.SCHEMA_VERSION = old[:1], 1
     try:
-        first = PostgresStore(postgres_url)
-        first.write_batch(first.ensure_repo("/src/proj", "proj"), [alpha_record()], [], [])
-        first.close()
-        with _admin(postgres_url) as admin:  # as schema 1 wrote vectors: no count kept
-            admin.execute("INSERT INTO fourfold.vectors VALUES('m', 'chunk-a', %s, 0.5)",
-                          (b"\x01\x02",))
+        PostgresStore(postgres_url).close()
     finally:
         postgres.MIGRATIONS, postgres.SCHEMA_VERSION = old, len(old)
+    with _admin(postgres_url) as admin:  # one repository, file, chunk and vector, as v1 kept them
+        admin.execute("INSERT INTO fourfold.repos VALUES(1, 'proj', '/src/proj', 1.0)")
+        admin.execute("INSERT INTO fourfold.files VALUES(1, 1, 'pkg/a.py', 'h', 6, 1, 1, 1, "
+                      "'python', 0)")
+        admin.execute("INSERT INTO fourfold.contents VALUES(1, 'alpha\n')")
+        admin.execute("INSERT INTO fourfold.chunks VALUES(1, 1, 1, 1, 'alpha', 'symbol', "
+                      "'chunk-a', 3)")
+        admin.execute("INSERT INTO fourfold.chunk_terms VALUES('alpha', 1, 5.0), "
+                      "('pkg', 1, 3.0), ('a', 1, 3.0)")
+        admin.execute("UPDATE fourfold.chunk_totals SET chunks = 1, tokens = 3")
+        admin.execute("INSERT INTO fourfold.vectors VALUES('m', 'chunk-a', %s, 0.5)",
+                      (b"\x01\x02",))
     store = PostgresStore(postgres_url)
     assert store.vector_count("m") == 1 and store.vectors("m") == ([1], [b"\x01\x02"], [0.5])
+    assert [c.path for c, _ in store.bm25_chunks(["alpha"], 5, repo_id=1)] == ["pkg/a.py"]
+    assert store.bm25_chunks(["alpha"], 5, repo_id=2) == []
     store.put_vectors("m", [("chunk-a", b"\x03\x04", 0.25), ("more", b"\x05", 1.0)])
     assert store.vector_count("m") == 2 and store.vector_count("other") == 0
     with _admin(postgres_url) as admin:

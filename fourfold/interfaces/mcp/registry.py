@@ -3,11 +3,12 @@
 The SDK derives each input schema from the method's signature; this module trims what an
 agent does not need from it (titles, the `null` arm and null default of every optional
 parameter, and numeric bounds: they are still enforced, and a value out of range is refused
-with a message naming the bound), makes it refuse unknown properties, sends each answer as one compact JSON text
-block (the text paging counts, `paging.to_json`; no structured copy of the same payload, and
-so no output schema: the SDK would otherwise send the answer twice, indented), and turns
-failures into one-line tool errors: an unknown argument names the accepted ones, a bad
-value names the parameter, a FourfoldError keeps its message, and no traceback is sent.
+with a message naming the bound), makes it refuse unknown properties, sends each answer as
+one compact JSON text block (the text paging counts, `paging.to_json`; no structured copy of
+the same payload, and so no output schema: the SDK would otherwise send the answer twice,
+indented), and turns failures into one-line tool errors: an unknown argument names the
+accepted ones, a bad value names the parameter, a FourfoldError keeps its message, and no
+traceback is sent.
 """
 import difflib
 import inspect

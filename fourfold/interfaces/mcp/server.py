@@ -16,7 +16,8 @@ INSTRUCTIONS = """\
 fourfold searches the code of the indexed repository locally (no network).
 Start with `intelligent_search` for any question: it classifies the question (definition,
 references, exact string, concept, impact) and blends text, structural, graph and semantic
-retrieval. Use the specialised tools when you know what you need: `find_symbol` (jump to a
+retrieval (`preset` quick: semantic only; default: with text and structural; thorough: all
+four). Use the specialised tools when you know what you need: `find_symbol` (jump to a
 definition), `text_pattern_search` (grep), `structural_search` (definitions by name or kind,
 outline of a file), `dependency_search` (callers, callees, importers, subclasses),
 `analyze_dependencies` (blast radius before a change), `get_file` (read lines), `list_files`

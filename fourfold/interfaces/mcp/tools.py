@@ -14,9 +14,8 @@ from pydantic import Field
 
 from ...api import SearchOptions
 from ...errors import QueryError
-from .paging import (DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS, MAX_PAGE, MIN_MAX_TOKENS,
-                     approx_tokens, clamp_budget, cut, decode_cursor, encode_cursor, fill, page,
-                     query_key, settle, to_json)
+from .paging import (DEFAULT_MAX_TOKENS, MAX_PAGE, approx_tokens, clamp_budget, cut,
+                     decode_cursor, encode_cursor, fill, page, query_key, settle, to_json)
 from .caller import current_grant
 from .params import (Cursor, FilePath, Intent, Kind, Language, Limit, MaxTokens, Modalities,
                      PathGlob, Preset, Repository, Snippet, Weights, tool)
