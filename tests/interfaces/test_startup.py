@@ -28,3 +28,23 @@ def test_grep_on_an_indexed_folder_loads_no_scipy_or_models(make_tree):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=60)
     assert result.stdout.strip().splitlines()[-1] == "0 []", result.stderr
+
+
+def test_mcp_server_answers_text_and_symbols_without_heavy_modules(make_tree):
+    """The MCP server's SDK and a first text or symbol answer need no numpy, scipy or model
+    (the catch-up index and the embedder it starts are left out: they run in the
+    background once the first answer is out)."""
+    from fourfold import Fourfold
+    root = make_tree({"a.py": "def handler():\n    return 'START_MARKER'\n"})
+    Fourfold(root).index(embed=False)
+    code = ("import sys\nfrom fourfold.interfaces.mcp.server import build_server\n"
+            "from fourfold.interfaces.mcp.tools import FourfoldService\n"
+            f"service = FourfoldService({str(root)!r}, watch=False)\n"
+            "build_server(service)\n"
+            "assert service.text_pattern_search('START_MARKER')['total'] == 1\n"
+            "assert service.find_symbol('handler')['total'] == 1\n"
+            "assert service.get_file('a.py')['returned'] == 2\n"
+            f"print(sorted(m for m in {HEAVY!r} if m in sys.modules and m != 'mcp'))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.stdout.strip().splitlines()[-1:] == ["[]"], result.stderr
