@@ -196,7 +196,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
     started = time.perf_counter()
     summary = IndexSummary(root=str(root_path))
     workers = workers or os.cpu_count() or 1
-    with lock, _collector_paused():
+    with lock, store.indexing_run(), _collector_paused():
         repo_id = store.ensure_repo(str(root_path), name or root_path.name)
         report = walk(root_path, max_file_bytes=max_file_bytes, skip_dirs=skip_dirs)
         summary.skipped = dict(report.skipped)

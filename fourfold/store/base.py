@@ -343,6 +343,11 @@ class Store(ABC):
         repository on a server); another waits up to `wait_s`, then gets IndexBusyError."""
 
     @abstractmethod
+    def indexing_run(self) -> AbstractContextManager:
+        """Around one indexing run's writes: when readers see them (per batch, or all at
+        once) and what a failure leaves (the batches committed, or the last run)."""
+
+    @abstractmethod
     def size_bytes(self) -> int:
         """What the index takes on disk."""
 

@@ -126,9 +126,21 @@ def _terms_by_repository(cur: psycopg.Cursor) -> None:
                 "INCLUDE (chunk_id, weight)")
 
 
+def _totals_by_repository(cur: psycopg.Cursor) -> None:
+    """BM25's collection statistics kept per repository (and summed by a query): an indexing
+    run holds its repository's row until it commits, and one row for all would make the
+    indexers of other repositories wait for it."""
+    cur.execute("CREATE TABLE fourfold.repository_totals(repo_id bigint PRIMARY KEY, "
+                "chunks bigint NOT NULL, tokens bigint NOT NULL)")
+    cur.execute("INSERT INTO fourfold.repository_totals SELECT f.repo_id, count(*), "
+                "sum(c.length) FROM fourfold.chunks c JOIN fourfold.files f ON "
+                "f.id = c.file_id GROUP BY f.repo_id")
+    cur.execute("DROP TABLE fourfold.chunk_totals")
+
+
 # Step i brings a database from schema version i to i + 1; append, never edit, a step.
 MIGRATIONS: tuple[Callable[[psycopg.Cursor], None], ...] = (
-    _create_everything, _count_vectors, _terms_by_repository)
+    _create_everything, _count_vectors, _terms_by_repository, _totals_by_repository)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Advisory lock keys: one bigint for migrations; (class, hash of the name) for indexing a
@@ -485,6 +497,18 @@ class PostgresStore(Store):
     def parser_of(self, repo_id: int) -> str | None:
         return self._meta(f"parser:{repo_id}")
 
+    @contextmanager
+    def indexing_run(self) -> Iterator[None]:
+        """One transaction for a whole indexing run: readers see the repository as it was
+        until the run commits, and a run that fails (a lost connection included) leaves it
+        at its last complete generation."""
+        conn = self._conn()
+        try:
+            with conn.transaction():
+                yield
+        except psycopg.Error as exc:  # the commit itself failed
+            raise self._failure(exc, True) from exc
+
     def generation(self) -> tuple:
         return tuple(self._query("SELECT id, indexed_at FROM repos ORDER BY id"))
 
@@ -579,8 +603,11 @@ class PostgresStore(Store):
             self._copy(cur, "chunk_terms", "term, chunk_id, weight, repo_id", chunk_terms)
             self._copy(cur, "file_refs", "file_id, refs", refs)
             if chunks or gone_chunks:
-                cur.execute("UPDATE chunk_totals SET chunks = chunks + %s, tokens = tokens + %s",
-                            (len(chunks) - gone_chunks, new_tokens - gone_tokens))
+                cur.execute("INSERT INTO repository_totals VALUES(%s, %s, %s) ON CONFLICT "
+                            "(repo_id) DO UPDATE SET chunks = repository_totals.chunks + "
+                            "EXCLUDED.chunks, tokens = repository_totals.tokens + "
+                            "EXCLUDED.tokens",
+                            (repo_id, len(chunks) - gone_chunks, new_tokens - gone_tokens))
 
     def files(self, repo_id: int | None = None) -> list[StoredFile]:
         query = f"SELECT {_FILE_COLS} FROM files f"
@@ -629,7 +656,8 @@ class PostgresStore(Store):
         stemmed = [term for text in terms for term in index_terms(text)]
         if not stemmed:
             return []
-        chunks, tokens = self._query("SELECT chunks, tokens FROM chunk_totals")[0]
+        chunks, tokens = self._query("SELECT coalesce(sum(chunks), 0)::bigint, "
+                                     "coalesce(sum(tokens), 0)::bigint FROM repository_totals")[0]
         if not chunks:
             return []
         in_repo = "AND t.repo_id = %(repo)s" if repo_id else ""

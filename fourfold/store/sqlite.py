@@ -13,6 +13,7 @@ import json
 import sqlite3
 import threading
 from array import array
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -629,6 +630,11 @@ class SQLiteStore(Store):
     def indexing_lock(self, repository: str, wait_s: float = 0.0) -> IndexLock:
         """The index folder's lock: one indexer per embedded index, whatever the repository."""
         return IndexLock(Path(self.db_path).parent, wait_s)
+
+    def indexing_run(self) -> AbstractContextManager:
+        """Each batch commits on its own: a run interrupted on one machine keeps what it
+        wrote, and every file is at its old or its new version (readers keep reading)."""
+        return nullcontext()
 
     def size_bytes(self) -> int:
         folder, name = Path(self.db_path).parent, Path(self.db_path).name

@@ -132,3 +132,24 @@ def test_cli_searches_one_several_or_every_repository(shared_index, capsys, monk
     assert main(["grep", "def", *cli, "--repository", "acme/auth", "--repository",
                  "acme/search"]) == 2
     assert "answers from one repository" in capsys.readouterr().err
+
+
+def test_indexers_of_two_repositories_do_not_wait_for_each_other(postgres_url, tmp_path):
+    """While one repository's indexing run is open (not committed), another repository
+    indexes to the end, and a reader sees the first one's old generation until it commits."""
+    from fourfold.store.postgres import PostgresStore
+    from tests.store.records import alpha_record
+
+    first = PostgresStore(postgres_url)
+    repo = first.ensure_repo("/src/first", "acme/first")
+    root = write_tree(tmp_path / "second", REPOSITORIES["acme/search"])
+    second = Fourfold(root, store_url=postgres_url, repository="acme/second")
+    with first.indexing_lock("acme/first"), first.indexing_run():
+        first.write_batch(repo, [alpha_record()], [], [])
+        first.mark_indexed(repo, 1.0, "parser")
+        second.index(embed=False, wait_s=0)  # neither its lock nor a row of the first's
+        assert second.search("tokenize document").hits[0].path == "tokenizer.py"
+        assert second.repository_names() == ["acme/second"]  # the first is not done yet
+    assert second.repository_names() == ["acme/first", "acme/second"]
+    second.close()
+    first.close()

@@ -487,6 +487,30 @@ def test_get_file_pages_long_file(service):
 
 
 # -- freshness ------------------------------------------------------------------------------------
+def test_catch_up_index_waits_for_the_first_answer(tmp_path):
+    from fourfold import Fourfold
+
+    root = write_tree(tmp_path / "indexed", {"a.py": "def alpha():\n    return 1\n"})
+    Fourfold(root).index(embed=False)
+    (root / "b.py").write_text("def beta():\n    return 2\n")  # changed while no server ran
+    svc = FourfoldService(root, watch=False, embed=False).start()
+    try:
+        time.sleep(0.3)
+        assert svc.last_index is None  # the existing index answers; nothing competes yet
+
+        async def first_answer():
+            async with Client(build_server(svc)) as client:
+                r = await call(client, "find_symbol", {"name": "alpha"})
+                assert r["total"] == 1
+        run(first_answer)
+        deadline = time.monotonic() + 20
+        while svc.last_index is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert svc.last_index["reason"] == "start" and svc.last_index["added"] == 1
+    finally:
+        svc.close()
+
+
 def test_freshness_under_running_server(tmp_path):
     root = write_tree(tmp_path / "live", {"a.py": "def alpha():\n    return 1\n",
                                           "b.py": "def beta():\n    return 2\n"})

@@ -31,16 +31,17 @@ def test_grep_on_an_indexed_folder_loads_no_scipy_or_models(make_tree):
 
 
 def test_mcp_server_answers_text_and_symbols_without_heavy_modules(make_tree):
-    """The MCP server's SDK and a first text or symbol answer need no numpy, scipy or model
-    (the catch-up index and the embedder it starts are left out: they run in the
-    background once the first answer is out)."""
+    """The MCP server's SDK, its start and a first text or symbol answer need no numpy,
+    scipy or model (the embedder is left out: it starts in the background, after the
+    catch-up index that waits for the first answer)."""
     from fourfold import Fourfold
     root = make_tree({"a.py": "def handler():\n    return 'START_MARKER'\n"})
     Fourfold(root).index(embed=False)
     code = ("import sys\nfrom fourfold.interfaces.mcp.server import build_server\n"
             "from fourfold.interfaces.mcp.tools import FourfoldService\n"
-            f"service = FourfoldService({str(root)!r}, watch=False)\n"
+            f"service = FourfoldService({str(root)!r}, watch=False, embed=False)\n"
             "build_server(service)\n"
+            "service.start()\n"
             "assert service.text_pattern_search('START_MARKER')['total'] == 1\n"
             "assert service.find_symbol('handler')['total'] == 1\n"
             "assert service.get_file('a.py')['returned'] == 2\n"

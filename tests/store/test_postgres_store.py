@@ -257,7 +257,7 @@ def test_stores_opening_a_fresh_database_at_once_migrate_it_once(postgres_url):
         thread.join()
     assert failures == [] and len(opened) == openers
     with _admin(postgres_url) as admin:
-        assert admin.execute("SELECT count(*) FROM fourfold.chunk_totals").fetchone() == (1,)
+        assert admin.execute("SELECT count(*) FROM fourfold.repository_totals").fetchone() == (0,)
     for one in opened:
         assert one.is_empty() and one.bm25_chunks(["x"], 1) == []
         one.close()
@@ -280,10 +280,10 @@ def test_deleted_files_take_their_terms_and_statistics_with_them(store, postgres
     with _admin(postgres_url) as admin:
         count = "SELECT count(*) FROM fourfold.chunk_terms"
         assert admin.execute(count).fetchone()[0] > 100
-        assert admin.execute("SELECT chunks FROM fourfold.chunk_totals").fetchone() == (36,)
+        assert admin.execute("SELECT chunks FROM fourfold.repository_totals").fetchone() == (36,)
         store.write_batch(repo, [], list(CORPUS), [])
         assert admin.execute(count).fetchone() == (0,)
-        assert admin.execute("SELECT chunks, tokens FROM fourfold.chunk_totals").fetchone() \
+        assert admin.execute("SELECT chunks, tokens FROM fourfold.repository_totals").fetchone() \
             == (0, 0)
 
 
@@ -348,7 +348,7 @@ def test_a_connection_lost_inside_a_write_leaves_nothing_of_that_batch(store, po
     with _admin(postgres_url) as admin, psycopg.connect(postgres_url) as holder:
         # the batch's last statement updates the totals: hold that row so the write waits
         # there, everything else of the batch already sent
-        holder.execute("SELECT * FROM fourfold.chunk_totals FOR UPDATE")
+        holder.execute("SELECT * FROM fourfold.repository_totals FOR UPDATE")
         writer = threading.Thread(target=write)
         writer.start()
         deadline = time.monotonic() + 30
@@ -356,7 +356,8 @@ def test_a_connection_lost_inside_a_write_leaves_nothing_of_that_batch(store, po
         while waiting is None and time.monotonic() < deadline:
             waiting = admin.execute(
                 "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND "
-                "wait_event_type = 'Lock' AND query LIKE 'UPDATE chunk_totals%%'").fetchone()
+                "wait_event_type = 'Lock' AND query LIKE 'INSERT INTO repository_totals%%'"
+            ).fetchone()
             time.sleep(0.05)
         assert waiting is not None, "the write never reached the totals"
         admin.execute("SELECT pg_terminate_backend(%s)", waiting)
@@ -429,3 +430,27 @@ def test_an_older_schema_is_migrated_keeping_what_it_holds(postgres_url):
         assert admin.execute("SELECT value FROM fourfold.meta WHERE key = 'schema_version'"
                              ).fetchone() == (str(SCHEMA_VERSION),)
     store.close()
+
+
+def test_an_indexing_run_is_seen_whole_or_not_at_all(store, postgres_url):
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, [readme_record()], [], [])
+    store.mark_indexed(repo, 1.0, "parser")
+    reader = PostgresStore(postgres_url)
+    with pytest.raises(IndexWriteError):
+        with store.indexing_run():
+            store.write_batch(repo, [alpha_record()], ["README.md"], [])
+            assert [f.path for f in reader.files()] == ["README.md"]  # not while it runs
+            with _admin(postgres_url) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (_backend_pid(store),))
+            store.write_batch(repo, corpus_records(), [], [])
+    # the lost run left the repository at its last complete generation, for every reader
+    assert [f.path for f in reader.files()] == ["README.md"] == [f.path for f in store.files()]
+    assert reader.bm25_chunks(["alpha"], 5) == [] and reader.generation() == ((repo, 1.0),)
+    with store.indexing_run():
+        store.write_batch(repo, [alpha_record()], ["README.md"], [])
+        store.mark_indexed(repo, 2.0, "parser")
+        assert reader.generation() == ((repo, 1.0),)
+    assert reader.generation() == ((repo, 2.0),)  # all of it at once
+    assert [f.path for f in reader.files()] == ["pkg/a.py"]
+    reader.close()
