@@ -1,0 +1,53 @@
+"""The MCP tools over a shared server store holding several repositories: the search tools
+ask all of them (narrowed, each hit naming its repository), the others need one named, and
+the server neither indexes nor watches."""
+from __future__ import annotations
+
+import pytest
+from mcp import Client
+
+from fourfold import Fourfold
+from fourfold.interfaces.mcp.server import build_server
+from fourfold.interfaces.mcp.tools import FourfoldService
+from tests.conftest import write_tree
+from tests.interfaces.test_mcp import call, call_error, run
+
+BILLING = {"invoice.py": "class InvoiceRenderer:\n    def render_pdf(self, invoice):\n"
+                         "        return draw_pages(invoice)\n"}
+AUTH = {"session.py": "def refresh_session_token(session):\n    return issue_token(session)\n"}
+
+
+@pytest.fixture
+def server(postgres_url, tmp_path):
+    for name, files in (("acme/billing", BILLING), ("acme/auth", AUTH)):
+        ff = Fourfold(write_tree(tmp_path / name.split("/")[1], files), store_url=postgres_url,
+                      repository=name)
+        ff.index(embed=False)
+        ff.close()
+    service = FourfoldService(store_url=postgres_url).start()
+    yield build_server(service)
+    service.close()
+
+
+def test_tools_over_a_store_of_several_repositories(server):
+    async def go():
+        async with Client(server) as client:
+            found = await call(client, "intelligent_search",
+                               {"query": "render the invoice as a pdf"})
+            assert found["results"][0]["repository"] == "acme/billing"
+            assert found["results"][0]["path"] == "invoice.py"
+            assert found["repositories_searched"][0] == "acme/billing"
+            one = await call(client, "intelligent_search",
+                             {"query": "refresh session token", "repository": "acme/auth"})
+            assert [r["path"] for r in one["results"]][:1] == ["session.py"]
+            assert "repository" not in one["results"][0]
+            text = await call_error(client, "find_symbol", {"name": "render_pdf"})
+            assert "name one in `repository`: acme/auth, acme/billing" in text
+            symbol = await call(client, "find_symbol",
+                                {"name": "render_pdf", "repository": "acme/billing"})
+            assert symbol["results"][0]["path"] == "invoice.py"
+            overview = await call(client, "repository_context", {})
+            assert sorted(r["name"] for r in overview["repositories"]) == [
+                "acme/auth", "acme/billing"]
+            assert "does not read files" in await call_error(client, "reindex", {})
+    run(go)
