@@ -11,9 +11,10 @@ each budget. File recall: the share of a task's gold files that some span of the
 in; line recall: the share of the gold line ranges' lines that the pack's spans cover (tasks
 whose gold has ranges only); both averaged over tasks, per set.
 
-Every setting past "before" is a choice made on this data, so it is also scored leaving one
-repository out: the setting with the best mean file recall (over budgets and the sets run)
-on the other repositories is scored on the held-out one's tasks ("held-out" rows).
+Every setting past "none" (the default pack) is a choice made on this data, so it is also
+scored leaving one repository out: the setting with the best mean file recall (over budgets
+and the sets run) on the other repositories is scored on the held-out one's tasks
+("held-out" rows).
 """
 from __future__ import annotations
 
@@ -34,10 +35,10 @@ from fourfold.context import (DEFAULT_SETTINGS, SEARCH_HITS, ContextSettings,  #
 INDEXES = BENCH / ".cache" / "indexes"
 SPAN_LIMIT = 40  # get_task_context's default spans per pack
 
-# "before" is the pack as it was; the others add 1 or 2 declarations the task names
+# "none" is the default pack; the others add 1 or 2 declarations the task names
 # (config_points) after the first hit, the first three hits or all of them (config_after).
 SETTINGS: dict[str, ContextSettings] = {
-    "before": ContextSettings(config_points=0),
+    "none": ContextSettings(config_points=0),
     **{f"config{n}-after{k}": ContextSettings(config_points=n, config_after=k)
        for n in (1, 2) for k in (1, 3, SEARCH_HITS)},
 }
@@ -158,7 +159,7 @@ def held_out(rows: list[dict], budgets: list[int]) -> tuple[dict[str, dict], dic
     chosen, scores = {}, {}
     for repo in sorted({r["repo"] for r in rows}):
         train = [r for r in rows if r["repo"] != repo]
-        # ties go to the earlier setting, so "before" stays unless another does better
+        # ties go to the earlier setting, so "none" stays unless another does better
         best = max(SETTINGS, key=lambda s: overall(train, s, budgets))
         chosen[repo] = best
         for r in rows:

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Callable
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES
 from . import navigation
 from .errors import FourfoldError, ModalityUnavailable, NotIndexedError, QueryError
-from .indexer import IndexSummary, Progress, index_repository
 from .store import open_server_store, redacted
 from .ranking.priors import rank_definitions
 from .retrievers.graph import GraphRetriever
@@ -35,6 +34,7 @@ from .store.snapshot import Snapshots
 from .store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
+    from .indexer import IndexSummary, Progress
     from .access import Grant
     from .retrievers.semantic import SemanticRetriever
 
@@ -155,6 +155,8 @@ class Fourfold:
         """Update text, structure and graph (committed first), then embed new chunks. While
         another process indexes the same folder, wait up to `wait_s` for it, then raise
         IndexBusyError. `verify=True` re-reads every file, whatever its size and times say."""
+        from .indexer import index_repository  # parsers: loaded when something is indexed
+
         if self.root is None:
             raise FourfoldError("give the folder to index")
         summary = index_repository(
@@ -261,7 +263,7 @@ class Fourfold:
 
     @cached_property
     def graph(self) -> GraphRetriever:
-        return GraphRetriever(self.store, self.structural)
+        return GraphRetriever(self.store, self.structural, lambda: self._in(None))
 
     @cached_property
     def engine(self) -> SearchEngine:

@@ -1,10 +1,10 @@
 """Task context: the code a task needs, packed into a token budget.
 
 `Fourfold.task_context(task)` runs a fused search for the task, adds each top hit's graph
-neighbours (the most central definitions it calls and its most central callers) and, after
-the first hit, the declarations outside functions in the hits' files whose names the task
-names (settings defaults, flags, fields, registries: `config_points`), then drops spans
-inside the part of an earlier one of the same file that a pack sends; `TaskContext.pack`
+neighbours (the most central definitions it calls and its most central callers) and, when
+its settings ask for them, the declarations outside functions in the hits' files whose names
+the task names (settings defaults, flags, fields, registries: `config_points`), then drops
+spans inside the part of an earlier one of the same file that a pack sends; `TaskContext.pack`
 then fills a token budget with whole lines of those spans, best first. The MCP tool
 `get_task_context` pages it; any other interface can call the same two steps.
 """
@@ -49,10 +49,12 @@ STATEMENT_WORDS = frozenset({"import", "from", "return", "package", "use", "expo
 
 @dataclass(frozen=True)
 class ContextSettings:
-    """Where declarations the task names go in a pack (chosen by bench/task_context.py,
-    leaving repositories out)."""
+    """Whether and where a pack holds the declarations the task names. Off by default: on
+    the task-context benchmark (bench/task_context.py, docs/benchmarks.md) they did not
+    raise the held-out recall of gold files; 1 after the first hit is the best setting
+    in-sample."""
 
-    config_points: int = 2  # how many declarations (config_points)
+    config_points: int = 0  # how many declarations (config_points)
     config_after: int = 1   # after how many hits (each with its neighbours)
 
 

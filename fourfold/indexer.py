@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, AbstractSet, Callable, Iterator
 
 from .discovery.flags import content_flags, path_flags
 from .discovery.languages import detect_language
@@ -24,6 +24,7 @@ from .discovery.read import decode, parseable, read_bytes
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES, FoundFile, walk
 from .errors import FourfoldError
 from .parsing import parse_file, parser_fingerprint
+from .model import Chunk
 from .store.base import EdgeColumns, FileRecord, FileStamp, Store, encode_references
 from .tokens import chunk_body, token_text
 from .workers import quiet_worker
@@ -48,6 +49,7 @@ class IndexSummary:
     deleted: int = 0
     unchanged: int = 0
     read: int = 0
+    reused: int = 0  # read, not parsed: the index held a parse of the same content
     bytes: int = 0
     seconds: float = 0.0
     embedded: int = 0
@@ -64,9 +66,12 @@ def chunk_hash(path: str, symbol: str | None, body: str) -> str:
                            digest_size=16).hexdigest()
 
 
-def read_file(found: FoundFile, references: bool = True) -> FileRecord | tuple[str, str]:
+def read_file(found: FoundFile, references: bool = True,
+              parsed_elsewhere: AbstractSet[str] = frozenset()) -> FileRecord | tuple[str, str]:
     """Read, classify and parse one file; (path, reason) when it is skipped. A file too big
-    or too minified to parse in bounded memory is kept for text search only."""
+    or too minified to parse in bounded memory is kept for text search only. A file whose
+    content hash is in `parsed_elsewhere` is not parsed: it comes back marked, for its parse
+    to be taken from the store (another branch, a copy)."""
     read = read_bytes(found)
     if isinstance(read, str):
         return found.path, read
@@ -84,18 +89,39 @@ def read_file(found: FoundFile, references: bool = True) -> FileRecord | tuple[s
         flags=flags, text=text)
     if not parseable(source):
         return record
+    if record.hash in parsed_elsewhere:
+        record.parsed_elsewhere = True
+        return record
     try:
         parsed = parse_file(source, language, references)
     except RecursionError:
         return found.path, "too deeply nested to parse"
-    lines = text.split("\n")
-    bodies = [chunk_body(lines, c.start_line, c.end_line) for c in parsed.chunks]
-    record.symbols, record.chunks = parsed.symbols, parsed.chunks
-    record.references = encode_references(parsed.references)
-    record.chunk_tokens = [token_text(b) for b in bodies]
-    record.chunk_hashes = [chunk_hash(found.path, c.symbol, b)
-                           for c, b in zip(parsed.chunks, bodies)]
+    _fill(record, parsed.symbols, parsed.chunks, encode_references(parsed.references))
     return record
+
+
+def _fill(record: FileRecord, symbols: list, chunks: list[Chunk], references: str) -> None:
+    """A record's parse, with each chunk's BM25 tokens and embedding key."""
+    lines = record.text.split("\n")
+    bodies = [chunk_body(lines, c.start_line, c.end_line) for c in chunks]
+    record.symbols, record.chunks, record.references = symbols, chunks, references
+    record.chunk_tokens = [token_text(b) for b in bodies]
+    record.chunk_hashes = [chunk_hash(record.path, c.symbol, b) for c, b in zip(chunks, bodies)]
+
+
+def _parse_from_store(store: Store, record: FileRecord, parser: str, found: FoundFile,
+                      references: bool) -> tuple[FileRecord | tuple[str, str], bool]:
+    """A record marked parsed_elsewhere, with the parse the store holds of its content, and
+    True; or the file parsed here, and False, if that content left the store meanwhile."""
+    parse = store.parse_of(record.hash, parser)
+    if parse is None:
+        return read_file(found, references=references), False
+    symbols, spans, encoded = parse
+    lines = record.text.split("\n")
+    _fill(record, symbols, [Chunk(start, end, chunk_body(lines, start, end), symbol, kind)
+                            for start, end, symbol, kind in spans], encoded)
+    record.parsed_elsewhere = False
+    return record, True
 
 
 _pause_lock = threading.Lock()
@@ -128,25 +154,37 @@ def _on_pool(found: list[FoundFile], workers: int) -> bool:
     return workers > 1 and len(found) > 1 and sum(f.size for f in found) >= PARALLEL_BYTES
 
 
+_worker_parsed_elsewhere: AbstractSet[str] = frozenset()  # a pool worker's, set as it starts
+
+
+def _start_worker(parsed_elsewhere: AbstractSet[str]) -> None:
+    global _worker_parsed_elsewhere
+    quiet_worker()
+    _worker_parsed_elsewhere = parsed_elsewhere
+
+
 def _read_files(found: list[FoundFile], references: bool) -> list[FileRecord | tuple[str, str]]:
-    return [read_file(f, references=references) for f in found]
+    return [read_file(f, references=references, parsed_elsewhere=_worker_parsed_elsewhere)
+            for f in found]
 
 
-def _parse_all(found: list[FoundFile], workers: int, references: bool
+def _parse_all(found: list[FoundFile], workers: int, references: bool,
+               parsed_elsewhere: AbstractSet[str] = frozenset()
                ) -> Iterator[tuple[FileRecord | tuple[str, str], bool]]:
     """Each file's result, in order, and whether the next one has already arrived. A
     caller that writes only when nothing is waiting learns that parsing is over while it
     still has results to write (the graph is resolved meanwhile)."""
     if not _on_pool(found, workers):
         for f in found:
-            yield read_file(f, references=references), False
+            yield read_file(f, references=references, parsed_elsewhere=parsed_elsewhere), False
         return
     ctx = multiprocessing.get_context("fork")
     workers = min(workers, len(found))
     # Small chunks keep both workers busy to the end when a few files are huge.
     size = max(1, min(8, len(found) // (workers * 16)))
     chunks = [found[i:i + size] for i in range(0, len(found), size)]
-    with ctx.Pool(workers, initializer=quiet_worker) as pool:
+    # a forked worker inherits the set: initargs are not pickled under fork
+    with ctx.Pool(workers, initializer=_start_worker, initargs=(parsed_elsewhere,)) as pool:
         # one chunk per item: imap with a chunksize hands back a plain generator, and only
         # its own iterator can be asked for a result without waiting for one
         results = pool.imap(partial(_read_files, references=references), chunks)
@@ -236,8 +274,16 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             pending_bytes -= sum(r.size for r in batch)
             touched, skipped_paths, deleted = [], [], []
 
-        for result, waiting in _parse_all(to_read, workers, build_graph):
+        parsed_elsewhere = store.parsed_hashes(parser) if to_read else set()
+        found_by_path = {f.path: f for f in to_read}
+        for result, waiting in _parse_all(to_read, workers, build_graph, parsed_elsewhere):
             done += 1
+            if isinstance(result, FileRecord) and result.parsed_elsewhere:
+                old = known.get(result.path)
+                if reparse or old is None or old.hash != result.hash:  # to be written
+                    result, reused = _parse_from_store(store, result, parser,
+                                                       found_by_path[result.path], build_graph)
+                    summary.reused += reused
             if isinstance(result, tuple):
                 path, reason = result
                 summary.skipped[reason] = summary.skipped.get(reason, 0) + 1

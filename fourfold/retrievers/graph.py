@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import QueryError
@@ -73,9 +74,12 @@ def _name_only_note(count: int, treated: str) -> list[str]:
 class GraphRetriever:
     modality = "graph"
 
-    def __init__(self, store: Store, structural: StructuralRetriever):
+    def __init__(self, store: Store, structural: StructuralRetriever,
+                 scope: Callable[[], int | None] = lambda: None):
+        """scope() -> the repository whose graph this is (None: every one)."""
         self.store = store
         self.structural = structural
+        self.scope = scope
         self._graph: LoadedGraph | None = None
         self._lock = threading.Lock()
 
@@ -84,14 +88,14 @@ class GraphRetriever:
 
     # -- loading ----------------------------------------------------------------------
     def graph(self) -> LoadedGraph:
-        generation = self.store.generation()
+        generation = (self.store.generation(), self.scope())
         with self._lock:
             if self._graph is None or self._graph.generation != generation:
                 self._graph = self._load(generation)
             return self._graph
 
     def _load(self, generation: tuple) -> LoadedGraph:
-        g = LoadedGraph(generation, self.store.all_edges())
+        g = LoadedGraph(generation, self.store.all_edges(generation[1]))
         for e in g.edges:
             if e.kind == "import":
                 if e.dst_file is not None and e.resolution:

@@ -45,6 +45,7 @@ class FileRecord:
     references: str = "[]"  # encode_references(...): encoded in the parser process
     chunk_tokens: list[str] = field(default_factory=list)  # BM25 token text per chunk
     chunk_hashes: list[str] = field(default_factory=list)  # embedding cache key per chunk
+    parsed_elsewhere: bool = False  # not parsed: the store holds a parse of the same content
 
     @property
     def size(self) -> int:
@@ -229,6 +230,17 @@ class Store(ABC):
     def write_batch(self, repo_id: int, records: list[FileRecord], deleted: list[str],
                     touched: list[tuple[str, FileStamp]]) -> None:
         """Replace/insert records, delete paths, refresh (path, stamp) — atomically."""
+
+    @abstractmethod
+    def parsed_hashes(self, parser: str) -> set[str]:
+        """The content hashes of files parsed with `parser`, in any repository: a branch or
+        a copy of a repository re-parses only what differs."""
+
+    @abstractmethod
+    def parse_of(self, content_hash: str, parser: str
+                 ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], str] | None:
+        """(symbols, chunk spans (start, end, symbol, kind), encoded references) of a file
+        with this content, parsed with `parser`; None if there is none."""
 
     @abstractmethod
     def files(self, repo_id: int | None = None) -> list[StoredFile]: ...

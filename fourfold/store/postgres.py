@@ -26,6 +26,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from ..errors import FourfoldError, IndexBusyError, IndexWriteError
+from ..model import Symbol
 from ..tokens import identifier_tokens, token_text
 from .base import (BM25_COLUMN_WEIGHTS, EdgeColumns, FileRecord, FileStamp, FileState,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredEdge, StoredFile,
@@ -608,6 +609,30 @@ class PostgresStore(Store):
                             "EXCLUDED.chunks, tokens = repository_totals.tokens + "
                             "EXCLUDED.tokens",
                             (repo_id, len(chunks) - gone_chunks, new_tokens - gone_tokens))
+
+    # -- parses shared by content ------------------------------------------------------------
+    _PARSED_WITH = ("f.repo_id IN (SELECT substr(key, 8)::bigint FROM meta "
+                    "WHERE key LIKE 'parser:%%' AND value = %s)")
+
+    def parsed_hashes(self, parser: str) -> set[str]:
+        return {row[0] for row in self._query(
+            f"SELECT DISTINCT f.hash FROM files f WHERE {self._PARSED_WITH}", (parser,))}
+
+    def parse_of(self, content_hash: str, parser: str
+                 ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], str] | None:
+        rows = self._query(f"SELECT f.id FROM files f WHERE f.hash = %s AND {self._PARSED_WITH} "
+                           "LIMIT 1", (content_hash, parser))
+        if not rows:
+            return None
+        file_id = rows[0][0]
+        symbols = [Symbol(*row) for row in self._query(
+            "SELECT name, qualname, kind, start_line, end_line, signature, doc, parent "
+            "FROM symbols WHERE file_id = %s ORDER BY id", (file_id,))]
+        spans = [tuple(row) for row in self._query(
+            "SELECT start_line, end_line, symbol, kind FROM chunks WHERE file_id = %s "
+            "ORDER BY id", (file_id,))]
+        refs = self._query("SELECT refs FROM file_refs WHERE file_id = %s", (file_id,))
+        return symbols, spans, refs[0][0] if refs else "[]"
 
     def files(self, repo_id: int | None = None) -> list[StoredFile]:
         query = f"SELECT {_FILE_COLS} FROM files f"

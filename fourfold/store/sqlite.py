@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from ..errors import FourfoldError, IndexDamagedError, IndexWriteError
+from ..model import Symbol
 from ..tokens import chunk_body, identifier_tokens, token_text
 from .base import (BM25_COLUMN_WEIGHTS, EdgeColumns, FileRecord, FileStamp, FileState,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredEdge, StoredFile,
@@ -415,6 +416,29 @@ class SQLiteStore(Store):
                              "VALUES(?,?,?,?)", chunk_tokens)
             conn.executemany("INSERT INTO file_refs(file_id, refs) VALUES(?,?)", refs)
 
+    # -- parses shared by content ------------------------------------------------------------
+    _PARSED_WITH = ("f.repo_id IN (SELECT CAST(substr(key, 8) AS INTEGER) FROM meta "
+                    "WHERE key LIKE 'parser:%' AND value = ?)")
+
+    def parsed_hashes(self, parser: str) -> set[str]:
+        return {row[0] for row in self._query(
+            f"SELECT DISTINCT f.hash FROM files f WHERE {self._PARSED_WITH}", (parser,))}
+
+    def parse_of(self, content_hash: str, parser: str
+                 ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], str] | None:
+        rows = self._query(f"SELECT f.id FROM files f WHERE f.hash = ? AND {self._PARSED_WITH} "
+                           "LIMIT 1", (content_hash, parser))
+        if not rows:
+            return None
+        file_id = rows[0][0]
+        symbols = [Symbol(*row) for row in self._query(
+            "SELECT name, qualname, kind, start_line, end_line, signature, doc, parent "
+            "FROM symbols WHERE file_id = ? ORDER BY id", (file_id,))]
+        spans = self._query("SELECT start_line, end_line, symbol, kind FROM chunks "
+                            "WHERE file_id = ? ORDER BY id", (file_id,))
+        refs = self._query("SELECT refs FROM file_refs WHERE file_id = ?", (file_id,))
+        return symbols, spans, refs[0][0] if refs else "[]"
+
     def files(self, repo_id: int | None = None) -> list[StoredFile]:
         sql = f"SELECT {_FILE_COLS} FROM files f"
         rows = self._query(sql + " WHERE f.repo_id=?", (repo_id,)) if repo_id else self._query(sql)
@@ -444,7 +468,7 @@ class SQLiteStore(Store):
                    "JOIN files f ON f.id=t.rowid WHERE content_trigrams MATCH ?")
             params = (trigram_match(required),)
             if repo_id:
-                sql += " AND f.repo_id=?"
+                sql += " AND +f.repo_id=?"
                 params += (repo_id,)
         return [(StoredFile(*row[:5]), row[5])
                 for row in self._query(sql + " ORDER BY f.path", params)]
@@ -469,7 +493,7 @@ class SQLiteStore(Store):
             sql = (f"SELECT {_CHUNK_COLS}, -bm25(chunk_tokens, {w}) AS score "
                    "FROM chunk_tokens JOIN chunks c ON c.id=chunk_tokens.rowid "
                    "JOIN files f ON f.id=c.file_id WHERE chunk_tokens MATCH ? "
-                   f"AND f.repo_id=? ORDER BY bm25(chunk_tokens, {w}) LIMIT ?")
+                   f"AND +f.repo_id=? ORDER BY bm25(chunk_tokens, {w}) LIMIT ?")
             params: tuple = (match, repo_id, limit)
         else:  # rank inside the full-text index first, join only the winners
             sql = (f"SELECT {_CHUNK_COLS}, -t.score FROM (SELECT rowid, "

@@ -1,4 +1,5 @@
-"""Task context: the declarations a task names come into the pack, within its budget."""
+"""Task context: the declarations a task names come into the pack (when its settings ask for
+them), and a pack stays within its budget."""
 from __future__ import annotations
 
 import pytest
@@ -133,13 +134,17 @@ def indexed(tmp_path_factory):
         ff.close()
 
 
+WITH_DECLARATIONS = ContextSettings(config_points=1, config_after=1)
+
+
 def spans_with(packed: dict, text: str) -> list[dict]:
     return [s for s in packed["spans"] if text in s["text"]]
 
 
 def test_a_config_task_gets_the_defaults_definition_within_budget(indexed):
     ff = indexed["webapp"]
-    packed = ff.task_context("add a config option").pack(max_tokens=1500)
+    packed = task_context(ff, "add a config option", settings=WITH_DECLARATIONS
+                          ).pack(max_tokens=1500)
     [defaults] = spans_with(packed, "default_config = {")
     assert (defaults["path"], defaults["symbol"], defaults["reason"]) == (
         "webapp/app.py", "default_config", "declaration the task names")
@@ -150,13 +155,13 @@ def test_a_config_task_gets_the_defaults_definition_within_budget(indexed):
     assert defaults["text"].splitlines()[-1].endswith("    }")
     assert packed["used_tokens"] <= 1500
     # without the declarations the pack spends the same budget on handlers and misses it
-    plain = task_context(ff, "add a config option",
-                         settings=ContextSettings(config_points=0))
+    plain = ff.task_context("add a config option")  # the default: no declarations
     assert not spans_with(plain.pack(max_tokens=1500), "default_config = {")
 
 
 def test_a_help_task_gets_the_field_it_names(indexed):
-    packed = indexed["cli"].task_context("hide a command from help").pack(max_tokens=2000)
+    packed = task_context(indexed["cli"], "hide a command from help",
+                          settings=WITH_DECLARATIONS).pack(max_tokens=2000)
     [hidden] = spans_with(packed, "\tHidden bool")
     field = CLI["cli/command.go"].splitlines().index("\tHidden bool") + 1
     assert (hidden["path"], hidden["symbol"], hidden["reason"]) == (
@@ -170,10 +175,11 @@ def test_a_help_task_gets_the_field_it_names(indexed):
                                   "session cookie", "hide a command from help"])
 def test_a_pack_never_exceeds_its_budget(indexed, task, budget):
     for ff in indexed.values():
-        packed = ff.task_context(task).pack(max_tokens=budget)
-        assert packed["spans"]
-        assert packed["used_tokens"] <= budget
-        assert sum(approx_tokens(span) for span in packed["spans"]) <= budget
+        for settings in (None, WITH_DECLARATIONS):
+            packed = task_context(ff, task, settings=settings).pack(max_tokens=budget)
+            assert packed["spans"]
+            assert packed["used_tokens"] <= budget
+            assert sum(approx_tokens(span) for span in packed["spans"]) <= budget
 
 
 @pytest.mark.parametrize("line, name", [

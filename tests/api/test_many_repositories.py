@@ -153,3 +153,31 @@ def test_indexers_of_two_repositories_do_not_wait_for_each_other(postgres_url, t
     assert second.repository_names() == ["acme/first", "acme/second"]
     second.close()
     first.close()
+
+
+@pytest.mark.parametrize("where", ["sqlite", "postgres"])
+def test_a_second_branch_parses_only_the_files_that_differ(where, request, tmp_path):
+    index = ({"index_dir": tmp_path / "index"} if where == "sqlite"
+             else {"store_url": request.getfixturevalue("postgres_url")})
+    files = {f"pkg/mod{i}.py": f"def handler_{i}(request):\n    return respond({i})\n"
+             for i in range(12)}
+    main_root = write_tree(tmp_path / "main", files)
+    feature_root = write_tree(tmp_path / "feature", {
+        **files, "pkg/mod3.py": "def handler_3(request, retries):\n    return retry(3)\n"})
+    main = Fourfold(main_root, repository="acme/app@main", **index)
+    first = main.index(embed=False)
+    feature = Fourfold(feature_root, repository="acme/app@feature", **index)
+    second = feature.index(embed=False)
+    assert (first.reused, first.added) == (0, 12)
+    assert (second.reused, second.added) == (11, 12)  # only mod3.py was parsed
+    for ff in (main, feature):
+        assert [d["path"] for d in ff.definitions("handler_7")] == ["pkg/mod7.py"]
+        assert len(ff.symbols("function")) == 12
+    assert [d["signature"] for d in feature.definitions("handler_3")] == [
+        "def handler_3(request, retries):"]
+    assert [d["signature"] for d in main.definitions("handler_3")] == [
+        "def handler_3(request):"]
+    assert feature.references("respond")["total"] == 11
+    assert main.references("respond")["total"] == 12
+    main.close()
+    feature.close()

@@ -150,3 +150,23 @@ def test_a_written_chunk_is_in_the_fts5_index_at_once(store):
     store.write_batch(repo, [alpha_record()], [], [])
     assert store._conn().execute("SELECT count(*) FROM chunk_tokens WHERE chunk_tokens "
                                  "MATCH 'alpha'").fetchone() == (1,)
+
+
+def test_full_text_indexes_drive_queries_of_one_repository(store, monkeypatch):
+    """With the repository's files looked up first, SQLite ran the trigram match once per
+    file (12.9 s on 10,000 files); the full-text index must come first."""
+    plans = []
+    query = store._query
+
+    def explained(sql, params=()):
+        if "MATCH" in sql:
+            plans.append(" | ".join(row[3] for row in query("EXPLAIN QUERY PLAN " + sql,
+                                                             params)))
+        return query(sql, params)
+    monkeypatch.setattr(store, "_query", explained)
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.trigram_candidates("beta", repo)
+    store.bm25_chunks(["beta"], 10, repo)
+    assert len(plans) == 2
+    for plan in plans:
+        assert plan.startswith("SCAN ") and "VIRTUAL TABLE" in plan.split(" | ")[0], plan

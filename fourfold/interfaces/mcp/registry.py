@@ -27,8 +27,9 @@ from .params import declared
 
 log = logging.getLogger("fourfold.mcp")
 
-# destructive and idempotent hints mean something only when a tool writes (MCP spec); no
-# tool reaches beyond the index, but no client acts on the open-world hint, so it is not sent
+# destructive and idempotent hints mean something only when a tool writes (MCP spec); the
+# open-world hint (false here) is left out: on every tool it cost list room and told an
+# agent nothing the server's instructions do not
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 WRITES_INDEX = ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                idempotent_hint=True)
