@@ -219,7 +219,7 @@ def _search_options(args) -> SearchOptions:
     return SearchOptions(
         preset=args.preset, modalities=tuple(args.modality) if args.modality else None,
         weights=parse_weights(args.weights) if args.weights else None, intent=args.intent,
-        rrf_k=args.rrf_k, profile=args.profile, limit=args.limit, all_chunks=args.all_chunks,
+        rrf_k=args.rrf_k, profile=args.profile, limit=args.limit, per_file=args.per_file,
         direct=not args.no_direct, boost=not args.no_boost, path_glob=args.glob,
         languages=tuple(args.language or ()), kinds=tuple(args.kind or ()),
         exclude_tests=args.no_tests)
@@ -510,7 +510,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", choices=sorted(PROFILES), default="tuned",
                    help="weight profile: tuned (default, chosen on development data) or seed "
                         "(hand-set)")
-    p.add_argument("--all-chunks", action="store_true", help="keep every chunk, not one per file")
+    p.add_argument("--per-file", action=argparse.BooleanOptionalAction, default=None,
+                   help="one hit per file (--no-per-file: every hit); default by intent: every "
+                        "call site for who-calls and impact questions, one per file otherwise")
     p.add_argument("--no-direct", action="store_true", help="always fuse")
     p.add_argument("--no-boost", action="store_true", help="no centrality boost")
     p.add_argument("--glob", help="only paths matching this glob")

@@ -290,15 +290,33 @@ class GraphRetriever:
             rows = self.impact(query.target, depth=3, limit=limit, repo_id=repo_id)["results"]
         else:
             rows = self._callers_by_calls(query.target, repo_id)
-        hits, seen = [], set()
-        for rank, r in enumerate(rows):
-            key = (r["path"], r.get("symbol") or r["start_line"])
-            if r["path"] is None or key in seen:
+        hits: dict[tuple, Hit] = {}
+        call_lines: dict[tuple, list[int]] = defaultdict(list)
+        for r in rows:
+            if r["path"] is None:
                 continue
-            seen.add(key)
-            hits.append(Hit(r["path"], r["start_line"], r["end_line"], 1.0 / (1 + rank),
-                            symbol=r.get("symbol"), kind=r.get("kind")))
-        return hits[:limit]
+            key = (r["path"], r.get("symbol") or r["start_line"])
+            if key not in hits:
+                if len(hits) == limit:
+                    continue
+                hits[key] = Hit(r["path"], r["start_line"], r["end_line"], 1.0 / (1 + len(hits)),
+                                symbol=r.get("symbol"), kind=r.get("kind"))
+            if not query.transitive and r.get("line"):
+                call_lines[key].append(r["line"])
+        self._show_call_sites(hits, call_lines, repo_id)
+        return list(hits.values())
+
+    def _show_call_sites(self, hits: dict[tuple, Hit], call_lines: dict[tuple, list[int]],
+                         repo_id: int | None) -> None:
+        """A referencing hit shows the lines of its calls, not the top of its function."""
+        texts: dict[str, list[str]] = {}
+        for key, lines in call_lines.items():
+            path = key[0]
+            if path not in texts:
+                stored = self.store.file_by_path(path, repo_id)
+                texts[path] = self.store.content(stored.file_id).split("\n") if stored else []
+            hits[key].lines = [(n, texts[path][n - 1].rstrip("\r")) for n in sorted(set(lines))
+                               if 0 < n <= len(texts[path])]
 
     def _callers_by_calls(self, name: str, repo_id: int | None) -> list[dict]:
         """The referencing code of a name ranked as evidence: resolved references first,

@@ -15,10 +15,14 @@ from ..retrievers.base import Retriever
 from ..store.snapshot import IndexSnapshot
 from ..ranking.fusion import fuse
 from ..ranking.priors import apply_priors, best_per_file, question_words, with_file_support
-from .intent import EXACT_MATCH, IMPACT_ANALYSIS, INTENTS, UNDERSTAND_CODE, Intent, classify
+from .intent import (EXACT_MATCH, FIND_REFERENCES, IMPACT_ANALYSIS, INTENTS, UNDERSTAND_CODE,
+                     Intent, classify)
 from .profiles import DIRECT_CONFIDENCE, DOMINANT, PRESETS, PROFILE_K, PROFILES
 
 CANDIDATES_PER_MODALITY = 60
+# One hit per file, by intent: who calls X or what breaks is answered by every call site
+# and dependent, several to a file; anything else by the best span of each file.
+PER_FILE = {intent: intent not in (FIND_REFERENCES, IMPACT_ANALYSIS) for intent in INTENTS}
 FILTERED_POOL_FACTOR = 4  # candidates asked for when a language or kind filter thins them
 NO_FILTERS = Filters()
 # The longest issue texts pasted as questions run to about 20,000 characters; a longer query
@@ -70,7 +74,7 @@ class SearchOptions:
     rrf_k: float | None = None
     profile: str = "tuned"
     limit: int = 10
-    all_chunks: bool = False
+    per_file: bool | None = None  # one hit per file; None: by intent (see PER_FILE)
     direct: bool = True
     boost: bool = True
     languages: tuple[str, ...] = ()  # only files in these languages ("typescript", "py" ...)
@@ -148,7 +152,7 @@ class SearchEngine:
         response = SearchResponse(text, intent.intent, intent.confidence, intent.rule,
                                   intent.target, "rrf", [], {}, [])
         limit = options.limit
-        pool = limit if options.all_chunks else max(CANDIDATES_PER_MODALITY, limit * 3)
+        pool = max(CANDIDATES_PER_MODALITY, limit * 3)
         if query.filters.needs_index_facts:  # retrievers cannot push these down: ask for more
             pool *= FILTERED_POOL_FACTOR
 
@@ -197,6 +201,7 @@ class SearchEngine:
         named = question_words(query.text) if query.intent == UNDERSTAND_CODE else None
         hits = apply_priors(hits, snapshot.file_flags, snapshot.centrality, query.wants_tests,
                             boost=options.boost, wants_prose=wants_prose, named=named)
-        if not options.all_chunks:
+        per_file = options.per_file if options.per_file is not None else PER_FILE[query.intent]
+        if per_file:
             hits = best_per_file(with_file_support(hits))
         return hits[:options.limit]
