@@ -154,8 +154,11 @@ def test_a_config_task_gets_the_defaults_definition_within_budget(indexed):
                                                       "default here.")
     assert defaults["text"].splitlines()[-1].endswith("    }")
     assert packed["used_tokens"] <= 1500
-    # without the declarations the pack spends the same budget on handlers and misses it
-    plain = ff.task_context("add a config option")  # the default: no declarations
+    # the default holds it too; without the declarations the pack spends the same budget on
+    # handlers and misses it
+    assert spans_with(ff.task_context("add a config option").pack(max_tokens=1500),
+                      "default_config = {")
+    plain = task_context(ff, "add a config option", settings=ContextSettings(config_points=0))
     assert not spans_with(plain.pack(max_tokens=1500), "default_config = {")
 
 
