@@ -171,16 +171,23 @@ class Fourfold:
 
     def embed(self, progress: Progress | None = None, summary: IndexSummary | None = None
               ) -> int:
-        """Embed every chunk that has no vector yet (cached by content; never twice)."""
-        from .semantic.indexing import embed_pending
+        """Embed every chunk that has no vector yet (cached by content; never twice), then
+        take this repository's binary codes anew if its chunks changed (`summary`: the index
+        run just made; None: assume they did)."""
+        from .semantic.indexing import embed_pending, refresh_codes
 
         started = time.perf_counter()
         try:
+            model = self.semantic.embedder.name
             count = embed_pending(self.store, self.semantic.embedder, progress=progress)
         except ModalityUnavailable as exc:
             if summary is not None:
                 summary.skipped[f"semantic unavailable: {exc}"] = 1
             return 0
+        repo_id = self.repo_id()
+        changed = summary is None or count or summary.added or summary.changed or summary.deleted
+        if repo_id is not None and (changed or self.store.code_mean(repo_id, model) is None):
+            refresh_codes(self.store, model, repo_id)
         if summary is not None:
             summary.embedded = count
             summary.embed_seconds = time.perf_counter() - started

@@ -1,6 +1,7 @@
-"""Semantic modality: chunks by meaning. Binary codes (1 bit per dimension, centred by the
-corpus mean) are searched by exact Hamming distance; the top candidates are rescored with
-the int8 vectors. The code matrix is built once per index generation and kept in memory."""
+"""Semantic modality: chunks by meaning. The store finds the chunks whose binary codes (1 bit
+per dimension, centred by the repository's mean vector) are nearest the question's by
+exact Hamming distance (a server in the database, the embedded index in memory); those
+candidates are rescored here with their int8 vectors."""
 from __future__ import annotations
 
 import threading
@@ -12,7 +13,7 @@ from ..model import Hit
 from ..semantic.binary import search as binary_search
 from ..semantic.binary import to_codes
 from ..semantic.embedder import Embedder, embed_query
-from ..semantic.indexing import embedding_texts, load_vectors
+from ..semantic.indexing import embedding_texts
 from ..store.base import Store
 from ..query.model import Query
 from .base import path_ok
@@ -32,7 +33,6 @@ class SemanticRetriever:
         self._factory = embedder_factory
         self._embedder: Embedder | None = None
         self._lock = threading.Lock()
-        self._state: tuple | None = None  # (generation, ids, int8, codes, mean)
 
     @property
     def embedder(self) -> Embedder:
@@ -45,40 +45,38 @@ class SemanticRetriever:
         return self.store.vector_progress(self.embedder.name)
 
     def ready(self) -> bool:
-        return self.store.vector_count(self.embedder.name) > 0
-
-    def _matrix(self):
         repo_id = self.scope()
-        generation = (self.store.generation(), self.store.vector_count(self.embedder.name),
-                      repo_id)
-        with self._lock:
-            if self._state is None or self._state[0] != generation:
-                ids, int8, scales = load_vectors(self.store, self._embedder.name, repo_id)
-                if len(ids):
-                    approx = int8.astype(np.float32) * scales[:, None]  # the unit vectors
-                    mean = approx.mean(axis=0)  # sign bits are taken after centring
-                    codes = to_codes(approx, mean)
-                else:
-                    mean, codes = None, np.zeros((0, 0), dtype=np.uint8)
-                self._state = (generation, ids, int8, codes, mean)
-            return self._state[1:]
+        return repo_id is not None and self.store.code_mean(repo_id, self.embedder.name) is not None
 
     def nearest(self, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
         """(chunk id, cosine) of the chunks nearest a query vector."""
-        ids, int8, codes, mean = self._matrix()
-        if not len(ids):
+        repo_id, model = self.scope(), self.embedder.name
+        mean = self.store.code_mean(repo_id, model) if repo_id is not None else None
+        if mean is None:
             return []
-        idx, scores = binary_search(vector, codes, int8, mean, k=limit,
-                                    rescore_n=max(RESCORE_CANDIDATES, limit))
-        return [(int(ids[i]), float(s)) for i, s in zip(idx, scores)]
+        mean = np.frombuffer(mean, dtype=np.float32)
+        code = to_codes(np.asarray(vector, dtype=np.float32), mean)[0].tobytes()
+        candidates = sorted(self.store.nearest_codes(repo_id, model, code,
+                                                     max(RESCORE_CANDIDATES, limit)))
+        vectors = self.store.vectors_of(model, candidates)
+        ids = [cid for cid in candidates if cid in vectors]
+        if not ids:
+            return []
+        int8 = np.frombuffer(b"".join(vectors[cid][0] for cid in ids),
+                             dtype=np.int8).reshape(len(ids), -1)
+        scales = np.array([vectors[cid][1] for cid in ids], dtype=np.float32)
+        # the candidates in chunk id order, as the whole repository's codes are ranked: the
+        # same Hamming ties, the same rescoring
+        codes = to_codes(int8.astype(np.float32) * scales[:, None], mean)
+        idx, scores = binary_search(vector, codes, int8, mean, k=limit, rescore_n=len(ids))
+        return [(ids[i], float(s)) for i, s in zip(idx, scores)]
 
     def similar(self, chunk_id: int, limit: int) -> list[Hit]:
         """Chunks in other files nearest one indexed chunk. The origin's own file is left out:
         its chunks share the path the embedded text starts with, so they would crowd the list."""
-        ids, int8, _codes, _mean = self._matrix()
-        rows = np.flatnonzero(ids == chunk_id)
-        if len(rows):
-            vector = int8[rows[0]].astype(np.float32)
+        stored = self.store.vectors_of(self.embedder.name, [chunk_id]).get(chunk_id)
+        if stored is not None:
+            vector = np.frombuffer(stored[0], dtype=np.int8).astype(np.float32)
             vector /= max(float(np.linalg.norm(vector)), 1e-9)
         else:  # not embedded yet: embed its text now
             vector = self.embedder.embed([embedding_texts(self.store, [chunk_id])[chunk_id]])[0]

@@ -16,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from ..store.base import Store
-from .binary import to_int8
+from .binary import to_codes, to_int8
 from .embedder import Embedder
 from .embedding_text import chunk_text_for_embedding
 
@@ -134,3 +134,18 @@ def load_vectors(store: Store, model: str, repo_id: int | None = None
                 np.zeros(0, dtype=np.float32))
     matrix = np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(ids), -1)
     return np.asarray(ids, dtype=np.int64), matrix, np.asarray(scales, dtype=np.float32)
+
+
+def refresh_codes(store: Store, model: str, repo_id: int) -> int:
+    """Take a repository's binary codes anew from its vectors: the sign bits after centring
+    by the repository's mean vector (the mean moves as its code changes, so all of them are
+    retaken together). Returns how many chunks have a code."""
+    ids, int8, scales = load_vectors(store, model, repo_id)
+    if not len(ids):
+        return 0
+    approx = int8.astype(np.float32) * scales[:, None]  # the unit vectors
+    mean = approx.mean(axis=0)
+    codes = to_codes(approx, mean)
+    store.put_codes(repo_id, model, mean.astype(np.float32).tobytes(), ids.tolist(),
+                    [row.tobytes() for row in codes])
+    return len(ids)

@@ -340,6 +340,25 @@ class Store(ABC):
         repository or all, in chunk id order."""
 
     @abstractmethod
+    def vectors_of(self, model: str, chunk_ids: Iterable[int]) -> dict[int, tuple[bytes, float]]:
+        """chunk id -> (int8 vector, scale) of the given chunks that have one."""
+
+    @abstractmethod
+    def put_codes(self, repo_id: int, model: str, mean: bytes, chunk_ids: Sequence[int],
+                  codes: Sequence[bytes]) -> None:
+        """Replace a repository's binary codes for a model (the sign bits of each chunk's
+        vector minus the repository's mean vector, packed) and that mean (float32)."""
+
+    @abstractmethod
+    def code_mean(self, repo_id: int, model: str) -> bytes | None:
+        """The mean the repository's codes were taken against; None before any."""
+
+    @abstractmethod
+    def nearest_codes(self, repo_id: int, model: str, code: bytes, limit: int) -> list[int]:
+        """The repository's chunk ids nearest a packed code by Hamming distance, ties by
+        chunk id."""
+
+    @abstractmethod
     def vector_count(self, model: str) -> int:
         """How many distinct vectors of this model the index holds (cheap; it grows while
         embedding runs, so it tells a reader when to reload)."""

@@ -139,9 +139,21 @@ def _totals_by_repository(cur: psycopg.Cursor) -> None:
     cur.execute("DROP TABLE fourfold.chunk_totals")
 
 
+def _binary_codes(cur: psycopg.Cursor) -> None:
+    """Each repository's binary codes, searched by Hamming distance in the database (XOR and
+    bit_count): a server holds no vectors in memory. A repository indexed before them has
+    its codes made by its next index run."""
+    cur.execute("CREATE TABLE fourfold.chunk_codes(repo_id bigint NOT NULL, model text NOT NULL, "
+                "chunk_id bigint NOT NULL, code bit varying NOT NULL, "
+                "PRIMARY KEY(repo_id, model, chunk_id))")
+    cur.execute("CREATE TABLE fourfold.code_means(repo_id bigint NOT NULL, model text NOT NULL, "
+                "mean bytea NOT NULL, PRIMARY KEY(repo_id, model))")
+
+
 # Step i brings a database from schema version i to i + 1; append, never edit, a step.
 MIGRATIONS: tuple[Callable[[psycopg.Cursor], None], ...] = (
-    _create_everything, _count_vectors, _terms_by_repository, _totals_by_repository)
+    _create_everything, _count_vectors, _terms_by_repository, _totals_by_repository,
+    _binary_codes)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Advisory lock keys: one bigint for migrations; (class, hash of the name) for indexing a
@@ -233,6 +245,12 @@ def text_condition(required: RequiredText, params: list) -> str:
 
 
 # -- packed edges -------------------------------------------------------------------------
+def _bits(code: bytes) -> str:
+    """A packed code as PostgreSQL writes a bit string (most significant bit first, as
+    numpy's packbits packs)."""
+    return "".join(f"{byte:08b}" for byte in code)
+
+
 def _packed(values: Sequence[int]) -> bytes:
     return array("q", values).tobytes()
 
@@ -534,7 +552,8 @@ class PostgresStore(Store):
         cur.execute("DELETE FROM file_refs WHERE file_id = ANY(%s)", (file_ids,))
         chunks, tokens = cur.execute(
             "WITH gone AS (DELETE FROM chunks WHERE file_id = ANY(%s) RETURNING id, length), "
-            "terms AS (DELETE FROM chunk_terms WHERE chunk_id IN (SELECT id FROM gone)) "
+            "terms AS (DELETE FROM chunk_terms WHERE chunk_id IN (SELECT id FROM gone)), "
+            "codes AS (DELETE FROM chunk_codes WHERE chunk_id IN (SELECT id FROM gone)) "
             "SELECT count(*), coalesce(sum(length), 0) FROM gone", (file_ids,)).fetchone()
         return chunks, int(tokens)
 
@@ -842,6 +861,33 @@ class PostgresStore(Store):
         else:
             rows = self._query(sql + " ORDER BY c.id", (model,))
         return [r[0] for r in rows], [bytes(r[1]) for r in rows], [r[2] for r in rows]
+
+    def vectors_of(self, model: str, chunk_ids: Iterable[int]) -> dict[int, tuple[bytes, float]]:
+        return {cid: (bytes(vec), scale) for cid, vec, scale in self._query(
+            "SELECT c.id, v.vec, v.scale FROM chunks c JOIN vectors v ON v.embed_hash = "
+            "c.embed_hash AND v.model = %s WHERE c.id = ANY(%s)", (model, list(chunk_ids)))}
+
+    def put_codes(self, repo_id: int, model: str, mean: bytes, chunk_ids: Sequence[int],
+                  codes: Sequence[bytes]) -> None:
+        conn = self._conn()
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute("DELETE FROM chunk_codes WHERE repo_id = %s AND model = %s",
+                        (repo_id, model))
+            self._copy(cur, "chunk_codes", "repo_id, model, chunk_id, code",
+                       [(repo_id, model, cid, _bits(code)) for cid, code in zip(chunk_ids, codes)])
+            cur.execute("INSERT INTO code_means VALUES(%s, %s, %s) ON CONFLICT (repo_id, model) "
+                        "DO UPDATE SET mean = EXCLUDED.mean", (repo_id, model, mean))
+
+    def code_mean(self, repo_id: int, model: str) -> bytes | None:
+        rows = self._query("SELECT mean FROM code_means WHERE repo_id = %s AND model = %s",
+                           (repo_id, model))
+        return bytes(rows[0][0]) if rows else None
+
+    def nearest_codes(self, repo_id: int, model: str, code: bytes, limit: int) -> list[int]:
+        return [row[0] for row in self._query(
+            "SELECT chunk_id FROM chunk_codes WHERE repo_id = %s AND model = %s "
+            "ORDER BY bit_count(code # %s::bit varying), chunk_id LIMIT %s",
+            (repo_id, model, _bits(code), limit))]
 
     def vector_count(self, model: str) -> int:
         rows = self._query("SELECT vectors FROM vector_totals WHERE model = %s", (model,))

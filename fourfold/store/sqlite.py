@@ -25,10 +25,10 @@ from .base import (BM25_COLUMN_WEIGHTS, EdgeColumns, FileRecord, FileStamp, File
                    StoredSymbol, TokenRecord)
 from .index_dir import IndexLock
 
-SCHEMA_VERSION = 7  # 2: trigram index without positions; 3: contentless chunk tokens;
+SCHEMA_VERSION = 8  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
 # 5: a repository's edges packed in one row; 6: files keep their ctime and inode;
-# 7: an edge's resolution (how sure it is) instead of a resolved flag
+# 7: an edge's resolution (how sure it is) instead of a resolved flag; 8: binary codes kept
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -74,6 +74,12 @@ CREATE TABLE IF NOT EXISTS file_rank(file_id INTEGER PRIMARY KEY, repo_id INTEGE
 CREATE TABLE IF NOT EXISTS tokens(
     token_hash TEXT PRIMARY KEY, name TEXT NOT NULL, scope TEXT NOT NULL, repositories TEXT,
     created_at REAL NOT NULL, revoked_at REAL);
+CREATE TABLE IF NOT EXISTS codes(
+    repo_id INTEGER NOT NULL, model TEXT NOT NULL, chunk_id INTEGER NOT NULL, code BLOB NOT NULL,
+    PRIMARY KEY(repo_id, model, chunk_id));
+CREATE TABLE IF NOT EXISTS code_means(
+    repo_id INTEGER NOT NULL, model TEXT NOT NULL, mean BLOB NOT NULL, version INTEGER NOT NULL,
+    PRIMARY KEY(repo_id, model));
 CREATE TABLE IF NOT EXISTS vectors(
     model TEXT NOT NULL, embed_hash TEXT NOT NULL, vec BLOB NOT NULL, scale REAL NOT NULL,
     PRIMARY KEY(model, embed_hash));
@@ -173,6 +179,8 @@ class SQLiteStore(Store):
     def __init__(self, db_path: str | Path, readonly: bool = False):
         self.db_path = str(db_path)
         self._local = threading.local()
+        self._codes: dict[tuple, tuple] = {}  # (repository, model) -> (version, ids, codes)
+        self._codes_lock = threading.Lock()
         self._readonly = readonly
         conn = self._conn()
         if not readonly:
@@ -358,6 +366,8 @@ class SQLiteStore(Store):
         conn.execute("DELETE FROM symbol_tokens WHERE symbol_id IN "
                      "(SELECT id FROM symbols WHERE file_id=?)", (file_id,))
         conn.execute("DELETE FROM symbols WHERE file_id=?", (file_id,))
+        conn.execute("DELETE FROM codes WHERE chunk_id IN (SELECT id FROM chunks WHERE "
+                     "file_id=?)", (file_id,))
         conn.execute("DELETE FROM chunks WHERE file_id=?", (file_id,))
         conn.execute("DELETE FROM file_refs WHERE file_id=?", (file_id,))
         conn.execute("DELETE FROM files WHERE id=?", (file_id,))
@@ -372,6 +382,9 @@ class SQLiteStore(Store):
                                    (repo_id, path)).fetchone()
                 if row:
                     self._delete_file(conn, row[0])
+                    # codes searched from memory are read again: some are gone
+                    conn.execute("UPDATE code_means SET version=version + 1 WHERE repo_id=?",
+                                 (repo_id,))
             for path, stamp in touched:
                 conn.execute("UPDATE files SET size=?, mtime_ns=?, ctime_ns=?, inode=? "
                              "WHERE repo_id=? AND path=?", (*stamp, repo_id, path))
@@ -639,6 +652,61 @@ class SQLiteStore(Store):
         else:
             rows = self._query(sql + " ORDER BY c.id", (model,))
         return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+
+    def vectors_of(self, model: str, chunk_ids: Iterable[int]) -> dict[int, tuple[bytes, float]]:
+        ids = list(chunk_ids)
+        out: dict[int, tuple[bytes, float]] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start:start + 500]
+            out.update((cid, (vec, scale)) for cid, vec, scale in self._query(
+                "SELECT c.id, v.vec, v.scale FROM chunks c JOIN vectors v ON "
+                f"v.embed_hash=c.embed_hash AND v.model=? WHERE c.id IN "
+                f"({_placeholders(len(part))})", [model, *part]))
+        return out
+
+    def put_codes(self, repo_id: int, model: str, mean: bytes, chunk_ids: Sequence[int],
+                  codes: Sequence[bytes]) -> None:
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("DELETE FROM codes WHERE repo_id=? AND model=?", (repo_id, model))
+            conn.executemany("INSERT INTO codes VALUES(?,?,?,?)",
+                             [(repo_id, model, cid, code) for cid, code in zip(chunk_ids, codes)])
+            conn.execute("INSERT INTO code_means VALUES(?, ?, ?, 1) ON CONFLICT(repo_id, model) "
+                         "DO UPDATE SET mean=excluded.mean, version=version + 1",
+                         (repo_id, model, mean))
+
+    def code_mean(self, repo_id: int, model: str) -> bytes | None:
+        rows = self._query("SELECT mean FROM code_means WHERE repo_id=? AND model=?",
+                           (repo_id, model))
+        return rows[0][0] if rows else None
+
+    def nearest_codes(self, repo_id: int, model: str, code: bytes, limit: int) -> list[int]:
+        """SQLite has no bit count: the repository's codes are searched in memory, loaded
+        once per version of them."""
+        import numpy as np  # a semantic search needs it; a CLI start must not pay for it
+
+        from ..semantic.binary import hamming_topk
+
+        version = self._query("SELECT version FROM code_means WHERE repo_id=? AND model=?",
+                              (repo_id, model))
+        if not version:
+            return []
+        key = (repo_id, model)
+        with self._codes_lock:
+            cached = self._codes.get(key)
+            if cached is None or cached[0] != version[0][0]:
+                rows = self._query("SELECT chunk_id, code FROM codes WHERE repo_id=? AND "
+                                   "model=? ORDER BY chunk_id", (repo_id, model))
+                ids = np.array([r[0] for r in rows], dtype=np.int64)
+                matrix = (np.frombuffer(b"".join(r[1] for r in rows), dtype=np.uint8)
+                          .reshape(len(rows), -1) if rows else np.zeros((0, len(code)), np.uint8))
+                cached = self._codes[key] = (version[0][0], ids, matrix)
+        _, ids, matrix = cached
+        if not len(ids):
+            return []
+        idx, _ = hamming_topk(np.frombuffer(code, dtype=np.uint8), matrix, limit)
+        return [int(ids[i]) for i in idx]
 
     def vector_count(self, model: str) -> int:
         return self._query("SELECT count(*) FROM vectors WHERE model=?", (model,))[0][0]

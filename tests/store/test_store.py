@@ -270,3 +270,26 @@ def test_access_tokens_are_kept_by_hash_and_revoked_by_name(store):
     assert store.revoke_token("ci", 30.0) and not store.revoke_token("ci", 31.0)
     assert not store.revoke_token("nobody-of-that-name", 30.0)
     assert store.token_by_hash("h1").revoked_at == 30.0
+
+
+def test_binary_codes_are_searched_by_hamming_distance_per_repository(store):
+    first = store.ensure_repo("/src/proj", "proj")
+    second = store.ensure_repo("/src/fork", "fork")
+    store.write_batch(first, [alpha_record(), readme_record()], [], [])
+    store.write_batch(second, [alpha_record()], [], [])
+    assert store.code_mean(first, "m") is None and store.nearest_codes(first, "m", b"\x00", 5) == []
+    store.put_codes(first, "m", b"mean", [1, 2], [b"\xf0", b"\x0f"])
+    store.put_codes(second, "m", b"other", [3], [b"\xff"])
+    assert store.code_mean(first, "m") == b"mean" and store.code_mean(second, "m") == b"other"
+    assert store.nearest_codes(first, "m", b"\xf1", 5) == [1, 2]  # distances 1 and 7
+    assert store.nearest_codes(first, "m", b"\x0e", 5) == [2, 1]
+    assert store.nearest_codes(first, "m", b"\x00", 5) == [1, 2]  # a tie: by chunk id
+    assert store.nearest_codes(first, "m", b"\x0f", 1) == [2]
+    assert store.nearest_codes(second, "m", b"\x00", 5) == [3]
+    assert store.nearest_codes(first, "other-model", b"\x00", 5) == []
+    store.put_codes(first, "m", b"mean2", [2], [b"\x0f"])  # replaced whole
+    assert store.nearest_codes(first, "m", b"\xf0", 5) == [2]
+    store.write_batch(first, [], ["README.md"], [])  # a deleted chunk takes its code along
+    assert store.nearest_codes(first, "m", b"\xf0", 5) == []
+    store.put_vectors("m", [("chunk-a", b"\x02\x00", 0.25)])
+    assert store.vectors_of("m", [1, 3, 99]) == {1: (b"\x02\x00", 0.25), 3: (b"\x02\x00", 0.25)}
