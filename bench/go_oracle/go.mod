@@ -1,0 +1,3 @@
+module fourfold/bench/go_oracle
+
+go 1.19
