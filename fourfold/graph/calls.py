@@ -608,6 +608,11 @@ class Resolver:
                 facts = self.variables.get((imp.paths[0], None), {}).get(imp.member)
                 if facts:
                     return self.type_of_facts(imp.paths[0], ("var", None, imp.member), facts)
+        if t.language.same_package:  # a package-level variable of another file (Go)
+            for p, _ in self._package_names(t).get(var, ()):
+                facts = self.variables.get((p, None), {}).get(var)
+                if p != path and facts:
+                    return self.type_of_facts(p, ("var", None, var), facts)
         return None
 
     def attribute_type(self, ty: tuple[str, Symbol], attr: str) -> TypeHit:
