@@ -8,13 +8,10 @@ computes it, and both stores rank alike. Connections are per thread, like SQLite
 """
 from __future__ import annotations
 
-import functools
-import inspect
 import re
 import threading
 import time
 import unicodedata
-from array import array
 from collections import Counter
 from contextlib import contextmanager
 from functools import lru_cache
@@ -31,6 +28,7 @@ from ..tokens import identifier_tokens, token_text
 from .base import (BM25_COLUMN_WEIGHTS, EdgeColumns, FileRecord, FileStamp, FileState,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredEdge, StoredFile,
                    StoredSymbol, TokenRecord)
+from .sql_common import CHUNK_COLS, FILE_COLS, SYMBOL_COLS, clear_errors, packed, unpacked
 
 SCHEMA = "fourfold"
 
@@ -164,15 +162,10 @@ _INDEXING_LOCK_CLASS = 0x66660001
 BM25_K1 = 1.2
 BM25_B = 0.75
 
-_FILE_COLS = "f.id, f.repo_id, f.path, f.language, f.flags"
-_SYMBOL_COLS = ("s.id, s.file_id, f.path, s.name, s.qualname, s.kind, s.start_line, s.end_line, "
-                "s.signature, s.doc, s.parent, f.flags, f.language")
-_CHUNK_COLS = "c.id, c.file_id, f.path, c.start_line, c.end_line, c.symbol, c.kind, f.flags"
-
 # Methods that write: their failure keeps the last complete write and says so.
 _WRITES = frozenset({"ensure_repo", "mark_indexed", "mark_identity", "set_setting",
-                     "write_batch", "replace_graph", "put_vectors", "put_token",
-                     "revoke_token"})
+                     "write_batch", "replace_graph", "put_vectors", "put_codes",
+                     "put_token", "revoke_token", "indexing_run"})
 
 
 # -- the BM25 tokenizer: SQLite's "porter unicode61 tokenchars '_'", in Python ------------
@@ -251,16 +244,6 @@ def _bits(code: bytes) -> str:
     return "".join(f"{byte:08b}" for byte in code)
 
 
-def _packed(values: Sequence[int]) -> bytes:
-    return array("q", values).tobytes()
-
-
-def _unpacked(blob: bytes) -> array:
-    values = array("q")
-    values.frombytes(blob)
-    return values
-
-
 def _none_if_negative(value: int) -> int | None:
     return None if value < 0 else value
 
@@ -270,8 +253,8 @@ def _unpack_edges(row: tuple) -> list[StoredEdge]:
     return [StoredEdge(kind, sf, _none_if_negative(ss), _none_if_negative(df),
                        _none_if_negative(ds), ln, name, res)
             for kind, sf, ss, df, ds, ln, name, res in zip(
-                kinds, _unpacked(src_file), _unpacked(src_symbol), _unpacked(dst_file),
-                _unpacked(dst_symbol), _unpacked(line), names, bytes(resolution))]
+                kinds, unpacked(src_file), unpacked(src_symbol), unpacked(dst_file),
+                unpacked(dst_symbol), unpacked(line), names, bytes(resolution))]
 
 
 def _storable(texts: Iterable[str]) -> list[str]:
@@ -279,29 +262,7 @@ def _storable(texts: Iterable[str]) -> list[str]:
     return [t for t in texts if "\x00" not in t]
 
 
-# -- errors -------------------------------------------------------------------------------
-def _translated(method):
-    """psycopg's errors leave the store as clear ones (see PostgresStore._failure)."""
-    writes = method.__name__ in _WRITES
-
-    @functools.wraps(method)
-    def call(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except psycopg.Error as exc:
-            raise self._failure(exc, writes) from exc
-    return call
-
-
-def _clear_errors(cls):
-    """Opening the store and each of its public methods report psycopg's errors clearly."""
-    for name, method in list(vars(cls).items()):
-        if inspect.isfunction(method) and (name == "__init__" or not name.startswith("_")):
-            setattr(cls, name, _translated(method))
-    return cls
-
-
-@_clear_errors
+@clear_errors(psycopg.Error)
 class PostgresStore(Store):
     def __init__(self, url: str):
         try:
@@ -351,7 +312,10 @@ class PostgresStore(Store):
         password = self._params.get("password")
         return message.replace(password, "***") if password else message
 
-    def _failure(self, exc: psycopg.Error, writing: bool) -> FourfoldError:
+    def _failure(self, exc: psycopg.Error, method: str) -> FourfoldError:
+        """psycopg's error as a clear one: a write that failed says the last complete write
+        is kept; a lost connection is dropped, for the next call to connect again."""
+        writing = method in _WRITES
         conn = getattr(self._local, "conn", None)
         lost = conn is not None and (conn.closed or conn.broken)
         if lost:
@@ -526,7 +490,7 @@ class PostgresStore(Store):
             with conn.transaction():
                 yield
         except psycopg.Error as exc:  # the commit itself failed
-            raise self._failure(exc, True) from exc
+            raise self._failure(exc, "indexing_run") from exc
 
     def generation(self) -> tuple:
         return tuple(self._query("SELECT id, indexed_at FROM repos ORDER BY id"))
@@ -654,7 +618,7 @@ class PostgresStore(Store):
         return symbols, spans, refs[0][0] if refs else "[]"
 
     def files(self, repo_id: int | None = None) -> list[StoredFile]:
-        query = f"SELECT {_FILE_COLS} FROM files f"
+        query = f"SELECT {FILE_COLS} FROM files f"
         rows = (self._query(query + " WHERE f.repo_id = %s ORDER BY f.id", (repo_id,))
                 if repo_id else self._query(query + " ORDER BY f.id"))
         return [StoredFile(*row) for row in rows]
@@ -662,7 +626,7 @@ class PostgresStore(Store):
     def file_by_path(self, path: str, repo_id: int | None = None) -> StoredFile | None:
         if "\x00" in path:
             return None
-        query = f"SELECT {_FILE_COLS} FROM files f WHERE f.path = %s"
+        query = f"SELECT {FILE_COLS} FROM files f WHERE f.path = %s"
         rows = (self._query(query + " AND f.repo_id = %s", (path, repo_id)) if repo_id
                 else self._query(query + " ORDER BY f.id LIMIT 1", (path,)))
         return StoredFile(*rows[0]) if rows else None
@@ -676,9 +640,9 @@ class PostgresStore(Store):
                            ) -> list[tuple[StoredFile, str]]:
         params: list = []
         if required is None:
-            query = f"SELECT {_FILE_COLS}, f.hash FROM files f WHERE true"
+            query = f"SELECT {FILE_COLS}, f.hash FROM files f WHERE true"
         else:
-            query = (f"SELECT {_FILE_COLS}, f.hash FROM files f JOIN contents c "
+            query = (f"SELECT {FILE_COLS}, f.hash FROM files f JOIN contents c "
                      f"ON c.file_id = f.id WHERE {text_condition(required, params)}")
         if repo_id:
             query += " AND f.repo_id = %s"
@@ -719,7 +683,7 @@ class PostgresStore(Store):
                 FROM idf JOIN chunk_terms t ON t.term = idf.term {in_repo}
                 JOIN chunks c ON c.id = t.chunk_id
                 GROUP BY t.chunk_id ORDER BY score DESC, t.chunk_id LIMIT %(limit)s)
-            SELECT {_CHUNK_COLS}, r.score FROM ranked r JOIN chunks c ON c.id = r.chunk_id
+            SELECT {CHUNK_COLS}, r.score FROM ranked r JOIN chunks c ON c.id = r.chunk_id
             JOIN files f ON f.id = c.file_id ORDER BY r.score DESC, c.id"""
         rows = self._query(query, {"terms": stemmed, "n": float(chunks),
                                    "avgdl": tokens / chunks, "k1": BM25_K1, "b": BM25_B,
@@ -728,18 +692,18 @@ class PostgresStore(Store):
 
     def chunks(self, chunk_ids: Iterable[int]) -> list[StoredChunk]:
         return [StoredChunk(*row) for row in self._query(
-            f"SELECT {_CHUNK_COLS} FROM chunks c JOIN files f ON f.id = c.file_id "
+            f"SELECT {CHUNK_COLS} FROM chunks c JOIN files f ON f.id = c.file_id "
             "WHERE c.id = ANY(%s) ORDER BY c.id", (list(chunk_ids),))]
 
     def chunks_of_file(self, file_id: int) -> list[StoredChunk]:
         return [StoredChunk(*row) for row in self._query(
-            f"SELECT {_CHUNK_COLS} FROM chunks c JOIN files f ON f.id = c.file_id "
+            f"SELECT {CHUNK_COLS} FROM chunks c JOIN files f ON f.id = c.file_id "
             "WHERE c.file_id = %s ORDER BY c.start_line, c.id", (file_id,))]
 
     # -- symbols ------------------------------------------------------------------------
     def _symbols_where(self, where: str, params: list, repo_id: int | None,
                        limit: int | None = None, order: str = "s.id") -> list[StoredSymbol]:
-        query = (f"SELECT {_SYMBOL_COLS} FROM symbols s JOIN files f ON f.id = s.file_id "
+        query = (f"SELECT {SYMBOL_COLS} FROM symbols s JOIN files f ON f.id = s.file_id "
                  f"WHERE {where}")
         if repo_id:
             query += " AND f.repo_id = %s"
@@ -811,8 +775,8 @@ class PostgresStore(Store):
                     sql.Identifier(table)), (repo_id,))
             if edges:
                 cur.execute("INSERT INTO edges VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s)", (
-                    repo_id, _packed(edges.src_file), _packed(edges.src_symbol),
-                    _packed(edges.dst_file), _packed(edges.dst_symbol), _packed(edges.line),
+                    repo_id, packed(edges.src_file), packed(edges.src_symbol),
+                    packed(edges.dst_file), packed(edges.dst_symbol), packed(edges.line),
                     bytes(bytearray(map(int, edges.resolution))), list(edges.kind),
                     list(edges.name)))
             self._copy(cur, "symbol_rank", "symbol_id, repo_id, rank",

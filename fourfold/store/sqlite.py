@@ -7,12 +7,9 @@ concurrently and readers keep working while an indexer writes.
 """
 from __future__ import annotations
 
-import functools
-import inspect
 import json
 import sqlite3
 import threading
-from array import array
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -24,6 +21,7 @@ from .base import (BM25_COLUMN_WEIGHTS, EdgeColumns, FileRecord, FileStamp, File
                    RepoInfo, RequiredText, Store, StoredChunk, StoredEdge, StoredFile,
                    StoredSymbol, TokenRecord)
 from .index_dir import IndexLock
+from .sql_common import CHUNK_COLS, FILE_COLS, SYMBOL_COLS, clear_errors, packed, unpacked
 
 SCHEMA_VERSION = 8  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
@@ -85,12 +83,6 @@ CREATE TABLE IF NOT EXISTS vectors(
     PRIMARY KEY(model, embed_hash));
 """
 
-_FILE_COLS = "f.id, f.repo_id, f.path, f.language, f.flags"
-_SYMBOL_COLS = ("s.id, s.file_id, f.path, s.name, s.qualname, s.kind, s.start_line, s.end_line, "
-                "s.signature, s.doc, s.parent, f.flags, f.language")
-_CHUNK_COLS = "c.id, c.file_id, f.path, c.start_line, c.end_line, c.symbol, c.kind, f.flags"
-
-
 KEPT_TABLES = ("tokens",)  # not derived from the files: a new schema keeps them
 
 
@@ -124,22 +116,10 @@ def _placeholders(n: int) -> str:
     return ",".join("?" * n)
 
 
-def _packed(values: Sequence[int]) -> bytes:
-    import numpy as np  # only a graph write needs it; importing it costs a CLI start
-
-    return np.asarray(values, dtype=np.int64).tobytes()
-
-
-def _unpacked(blob: bytes) -> array:
-    values = array("q")
-    values.frombytes(blob)
-    return values
-
-
 def _pack_edges(edges: EdgeColumns) -> tuple:
     """The columns of an edges row (see the schema)."""
-    return (_packed(edges.src_file), _packed(edges.src_symbol), _packed(edges.dst_file),
-            _packed(edges.dst_symbol), _packed(edges.line),
+    return (packed(edges.src_file), packed(edges.src_symbol), packed(edges.dst_file),
+            packed(edges.dst_symbol), packed(edges.line),
             bytes(bytearray(map(int, edges.resolution))),
             json.dumps([list(edges.kind), list(edges.name)]))
 
@@ -150,31 +130,11 @@ def _unpack_edges(row: tuple) -> list[StoredEdge]:
     return [StoredEdge(kind, sf, None if ss < 0 else ss, None if df < 0 else df,
                        None if ds < 0 else ds, ln, name, res)
             for kind, sf, ss, df, ds, ln, name, res in zip(
-                kinds, _unpacked(src_file), _unpacked(src_symbol), _unpacked(dst_file),
-                _unpacked(dst_symbol), _unpacked(line), names, resolution)]
+                kinds, unpacked(src_file), unpacked(src_symbol), unpacked(dst_file),
+                unpacked(dst_symbol), unpacked(line), names, resolution)]
 
 
-def _translated(method):
-    """SQLite's own errors leave the store as clear ones: a damaged file says how to
-    rebuild it, a full disk says that the last complete write is kept."""
-    @functools.wraps(method)
-    def call(self, *args, **kwargs):
-        try:
-            return method(self, *args, **kwargs)
-        except sqlite3.DatabaseError as exc:
-            raise self._failure(exc) from exc
-    return call
-
-
-def _clear_errors(cls):
-    """Opening the store and each of its public methods report SQLite's errors clearly."""
-    for name, method in list(vars(cls).items()):
-        if inspect.isfunction(method) and (name == "__init__" or not name.startswith("_")):
-            setattr(cls, name, _translated(method))
-    return cls
-
-
-@_clear_errors
+@clear_errors(sqlite3.DatabaseError)
 class SQLiteStore(Store):
     def __init__(self, db_path: str | Path, readonly: bool = False):
         self.db_path = str(db_path)
@@ -193,7 +153,9 @@ class SQLiteStore(Store):
             if version != SCHEMA_VERSION:
                 self._create(conn)
 
-    def _failure(self, exc: sqlite3.DatabaseError) -> FourfoldError:
+    def _failure(self, exc: sqlite3.DatabaseError, method: str = "") -> FourfoldError:
+        """SQLite's error as a clear one, whichever `method` met it: a damaged file says how
+        to rebuild it, a full disk says that the last complete write is kept."""
         message = str(exc)
         if isinstance(exc, sqlite3.OperationalError) and ("disk is full" in message
                                                            or "disk I/O error" in message):
@@ -453,12 +415,12 @@ class SQLiteStore(Store):
         return symbols, spans, refs[0][0] if refs else "[]"
 
     def files(self, repo_id: int | None = None) -> list[StoredFile]:
-        sql = f"SELECT {_FILE_COLS} FROM files f"
+        sql = f"SELECT {FILE_COLS} FROM files f"
         rows = self._query(sql + " WHERE f.repo_id=?", (repo_id,)) if repo_id else self._query(sql)
         return [StoredFile(*row) for row in rows]
 
     def file_by_path(self, path: str, repo_id: int | None = None) -> StoredFile | None:
-        sql = f"SELECT {_FILE_COLS} FROM files f WHERE f.path=?"
+        sql = f"SELECT {FILE_COLS} FROM files f WHERE f.path=?"
         rows = (self._query(sql + " AND f.repo_id=?", (path, repo_id)) if repo_id
                 else self._query(sql, (path,)))
         return StoredFile(*rows[0]) if rows else None
@@ -471,13 +433,13 @@ class SQLiteStore(Store):
     def trigram_candidates(self, required: RequiredText | None, repo_id: int | None = None
                            ) -> list[tuple[StoredFile, str]]:
         if required is None:
-            sql = f"SELECT {_FILE_COLS}, f.hash FROM files f"
+            sql = f"SELECT {FILE_COLS}, f.hash FROM files f"
             params: tuple = ()
             if repo_id:
                 sql += " WHERE f.repo_id=?"
                 params = (repo_id,)
         else:
-            sql = (f"SELECT {_FILE_COLS}, f.hash FROM content_trigrams t "
+            sql = (f"SELECT {FILE_COLS}, f.hash FROM content_trigrams t "
                    "JOIN files f ON f.id=t.rowid WHERE content_trigrams MATCH ?")
             params = (trigram_match(required),)
             if repo_id:
@@ -503,13 +465,13 @@ class SQLiteStore(Store):
         # Column weights: a query word in the path or symbol name says more than one in a body.
         w = ", ".join(str(x) for x in BM25_COLUMN_WEIGHTS)
         if repo_id:
-            sql = (f"SELECT {_CHUNK_COLS}, -bm25(chunk_tokens, {w}) AS score "
+            sql = (f"SELECT {CHUNK_COLS}, -bm25(chunk_tokens, {w}) AS score "
                    "FROM chunk_tokens JOIN chunks c ON c.id=chunk_tokens.rowid "
                    "JOIN files f ON f.id=c.file_id WHERE chunk_tokens MATCH ? "
                    f"AND +f.repo_id=? ORDER BY bm25(chunk_tokens, {w}) LIMIT ?")
             params: tuple = (match, repo_id, limit)
         else:  # rank inside the full-text index first, join only the winners
-            sql = (f"SELECT {_CHUNK_COLS}, -t.score FROM (SELECT rowid, "
+            sql = (f"SELECT {CHUNK_COLS}, -t.score FROM (SELECT rowid, "
                    f"bm25(chunk_tokens, {w}) AS score FROM chunk_tokens WHERE chunk_tokens "
                    "MATCH ? ORDER BY score LIMIT ?) t JOIN chunks c ON c.id=t.rowid "
                    "JOIN files f ON f.id=c.file_id ORDER BY t.score")
@@ -526,19 +488,19 @@ class SQLiteStore(Store):
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
             out += [StoredChunk(*row) for row in self._query(
-                f"SELECT {_CHUNK_COLS} FROM chunks c JOIN files f ON f.id=c.file_id "
+                f"SELECT {CHUNK_COLS} FROM chunks c JOIN files f ON f.id=c.file_id "
                 f"WHERE c.id IN ({_placeholders(len(part))})", part)]
         return out
 
     def chunks_of_file(self, file_id: int) -> list[StoredChunk]:
         return [StoredChunk(*row) for row in self._query(
-            f"SELECT {_CHUNK_COLS} FROM chunks c JOIN files f ON f.id=c.file_id "
+            f"SELECT {CHUNK_COLS} FROM chunks c JOIN files f ON f.id=c.file_id "
             "WHERE c.file_id=? ORDER BY c.start_line", (file_id,))]
 
     # -- symbols --------------------------------------------------------------------------
     def _symbols_where(self, where: str, params: list, repo_id: int | None, limit: int | None = None
                        ) -> list[StoredSymbol]:
-        sql = f"SELECT {_SYMBOL_COLS} FROM symbols s JOIN files f ON f.id=s.file_id WHERE {where}"
+        sql = f"SELECT {SYMBOL_COLS} FROM symbols s JOIN files f ON f.id=s.file_id WHERE {where}"
         if repo_id:
             sql += " AND f.repo_id=?"
             params = params + [repo_id]

@@ -1,0 +1,47 @@
+"""What the two SQL stores share: the columns a stored file, symbol and chunk are read from,
+a graph's integer columns packed as int64, and the wrapper that turns a database driver's
+errors into clear ones."""
+from __future__ import annotations
+
+import functools
+import inspect
+from array import array
+from typing import Sequence
+
+FILE_COLS = "f.id, f.repo_id, f.path, f.language, f.flags"
+SYMBOL_COLS = ("s.id, s.file_id, f.path, s.name, s.qualname, s.kind, s.start_line, s.end_line, "
+               "s.signature, s.doc, s.parent, f.flags, f.language")
+CHUNK_COLS = "c.id, c.file_id, f.path, c.start_line, c.end_line, c.symbol, c.kind, f.flags"
+
+
+def packed(values: Sequence[int]) -> bytes:
+    """An integer column as int64 bytes (-1 where an id is none)."""
+    import numpy as np  # only a graph write needs it; importing it costs a CLI start
+
+    return np.asarray(values, dtype=np.int64).tobytes()
+
+
+def unpacked(blob: bytes) -> array:
+    values = array("q")
+    values.frombytes(blob)
+    return values
+
+
+def clear_errors(driver_error: type[Exception]):
+    """A class decorator: opening the store and each of its public methods turn the
+    driver's errors into the store's own, `store._failure(error, method_name)`."""
+    def translated(method):
+        @functools.wraps(method)
+        def call(self, *args, **kwargs):
+            try:
+                return method(self, *args, **kwargs)
+            except driver_error as exc:
+                raise self._failure(exc, method.__name__) from exc
+        return call
+
+    def decorate(cls):
+        for name, method in list(vars(cls).items()):
+            if inspect.isfunction(method) and (name == "__init__" or not name.startswith("_")):
+                setattr(cls, name, translated(method))
+        return cls
+    return decorate
