@@ -91,6 +91,7 @@ class Fourfold:
         self.store_url = store_url
         self.repository_name = repository or (self.root.name if self.root else None)
         self._named = repository is not None
+        self._served_id: int | None = None  # repo_id(), once found
         self.embedder_name = embedder
         self.notes: list[str] = []  # what opening the index had to do, for the user to read
         if store_url is not None:
@@ -220,11 +221,15 @@ class Fourfold:
 
     def repo_id(self) -> int | None:
         """The indexed repository this object serves: the one named (always so on a
-        server), else the one of root (None: not indexed yet)."""
+        server), else the one of root (None: not indexed yet). Every query asks it, and once
+        indexed a repository keeps its id: it is looked up until found, then remembered."""
+        if self._served_id is not None:
+            return self._served_id
         by_name = self.store_url is not None or self._named
         for repo in self.store.repos(counts=False):
             if repo.indexed_at and (repo.name == self.repository_name if by_name
                                     else Path(repo.root) == self.root):
+                self._served_id = repo.repo_id
                 return repo.repo_id
         return None
 
@@ -344,6 +349,7 @@ class Fourfold:
                                   if k in ("root", "store_url", "embedder_name", "index_dir",
                                            "store", "max_file_bytes")})
             view.notes, view.repository_name, view._named = [], name, True
+            view._served_id = None
             view.snapshots = Snapshots(view.store, lambda: view._in(None))
             views[name] = view
         return view

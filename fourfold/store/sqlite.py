@@ -339,14 +339,16 @@ class SQLiteStore(Store):
         conn = self._conn()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
+            gone = 0
             for path in deleted + [r.path for r in records]:
                 row = conn.execute("SELECT id FROM files WHERE repo_id=? AND path=?",
                                    (repo_id, path)).fetchone()
                 if row:
                     self._delete_file(conn, row[0])
-                    # codes searched from memory are read again: some are gone
-                    conn.execute("UPDATE code_means SET version=version + 1 WHERE repo_id=?",
-                                 (repo_id,))
+                    gone += 1
+            if gone:  # codes searched from memory are read again: some are gone
+                conn.execute("UPDATE code_means SET version=version + 1 WHERE repo_id=?",
+                             (repo_id,))
             for path, stamp in touched:
                 conn.execute("UPDATE files SET size=?, mtime_ns=?, ctime_ns=?, inode=? "
                              "WHERE repo_id=? AND path=?", (*stamp, repo_id, path))
