@@ -5,10 +5,11 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
+
+from tests.servers import free_port
 
 
 class ClusterError(Exception):
@@ -32,18 +33,12 @@ def _bindir() -> Path:
     return Path(versions[-1]).parent
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 class Cluster:
     def __init__(self) -> None:
         self.bindir = _bindir()
         self.folder = Path(tempfile.mkdtemp(prefix="fourfold-pg-"))
         self.data = self.folder / "data"
-        self.port = _free_port()
+        self.port = free_port()
         # PostgreSQL refuses to run as root: root runs it as the postgres user
         self.as_root = os.geteuid() == 0
         if self.as_root:

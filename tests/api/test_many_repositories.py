@@ -11,6 +11,7 @@ from fourfold.errors import NotIndexedError, QueryError
 from fourfold.interfaces.cli import main
 
 from ..conftest import write_tree
+from ..servers import free_port
 
 REPOSITORIES = {
     "acme/billing": {
@@ -184,18 +185,10 @@ def test_a_second_branch_parses_only_the_files_that_differ(where, request, tmp_p
 
 
 def test_a_server_that_is_down_is_one_clear_line_and_exit_code_2(capsys, tmp_path):
-    url = f"postgresql://fourfold:secret@127.0.0.1:{_closed_port()}/fourfold"
+    url = f"postgresql://fourfold:secret@127.0.0.1:{free_port()}/fourfold"
     assert main(["search", "anything", "--store", url, "--repository", "acme/api"]) == 2
     assert main(["index", str(write_tree(tmp_path / "r", {"a.py": "x = 1\n"})), "--store",
                  url]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 2 and "Traceback" not in err and "secret" not in err
     assert err.startswith("fourfold: cannot connect to the PostgreSQL store at 127.0.0.1:")
-
-
-def _closed_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]

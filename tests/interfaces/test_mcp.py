@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -24,8 +23,8 @@ from fourfold.interfaces.mcp.paging import decode_cursor, encode_cursor  # noqa:
 from fourfold.interfaces.mcp.server import build_server  # noqa: E402
 from fourfold.interfaces.mcp.tools import FourfoldService  # noqa: E402
 from tests.conftest import write_tree  # noqa: E402
+from tests.servers import PROJECT_ROOT, free_port, mcp_http_server, server_env  # noqa: E402
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]  # the checkout: fourfold/ and tests/
 
 TOOLS = {"intelligent_search", "semantic_search", "text_pattern_search", "structural_search",
          "find_symbol", "dependency_search", "analyze_dependencies", "get_file",
@@ -331,42 +330,19 @@ def test_stdio_subprocess(repo, service):
 
 
 # -- HTTP ---------------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_http_requires_token(repo, service):
     import httpx2
     from mcp.client.streamable_http import streamable_http_client
 
-    env = {k: v for k, v in os.environ.items() if k != "FOURFOLD_TOKEN"}
-    env["PYTHONPATH"] = str(PROJECT_ROOT)
     # Any address other than loopback needs a token: refused at start.
     refused = subprocess.run(
         [sys.executable, "-m", "fourfold.interfaces.mcp", str(repo), "--http",
-         "--host", "0.0.0.0", "--port", str(_free_port()), "--no-watch"],
-        env=env, capture_output=True, text=True, timeout=30)
+         "--host", "0.0.0.0", "--port", str(free_port()), "--no-watch"],
+        env=server_env(), capture_output=True, text=True, timeout=30)
     assert refused.returncode == 2 and "token" in refused.stderr
 
-    port = _free_port()
     token = "s3cret-token"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fourfold.interfaces.mcp", str(repo), "--http",
-         "--port", str(port), "--no-watch"],
-        env={**env, "FOURFOLD_TOKEN": token}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}/mcp"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                assert proc.poll() is None, proc.stderr.read().decode()
-                assert time.monotonic() < deadline, "server did not start"
-                time.sleep(0.1)
+    with mcp_http_server([str(repo)], server_env(FOURFOLD_TOKEN=token)) as (url, _):
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
         headers = {"Accept": "application/json, text/event-stream",
                    "Content-Type": "application/json"}
@@ -387,12 +363,6 @@ def test_http_requires_token(repo, service):
                         r = await call(client, "text_pattern_search", {"pattern": "parse_config"})
                         assert r["total"] == 3
         run(go)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 # -- path safety --------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import anyio
 import pytest
@@ -20,7 +19,8 @@ from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from fourfold import Fourfold  # noqa: E402
-from tests.interfaces.test_mcp import PROJECT_ROOT, _free_port, call, run  # noqa: E402
+from tests.interfaces.test_mcp import call, run  # noqa: E402
+from tests.servers import PROJECT_ROOT, mcp_http_server, server_env  # noqa: E402
 
 # initializes, says so, then keeps many large answers in flight until it is killed
 FLOODING_CLIENT = textwrap.dedent('''\
@@ -42,37 +42,15 @@ FLOODING_CLIENT = textwrap.dedent('''\
 ''')
 
 
-def _wait_for_port(proc: subprocess.Popen, port: int, stderr: Path) -> None:
-    import socket
-
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            assert proc.poll() is None, stderr.read_text()
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.1)
-
-
 def test_killed_client_leaves_no_traceback(tmp_path):
     root = tmp_path / "repo"
     root.mkdir()
     (root / "big.txt").write_text("".join(f"line {i} {'x' * 60}\n" for i in range(5000)))
     (root / "app.py").write_text("def handler():\n    return 'MARKER'\n")
     Fourfold(root).index(embed=False)
-    env = {k: v for k, v in os.environ.items() if k != "FOURFOLD_TOKEN"}
-    env["PYTHONPATH"] = str(PROJECT_ROOT)
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
+    env = server_env()
     stderr = tmp_path / "server.stderr"
-    with stderr.open("w") as log:
-        server = subprocess.Popen([sys.executable, "-m", "fourfold.interfaces.mcp", str(root),
-                                   "--http", "--port", str(port), "--no-watch"],
-                                  env=env, stdout=subprocess.DEVNULL, stderr=log)
-    try:
-        _wait_for_port(server, port, stderr)
+    with stderr.open("w") as log, mcp_http_server([str(root)], env, log) as (url, server):
         # killed right after initialize, and with answers being sent or requests being read
         for delay in (0.0, 0.2, 0.5):
             client = subprocess.Popen([sys.executable, "-c", FLOODING_CLIENT, url], env=env,
@@ -91,7 +69,6 @@ def test_killed_client_leaves_no_traceback(tmp_path):
         run(still_answers)
         time.sleep(0.5)  # what the dropped connections left to log
         assert server.poll() is None, stderr.read_text()
-    finally:
         server.send_signal(signal.SIGINT)
         try:
             server.wait(timeout=15)

@@ -2,13 +2,6 @@
 tool, and a revoked one is refused from the next request on."""
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-from contextlib import contextmanager
-
 import anyio
 import httpx2
 import pytest
@@ -17,7 +10,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from fourfold.interfaces.cli import main
 from tests.conftest import write_tree
-from tests.interfaces.test_mcp import PROJECT_ROOT, _free_port, call, call_error, run
+from tests.interfaces.test_mcp import call, call_error, run
+from tests.servers import mcp_http_server
 
 ONE = {"one.py": "def alpha_handler():\n    return 'ALPHA_SECRET'\n"}
 TWO = {"two.py": "def beta_handler():\n    return 'BETA_SECRET'\n"}
@@ -49,33 +43,6 @@ def token(capsys, where, name, *granted) -> str:
     return capsys.readouterr().out.strip()
 
 
-@contextmanager
-def http_server(serve_args):
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k != "FOURFOLD_TOKEN"}
-    env["PYTHONPATH"] = str(PROJECT_ROOT)
-    proc = subprocess.Popen([sys.executable, "-m", "fourfold.interfaces.mcp", *serve_args,
-                             "--http", "--port", str(port), "--no-watch"],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                assert proc.poll() is None, proc.stderr.read().decode()
-                assert time.monotonic() < deadline, "server did not start"
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
 def as_client(url: str, secret: str):
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"})
     return http, Client(streamable_http_client(url, http_client=http))
@@ -95,7 +62,7 @@ def test_a_token_sees_only_its_repositories(two_repositories, capsys):
     only_two = token(capsys, where, "reader-two", "acme/two")
     everything = token(capsys, where, "reader-all")
     assert only_two.startswith("fft_") and only_two != everything
-    with http_server(serve) as url:
+    with mcp_http_server(serve) as (url, _):
         assert status(url, None) == 401  # tokens exist: none may come in without one
         assert status(url, "fft_guessed") == 401
 

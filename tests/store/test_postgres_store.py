@@ -18,7 +18,7 @@ from fourfold.store.base import FileRecord, FileStamp
 from fourfold.store.postgres import SCHEMA_VERSION, PostgresStore, index_terms
 from fourfold.store.sqlite import SQLiteStore
 from fourfold.tokens import token_text
-from tests.postgres import _free_port
+from tests.servers import free_port
 from tests.store.records import CORPUS, alpha_record, corpus_records, readme_record
 
 
@@ -289,7 +289,7 @@ def test_deleted_files_take_their_terms_and_statistics_with_them(store, postgres
 
 # -- failures --------------------------------------------------------------------------------
 def test_a_server_that_is_down_is_named_without_the_password():
-    port = _free_port()
+    port = free_port()
     with pytest.raises(FourfoldError) as down:
         PostgresStore(f"postgresql://fourfold:secret@127.0.0.1:{port}/teamindex")
     message = str(down.value)
