@@ -54,12 +54,12 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from importlib import resources
 
 import tree_sitter
 
 from ..model import REEXPORT, Reference, Symbol
 from .grammars import get_language
+from .structure import read_query
 
 _KINDS = ("call", "import", "inherit", "ref", "bind")
 
@@ -78,8 +78,8 @@ _STRIP_KW = re.compile(
 
 def query_text(language: str) -> str | None:
     try:
-        return resources.files(__package__).joinpath("queries", f"{language}.refs.scm").read_text()
-    except (FileNotFoundError, OSError):
+        return read_query(f"{language}.refs.scm")
+    except OSError:
         return None
 
 

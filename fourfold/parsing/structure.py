@@ -38,6 +38,7 @@ from ..model import Chunk, Symbol
 from .grammars import get_language
 
 QUERY_DIR = Path(__file__).with_name("queries")
+INHERITS = "; inherits: "
 
 MAX_CHUNK_CHARS = 8192  # text stored per chunk
 MAX_SIGNATURE = 300
@@ -97,8 +98,19 @@ _GENERIC = re.compile(r"[<\[(].*$", re.S)
 # ----------------------------------------------------------------------------- queries
 
 
+def read_query(name: str) -> str:
+    """A query file's text. A first line `; inherits: LANGUAGE` puts that language's query
+    of the same kind first (TSX: TypeScript's patterns, then the JSX ones)."""
+    text = (QUERY_DIR / name).read_text(encoding="utf-8")
+    first, _, rest = text.partition("\n")
+    if first.startswith(INHERITS):
+        base = first.removeprefix(INHERITS).strip()
+        return read_query(f"{base}.{name.split('.', 1)[1]}") + "\n" + rest
+    return text
+
+
 def query_text(language: str) -> str:
-    return (QUERY_DIR / f"{language}.scm").read_text(encoding="utf-8")
+    return read_query(f"{language}.scm")
 
 
 @cache

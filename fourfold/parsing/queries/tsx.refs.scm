@@ -1,40 +1,4 @@
-; imports
-(import_statement (import_clause (named_imports (import_specifier name: (_) @reference.import !alias))) source: (string (string_fragment) @module))
-(import_statement (import_clause (named_imports (import_specifier name: (_) @reference.import alias: (_) @alias))) source: (string (string_fragment) @module))
-(import_statement (import_clause (identifier) @reference.import.default) source: (string (string_fragment) @module))
-(import_statement (import_clause (namespace_import (identifier) @reference.import.namespace)) source: (string (string_fragment) @module))
-(import_statement source: (string (string_fragment) @reference.import))
-(export_statement source: (string (string_fragment) @reference.import))
-(export_statement "*" source: (string (string_fragment) @module)) @reference.import.star
-(export_statement (export_clause (export_specifier name: (_) @reference.import)) source: (string (string_fragment) @module))
-(call_expression function: (identifier) @_r (#eq? @_r "require") arguments: (arguments . (string (string_fragment) @reference.import)))
-(call_expression function: (import) arguments: (arguments . (string (string_fragment) @reference.import)))
-(import_require_clause source: (string (string_fragment) @reference.import))
-
-(variable_declarator name: (identifier) @alias value: (call_expression function: (identifier) @_r (#eq? @_r "require") arguments: (arguments . (string (string_fragment) @reference.import))))
-
-; calls
+; inherits: typescript
+; JSX: a component written <Name ...> is a call of Name.
 (jsx_opening_element name: [(identifier) (member_expression)] @reference.call (#match? @reference.call "^[A-Z]"))
 (jsx_self_closing_element name: [(identifier) (member_expression)] @reference.call (#match? @reference.call "^[A-Z]"))
-(call_expression function: [(identifier) (member_expression)] @reference.call (#not-eq? @reference.call "require"))
-(new_expression constructor: [(identifier) (member_expression)] @reference.call)
-
-; inheritance
-(extends_clause value: [(identifier) (member_expression)] @reference.inherit)
-(implements_clause [(type_identifier) (nested_type_identifier) (generic_type)] @reference.inherit)
-(extends_type_clause type: [(type_identifier) (nested_type_identifier) (generic_type)] @reference.inherit)
-
-; type uses
-(type_annotation (type_identifier) @reference.ref)
-(type_annotation (generic_type name: (type_identifier) @reference.ref))
-(type_arguments (type_identifier) @reference.ref)
-
-; what the code says of the types of names: parameters, fields, variables, constructors, results
-(required_parameter pattern: (identifier) @reference.bind type: (type_annotation [(type_identifier) (nested_type_identifier) (generic_type)] @bind.type))
-(optional_parameter pattern: (identifier) @reference.bind type: (type_annotation [(type_identifier) (nested_type_identifier) (generic_type)] @bind.type))
-(public_field_definition name: (property_identifier) @reference.bind type: (type_annotation [(type_identifier) (nested_type_identifier) (generic_type)] @bind.type))
-(variable_declarator name: (identifier) @reference.bind type: (type_annotation [(type_identifier) (nested_type_identifier) (generic_type)] @bind.type))
-(variable_declarator name: (identifier) @reference.bind value: (new_expression constructor: [(identifier) (member_expression)] @bind.call))
-(assignment_expression left: (member_expression object: (this)) @reference.bind right: (new_expression constructor: [(identifier) (member_expression)] @bind.call))
-(method_definition name: (property_identifier) @reference.bind.return return_type: (type_annotation [(type_identifier) (nested_type_identifier) (generic_type)] @bind.type))
-(function_declaration name: (identifier) @reference.bind.return return_type: (type_annotation [(type_identifier) (nested_type_identifier) (generic_type)] @bind.type))
