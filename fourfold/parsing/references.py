@@ -157,6 +157,21 @@ def _unquote(text: str) -> str:
     return t
 
 
+def _top_level(text: str, separator: str, opening: str = "[", closing: str = "]") -> list[str]:
+    """`text` split at `separator` outside brackets, each part stripped."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == opening:
+            depth += 1
+        elif ch == closing:
+            depth -= 1
+        elif ch == separator and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return parts
+
+
 def _expand_braces(s: str) -> list[str]:
     i = s.find("{")
     if i < 0:
@@ -172,19 +187,8 @@ def _expand_braces(s: str) -> list[str]:
     else:
         return [s.replace("{", "").replace("}", "")]
     prefix, inner, suffix = s[:i], s[i + 1:j], s[j + 1:]
-    parts, depth, start = [], 0, 0
-    for k, ch in enumerate(inner):
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(inner[start:k])
-            start = k + 1
-    parts.append(inner[start:])
     out: list[str] = []
-    for p in parts:
-        p = p.strip()
+    for p in _top_level(inner, ",", "{", "}"):
         if p:
             out.extend(_expand_braces(prefix + p + suffix))
     return out
@@ -255,21 +259,6 @@ _TYPE_WRAPPERS = frozenset({"Optional", "Union", "Type", "type", "Annotated", "C
                             "Final", "Required", "NotRequired", "ReadOnly"})
 _NO_CLASS = frozenset({"Any", "object", "None", "", "var", "any", "unknown"})
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
-
-
-def _top_level(text: str, separator: str) -> list[str]:
-    """`text` split at `separator` outside brackets."""
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        elif ch == separator and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    parts.append(text[start:].strip())
-    return parts
 
 
 def _annotated_class(text: str, depth: int = 0) -> str:
