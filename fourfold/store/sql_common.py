@@ -8,6 +8,8 @@ import inspect
 from array import array
 from typing import Sequence
 
+from ..errors import QueryError
+
 FILE_COLS = "f.id, f.repo_id, f.path, f.language, f.flags"
 SYMBOL_COLS = ("s.id, s.file_id, f.path, s.name, s.qualname, s.kind, s.start_line, s.end_line, "
                "s.signature, s.doc, s.parent, f.flags, f.language")
@@ -29,7 +31,8 @@ def unpacked(blob: bytes) -> array:
 
 def clear_errors(driver_error: type[Exception]):
     """A class decorator: opening the store and each of its public methods turn the
-    driver's errors into the store's own, `store._failure(error, method_name)`."""
+    driver's errors into the store's own, `store._failure(error, method_name)`; text that is
+    no UTF-8 (a name in another encoding, read from a command line) is refused clearly."""
     def translated(method):
         @functools.wraps(method)
         def call(self, *args, **kwargs):
@@ -37,6 +40,10 @@ def clear_errors(driver_error: type[Exception]):
                 return method(self, *args, **kwargs)
             except driver_error as exc:
                 raise self._failure(exc, method.__name__) from exc
+            except UnicodeEncodeError:
+                raise QueryError("a name or text that is not valid UTF-8 (a file name in "
+                                 "another encoding?) matches nothing: the index keeps names "
+                                 "and text as UTF-8") from None
         return call
 
     def decorate(cls):

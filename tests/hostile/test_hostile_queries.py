@@ -50,6 +50,18 @@ def test_query_over_the_limit_is_refused_at_once(handlers, capsys):
     assert "query too long: 102,400 characters" in err and "Traceback" not in err
 
 
+def test_names_and_patterns_that_are_not_utf8_are_one_clear_line(handlers, capsys, monkeypatch):
+    """A command line in another encoding reaches Python as surrogates, which no database
+    can take: every command says so in one line, exit code 2."""
+    monkeypatch.chdir(handlers)
+    for argv in (["outline", "caf\udce9.py", "."], ["grep", "caf\udce9", "."],
+                 ["def", "caf\udce9_handler", "."]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "not valid UTF-8" in err and "Traceback" not in err
+    assert main(["files", ".", "--glob", "caf\udce9*"]) == 1  # matched in Python: no file
+
+
 # Each just under the limit; each took seconds to minutes or gigabytes before: prefixes of a
 # long word, a backtracking identifier pattern, a cubic definition pattern, a name matched
 # against thousands of symbols, more terms than SQLite nests.

@@ -7,6 +7,7 @@ import pytest
 from mcp import Client
 
 from fourfold import Fourfold
+from fourfold.errors import FourfoldError
 from fourfold.interfaces.mcp.server import build_server
 from fourfold.interfaces.mcp.tools import FourfoldService
 from tests.conftest import write_tree
@@ -18,15 +19,20 @@ AUTH = {"session.py": "def refresh_session_token(session):\n    return issue_tok
 
 
 @pytest.fixture
-def server(postgres_url, tmp_path):
+def service(postgres_url, tmp_path):
     for name, files in (("acme/billing", BILLING), ("acme/auth", AUTH)):
         ff = Fourfold(write_tree(tmp_path / name.split("/")[1], files), store_url=postgres_url,
                       repository=name)
         ff.index(embed=False)
         ff.close()
-    service = FourfoldService(store_url=postgres_url).start()
-    yield build_server(service)
-    service.close()
+    served = FourfoldService(store_url=postgres_url).start()
+    yield served
+    served.close()
+
+
+@pytest.fixture
+def server(service):
+    return build_server(service)
 
 
 def test_tools_over_a_store_of_several_repositories(server):
@@ -51,3 +57,18 @@ def test_tools_over_a_store_of_several_repositories(server):
                 "acme/auth", "acme/billing"]
             assert "does not read files" in await call_error(client, "reindex", {})
     run(go)
+
+
+def test_file_paths_on_a_server_stay_inside_the_repository(service, tmp_path):
+    """The server reads files from the index, not a disk: a stored path answers, anything
+    that would leave the repository is refused, a symlink on the server's disk included."""
+    shown = service.get_file("invoice.py", repository="acme/billing")
+    assert "class InvoiceRenderer:" in shown["text"]
+    root = tmp_path / "billing"  # where acme/billing was indexed from
+    (root / "out").symlink_to(tmp_path)
+    for bad in ("../auth/session.py", "/etc/passwd", str(tmp_path / "auth" / "session.py"),
+                "out/auth/session.py", "caf\udce9.py", "%2e%2e/auth/session.py", ""):
+        with pytest.raises(FourfoldError):
+            service.get_file(bad, repository="acme/billing")
+    assert service.get_file(str(root / "invoice.py"), repository="acme/billing")["text"] \
+        == shown["text"]

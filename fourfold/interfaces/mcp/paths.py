@@ -49,9 +49,10 @@ def check_path(raw: str) -> str:
     return path
 
 
-def inside_root(raw: str, root: Path, index_dir: Path) -> str:
+def inside_root(raw: str, root: Path, index_dir: Path | None) -> str:
     """An agent's path (relative to `root`, or absolute inside it) as stored in the index:
-    relative, with forward slashes."""
+    relative, with forward slashes. `index_dir`: the embedded index's folder (None: the
+    index is on a server)."""
     path = check_path(raw)
     if path.startswith("~"):
         raise PathRefused(f"{raw!r} is outside the indexed repository {root}")
@@ -71,7 +72,7 @@ def inside_root(raw: str, root: Path, index_dir: Path) -> str:
     except ValueError:
         raise PathRefused(f"{raw!r} resolves outside the indexed repository (a symlink "
                           "pointing out of the root); refused") from None
-    if real == index_dir or index_dir in real.parents:
+    if index_dir is not None and (real == index_dir or index_dir in real.parents):
         raise PathRefused(f"{raw!r} is inside the index folder, not the source")
     rel_text = "/".join(p for p in rel.as_posix().split("/") if p not in ("", "."))
     if not rel_text:
