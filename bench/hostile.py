@@ -998,7 +998,7 @@ def mcp_bad_cursor(t: Path) -> Outcome:
 
 
 RESOLVE_TOKEN = r"""
-from fourfold.interfaces.mcp.http import resolve_token
+from fourfold.interfaces.http import resolve_token
 from fourfold.errors import FourfoldError
 try:
     resolve_token("0.0.0.0", None)

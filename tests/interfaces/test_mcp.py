@@ -614,10 +614,12 @@ def test_bounds_left_out_of_the_schema_are_still_enforced(server):
     run(go)
 
 
-@pytest.mark.parametrize("sources", ["interfaces/mcp/*.py", "interfaces/cli.py"])
+@pytest.mark.parametrize("sources", ["interfaces/*.py", "interfaces/mcp/*.py",
+                                     "interfaces/web/*.py"])
 def test_interfaces_use_only_the_api(sources):
-    """The MCP package and the CLI import only fourfold.api and fourfold.errors, and never
-    reach past the API into its store or retrievers."""
+    """The interfaces (CLI, MCP server, web page and the server they share) import only
+    fourfold.api, fourfold.errors and each other, and never reach past the API into its
+    store or retrievers."""
     allowed = {"fourfold.api", "fourfold.errors"}
     for source in sorted((PROJECT_ROOT / "fourfold").glob(sources)):
         package = ["fourfold", *source.relative_to(PROJECT_ROOT / "fourfold").parent.parts]
@@ -629,7 +631,7 @@ def test_interfaces_use_only_the_api(sources):
                 if module == "fourfold":
                     assert {a.name for a in node.names} == {"__version__"}, source.name
                 elif module.startswith("fourfold") and not module.startswith(
-                        "fourfold.interfaces.mcp"):
+                        "fourfold.interfaces"):
                     assert module in allowed, f"{source.name} imports {module}"
             elif isinstance(node, ast.Import):
                 for alias in node.names:

@@ -21,7 +21,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import PrivateAttr, ValidationError
 
 from ...errors import FourfoldError
-from .caller import current_grant, grant_of_request
+from ..caller import current_grant, grant_of_request
 from .paging import to_json
 from .params import declared
 

@@ -107,7 +107,7 @@ def _serve(args, http: bool = False) -> int:
         return 2
     try:
         if http:
-            from .http import resolve_token, run_http
+            from ..http import resolve_token, run_http
 
             token = resolve_token(args.host, args.token, service.ff)
             run_http(build_server(service), service, args.host, args.port, token)

@@ -16,11 +16,11 @@ from ...api import SearchOptions
 from ...errors import QueryError
 from .paging import (DEFAULT_MAX_TOKENS, MAX_PAGE, approx_tokens, clamp_budget, cut,
                      decode_cursor, encode_cursor, fill, page, query_key, settle, to_json)
-from .caller import current_grant
+from ..caller import current_grant
 from .params import (Cursor, FilePath, Intent, Kind, Language, Limit, MaxTokens, Modalities,
                      PathGlob, PerFile, Preset, Repository, Snippet, Weights, tool)
 from .paths import check_glob, check_path, inside_root
-from .service import Service
+from ..service import Service
 
 SEARCH_DEPTH = 100        # ranked results computed once per query, then paged
 GREP_CAP = 50_000         # matching lines kept per pattern
@@ -47,36 +47,10 @@ class FourfoldService(Service):
         limit, tokens = clamp_budget(limit, max_tokens, default_limit, max_limit)
         return key, offset, limit, tokens
 
-    def _repo(self, repository: str | None) -> int | None:
-        """The id of the repository a tool answers from (QueryError for an unknown one or
-        one the caller's token is not granted). None: the served repository; on a server
-        holding several, the agent must name one (only the search tools ask several)."""
-        repo_id = self.ff.repository(repository)
-        if repo_id is None and self.serves_many:
-            names = self._visible()
-            if len(names) != 1:
-                raise QueryError(f"this server holds {len(names)} repositories you may see; "
-                                 f"name one in `repository`: {', '.join(names) or 'none'}")
-            repo_id = self.ff.repository(names[0])
-        elif repo_id is None:
-            repo_id = self.ff.repo_id()
-        grant = current_grant.get()
-        if grant is not None and repo_id is not None:
-            name = self.ff.repository_name_of(repo_id)
-            if not grant.sees(name):
-                raise QueryError(f"repository {name!r} is not granted to this token; it may "
-                                 f"see: {', '.join(self._visible()) or 'nothing'}")
-        return repo_id
-
-    def _visible(self) -> list[str]:
-        """The indexed repositories the caller may see."""
-        grant = current_grant.get()
-        return [n for n in self.ff.repository_names() if grant is None or grant.sees(n)]
-
     def _safe_path(self, raw: str, repository: str | None) -> tuple[int, str]:
         """(repository id, stored path) of an agent's path, refused if outside the root."""
         check_path(raw)  # refuse a bad path before looking up its repository
-        repo_id, root = self.ff.repository_root(self._repo(repository))
+        repo_id, root = self.ff.repository_root(self.answering_repository(repository))
         return repo_id, inside_root(raw, root, self.ff.index_dir)
 
     def _snippet(self, path: str, start: int, end: int, n: int, repo_id: int | None,
@@ -99,9 +73,9 @@ class FourfoldService(Service):
                 "intent": intent, "language": language, "path_glob": path_glob,
                 "repository": repository, "snippet_lines": snippet_lines, "per_file": per_file}
         key, offset, limit, tokens = self._begin(tool_name, args, cursor, limit, max_tokens, 10)
-        several = repository is None and self.serves_many and len(self._visible()) > 1
-        repo_id = None if several else self._repo(repository)
-        visible = self._visible() if several else None
+        several = repository is None and self.serves_many and len(self.visible_repositories()) > 1
+        repo_id = None if several else self.answering_repository(repository)
+        visible = self.visible_repositories() if several else None
 
         def compute() -> list:
             options = SearchOptions(
@@ -188,7 +162,7 @@ class FourfoldService(Service):
             raise QueryError("context_lines must be between 0 and 10")
         key, offset, limit, tokens = self._begin("text_pattern_search", args, cursor, limit,
                                                  max_tokens, 50)
-        repo_id = self._repo(repository)
+        repo_id = self.answering_repository(repository)
 
         def compute() -> list:
             matches = self.ff.grep(pattern, regex=regex, case_sensitive=case_sensitive,
@@ -232,14 +206,14 @@ class FourfoldService(Service):
         path_glob = check_glob(path_glob)
         by_kind = not has_name and not has_path
         if by_kind:
-            repo_id = self._repo(repository)
+            repo_id = self.answering_repository(repository)
             args = {"kind": kind, "path_glob": path_glob, "repository": repository,
                     "mode": "kind"}
         elif path:
             repo_id, rel = self._safe_path(path, repository)
             args = {"path": rel, "kind": kind, "repository": repo_id}
         else:
-            repo_id = self._repo(repository)
+            repo_id = self.answering_repository(repository)
             args = {"name": name, "kind": kind, "path_glob": path_glob, "repository": repository}
         key, offset, limit, tokens = self._begin("structural_search", args, cursor, limit,
                                                  max_tokens, 20)
@@ -279,7 +253,7 @@ class FourfoldService(Service):
         args = {"name": name, "kind": kind, "path_glob": path_glob, "repository": repository}
         key, offset, limit, tokens = self._begin("find_symbol", args, cursor, limit,
                                                  max_tokens, 5)
-        repo_id = self._repo(repository)
+        repo_id = self.answering_repository(repository)
         files: dict = {}
 
         def compute() -> list:
@@ -314,7 +288,7 @@ class FourfoldService(Service):
         args = {"name": name, "relation": relation, "repository": repository}
         key, offset, limit, tokens = self._begin("dependency_search", args, cursor, limit,
                                                  max_tokens, 20)
-        repo_id = self._repo(repository)
+        repo_id = self.answering_repository(repository)
 
         def compute() -> list:
             found = self.ff.related(name, relation, repo_id, limit=GRAPH_CAP)
@@ -336,7 +310,7 @@ class FourfoldService(Service):
         args = {"name": name, "depth": depth, "repository": repository}
         key, offset, limit, tokens = self._begin("analyze_dependencies", args, cursor, limit,
                                                  max_tokens, 30)
-        repo_id = self._repo(repository)
+        repo_id = self.answering_repository(repository)
 
         def compute() -> list:
             found = self.ff.impact(name, depth, limit=GRAPH_CAP, repo_id=repo_id)
@@ -445,12 +419,12 @@ class FourfoldService(Service):
                                                  {"repository": repository}, cursor, limit,
                                                  max_tokens, 15)
         # on a server, naming no repository lists every one the caller sees, without a map
-        overview = repository is None and self.serves_many and len(self._visible()) > 1
-        repo_id = None if overview else self._repo(repository)
+        overview = repository is None and self.serves_many and len(self.visible_repositories()) > 1
+        repo_id = None if overview else self.answering_repository(repository)
         status = self.ff.status()
         modalities = self.ff.modality_status()
         now = time.time()
-        visible = set(self._visible())
+        visible = set(self.visible_repositories())
         repos = [{**r, "age_seconds": round(now - r["indexed_at"], 1) if r["indexed_at"] else None,
                   "modalities": modalities} for r in self.ff.repositories(repo_id)
                  if r["name"] in visible]
@@ -499,7 +473,7 @@ class FourfoldService(Service):
                 "repository": repository, "include_neighbours": include_neighbours}
         key, offset, limit, tokens = self._begin("get_task_context", args, cursor, limit,
                                                  max_tokens, 40)
-        repo_id = self._repo(repository)
+        repo_id = self.answering_repository(repository)
         context = self.rows(key, lambda: [self.ff.task_context(
             task, language, path_glob, repo_id, include_neighbours)])[0]
         total = len(context.spans)
@@ -542,7 +516,7 @@ class FourfoldService(Service):
                 "repository": repository}
         key, offset, limit, tokens = self._begin("list_files", args, cursor, limit,
                                                  max_tokens, 100)
-        repo_id = self._repo(repository)
+        repo_id = self.answering_repository(repository)
         rows = self.rows(key, lambda: self.ff.list_files(
             path_glob, name, (language,) if language else (), repo_id))
 

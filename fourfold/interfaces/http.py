@@ -18,7 +18,7 @@ import sys
 import anyio.to_thread
 from starlette.requests import ClientDisconnect
 
-from ...errors import FourfoldError
+from ..errors import FourfoldError
 from .caller import GRANT_KEY
 
 log = logging.getLogger("fourfold.mcp")

@@ -1,4 +1,4 @@
-"""The index behind the MCP tools, kept fresh while the server runs.
+"""The index behind a server (the MCP tools and the web page), kept fresh while it runs.
 
 A `watchfiles` watcher (debounced) runs an incremental index in a background thread after
 every batch of changes (a branch switch is one big batch); a tool call that arrives while
@@ -14,8 +14,9 @@ import time
 from collections import OrderedDict
 from typing import Callable
 
-from ...api import Fourfold
-from ...errors import FourfoldError, IndexBusyError
+from ..api import Fourfold
+from ..errors import FourfoldError, IndexBusyError, QueryError
+from .caller import current_grant
 
 log = logging.getLogger("fourfold.mcp")
 
@@ -208,6 +209,33 @@ class Service:
         return {"watching": self.watching, "pending_changes": self._dirty or self._reindexing,
                 "embedding": self.embedding, "last_index": self.last_index,
                 "last_error": self.last_error}
+
+    # -- who may see what -----------------------------------------------------------------
+    def answering_repository(self, repository: str | None) -> int | None:
+        """The id of the repository a request answers from (QueryError for an unknown one or
+        one the caller's token is not granted). None: the served repository; on a server
+        holding several, the caller must name one (only searches ask several)."""
+        repo_id = self.ff.repository(repository)
+        if repo_id is None and self.serves_many:
+            names = self.visible_repositories()
+            if len(names) != 1:
+                raise QueryError(f"this server holds {len(names)} repositories you may see; "
+                                 f"name one in `repository`: {', '.join(names) or 'none'}")
+            repo_id = self.ff.repository(names[0])
+        elif repo_id is None:
+            repo_id = self.ff.repo_id()
+        grant = current_grant.get()
+        if grant is not None and repo_id is not None:
+            name = self.ff.repository_name_of(repo_id)
+            if not grant.sees(name):
+                raise QueryError(f"repository {name!r} is not granted to this token; it may "
+                                 f"see: {', '.join(self.visible_repositories()) or 'nothing'}")
+        return repo_id
+
+    def visible_repositories(self) -> list[str]:
+        """The indexed repositories the caller may see."""
+        grant = current_grant.get()
+        return [n for n in self.ff.repository_names() if grant is None or grant.sees(n)]
 
     # -- result cache -----------------------------------------------------------------------
     def clear_cache(self) -> None:
