@@ -43,7 +43,7 @@ __all__ = ["Fourfold", "GREP_TIME_BUDGET", "MODALITIES", "PRESETS", "PROFILES", 
            "SearchResponse", "find_index_root", "parse_weights"]
 
 INDEX_DIR_NAME = ".fourfold"
-RELATIONS = ("callers", "callees", "importers", "subclasses")  # related()'s one step
+RELATIONS = ("callers", "callees", "importers", "imports", "subclasses")  # related()'s step
 ALL_ROWS = 1 << 40  # a page size meaning every row (graph queries page their answers)
 
 
@@ -704,7 +704,8 @@ class Fourfold:
     def related(self, name: str, relation: str = "callers", repo_id: int | None = None,
                 limit: int = 50, offset: int = 0) -> dict:
         """One step in the code graph from a symbol (or, for importers, a file or module):
-        its callers, callees, importers or subclasses, paged, with notes."""
+        its callers, callees, importers, subclasses, or (of a file, by its stored path) the
+        files it imports, paged, with notes."""
         self._require_index(repo_id)
         if relation not in RELATIONS:
             raise QueryError(f"unknown relation {relation!r}; use {', '.join(RELATIONS)}")
@@ -714,6 +715,8 @@ class Fourfold:
                 found["results"] = [r for r in found["results"] if r["kind"] == "inherit"]
         elif relation == "callees":
             found = self.callees(name, limit=ALL_ROWS, repo_id=self._in(repo_id))
+        elif relation == "imports":
+            found = self.graph.imports(name, limit=ALL_ROWS)
         else:
             found = self.importers(name, limit=ALL_ROWS, repo_id=self._in(repo_id))
         rows = found["results"]

@@ -1,10 +1,13 @@
-"""Streamable HTTP: the MCP endpoint at http://HOST:PORT/mcp, behind bearer tokens.
+"""One HTTP server: the MCP endpoint at /mcp and the web page at /, behind one token gate.
 
 A request is let in by the server's own token (FOURFOLD_TOKEN or --token: everything), or
-by an access token of the index (`fourfold token create`: the repositories it grants). On
-loopback, with neither kind set up, requests need no token (the local default); binding any
-other address needs one. On loopback the SDK also checks Host and Origin headers against DNS
-rebinding.
+by an access token of the index (`fourfold token create`: the repositories it grants). An
+agent sends it as `Authorization: Bearer`; a browser signs in once at /login and sends it
+back as a cookie (HttpOnly, SameSite=Strict; the cookie opens the page, never /mcp, so
+another site cannot make a browser call the tools). On loopback, with neither kind set up,
+requests need no token (the local default); binding any other address needs one. On
+loopback the Host header must name the loopback too, against DNS rebinding (the SDK checks
+/mcp's Host and Origin itself).
 
 A client that goes away mid-request (killed, or its connection dropped) is nobody's error:
 the request is dropped without the ASGI traceback uvicorn would otherwise log.
@@ -14,52 +17,104 @@ import json
 import logging
 import os
 import sys
+from urllib.parse import urlencode
 
 import anyio.to_thread
-from starlette.requests import ClientDisconnect
+from starlette.requests import ClientDisconnect, HTTPConnection
 
 from ..errors import FourfoldError
 from .caller import GRANT_KEY
+
+TOKEN_COOKIE = "fourfold_token"
 
 log = logging.getLogger("fourfold.mcp")
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 TOKEN_ENV = "FOURFOLD_TOKEN"
 BEARER = b"bearer "
+MCP_PATH = "/mcp"
+OPEN_PATHS = ("/login", "/static/")  # the sign-in form and its style need no token
 
 
 class TokenGate:
     """ASGI wrapper: lets a request in by the server token or an index access token (its
-    grant then travels in the request's state for the tools), else answers 401."""
+    grant then travels in the request's state for the tools and pages), else answers 401
+    (/mcp) or sends the browser to the sign-in form."""
 
-    def __init__(self, app, server_token: str | None, ff, open_without_token: bool):
+    def __init__(self, app, server_token: str | None, ff, open_without_token: bool,
+                 loopback: bool):
         self.app = app
         self.server_token = server_token.encode() if server_token else None
         self.ff = ff
         self.open_without_token = open_without_token
+        self.loopback = loopback
+
+    def admits(self, secret: str) -> bool:
+        """Whether a token would be let in (the sign-in form asks)."""
+        return self._grant(secret.encode("utf-8", "surrogateescape")) is not False
+
+    def _grant(self, secret: bytes):
+        """None: the server's own token (everything); a Grant; False: refused."""
+        if self.server_token and hmac.compare_digest(secret, self.server_token):
+            return None
+        # looked up on every request: a revoked token is refused from the next one on
+        grant = self.ff.grant(secret.decode("latin-1"))
+        return grant if grant is not None else False
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        path = scope["path"]
+        page = not (path == MCP_PATH or path.startswith(MCP_PATH + "/"))
+        if page and self.loopback and not _names_loopback(scope):
+            return await _plain(send, 403, "this server answers only to a loopback host name")
         given = dict(scope.get("headers") or []).get(b"authorization", b"")
         secret = given[len(BEARER):].strip() if given[:len(BEARER)].lower() == BEARER else b""
+        if not secret and page:
+            secret = HTTPConnection(scope).cookies.get(TOKEN_COOKIE, "").encode(
+                "utf-8", "surrogateescape")
         grant = None
-        if self.server_token and secret and hmac.compare_digest(secret, self.server_token):
-            pass  # the server's own token: everything
-        elif secret:
-            # looked up on every request: a revoked token is refused from the next one on
-            grant = await anyio.to_thread.run_sync(self.ff.grant, secret.decode("latin-1"))
-            if grant is None:
+        if secret:
+            grant = await anyio.to_thread.run_sync(self._grant, secret)
+            if grant is False and not page:
                 return await refuse(send, "unknown or revoked token")
-        elif not (self.open_without_token and not await anyio.to_thread.run_sync(
-                self.ff.tokens_in_use)):
-            return await refuse(send, "this fourfold server needs "
-                                      "'Authorization: Bearer <token>'")
+        if (grant is False or not secret) and not (
+                self.open_without_token
+                and not await anyio.to_thread.run_sync(self.ff.tokens_in_use)):
+            if not page:
+                return await refuse(send, "this fourfold server needs "
+                                          "'Authorization: Bearer <token>'")
+            if not path.startswith(OPEN_PATHS):
+                return await _sign_in(send, scope)
+            grant = None  # the sign-in form and static files show nothing of the index
+        elif grant is False:
+            grant = None  # an open loopback server: a stale cookie changes nothing
         scope.setdefault("state", {})[GRANT_KEY] = grant
         try:
             await self.app(scope, receive, send)
         except* ClientDisconnect:  # raised alone, or out of the SDK's task groups
-            log.debug("client disconnected during %s %s", scope["method"], scope["path"])
+            log.debug("client disconnected during %s %s", scope["method"], path)
+
+
+def _names_loopback(scope) -> bool:
+    host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
+    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    return name.strip("[]") in LOOPBACK_HOSTS
+
+
+async def _plain(send, status: int, text: str, headers: list | None = None) -> None:
+    body = text.encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                            (b"content-length", str(len(body)).encode()), *(headers or [])]})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _sign_in(send, scope) -> None:
+    target = scope["path"] + ("?" + scope["query_string"].decode("latin-1")
+                              if scope.get("query_string") else "")
+    await _plain(send, 303, "sign in first",
+                 [(b"location", b"/login?" + urlencode({"next": target}).encode())])
 
 
 async def refuse(send, why: str) -> None:
@@ -83,12 +138,27 @@ def resolve_token(host: str, token: str | None, ff=None) -> str | None:
 
 
 def http_app(server, service, host: str, token: str | None):
-    """The ASGI app serving an MCPServer behind the token gate. A server over a shared
-    store keeps no session between requests, so that any number of them can answer behind
-    one load balancer."""
+    """The ASGI app serving an MCPServer and the web page behind the token gate. A server
+    over a shared store keeps no session between requests, so that any number of them can
+    answer behind one load balancer."""
+    from .web.app import WebPage
+
     app = server.streamable_http_app(host=host, stateless_http=service.serves_many)
-    return TokenGate(app, token, service.ff,
-                     open_without_token=host in LOOPBACK_HOSTS and not token)
+    gate = TokenGate(app, token, service.ff,
+                     open_without_token=host in LOOPBACK_HOSTS and not token,
+                     loopback=host in LOOPBACK_HOSTS)
+    app.router.routes.extend(WebPage(service, gate.admits).routes())
+    return gate
+
+
+def free_port(host: str) -> int:
+    """A port nobody listens on now (the OS picks it)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
 
 
 def run_http(server, service, host: str, port: int, token: str | None) -> None:
@@ -98,6 +168,7 @@ def run_http(server, service, host: str, port: int, token: str | None) -> None:
     app = http_app(server, service, host, token)
     service.start()
     shown = f"[{host}]" if ":" in host else host
-    print(f"fourfold MCP server on http://{shown}:{port}/mcp"
-          + (" (bearer token required)" if token else ""), file=sys.stderr, flush=True)
+    print(f"fourfold web page on http://{shown}:{port}/ and MCP server on "
+          f"http://{shown}:{port}/mcp" + (" (token required)" if token else ""),
+          file=sys.stderr, flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning")

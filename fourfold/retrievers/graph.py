@@ -35,6 +35,7 @@ class LoadedGraph:
     incoming: dict[int, list[StoredEdge]] = field(default_factory=lambda: defaultdict(list))
     outgoing: dict[int, list[StoredEdge]] = field(default_factory=lambda: defaultdict(list))
     file_importers: dict[int, list[StoredEdge]] = field(default_factory=lambda: defaultdict(list))
+    file_imports: dict[int, list[StoredEdge]] = field(default_factory=lambda: defaultdict(list))
     unresolved_by_name: dict[str, list[StoredEdge]] = field(
         default_factory=lambda: defaultdict(list))
     symbol_rank: dict[int, float] = field(default_factory=dict)
@@ -100,6 +101,7 @@ class GraphRetriever:
             if e.kind == "import":
                 if e.dst_file is not None and e.resolution:
                     g.file_importers[e.dst_file].append(e)
+                    g.file_imports[e.src_file].append(e)
                 continue
             if e.src_symbol is not None:
                 g.outgoing[e.src_symbol].append(e)
@@ -241,6 +243,18 @@ class GraphRetriever:
                              "imports": paths[fid]})
         rows.sort(key=lambda r: (r["path"], r["line"]))
         notes = [] if targets else [f"no indexed file matches {file_or_module!r}"]
+        return self._page(rows, limit, offset, notes)
+
+    def imports(self, path: str, limit: int = 50, offset: int = 0) -> dict:
+        """The indexed files a file imports (the other direction of importers), in line
+        order; imports of code outside the repository are not edges and are not listed."""
+        g = self.graph()
+        paths = self._paths()
+        source = next((fid for fid, p in paths.items() if p == path), None)
+        rows = [{"path": paths.get(e.dst_file), "line": e.line, "name": e.name,
+                 "imported_by": path}
+                for e in sorted(g.file_imports.get(source, []), key=lambda e: e.line)]
+        notes = [] if source is not None else [f"{path} is not an indexed file"]
         return self._page(rows, limit, offset, notes)
 
     def impact(self, name: str, depth: int = 3, limit: int = 50, offset: int = 0,

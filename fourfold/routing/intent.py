@@ -42,6 +42,11 @@ DEFINITION_KEYWORDS = {
 _KEYWORD_FORM = re.compile(
     rf"^\s*({'|'.join(sorted(DEFINITION_KEYWORDS, key=len, reverse=True))})\s+`?({_IDENT})`?"
     r"\s*(?:(\(.*\))\s*)?(?:[:{]\s*)?$")  # not "\s*(...)?\s*[:{]?\s*$": cubic on spaces
+_DEFINITION_PHRASE = re.compile(
+    rf"^\s*where\s+(?:is|are)\s+(?:the\s+)?(?:(?:class|function|method|type|struct|"
+    rf"interface|constant|variable)\s+)?`?({_IDENT})`?\s+(?:defined|declared|implemented)\s*$|"
+    rf"^\s*(?:the\s+)?(?:definition|declaration)\s+of\s+`?({_IDENT})`?\s*$",
+    re.IGNORECASE)
 _REFERENCES = re.compile(
     rf"^\s*(?:who|what)\s+(?:calls|uses|invokes|references|imports)\s+`?({_IDENT})`?|"
     rf"^\s*(?:callers|usages|uses|references|call\s+sites|importers)\s+(?:of|to)\s+`?({_IDENT})`?|"
@@ -99,6 +104,10 @@ def _first_rule(query: str) -> Intent:
     if match:
         return Intent(FIND_DEFINITION, 0.95, "definition keyword", match.group(2),
                       kind=DEFINITION_KEYWORDS[match.group(1)], plain=True)
+    match = _DEFINITION_PHRASE.match(q)
+    if match:
+        return Intent(FIND_DEFINITION, 0.90, "definition phrase",
+                      next(g for g in match.groups() if g), plain=True)
     match = _REFERENCES.match(q)
     if match:
         target = next(g for g in match.groups() if g)

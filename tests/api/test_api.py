@@ -165,8 +165,13 @@ def test_related_takes_one_step_of_each_relation(shop):
         "discount", "total"]
     assert [r["symbol"] for r in shop.related("discount", "callers", limit=1)["results"]] == [
         "checkout"]
+    imports = shop.related("shop/cart.py", "imports")
+    assert [(r["path"], r["line"]) for r in imports["results"]] == [("shop/models.py", 1)]
+    assert shop.related("shop/models.py", "imports")["total"] == 0
+    assert shop.related("shop/none.py", "imports")["notes"] == [
+        "shop/none.py is not an indexed file"]
     with pytest.raises(QueryError, match="unknown relation 'parents'; use callers, callees, "
-                                         "importers, subclasses"):
+                                         "importers, imports, subclasses"):
         shop.related("Item", "parents")
 
 

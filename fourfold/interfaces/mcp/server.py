@@ -68,10 +68,11 @@ def _common_args(parser: argparse.ArgumentParser) -> None:
                              "a server does not index: `fourfold index PATH --store URL` does")
 
 
-def _http_args(parser: argparse.ArgumentParser) -> None:
+def _http_args(parser: argparse.ArgumentParser, port: int = 8765) -> None:
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to bind (default 127.0.0.1; any other needs a token)")
-    parser.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    parser.add_argument("--port", type=int, default=port,
+                        help=f"port (default {port or 'a free one'})")
     parser.add_argument("--token", default=None,
                         help="bearer token clients must send (default: $FOURFOLD_TOKEN)")
 
@@ -82,11 +83,19 @@ def add_subcommands(subparsers) -> None:
                               description="Run the fourfold MCP server over stdio.")
     _common_args(p)
     p.set_defaults(func=cmd_mcp)
-    p = subparsers.add_parser("serve", help="run the MCP server over streamable HTTP",
+    p = subparsers.add_parser("serve", help="run the MCP server (HTTP) and the web page",
                               description="Run the fourfold MCP server over streamable HTTP "
-                                          "at http://HOST:PORT/mcp.")
+                                          "at http://HOST:PORT/mcp, and the web page at "
+                                          "http://HOST:PORT/.")
     _common_args(p)
     _http_args(p)
+    p.set_defaults(func=cmd_serve)
+    p = subparsers.add_parser("ui", help="open the web page on a folder (a local server)",
+                              description="Serve the web page (and the MCP endpoint) for a "
+                                          "folder on a free loopback port; prints the "
+                                          "address.")
+    _common_args(p)
+    _http_args(p, port=0)
     p.set_defaults(func=cmd_serve)
 
 
@@ -107,10 +116,11 @@ def _serve(args, http: bool = False) -> int:
         return 2
     try:
         if http:
-            from ..http import resolve_token, run_http
+            from ..http import free_port, resolve_token, run_http
 
             token = resolve_token(args.host, args.token, service.ff)
-            run_http(build_server(service), service, args.host, args.port, token)
+            port = args.port or free_port(args.host)
+            run_http(build_server(service), service, args.host, port, token)
         else:
             run_stdio(service)
     except FourfoldError as exc:

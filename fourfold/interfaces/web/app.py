@@ -1,0 +1,328 @@
+"""The web page: search, read a file, follow callers and callees, see the map and the status.
+
+Every page is rendered on the server (Jinja2 templates, autoescaped; code highlighted by
+Pygments), so it works without JavaScript: `GET /?q=QUERY&repository=R&language=L&glob=G`
+is a result page. static/app.js only improves it (results while typing, keys to move
+through them). The routes sit beside the MCP endpoint in one ASGI app (interfaces/http.py)
+and answer through the same Service as the MCP tools, so a token's repository grants
+apply here too; nothing here reads a file from disk, only the index.
+"""
+import fnmatch
+import functools
+import time
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+import anyio.to_thread
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ... import __version__
+from ...api import SearchOptions
+from ...errors import FourfoldError
+from ..caller import GRANT_KEY, current_grant
+from ..http import TOKEN_COOKIE
+from ..service import Service
+from .highlight import highlighted_lines, style_sheet
+from .picture import Node, neighbourhood_svg
+
+HERE = Path(__file__).parent
+RESULTS = 20            # hits on a result page
+SNIPPET_LINES = 6       # code lines shown under a hit
+RELATED_CAP = 200       # callers or callees listed for a symbol
+MAP_ENTRIES = 25        # central files and symbols on the map page
+MODALITY_ORDER = ("text", "structural", "graph", "semantic")
+# what a page may load: its own scripts and styles only (inline style attributes draw the
+# vote bars); an injected script would not run even if escaping failed somewhere
+SECURITY_HEADERS = {
+    "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self' "
+                               "'unsafe-inline'; img-src 'self' data:; base-uri 'none'; "
+                               "form-action 'self'; frame-ancestors 'none'",
+    "x-content-type-options": "nosniff", "referrer-policy": "same-origin"}
+
+
+def _glob_of_path(path: str) -> str:
+    """A glob matching exactly this path (its wildcard characters taken literally)."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in path)
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "never"
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            count = int(seconds // size)
+            return f"{count} {unit}{'s' if count > 1 else ''} ago"
+    return "just now"
+
+
+def _size(count: int | None) -> str:
+    if count is None:
+        return "?"
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if count >= size:
+            return f"{count / size:.1f} {unit}"
+    return f"{count} B"
+
+
+class WebPage:
+    """The page's routes over a Service; `admits(secret)` says whether a token is good."""
+
+    def __init__(self, service: Service, admits):
+        self.service = service
+        self.ff = service.ff
+        self.admits = admits
+        self.env = Environment(loader=FileSystemLoader(HERE / "templates"),
+                               autoescape=select_autoescape(default=True),
+                               trim_blocks=True, lstrip_blocks=True)
+        self.env.filters["age"] = lambda when: _age(time.time() - when if when else None)
+        self.env.filters["size"] = _size
+        self.env.filters["stamp"] = lambda when: time.strftime(
+            "%Y-%m-%d %H:%M:%S UTC", time.gmtime(when))
+        self.env.globals.update(version=__version__, file_url=self.file_url,
+                                modality_order=MODALITY_ORDER)
+        self.highlight_css = style_sheet()
+
+    def routes(self) -> list:
+        return [Route("/", self.search_page), Route("/file/{path:path}", self.file_page),
+                Route("/map", self.map_page), Route("/status", self.status_page),
+                Route("/login", self.login_page, methods=["GET", "POST"]),
+                Route("/static/highlight.css", self.highlight_style),
+                Mount("/static", StaticFiles(directory=HERE / "static"), name="static")]
+
+    # -- plumbing ---------------------------------------------------------------------------
+    @staticmethod
+    def file_url(path: str, repository: str | None = None, line: int | None = None,
+                 symbol: str | None = None) -> str:
+        query = {k: v for k, v in (("repository", repository), ("symbol", symbol),
+                                   ("line", line)) if v}
+        return (f"/file/{quote(path)}" + (f"?{urlencode(query)}" if query else "")
+                + (f"#L{line}" if line else ""))
+
+    async def _render(self, request: Request, build, *args) -> Response:
+        """Run build(*args) -> (template, context) in a worker thread as the request's
+        caller (its token's grant), then render; a FourfoldError becomes an error page."""
+        grant = (request.scope.get("state") or {}).get(GRANT_KEY)
+
+        def as_caller():
+            token = current_grant.set(grant)
+            try:
+                self.service.await_fresh()
+                return build(*args)
+            finally:
+                current_grant.reset(token)
+
+        try:
+            template, context, status = *await anyio.to_thread.run_sync(as_caller), 200
+        except FourfoldError as exc:
+            template, context, status = "error.html", {"message": str(exc)}, 400
+        self.service.answered()
+        context.setdefault("repositories", await anyio.to_thread.run_sync(
+            functools.partial(self._visible_as, grant)))
+        html = self.env.get_template(template).render(request_path=request.url.path,
+                                                      **context)
+        return HTMLResponse(html, status_code=context.pop("status", status),
+                            headers=SECURITY_HEADERS)
+
+    def _visible_as(self, grant) -> list[str]:
+        token = current_grant.set(grant)
+        try:
+            return self.service.visible_repositories()
+        finally:
+            current_grant.reset(token)
+
+    def _repository(self, name: str | None) -> tuple[int | None, str | None]:
+        """(id, name) of the repository a page shows; its name only when the index holds
+        several (links then carry it)."""
+        repo_id = self.service.answering_repository(name or None)
+        several = len(self.ff.repository_names()) > 1
+        return repo_id, (self.ff.repository_name_of(repo_id) if several and repo_id else None)
+
+    # -- search -----------------------------------------------------------------------------
+    async def search_page(self, request: Request) -> Response:
+        params = request.query_params
+        template = "results.html" if params.get("partial") else "search.html"
+        return await self._render(request, self._search, dict(params), template)
+
+    def _search(self, params: dict, template: str) -> tuple[str, dict]:
+        query = params.get("q", "").strip()
+        asked = params.get("repository") or None
+        language, glob = params.get("language") or None, params.get("glob") or None
+        in_file = params.get("file") or None
+        context = {"q": query, "repository": asked or "", "language": language or "",
+                   "glob": glob or "", "file": in_file or "", "hits": None,
+                   "languages": self._languages()}
+        if not query:
+            return template, context
+        visible = self.service.visible_repositories()
+        every = asked == "*" or (asked is None and self.service.serves_many)
+        several = every and len(visible) > 1
+        if every and len(visible) == 1:
+            asked = visible[0]
+        repo_id, repo_name = (None, None) if several else self._repository(asked)
+        options = SearchOptions(languages=(language,) if language else (),
+                                path_glob=_glob_of_path(in_file) if in_file else glob,
+                                repo_id=repo_id, limit=RESULTS,
+                                per_file=False if in_file else None)
+        started = time.perf_counter()
+        if several:
+            response, notes = self.ff.search_repositories(query, visible, options), []
+        else:
+            response, notes = self.ff.search_with_fallback(query, options)
+        files: dict = {}
+        context.update(
+            response=response, notes=notes,
+            elapsed_ms=round((time.perf_counter() - started) * 1000, 1),
+            hits=[self._hit(h, h.repository or repo_name, files) for h in response.hits])
+        return template, context
+
+    def _hit(self, hit, repository: str | None, files: dict) -> dict:
+        """What a result shows: where, which symbol, the code, and each modality's share."""
+        key = (repository, hit.path)
+        if key not in files:
+            stored = self.ff.file_text(hit.path, self.ff.repository(repository)
+                                       if repository else self.service.answering_repository(None))
+            files[key] = stored or {"lines": [], "language": None}
+        stored = files[key]
+        if hit.lines:
+            numbers = [n for n, _ in hit.lines][:SNIPPET_LINES]
+        else:
+            last = min(hit.end_line, hit.start_line + SNIPPET_LINES - 1, len(stored["lines"]))
+            numbers = list(range(hit.start_line, last + 1))
+        shown = [stored["lines"][n - 1] for n in numbers if 0 < n <= len(stored["lines"])]
+        total = sum(hit.contributions.values()) or 1.0
+        return {"path": hit.path, "repository": repository, "start_line": hit.start_line,
+                "end_line": hit.end_line, "symbol": hit.symbol, "kind": hit.kind,
+                "score": hit.score,
+                "code": list(zip(numbers, highlighted_lines(shown, stored["language"],
+                                                           hit.path))),
+                "shares": {m: hit.contributions.get(m, 0.0) / total for m in MODALITY_ORDER}}
+
+    def _languages(self) -> list[str]:
+        """The languages of the repositories the caller may see, for the filter's choices."""
+        visible = set(self.service.visible_repositories())
+        return sorted({language for repo in self.ff.repositories() if repo["name"] in visible
+                       for language in repo["languages"] or ()})
+
+    # -- one file ---------------------------------------------------------------------------
+    async def file_page(self, request: Request) -> Response:
+        return await self._render(request, self._file, request.path_params["path"],
+                                  dict(request.query_params))
+
+    def _file(self, path: str, params: dict) -> tuple[str, dict]:
+        repo_id, repository = self._repository(params.get("repository"))
+        stored = self.ff.file_text(path, repo_id)
+        if stored is None:
+            return "error.html", {"message": f"{path} is not in the index", "status": 404}
+        outline = self.ff.file_outline(path, repo_id) or []
+        symbol = params.get("symbol") or None
+        line = int(params["line"]) if params.get("line", "").isdigit() else None
+        if symbol is None and line is not None:
+            covering = [s for s in outline if s["start_line"] <= line <= s["end_line"]]
+            symbol = covering[-1]["qualname"] if covering else None
+        callers = callees = None
+        if symbol:
+            mine = f"{path}:{symbol}"
+            callers = [r for r in self.ff.related(symbol, "callers", repo_id,
+                                                  limit=RELATED_CAP)["results"]
+                       if r.get("definition") in (mine, None)]
+            callees = [r for r in self.ff.related(symbol, "callees", repo_id,
+                                                  limit=RELATED_CAP)["results"]
+                       if r.get("definition") == mine]
+        lines = highlighted_lines(stored["lines"], stored["language"], path)
+        return "file.html", {"path": path, "repository": repository,
+                             "language": stored["language"], "lines": lines,
+                             "outline": outline, "symbol": symbol, "line": line,
+                             "callers": callers, "callees": callees}
+
+    # -- the map ----------------------------------------------------------------------------
+    async def map_page(self, request: Request) -> Response:
+        return await self._render(request, self._map, dict(request.query_params))
+
+    def _map(self, params: dict) -> tuple[str, dict]:
+        repo_id, repository = self._repository(params.get("repository"))
+        central = self.ff.map(limit=MAP_ENTRIES, repo_id=repo_id)
+        symbol = params.get("symbol") or None
+        focus = params.get("focus") or None
+        if not symbol and not focus and central["files"]:
+            focus = central["files"][0]["path"]
+        picture = None
+        if symbol:
+            picture = self._symbol_picture(symbol, repo_id, repository)
+        elif focus:
+            picture = self._file_picture(focus, repo_id, repository)
+        return "map.html", {"repository": repository, "central": central, "focus": focus,
+                            "symbol": symbol, "picture": picture}
+
+    def _map_url(self, repository: str | None, **focus) -> str:
+        query = {k: v for k, v in (("repository", repository), *focus.items()) if v}
+        return "/map?" + urlencode(query)
+
+    def _file_picture(self, path: str, repo_id: int | None, repository: str | None):
+        importers = self.ff.related(path, "importers", repo_id, limit=RELATED_CAP)
+        imports = self.ff.related(path, "imports", repo_id, limit=RELATED_CAP)
+        seen_left = dict.fromkeys(r["path"] for r in importers["results"] if r["path"] != path)
+        seen_right = dict.fromkeys(r["path"] for r in imports["results"] if r["path"] != path)
+        node = lambda p: Node(p, self._map_url(repository, focus=p), p)  # noqa: E731
+        return neighbourhood_svg(Node(path, self.file_url(path, repository), path),
+                                 [node(p) for p in seen_left], [node(p) for p in seen_right],
+                                 ("imported by", "imports"))
+
+    def _symbol_picture(self, symbol: str, repo_id: int | None, repository: str | None):
+        callers = self.ff.related(symbol, "callers", repo_id, limit=RELATED_CAP)["results"]
+        callees = self.ff.related(symbol, "callees", repo_id, limit=RELATED_CAP)["results"]
+
+        def nodes(rows):
+            out = {}
+            for r in rows:
+                name = r.get("symbol")
+                if name and name not in out:
+                    out[name] = Node(name, self._map_url(repository, symbol=name),
+                                     f"{name} ({r.get('path')})", r.get("resolution", ""))
+            return list(out.values())
+
+        return neighbourhood_svg(Node(symbol, self._map_url(repository, symbol=symbol)),
+                                 nodes(callers), nodes(callees), ("called by", "calls"))
+
+    # -- status -----------------------------------------------------------------------------
+    async def status_page(self, request: Request) -> Response:
+        return await self._render(request, self._status)
+
+    def _status(self) -> tuple[str, dict]:
+        visible = set(self.service.visible_repositories())
+        repositories = []
+        for repo in self.ff.repositories():
+            if repo["name"] not in visible:
+                continue
+            view = self.ff.in_repository(repo["name"]) if len(visible) > 1 else self.ff
+            repositories.append({**repo, "modalities": view.modality_status()})
+        status = self.ff.status()
+        return "status.html", {"shown": repositories, "index_bytes": status["index_bytes"],
+                               "location": self.ff.location,
+                               "freshness": self.service.freshness(),
+                               "serves_many": self.service.serves_many}
+
+    # -- tokens and static files ----------------------------------------------------------
+    async def login_page(self, request: Request) -> Response:
+        target = request.query_params.get("next", "/")
+        if not target.startswith("/") or target.startswith("//"):
+            target = "/"  # never a redirect off this server
+        context = {"next": target, "failed": False, "repositories": []}
+        if request.method == "POST":
+            form = await request.form()
+            secret = str(form.get("token", "")).strip()
+            if secret and await anyio.to_thread.run_sync(self.admits, secret):
+                response = RedirectResponse(target, status_code=303)
+                response.set_cookie(TOKEN_COOKIE, secret, httponly=True, samesite="strict",
+                                    secure=request.url.scheme == "https")
+                return response
+            context["failed"] = True
+        html = self.env.get_template("login.html").render(request_path="/login", **context)
+        return HTMLResponse(html, status_code=401 if context["failed"] else 200,
+                            headers=SECURITY_HEADERS)
+
+    async def highlight_style(self, request: Request) -> Response:
+        return Response(self.highlight_css, media_type="text/css")

@@ -1,0 +1,50 @@
+"""Code as HTML, highlighted on the server by Pygments, one string per source line.
+
+Pygments escapes what it shows and closes its spans at every line end (a token spanning
+lines, such as a docstring, is split), so each line's HTML stands alone and can sit in its
+own table row with its own anchor.
+"""
+from functools import lru_cache
+
+from markupsafe import Markup, escape
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexer import Lexer
+from pygments.lexers import TextLexer, get_lexer_by_name, get_lexer_for_filename
+from pygments.util import ClassNotFound
+
+MAX_HIGHLIGHTED_LINES = 20_000  # beyond this a file is shown escaped but plain
+LEXER_OPTIONS = {"stripnl": False, "stripall": False, "ensurenl": True}
+FORMATTER = HtmlFormatter(nowrap=True)
+
+
+@lru_cache(maxsize=64)
+def _lexer(language: str | None, suffix: str) -> Lexer:
+    """The lexer for an indexed file: by fourfold's language name, else by the file name's
+    suffix, else plain text. PHP code is often a fragment without its `<?php` opener."""
+    extra = {"startinline": True} if language == "php" else {}
+    for find, key in ((get_lexer_by_name, language), (get_lexer_for_filename, "x" + suffix)):
+        if key:
+            try:
+                return find(key, **LEXER_OPTIONS, **extra)
+            except ClassNotFound:
+                continue
+    return TextLexer(**LEXER_OPTIONS)
+
+
+def highlighted_lines(lines: list[str], language: str | None, path: str) -> list[Markup]:
+    """The HTML of each line (as many as given), highlighted as `language` (or by `path`)."""
+    if not lines:
+        return []
+    if len(lines) > MAX_HIGHLIGHTED_LINES:
+        return [escape(line) for line in lines]
+    name = path.rsplit("/", 1)[-1]
+    suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
+    html = highlight("\n".join(lines), _lexer(language, suffix), FORMATTER).split("\n")
+    html += [""] * (len(lines) - len(html))
+    return [Markup(part) for part in html[:len(lines)]]
+
+
+def style_sheet() -> str:
+    """The CSS of the highlighting's token classes (light theme)."""
+    return FORMATTER.get_style_defs(".code")

@@ -1,0 +1,212 @@
+"""The web page, served by `fourfold serve` beside the MCP endpoint: pages rendered on the
+server (no JavaScript needed), escaping, the token gate for browsers, repository grants, and
+the real page driven in headless Chromium (screenshots kept in test-screenshots/)."""
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx2
+import pytest
+
+from fourfold.interfaces.cli import main
+from tests.conftest import write_tree
+from tests.interfaces.test_mcp_tokens import token, two_repositories  # noqa: F401 (fixture)
+from tests.servers import PROJECT_ROOT, mcp_http_server, server_env
+
+CHROMIUM = os.environ.get("FOURFOLD_TEST_CHROMIUM", "/usr/bin/chromium")
+SCREENSHOTS = Path(os.environ.get("FOURFOLD_SCREENSHOTS", PROJECT_ROOT / "test-screenshots"))
+HOSTILE_NAME = "<img src=x onerror=alert(9)>.py"
+
+SAMPLE = {
+    "config.py": '''\
+        """Settings."""
+        import json
+
+
+        def load_config(path):
+            """Read the settings file."""
+            with open(path) as handle:
+                return json.load(handle)
+        ''',
+    "app.py": '''\
+        from config import load_config
+
+
+        def main():
+            settings = load_config("settings.json")
+            return start_server(settings)
+
+
+        def start_server(settings):
+            return settings.get("port", 8080)
+        ''',
+    "xss.py": '''\
+        BANNER = "<script>alert('owned')</script>"
+
+
+        def render_banner():
+            return BANNER  # </td></tr><img src=x onerror=alert(2)>
+        ''',
+    HOSTILE_NAME: "def odd_name():\n    return 1\n",
+}
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """The sample repository served on loopback with no token: the page's base URL."""
+    root = write_tree(tmp_path_factory.mktemp("web") / "sample", SAMPLE)
+    assert main(["index", str(root), "--no-embed"]) == 0
+    with mcp_http_server([str(root)]) as (url, _):
+        yield url.removesuffix("/mcp")
+
+
+def get(url: str, **kw) -> httpx2.Response:
+    return httpx2.get(url, timeout=30, follow_redirects=False, **kw)
+
+
+def test_a_result_page_without_javascript(site):
+    page = get(f"{site}/", params={"q": "where is load_config defined"})
+    assert page.status_code == 200
+    html = page.text
+    assert "find_definition" in html  # the detected intent is shown
+    first = re.search(r'<a class="path" href="([^"]+)">([^<]+)</a>', html)
+    assert first and first.group(2).startswith("config.py:5")
+    assert first.group(1).startswith("/file/config.py?") and "#L5" in first.group(1)
+    assert '<span class="n">def</span>' in html or 'class="k">def</span>' in html  # highlighted
+    assert 'class="bar structural"' in html  # a vote bar per modality
+    # filters travel as parameters: a language no file has leaves nothing
+    none = get(f"{site}/", params={"q": "load_config", "glob": "nothing/**"}).text
+    assert "Nothing found." in none
+    more = get(f"{site}/", params={"q": "settings", "file": "app.py"}).text
+    assert set(re.findall(r'<a class="path" href="/file/([^?"]+)', more)) == {"app.py"}
+
+
+def test_the_file_view_lists_callers_and_callees_with_their_resolution(site):
+    html = get(f"{site}/file/config.py", params={"symbol": "load_config"}).text
+    callers = html[html.index('class="callers"'):html.index("</ul>", html.index('class="callers"'))]
+    assert "/file/app.py?" in callers and ">main<" in callers
+    assert re.search(r'class="resolution (exact|inferred)"', callers)
+    assert 'id="L5"' in html and 'href="/file/config.py?line=5#L5"' in html
+    # the symbol under a line is found from the line alone
+    by_line = get(f"{site}/file/app.py", params={"line": "5"}).text
+    assert "<code>main</code>" in by_line and ">start_server<" in by_line
+    missing = get(f"{site}/file/nothere.py")
+    assert missing.status_code == 404 and "not in the index" in missing.text
+
+
+def test_map_and_status_pages(site):
+    html = get(f"{site}/map", params={"focus": "config.py"}).text
+    svg = html[html.index("<svg"):html.index("</svg>")]
+    assert "app.py" in svg and "config.py" in svg and "imported by (1)" in svg
+    assert get(f"{site}/map", params={"symbol": "load_config"}).text.count("<svg") == 1
+    status = get(f"{site}/status").text
+    assert "sample" in status and re.search(r"<th>files</th><td>4 ", status)
+    assert re.search(r'<td class="state ready">ready</td>', status)
+
+
+def test_every_page_escapes_what_it_shows(site):
+    html = get(f"{site}/file/xss.py").text
+    assert "<script>alert" not in html and "onerror=alert(2)" not in html.replace(
+        "&lt;img src=x onerror=alert(2)&gt;", "")
+    shown = re.sub(r"</?span[^>]*>", "", html)  # the highlighting's own tags
+    assert "&lt;script&gt;alert('owned')&lt;/script&gt;" in shown
+    query = "<script>alert(1)</script>\"'><b>bold</b>"
+    page = get(f"{site}/", params={"q": query})
+    assert "<script>alert(1)" not in page.text and "<b>bold</b>" not in page.text
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    named = get(f"{site}/", params={"q": "odd_name"}).text
+    assert "<img src=x" not in named and "&lt;img src=x onerror=alert(9)&gt;.py" in named
+    assert get(f"{site}/file/{quote(HOSTILE_NAME)}").status_code == 200
+
+
+def test_a_foreign_host_name_is_refused_on_loopback(site):
+    """DNS rebinding: a page of another site resolved to 127.0.0.1 must not read the code."""
+    assert get(f"{site}/", headers={"Host": "evil.example:80"}).status_code == 403
+    assert get(f"{site}/", headers={"Host": "localhost"}).status_code == 200
+
+
+def test_a_browser_signs_in_with_a_token_and_the_cookie_never_opens_mcp(tmp_path):
+    root = write_tree(tmp_path / "repo", {"a.py": "def alpha():\n    return 1\n"})
+    with mcp_http_server([str(root)], server_env(FOURFOLD_TOKEN="s3cret-token")) as (url, _):
+        base = url.removesuffix("/mcp")
+        asked = get(f"{base}/?q=alpha")
+        assert asked.status_code == 303
+        assert asked.headers["location"] == "/login?next=%2F%3Fq%3Dalpha"
+        assert get(f"{base}/static/style.css").status_code == 200  # the form's style
+        wrong = httpx2.post(f"{base}/login?next=/", data={"token": "guess"}, timeout=10)
+        assert wrong.status_code == 401 and "Unknown or revoked token" in wrong.text
+        signed = httpx2.post(f"{base}/login?next=//evil.example/", timeout=10,
+                             data={"token": "s3cret-token"}, follow_redirects=False)
+        assert signed.status_code == 303 and signed.headers["location"] == "/"
+        cookie = signed.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
+        jar = {"fourfold_token": "s3cret-token"}
+        assert get(f"{base}/?q=alpha", cookies=jar).status_code == 200
+        assert "a.py" in get(f"{base}/?q=alpha", cookies=jar).text
+        mcp = httpx2.post(url, cookies=jar, timeout=10, json={
+            "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+            headers={"Accept": "application/json, text/event-stream"})
+        assert mcp.status_code == 401
+
+
+def test_a_token_sees_only_its_repositories_on_the_page(two_repositories, capsys):  # noqa: F811
+    where, serve, _ = two_repositories
+    only_two = token(capsys, where, "page-reader", "acme/two")
+    with mcp_http_server(serve) as (url, _):
+        base = url.removesuffix("/mcp")
+        jar = {"fourfold_token": only_two}
+        found = get(f"{base}/", params={"q": "SECRET", "repository": "*"}, cookies=jar).text
+        assert "two.py" in found and "one.py" not in found
+        refused = get(f"{base}/file/one.py", params={"repository": "acme/one"}, cookies=jar)
+        assert refused.status_code == 400 and "not granted" in refused.text
+        status = get(f"{base}/status", cookies=jar).text
+        assert "acme/two" in status and "acme/one" not in status
+
+
+def test_the_page_in_a_browser(site):
+    from playwright.sync_api import sync_playwright
+
+    SCREENSHOTS.mkdir(exist_ok=True)
+    dialogs: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.goto(f"{site}/")
+        page.fill("#q", "where is load_config defined")  # results come while typing
+        page.wait_for_selector(".hit a.path", timeout=20_000)
+        assert page.inner_text(".hit a.path >> nth=0").startswith("config.py:5")
+        assert "q=where" in page.url
+        page.screenshot(path=SCREENSHOTS / "1-search.png")
+
+        page.keyboard.press("ArrowDown")  # keys move through the results
+        page.keyboard.press("Enter")
+        page.wait_for_url("**/file/config.py**")
+        assert "def load_config" in page.inner_text("tr.target")
+        page.screenshot(path=SCREENSHOTS / "2-file.png")
+
+        page.click("ul.callers a")  # follow a caller
+        page.wait_for_url("**/file/app.py**")
+        assert "main" in page.inner_text(".related h2")
+        assert "load_config(" in page.inner_text("tr.target")
+        page.screenshot(path=SCREENSHOTS / "3-caller.png")
+
+        page.click("nav >> text=Map")
+        page.wait_for_selector("svg.neighbourhood")
+        page.click("svg.neighbourhood a >> nth=0")  # the picture moves to the clicked file
+        page.wait_for_url("**focus=**")
+        page.screenshot(path=SCREENSHOTS / "4-map.png", full_page=True)
+
+        page.click("nav >> text=Status")
+        assert "ready" in page.inner_text("main")
+        page.screenshot(path=SCREENSHOTS / "5-status.png")
+
+        page.goto(f"{site}/file/xss.py")
+        assert "<script>alert('owned')</script>" in page.inner_text("table.code")
+        page.goto(f"{site}/?q=" + quote("<img src=x onerror=alert(5)>"))
+        assert page.input_value("#q") == "<img src=x onerror=alert(5)>"
+        browser.close()
+    assert dialogs == []  # no script from a file or a query ever ran
