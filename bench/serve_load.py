@@ -33,12 +33,7 @@ sys.path.insert(0, str(BENCH))
 import datasets  # noqa: E402
 
 from fourfold import Fourfold  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from fourfold.interfaces.http import free_port  # noqa: E402
 
 
 def start_server(store: str, port: int) -> subprocess.Popen:
@@ -94,7 +89,7 @@ def main() -> None:
     ff = Fourfold(store_url=args.store)
     name = f"load-{os.getpid()}"
     secret = ff.create_token(name, "read")
-    port = free_port()
+    port = free_port("127.0.0.1")
     server = start_server(args.store, port)
     latencies: list[float] = []
     errors: list[str] = []

@@ -11,14 +11,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
 
+from fourfold.interfaces.http import free_port as free_port_on
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]  # the checkout: fourfold/ and tests/
 
 
 def free_port() -> int:
     """A loopback port nothing listens on (now)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    return free_port_on("127.0.0.1")
 
 
 def server_env(**extra: str) -> dict[str, str]:

@@ -13,7 +13,7 @@ import pytest
 
 from fourfold.interfaces.cli import main
 from tests.conftest import write_tree
-from tests.interfaces.test_mcp_tokens import token, two_repositories  # noqa: F401 (fixture)
+from tests.interfaces.test_mcp_tokens import token
 from tests.servers import PROJECT_ROOT, mcp_http_server, server_env
 
 CHROMIUM = os.environ.get("FOURFOLD_TEST_CHROMIUM", "/usr/bin/chromium")
@@ -152,7 +152,7 @@ def test_a_browser_signs_in_with_a_token_and_the_cookie_never_opens_mcp(tmp_path
         assert mcp.status_code == 401
 
 
-def test_a_token_sees_only_its_repositories_on_the_page(two_repositories, capsys):  # noqa: F811
+def test_a_token_sees_only_its_repositories_on_the_page(two_repositories, capsys):
     where, serve, _ = two_repositories
     only_two = token(capsys, where, "page-reader", "acme/two")
     with mcp_http_server(serve) as (url, _):

@@ -7,7 +7,6 @@ through them). The routes sit beside the MCP endpoint in one ASGI app (interface
 and answer through the same Service as the MCP tools, so a token's repository grants
 apply here too; nothing here reads a file from disk, only the index.
 """
-import fnmatch
 import functools
 import time
 from pathlib import Path
