@@ -460,7 +460,7 @@ class Fourfold:
         """The map of a repository: its most central files and symbols (PageRank over the
         import, call and inheritance graph, 1.0 = an average node), most central first."""
         self._require_index(repo_id)
-        symbol_rank, file_rank = self.store.centrality()
+        symbol_rank, file_rank = self.store.centrality(self._in(repo_id))
         files = {f.file_id: f for f in self.store.files(self._in(repo_id))}
         top_files = sorted(((rank, fid) for fid, rank in file_rank.items() if fid in files),
                            reverse=True)[:limit]

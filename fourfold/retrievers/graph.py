@@ -116,7 +116,7 @@ class GraphRetriever:
                 src = _node(e.src_symbol, e.src_file)
                 if src != ("s", e.dst_symbol):
                     g.dependents[("s", e.dst_symbol)].add(src)
-        g.symbol_rank, g.file_rank = self.store.centrality()
+        g.symbol_rank, g.file_rank = self.store.centrality(generation[1])
         return g
 
     # -- targets ----------------------------------------------------------------------

@@ -320,8 +320,10 @@ class Store(ABC):
         retriever walks them in memory), so a store may keep them packed, unindexed."""
 
     @abstractmethod
-    def centrality(self) -> tuple[dict[int, float], dict[int, float]]:
-        """(symbol_id -> rank, file_id -> rank); PageRank × node count, 1.0 = average."""
+    def centrality(self, repo_id: int | None = None
+                   ) -> tuple[dict[int, float], dict[int, float]]:
+        """(symbol_id -> rank, file_id -> rank) of one repository (or every one); PageRank ×
+        node count, 1.0 = average."""
 
     # -- vectors ----------------------------------------------------------------------
     @abstractmethod

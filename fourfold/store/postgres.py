@@ -100,10 +100,7 @@ CREATE TABLE fourfold.tokens(
 
 def _create_everything(cur: psycopg.Cursor) -> None:
     cur.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
-    trgm_schema = cur.execute("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
-                              "ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'"
-                              ).fetchone()[0]
-    cur.execute(sql.SQL(_TABLES).format(trgm=sql.Identifier(trgm_schema)))
+    cur.execute(sql.SQL(_TABLES).format(trgm=sql.Identifier(trgm_schema(cur))))
 
 
 def _count_vectors(cur: psycopg.Cursor) -> None:
@@ -148,10 +145,151 @@ def _binary_codes(cur: psycopg.Cursor) -> None:
                 "mean bytea NOT NULL, PRIMARY KEY(repo_id, model))")
 
 
+# -- step 6: tables partitioned by repository -------------------------------------------
+# A repository's rows may live on another PostgreSQL server (a shard, reached through
+# postgres_fdw as a foreign partition): every table of per-repository rows carries repo_id
+# and is partitioned by it, the coordinator's own rows in its DEFAULT partition. Row ids
+# carry their repository in their high bits (repository << ID_BITS | a global sequence), so
+# a query by ids alone still names the partitions it needs.
+ID_BITS = 40
+LOCAL = "_local"  # suffix of the coordinator's own partition of each table
+
+# table -> (columns, constraints of a real partition, its indexes). A partitioned parent
+# with a foreign partition may hold no unique index: uniqueness lives in each partition.
+REPOSITORY_TABLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "files": ('repo_id bigint NOT NULL, id bigint NOT NULL, path text COLLATE "C" NOT NULL, '
+              "hash text NOT NULL, size bigint NOT NULL, mtime_ns bigint NOT NULL, "
+              "ctime_ns bigint NOT NULL, inode bigint NOT NULL, language text, "
+              "flags integer NOT NULL",
+              ("PRIMARY KEY (id)", "UNIQUE (repo_id, path)"), ("(hash)",)),
+    "contents": ("repo_id bigint NOT NULL, file_id bigint NOT NULL, text text NOT NULL",
+                 ("PRIMARY KEY (file_id)",), ("USING gin (text {trgm}.gin_trgm_ops)",)),
+    "symbols": ("repo_id bigint NOT NULL, id bigint NOT NULL, file_id bigint NOT NULL, "
+                'name text NOT NULL, name_lower text COLLATE "C" NOT NULL, qualname text NOT '
+                'NULL, qualname_lower text COLLATE "C" NOT NULL, kind text NOT NULL, '
+                "start_line integer NOT NULL, end_line integer NOT NULL, signature text, "
+                "doc text, parent text",
+                ("PRIMARY KEY (id)",), ("(file_id)", "(name_lower)", "(qualname_lower)")),
+    "symbol_tokens": ('repo_id bigint NOT NULL, token text COLLATE "C" NOT NULL, '
+                      "symbol_id bigint NOT NULL", (), ("(token)", "(symbol_id)")),
+    "chunks": ("repo_id bigint NOT NULL, id bigint NOT NULL, file_id bigint NOT NULL, "
+               "start_line integer NOT NULL, end_line integer NOT NULL, symbol text, "
+               "kind text NOT NULL, embed_hash text, length integer NOT NULL",
+               ("PRIMARY KEY (id)",), ("(file_id)",)),
+    # one row per (chunk, stemmed term): weight = 3 x its count in the path + 5 x in the
+    # symbol name + 1 x in the body (BM25_COLUMN_WEIGHTS); chunks.length counts all three
+    "chunk_terms": ('repo_id bigint NOT NULL, term text COLLATE "C" NOT NULL, '
+                    "chunk_id bigint NOT NULL, weight double precision NOT NULL", (),
+                    ("(term) INCLUDE (chunk_id, weight)", "(chunk_id)",
+                     "(repo_id, term) INCLUDE (chunk_id, weight)")),
+    "file_refs": ("repo_id bigint NOT NULL, file_id bigint NOT NULL, refs text NOT NULL",
+                  ("PRIMARY KEY (file_id)",), ()),
+    # written and read whole per repository: integer columns packed as int64, the
+    # resolution as one byte per edge
+    "edges": ("repo_id bigint NOT NULL, src_file bytea NOT NULL, src_symbol bytea NOT NULL, "
+              "dst_file bytea NOT NULL, dst_symbol bytea NOT NULL, line bytea NOT NULL, "
+              "resolution bytea NOT NULL, kinds text[] NOT NULL, names text[] NOT NULL",
+              ("PRIMARY KEY (repo_id)",), ()),
+    "symbol_rank": ("repo_id bigint NOT NULL, symbol_id bigint NOT NULL, "
+                    "rank double precision NOT NULL", ("PRIMARY KEY (symbol_id)",),
+                    ("(repo_id)",)),
+    "file_rank": ("repo_id bigint NOT NULL, file_id bigint NOT NULL, "
+                  "rank double precision NOT NULL", ("PRIMARY KEY (file_id)",), ("(repo_id)",)),
+    "chunk_codes": ("repo_id bigint NOT NULL, model text NOT NULL, chunk_id bigint NOT NULL, "
+                    "code bit varying NOT NULL", ("PRIMARY KEY (repo_id, model, chunk_id)",),
+                    ()),
+}
+
+
+def trgm_schema(cur: psycopg.Cursor) -> str:
+    return cur.execute("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
+                       "ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'").fetchone()[0]
+
+
+def create_repository_table(cur: psycopg.Cursor, table: str, name: str, trgm: str,
+                            partition_of: str | None = None) -> None:
+    """One real table of REPOSITORY_TABLES[table] named `name` (schema fourfold), with its
+    constraints and indexes: the coordinator's DEFAULT partition of `partition_of`, or a
+    shard's own table."""
+    columns, constraints, indexes = REPOSITORY_TABLES[table]
+    trgm = '"' + trgm.replace('"', '""') + '"'
+    if partition_of:
+        body = f" ({', '.join(constraints)})" if constraints else ""
+        cur.execute(f"CREATE TABLE fourfold.{name} PARTITION OF fourfold.{partition_of}"
+                    f"{body} DEFAULT")
+    else:
+        cur.execute(f"CREATE TABLE fourfold.{name} ({', '.join((columns, *constraints))})")
+    for index in indexes:
+        cur.execute(f"CREATE INDEX ON fourfold.{name} {index.format(trgm=trgm)}")
+
+
+def _moved(column: str, repository: str = "f.repo_id") -> str:
+    """SQL for an old id given its repository's high bits."""
+    return f"({repository} << {ID_BITS}) | {column}"
+
+
+def _partitioned_by_repository(cur: psycopg.Cursor) -> None:
+    """Every per-repository table partitioned by repo_id, its rows in the coordinator's
+    DEFAULT partition, each id given its repository's high bits (a repository's rows can
+    then be moved to a shard, and found there by id)."""
+    trgm = trgm_schema(cur)
+    for table in REPOSITORY_TABLES:
+        cur.execute(f"ALTER TABLE fourfold.{table} RENAME TO {table}_before")
+    for index in ("symbols_name", "symbols_qualname", "symbols_file", "symbol_tokens_token",
+                  "symbol_tokens_symbol", "chunks_file", "chunk_terms_term",
+                  "chunk_terms_chunk", "chunk_terms_repository", "symbol_rank_repo",
+                  "file_rank_repo", "contents_trigrams"):
+        cur.execute(f"DROP INDEX IF EXISTS fourfold.{index}")
+    for table, (columns, _, _) in REPOSITORY_TABLES.items():
+        cur.execute(f"CREATE TABLE fourfold.{table} ({columns}) PARTITION BY LIST (repo_id)")
+        create_repository_table(cur, table, table + LOCAL, trgm, partition_of=table)
+    top = max(cur.execute(f"SELECT coalesce(max(id), 0) FROM fourfold.{table}_before"
+                          ).fetchone()[0] for table in ("files", "symbols", "chunks"))
+    cur.execute(f"CREATE SEQUENCE fourfold.ids START {top + 1}")
+    of_file = "JOIN fourfold.files_before f ON f.id = x.file_id"
+    copies = {
+        "files": f"SELECT repo_id, {_moved('id', 'repo_id')}, path, hash, size, mtime_ns, "
+                 "ctime_ns, inode, language, flags FROM fourfold.files_before",
+        "contents": f"SELECT f.repo_id, {_moved('x.file_id')}, x.text "
+                    f"FROM fourfold.contents_before x {of_file}",
+        "symbols": f"SELECT f.repo_id, {_moved('x.id')}, {_moved('x.file_id')}, x.name, "
+                   "x.name_lower, x.qualname, x.qualname_lower, x.kind, x.start_line, "
+                   f"x.end_line, x.signature, x.doc, x.parent FROM fourfold.symbols_before x "
+                   f"{of_file}",
+        "symbol_tokens": f"SELECT f.repo_id, t.token, {_moved('t.symbol_id')} "
+                         "FROM fourfold.symbol_tokens_before t JOIN fourfold.symbols_before x "
+                         f"ON x.id = t.symbol_id {of_file}",
+        "chunks": f"SELECT f.repo_id, {_moved('x.id')}, {_moved('x.file_id')}, x.start_line, "
+                  "x.end_line, x.symbol, x.kind, x.embed_hash, x.length "
+                  f"FROM fourfold.chunks_before x {of_file}",
+        "chunk_terms": f"SELECT repo_id, term, {_moved('chunk_id', 'repo_id')}, weight "
+                       "FROM fourfold.chunk_terms_before",
+        "file_refs": f"SELECT f.repo_id, {_moved('x.file_id')}, x.refs "
+                     f"FROM fourfold.file_refs_before x {of_file}",
+        "symbol_rank": f"SELECT repo_id, {_moved('symbol_id', 'repo_id')}, rank "
+                       "FROM fourfold.symbol_rank_before",
+        "file_rank": f"SELECT repo_id, {_moved('file_id', 'repo_id')}, rank "
+                     "FROM fourfold.file_rank_before",
+        "chunk_codes": f"SELECT repo_id, model, {_moved('chunk_id', 'repo_id')}, code "
+                       "FROM fourfold.chunk_codes_before",
+    }
+    for table, select in copies.items():
+        cur.execute(f"INSERT INTO fourfold.{table} {select}")
+    for row in cur.execute("SELECT repo_id, src_file, src_symbol, dst_file, dst_symbol, line, "
+                           "resolution, kinds, names FROM fourfold.edges_before").fetchall():
+        repo_id, *columns = row
+        moved = [packed([v if v < 0 else (repo_id << ID_BITS) | v for v in unpacked(blob)])
+                 for blob in columns[:4]]
+        cur.execute("INSERT INTO fourfold.edges VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                    (repo_id, *moved, *columns[4:]))
+    for table in REPOSITORY_TABLES:
+        cur.execute(f"DROP TABLE fourfold.{table}_before")
+
+
 # Step i brings a database from schema version i to i + 1; append, never edit, a step.
 MIGRATIONS: tuple[Callable[[psycopg.Cursor], None], ...] = (
     _create_everything, _count_vectors, _terms_by_repository, _totals_by_repository,
-    _binary_codes)
+    _binary_codes, _partitioned_by_repository)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Advisory lock keys: one bigint for migrations; (class, hash of the name) for indexing a
@@ -460,10 +598,10 @@ class PostgresStore(Store):
                 continue
             files, size = self._query("SELECT count(*), coalesce(sum(size), 0) FROM files "
                                       "WHERE repo_id = %s", (repo_id,))[0]
-            chunks = self._query("SELECT count(*) FROM chunks c JOIN files f ON f.id = "
-                                 "c.file_id WHERE f.repo_id = %s", (repo_id,))[0][0]
-            symbols = self._query("SELECT count(*) FROM symbols s JOIN files f ON "
-                                  "f.id = s.file_id WHERE f.repo_id = %s", (repo_id,))[0][0]
+            chunks = self._query("SELECT count(*) FROM chunks WHERE repo_id = %s",
+                                 (repo_id,))[0][0]
+            symbols = self._query("SELECT count(*) FROM symbols WHERE repo_id = %s",
+                                  (repo_id,))[0][0]
             languages = dict(self._query(
                 "SELECT coalesce(language, 'other'), count(*) FROM files WHERE repo_id = %s "
                 "GROUP BY 1 ORDER BY 2 DESC", (repo_id,)))
@@ -509,26 +647,41 @@ class PostgresStore(Store):
             (repo_id, paths)).fetchall()]
         if not file_ids:
             return 0, 0
-        cur.execute("DELETE FROM contents WHERE file_id = ANY(%s)", (file_ids,))
-        cur.execute("DELETE FROM symbol_tokens WHERE symbol_id IN "
-                    "(SELECT id FROM symbols WHERE file_id = ANY(%s))", (file_ids,))
-        cur.execute("DELETE FROM symbols WHERE file_id = ANY(%s)", (file_ids,))
-        cur.execute("DELETE FROM file_refs WHERE file_id = ANY(%s)", (file_ids,))
+        mine = {"repo": repo_id, "files": file_ids}
+        cur.execute("DELETE FROM contents WHERE repo_id = %(repo)s AND file_id = ANY(%(files)s)",
+                    mine)
+        cur.execute("DELETE FROM symbol_tokens WHERE repo_id = %(repo)s AND symbol_id IN "
+                    "(SELECT id FROM symbols WHERE repo_id = %(repo)s AND "
+                    "file_id = ANY(%(files)s))", mine)
+        cur.execute("DELETE FROM symbols WHERE repo_id = %(repo)s AND file_id = ANY(%(files)s)",
+                    mine)
+        cur.execute("DELETE FROM file_refs WHERE repo_id = %(repo)s AND "
+                    "file_id = ANY(%(files)s)", mine)
         chunks, tokens = cur.execute(
-            "WITH gone AS (DELETE FROM chunks WHERE file_id = ANY(%s) RETURNING id, length), "
-            "terms AS (DELETE FROM chunk_terms WHERE chunk_id IN (SELECT id FROM gone)), "
-            "codes AS (DELETE FROM chunk_codes WHERE chunk_id IN (SELECT id FROM gone)) "
-            "SELECT count(*), coalesce(sum(length), 0) FROM gone", (file_ids,)).fetchone()
+            "WITH gone AS (DELETE FROM chunks WHERE repo_id = %(repo)s AND "
+            "file_id = ANY(%(files)s) RETURNING id, length), "
+            "terms AS (DELETE FROM chunk_terms WHERE repo_id = %(repo)s AND "
+            "chunk_id IN (SELECT id FROM gone)), "
+            "codes AS (DELETE FROM chunk_codes WHERE repo_id = %(repo)s AND "
+            "chunk_id IN (SELECT id FROM gone)) "
+            "SELECT count(*), coalesce(sum(length), 0) FROM gone", mine).fetchone()
         return chunks, int(tokens)
 
     @staticmethod
-    def _new_ids(cur: psycopg.Cursor, table: str, count: int) -> list[int]:
-        """`count` fresh ids of a table, taken from its sequence in one round trip."""
+    def _new_ids(cur: psycopg.Cursor, repo_id: int, count: int) -> list[int]:
+        """`count` fresh row ids of a repository (its id in their high bits), in one round
+        trip."""
         if not count:
             return []
         return [row[0] for row in cur.execute(
-            "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
-            (f"{SCHEMA}.{table}", count)).fetchall()]
+            f"SELECT (%s::bigint << {ID_BITS}) | nextval('fourfold.ids') "
+            "FROM generate_series(1, %s)", (repo_id, count)).fetchall()]
+
+    @staticmethod
+    def _repos_of(ids: Iterable[int]) -> list[int]:
+        """The repositories rows of these ids belong to: their ids' high bits name them,
+        so a query by ids reads only those repositories' partitions."""
+        return sorted({i >> ID_BITS for i in ids})
 
     @staticmethod
     def _copy(cur: psycopg.Cursor, table: str, columns: str, rows: list[tuple]) -> None:
@@ -547,9 +700,9 @@ class PostgresStore(Store):
                 cur.executemany("UPDATE files SET size = %s, mtime_ns = %s, ctime_ns = %s, "
                                 "inode = %s WHERE repo_id = %s AND path = %s",
                                 [(*stamp, repo_id, path) for path, stamp in touched])
-            file_ids = self._new_ids(cur, "files", len(records))
-            symbol_ids = iter(self._new_ids(cur, "symbols", sum(len(r.symbols) for r in records)))
-            chunk_ids = iter(self._new_ids(cur, "chunks", sum(
+            file_ids = self._new_ids(cur, repo_id, len(records))
+            symbol_ids = iter(self._new_ids(cur, repo_id, sum(len(r.symbols) for r in records)))
+            chunk_ids = iter(self._new_ids(cur, repo_id, sum(
                 min(len(r.chunks), len(r.chunk_tokens), len(r.chunk_hashes)) for r in records)))
             files, contents, symbols, symbol_tokens = [], [], [], []
             chunks, chunk_terms, refs = [], [], []
@@ -557,35 +710,36 @@ class PostgresStore(Store):
             for rec, file_id in zip(records, file_ids):
                 files.append((file_id, repo_id, rec.path, rec.hash, *rec.stamp, rec.language,
                               rec.flags))
-                contents.append((file_id, rec.text))
+                contents.append((repo_id, file_id, rec.text))
                 for sym in rec.symbols:
                     symbol_id = next(symbol_ids)
-                    symbols.append((symbol_id, file_id, sym.name, sym.name.lower(), sym.qualname,
+                    symbols.append((repo_id, symbol_id, file_id, sym.name, sym.name.lower(), sym.qualname,
                                     sym.qualname.lower(), sym.kind, sym.start_line,
                                     sym.end_line, sym.signature, sym.doc, sym.parent))
-                    symbol_tokens += [(t, symbol_id) for t in set(identifier_tokens(sym.name))]
+                    symbol_tokens += [(repo_id, t, symbol_id)
+                                      for t in set(identifier_tokens(sym.name))]
                 path_terms = Counter(index_terms(token_text(rec.path)))
                 for chunk, body_tokens, chunk_hash in zip(rec.chunks, rec.chunk_tokens,
                                                           rec.chunk_hashes):
                     chunk_id = next(chunk_ids)
                     weights, length = _chunk_weights(path_terms, chunk.symbol, body_tokens)
-                    chunks.append((chunk_id, file_id, chunk.start_line, chunk.end_line,
+                    chunks.append((repo_id, chunk_id, file_id, chunk.start_line, chunk.end_line,
                                    chunk.symbol, chunk.kind, chunk_hash, length))
                     chunk_terms += [(term, chunk_id, w, repo_id) for term, w in weights.items()
                                     if len(term) <= MAX_TERM_CHARS]
                     new_tokens += length
-                refs.append((file_id, rec.references))
+                refs.append((repo_id, file_id, rec.references))
             self._copy(cur, "files", "id, repo_id, path, hash, size, mtime_ns, ctime_ns, "
                        "inode, language, flags", files)
-            self._copy(cur, "contents", "file_id, text", contents)
-            self._copy(cur, "symbols", "id, file_id, name, name_lower, qualname, "
+            self._copy(cur, "contents", "repo_id, file_id, text", contents)
+            self._copy(cur, "symbols", "repo_id, id, file_id, name, name_lower, qualname, "
                        "qualname_lower, kind, start_line, end_line, signature, doc, parent",
                        symbols)
-            self._copy(cur, "symbol_tokens", "token, symbol_id", symbol_tokens)
-            self._copy(cur, "chunks", "id, file_id, start_line, end_line, symbol, kind, "
-                       "embed_hash, length", chunks)
+            self._copy(cur, "symbol_tokens", "repo_id, token, symbol_id", symbol_tokens)
+            self._copy(cur, "chunks", "repo_id, id, file_id, start_line, end_line, symbol, "
+                       "kind, embed_hash, length", chunks)
             self._copy(cur, "chunk_terms", "term, chunk_id, weight, repo_id", chunk_terms)
-            self._copy(cur, "file_refs", "file_id, refs", refs)
+            self._copy(cur, "file_refs", "repo_id, file_id, refs", refs)
             if chunks or gone_chunks:
                 cur.execute("INSERT INTO repository_totals VALUES(%s, %s, %s) ON CONFLICT "
                             "(repo_id) DO UPDATE SET chunks = repository_totals.chunks + "
@@ -594,27 +748,34 @@ class PostgresStore(Store):
                             (repo_id, len(chunks) - gone_chunks, new_tokens - gone_tokens))
 
     # -- parses shared by content ------------------------------------------------------------
-    _PARSED_WITH = ("f.repo_id IN (SELECT substr(key, 8)::bigint FROM meta "
-                    "WHERE key LIKE 'parser:%%' AND value = %s)")
+    def _parsed_with(self, parser: str) -> list[int]:
+        """The repositories indexed with this parser (their parses can be reused), named
+        as constants so that a query reads only their partitions."""
+        return [row[0] for row in self._query(
+            "SELECT substr(key, 8)::bigint FROM meta WHERE key LIKE 'parser:%%' AND "
+            "value = %s", (parser,))]
 
     def parsed_hashes(self, parser: str) -> set[str]:
         return {row[0] for row in self._query(
-            f"SELECT DISTINCT f.hash FROM files f WHERE {self._PARSED_WITH}", (parser,))}
+            "SELECT DISTINCT hash FROM files WHERE repo_id = ANY(%s)",
+            (self._parsed_with(parser),))}
 
     def parse_of(self, content_hash: str, parser: str
                  ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], str] | None:
-        rows = self._query(f"SELECT f.id FROM files f WHERE f.hash = %s AND {self._PARSED_WITH} "
-                           "LIMIT 1", (content_hash, parser))
+        rows = self._query("SELECT repo_id, id FROM files WHERE hash = %s AND "
+                           "repo_id = ANY(%s) LIMIT 1",
+                           (content_hash, self._parsed_with(parser)))
         if not rows:
             return None
-        file_id = rows[0][0]
+        mine = {"repo": rows[0][0], "file": rows[0][1]}
         symbols = [Symbol(*row) for row in self._query(
             "SELECT name, qualname, kind, start_line, end_line, signature, doc, parent "
-            "FROM symbols WHERE file_id = %s ORDER BY id", (file_id,))]
+            "FROM symbols WHERE repo_id = %(repo)s AND file_id = %(file)s ORDER BY id", mine)]
         spans = [tuple(row) for row in self._query(
-            "SELECT start_line, end_line, symbol, kind FROM chunks WHERE file_id = %s "
-            "ORDER BY id", (file_id,))]
-        refs = self._query("SELECT refs FROM file_refs WHERE file_id = %s", (file_id,))
+            "SELECT start_line, end_line, symbol, kind FROM chunks WHERE repo_id = %(repo)s "
+            "AND file_id = %(file)s ORDER BY id", mine)]
+        refs = self._query("SELECT refs FROM file_refs WHERE repo_id = %(repo)s AND "
+                           "file_id = %(file)s", mine)
         return symbols, spans, refs[0][0] if refs else "[]"
 
     def files(self, repo_id: int | None = None) -> list[StoredFile]:
@@ -632,7 +793,8 @@ class PostgresStore(Store):
         return StoredFile(*rows[0]) if rows else None
 
     def content(self, file_id: int) -> str:
-        rows = self._query("SELECT text FROM contents WHERE file_id = %s", (file_id,))
+        rows = self._query("SELECT text FROM contents WHERE repo_id = %s AND file_id = %s",
+                           (file_id >> ID_BITS, file_id))
         return rows[0][0] if rows else ""
 
     # -- text ---------------------------------------------------------------------------
@@ -643,16 +805,19 @@ class PostgresStore(Store):
             query = f"SELECT {FILE_COLS}, f.hash FROM files f WHERE true"
         else:
             query = (f"SELECT {FILE_COLS}, f.hash FROM files f JOIN contents c "
-                     f"ON c.file_id = f.id WHERE {text_condition(required, params)}")
+                     f"ON c.file_id = f.id AND c.repo_id = f.repo_id "
+                     f"WHERE {text_condition(required, params)}")
         if repo_id:
-            query += " AND f.repo_id = %s"
-            params.append(repo_id)
+            query += " AND f.repo_id = %s" + (" AND c.repo_id = %s" if required is not None
+                                              else "")
+            params += [repo_id] * (2 if required is not None else 1)
         return [(StoredFile(*row[:5]), row[5])
                 for row in self._query(query + " ORDER BY f.path", params)]
 
     def contents(self, file_ids: Iterable[int]) -> dict[int, str]:
-        return dict(self._query("SELECT file_id, text FROM contents WHERE file_id = ANY(%s)",
-                                (list(file_ids),)))
+        file_ids = list(file_ids)
+        return dict(self._query("SELECT file_id, text FROM contents WHERE repo_id = ANY(%s) "
+                                "AND file_id = ANY(%s)", (self._repos_of(file_ids), file_ids)))
 
     def bm25_chunks(self, terms: Sequence[str], limit: int, repo_id: int | None = None
                     ) -> list[tuple[StoredChunk, float]]:
@@ -668,7 +833,8 @@ class PostgresStore(Store):
                                      "coalesce(sum(tokens), 0)::bigint FROM repository_totals")[0]
         if not chunks:
             return []
-        in_repo = "AND t.repo_id = %(repo)s" if repo_id else ""
+        in_repo = "AND t.repo_id = %(repo)s AND c.repo_id = %(repo)s" if repo_id else \
+            "AND c.repo_id = t.repo_id"
         query = f"""
             WITH asked AS (SELECT term, count(*) AS times FROM unnest(%(terms)s::text[]) AS term
                            GROUP BY term),
@@ -680,34 +846,45 @@ class PostgresStore(Store):
             ranked AS (
                 SELECT t.chunk_id, sum(idf.idf * ((t.weight * (%(k1)s + 1.0)) / (t.weight +
                     %(k1)s * (1.0 - %(b)s + %(b)s * c.length / %(avgdl)s)))) AS score
-                FROM idf JOIN chunk_terms t ON t.term = idf.term {in_repo}
-                JOIN chunks c ON c.id = t.chunk_id
+                FROM idf JOIN chunk_terms t ON t.term = idf.term
+                JOIN chunks c ON c.id = t.chunk_id {in_repo}
                 GROUP BY t.chunk_id ORDER BY score DESC, t.chunk_id LIMIT %(limit)s)
             SELECT {CHUNK_COLS}, r.score FROM ranked r JOIN chunks c ON c.id = r.chunk_id
-            JOIN files f ON f.id = c.file_id ORDER BY r.score DESC, c.id"""
+            JOIN files f ON f.id = c.file_id AND f.repo_id = c.repo_id
+            ORDER BY r.score DESC, c.id"""
         rows = self._query(query, {"terms": stemmed, "n": float(chunks),
                                    "avgdl": tokens / chunks, "k1": BM25_K1, "b": BM25_B,
                                    "repo": repo_id, "limit": limit})
         return [(StoredChunk(*row[:8]), row[8]) for row in rows]
 
     def chunks(self, chunk_ids: Iterable[int]) -> list[StoredChunk]:
+        chunk_ids = list(chunk_ids)
+        repos = self._repos_of(chunk_ids)
         return [StoredChunk(*row) for row in self._query(
             f"SELECT {CHUNK_COLS} FROM chunks c JOIN files f ON f.id = c.file_id "
-            "WHERE c.id = ANY(%s) ORDER BY c.id", (list(chunk_ids),))]
+            "AND f.repo_id = c.repo_id WHERE c.repo_id = ANY(%s) AND f.repo_id = ANY(%s) "
+            "AND c.id = ANY(%s) ORDER BY c.id", (repos, repos, chunk_ids))]
 
     def chunks_of_file(self, file_id: int) -> list[StoredChunk]:
+        repo = file_id >> ID_BITS
         return [StoredChunk(*row) for row in self._query(
             f"SELECT {CHUNK_COLS} FROM chunks c JOIN files f ON f.id = c.file_id "
-            "WHERE c.file_id = %s ORDER BY c.start_line, c.id", (file_id,))]
+            "WHERE c.repo_id = %s AND f.repo_id = %s AND c.file_id = %s "
+            "ORDER BY c.start_line, c.id", (repo, repo, file_id))]
 
     # -- symbols ------------------------------------------------------------------------
     def _symbols_where(self, where: str, params: list, repo_id: int | None,
-                       limit: int | None = None, order: str = "s.id") -> list[StoredSymbol]:
+                       limit: int | None = None, order: str = "s.id",
+                       repos: list[int] | None = None) -> list[StoredSymbol]:
+        """Symbols meeting `where`, of one repository (`repo_id`), of some (`repos`), or of
+        every one."""
         query = (f"SELECT {SYMBOL_COLS} FROM symbols s JOIN files f ON f.id = s.file_id "
-                 f"WHERE {where}")
+                 f"AND f.repo_id = s.repo_id WHERE {where}")
         if repo_id:
-            query += " AND f.repo_id = %s"
-            params = params + [repo_id]
+            repos = [repo_id]
+        if repos is not None:
+            query += " AND s.repo_id = ANY(%s) AND f.repo_id = ANY(%s)"
+            params = params + [repos, repos]
         query += f" ORDER BY {order}"
         if limit:
             query += " LIMIT %s"
@@ -729,42 +906,50 @@ class PostgresStore(Store):
             return []
         # a range per prefix, each answered by the name index ("C" collation: byte order);
         # as one union, not ORed conditions, which made the planner read every symbol
-        prefixes = "".join(" UNION ALL SELECT id FROM symbols WHERE name_lower >= %s AND "
-                           "name_lower < %s" for _ in tokens)
-        params: list = [tokens]
+        in_repo = " AND repo_id = %s" if repo_id else ""
+        mine = [repo_id] if repo_id else []
+        prefixes = "".join(f" UNION ALL SELECT id FROM symbols WHERE name_lower >= %s{in_repo} "
+                           "AND name_lower < %s" for _ in tokens)
+        params: list = [tokens, *mine]
         for t in tokens:
-            params += [t, t + "\uffff"]
+            params += [t, *mine, t + "\uffff"]
         return self._symbols_where(
-            f"s.id IN (SELECT symbol_id FROM symbol_tokens WHERE token = ANY(%s){prefixes})",
-            params, repo_id, limit)
+            f"s.id IN (SELECT symbol_id FROM symbol_tokens WHERE token = ANY(%s){in_repo}"
+            f"{prefixes})", params, repo_id, limit)
 
     def symbols_with_words(self, words: Iterable[str], whole: str, repo_id: int | None = None,
                            limit: int = 2000) -> list[StoredSymbol]:
         words = sorted({w.lower() for w in _storable(words) if w})
         if not words:
             return []
+        in_repo = " AND repo_id = %s" if repo_id else ""
+        mine = [repo_id] if repo_id else []
         return self._symbols_where(
-            "s.id IN (SELECT symbol_id FROM symbol_tokens WHERE token = ANY(%s) GROUP BY "
-            "symbol_id HAVING count(DISTINCT token) = %s UNION SELECT symbol_id FROM "
-            "symbol_tokens WHERE token = %s)",
-            [words, len(words), whole.lower().replace("\x00", "")], repo_id, limit)
+            f"s.id IN (SELECT symbol_id FROM symbol_tokens WHERE token = ANY(%s){in_repo} "
+            "GROUP BY symbol_id HAVING count(DISTINCT token) = %s UNION SELECT symbol_id FROM "
+            f"symbol_tokens WHERE token = %s{in_repo})",
+            [words, *mine, len(words), whole.lower().replace("\x00", ""), *mine], repo_id,
+            limit)
 
     def symbols_of_file(self, file_id: int) -> list[StoredSymbol]:
-        return self._symbols_where("s.file_id = %s", [file_id], None,
+        return self._symbols_where("s.file_id = %s", [file_id], file_id >> ID_BITS,
                                    order="s.start_line, s.id")
 
     def graph_symbols(self, repo_id: int) -> list[tuple[int, str, str, str, str, str | None]]:
         return self._query("SELECT s.id, f.path, s.name, s.qualname, s.kind, s.parent "
                            "FROM symbols s JOIN files f ON f.id = s.file_id "
-                           "WHERE f.repo_id = %s ORDER BY s.id", (repo_id,))
+                           "WHERE s.repo_id = %s AND f.repo_id = %s ORDER BY s.id",
+                           (repo_id, repo_id))
 
     def symbols_by_id(self, ids: Iterable[int]) -> list[StoredSymbol]:
-        return self._symbols_where("s.id = ANY(%s)", [list(ids)], None)
+        ids = list(ids)
+        return self._symbols_where("s.id = ANY(%s)", [ids], None, repos=self._repos_of(ids))
 
     # -- graph --------------------------------------------------------------------------
     def raw_references(self, repo_id: int) -> list[tuple[str, str]]:
         return self._query("SELECT f.path, r.refs FROM file_refs r JOIN files f "
-                           "ON f.id = r.file_id WHERE f.repo_id = %s ORDER BY f.id", (repo_id,))
+                           "ON f.id = r.file_id WHERE r.repo_id = %s AND f.repo_id = %s "
+                           "ORDER BY f.id", (repo_id, repo_id))
 
     def replace_graph(self, repo_id: int, edges: EdgeColumns,
                       symbol_rank: dict[int, float], file_rank: dict[int, float]) -> None:
@@ -791,9 +976,12 @@ class PostgresStore(Store):
                 else self._query(query + " ORDER BY repo_id"))
         return [edge for row in rows for edge in _unpack_edges(row)]
 
-    def centrality(self) -> tuple[dict[int, float], dict[int, float]]:
-        symbols = dict(self._query("SELECT symbol_id, rank FROM symbol_rank"))
-        files = dict(self._query("SELECT file_id, rank FROM file_rank"))
+    def centrality(self, repo_id: int | None = None
+                   ) -> tuple[dict[int, float], dict[int, float]]:
+        mine = " WHERE repo_id = %s" if repo_id else ""
+        params = (repo_id,) if repo_id else ()
+        symbols = dict(self._query("SELECT symbol_id, rank FROM symbol_rank" + mine, params))
+        files = dict(self._query("SELECT file_id, rank FROM file_rank" + mine, params))
         return symbols, files
 
     # -- vectors ------------------------------------------------------------------------
@@ -820,16 +1008,17 @@ class PostgresStore(Store):
         sql = ("SELECT c.id, v.vec, v.scale FROM chunks c JOIN vectors v ON "
                "v.embed_hash = c.embed_hash AND v.model = %s")
         if repo_id:
-            rows = self._query(sql + " JOIN files f ON f.id = c.file_id AND f.repo_id = %s "
-                               "ORDER BY c.id", (model, repo_id))
+            rows = self._query(sql + " WHERE c.repo_id = %s ORDER BY c.id", (model, repo_id))
         else:
             rows = self._query(sql + " ORDER BY c.id", (model,))
         return [r[0] for r in rows], [bytes(r[1]) for r in rows], [r[2] for r in rows]
 
     def vectors_of(self, model: str, chunk_ids: Iterable[int]) -> dict[int, tuple[bytes, float]]:
+        chunk_ids = list(chunk_ids)
         return {cid: (bytes(vec), scale) for cid, vec, scale in self._query(
             "SELECT c.id, v.vec, v.scale FROM chunks c JOIN vectors v ON v.embed_hash = "
-            "c.embed_hash AND v.model = %s WHERE c.id = ANY(%s)", (model, list(chunk_ids)))}
+            "c.embed_hash AND v.model = %s WHERE c.repo_id = ANY(%s) AND c.id = ANY(%s)",
+            (model, self._repos_of(chunk_ids), chunk_ids))}
 
     def put_codes(self, repo_id: int, model: str, mean: bytes, chunk_ids: Sequence[int],
                   codes: Sequence[bytes]) -> None:

@@ -58,7 +58,7 @@ class IndexSnapshot:
     @cached_property
     def centrality(self) -> dict:
         """path and (path, symbol) -> PageRank relative to an average node."""
-        symbol_rank, file_rank = self.store.centrality()
+        symbol_rank, file_rank = self.store.centrality(self.repo_id)
         paths = {f.file_id: f.path for f in self.files.values()}
         out: dict = {paths[fid]: rank
                                    for fid, rank in file_rank.items() if fid in paths}

@@ -586,9 +586,12 @@ class SQLiteStore(Store):
         rows = self._query(sql + " WHERE repo_id=?", (repo_id,)) if repo_id else self._query(sql)
         return [edge for row in rows for edge in _unpack_edges(row)]
 
-    def centrality(self) -> tuple[dict[int, float], dict[int, float]]:
-        symbols = dict(self._query("SELECT symbol_id, rank FROM symbol_rank"))
-        files = dict(self._query("SELECT file_id, rank FROM file_rank"))
+    def centrality(self, repo_id: int | None = None
+                   ) -> tuple[dict[int, float], dict[int, float]]:
+        mine = " WHERE repo_id = ?" if repo_id else ""
+        params = (repo_id,) if repo_id else ()
+        symbols = dict(self._query("SELECT symbol_id, rank FROM symbol_rank" + mine, params))
+        files = dict(self._query("SELECT file_id, rank FROM file_rank" + mine, params))
         return symbols, files
 
     # -- vectors --------------------------------------------------------------------------

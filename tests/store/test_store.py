@@ -41,6 +41,11 @@ def store(open_store):
     return open_store()
 
 
+def chunk_ids(store, repo) -> list[int]:
+    """A repository's chunk ids, in order (each store numbers rows its own way)."""
+    return sorted(c.chunk_id for f in store.files(repo) for c in store.chunks_of_file(f.file_id))
+
+
 # -- schema and identity ---------------------------------------------------------------------
 def test_a_new_store_is_empty_and_remembers_its_settings_and_identity(store, open_store):
     assert store.is_empty() and store.repos() == [] and store.files() == []
@@ -67,27 +72,32 @@ def test_write_batch_round_trips_files_states_contents_symbols_chunks_and_refere
     repo = store.ensure_repo("/src/proj", "proj")
     store.write_batch(repo, [alpha_record(), readme_record()], [], [])
     by_id = sorted(store.files(), key=lambda f: f.file_id)
-    assert by_id == [StoredFile(1, repo, "pkg/a.py", "python", 0),
-                     StoredFile(2, repo, "README.md", None, 0)]
+    a, b = [f.file_id for f in by_id]  # ids are the store's own (a server's carry the
+    assert by_id == [StoredFile(a, repo, "pkg/a.py", "python", 0),  # repository)
+                     StoredFile(b, repo, "README.md", None, 0)]
     assert sorted(store.files(repo), key=lambda f: f.file_id) == by_id
     assert store.files(repo + 1) == []
-    assert store.file_by_path("README.md") == StoredFile(2, repo, "README.md", None, 0)
-    assert store.file_by_path("README.md", repo) == StoredFile(2, repo, "README.md", None, 0)
+    assert store.file_by_path("README.md") == StoredFile(b, repo, "README.md", None, 0)
+    assert store.file_by_path("README.md", repo) == StoredFile(b, repo, "README.md", None, 0)
     assert store.file_by_path("nowhere.py") is None
     assert store.file_states(repo) == {
-        "pkg/a.py": FileState(1, FileStamp(30, 111, 222, 333), "hash-a"),
-        "README.md": FileState(2, FileStamp(6, 1, 2, 3), "hash-b")}
-    assert store.contents([1, 2]) == {1: ALPHA, 2: "hello\n"}
+        "pkg/a.py": FileState(a, FileStamp(30, 111, 222, 333), "hash-a"),
+        "README.md": FileState(b, FileStamp(6, 1, 2, 3), "hash-b")}
+    assert store.contents([a, b]) == {a: ALPHA, b: "hello\n"}
     assert store.contents([]) == {}
-    assert store.content(1) == ALPHA and store.content(99) == ""
-    assert store.symbols_of_file(1) == [StoredSymbol(1, 1, "pkg/a.py", "alpha", "alpha",
-                                                     "function", 1, 2, "def alpha():", "Alpha.",
-                                                     None, 0, "python")]
-    assert store.symbols_named(["ALPHA"]) == store.symbols_of_file(1)  # case-insensitive
-    assert store.symbols_by_id([1]) == store.symbols_of_file(1)
-    assert store.graph_symbols(repo) == [(1, "pkg/a.py", "alpha", "alpha", "function", None)]
-    assert store.chunks_of_file(1) == [StoredChunk(1, 1, "pkg/a.py", 1, 2, "alpha", "symbol", 0)]
-    assert store.chunks([2]) == [StoredChunk(2, 2, "README.md", 1, 1, None, "text", 0)]
+    assert store.content(a) == ALPHA and store.content(b + 99) == ""
+    [alpha] = store.symbols_of_file(a)
+    assert alpha == StoredSymbol(alpha.symbol_id, a, "pkg/a.py", "alpha", "alpha", "function",
+                                 1, 2, "def alpha():", "Alpha.", None, 0, "python")
+    assert store.symbols_named(["ALPHA"]) == [alpha]  # case-insensitive
+    assert store.symbols_by_id([alpha.symbol_id]) == [alpha]
+    assert store.graph_symbols(repo) == [(alpha.symbol_id, "pkg/a.py", "alpha", "alpha",
+                                          "function", None)]
+    [chunk_a] = store.chunks_of_file(a)
+    [chunk_b] = store.chunks_of_file(b)
+    assert chunk_a == StoredChunk(chunk_a.chunk_id, a, "pkg/a.py", 1, 2, "alpha", "symbol", 0)
+    assert store.chunks([chunk_b.chunk_id]) == [
+        StoredChunk(chunk_b.chunk_id, b, "README.md", 1, 1, None, "text", 0)]
     assert sorted(store.raw_references(repo)) == [
         ("README.md", "[]"), ("pkg/a.py", '[["call", "beta", 2, "alpha"]]')]
     assert decode_references(dict(store.raw_references(repo))["pkg/a.py"]) == [
@@ -112,7 +122,8 @@ def test_write_batch_replaces_deletes_and_restamps_in_one_transaction(store):
     store.write_batch(repo, [edited], ["README.md"], [])
     [file] = store.files()
     assert file.path == "pkg/a.py"
-    assert store.contents([1, 2, 3]) == {file.file_id: "GAMMA = 1\n"}
+    assert store.contents([file.file_id, file.file_id + 1, file.file_id + 2]) == {
+        file.file_id: "GAMMA = 1\n"}
     assert store.symbols_named(["alpha"]) == [] and store.raw_references(repo) == [
         ("pkg/a.py", "[]")]
     assert [(c.start_line, c.symbol, c.kind) for c in store.chunks_of_file(file.file_id)] == [
@@ -131,10 +142,12 @@ def test_a_failed_batch_writes_nothing(store):
     store.write_batch(repo, [readme_record()], [], [])
     broken = alpha_record()
     broken.text = None  # contents.text is NOT NULL: the batch fails part way
-    with pytest.raises(FourfoldError, match=r"contents\.text|\"text\" of relation \"contents\""):
+    with pytest.raises(FourfoldError,
+                       match=r"contents\.text|\"text\" of relation \"contents(_local)?\""):
         store.write_batch(repo, [broken], ["README.md"], [])
-    assert [f.path for f in store.files()] == ["README.md"]
-    assert store.contents([1]) == {1: "hello\n"}
+    [readme] = store.files()
+    assert readme.path == "README.md"
+    assert store.contents([readme.file_id]) == {readme.file_id: "hello\n"}
     assert [c.path for c, _ in store.bm25_chunks(["hello"], 10)] == ["README.md"]
 
 
@@ -235,14 +248,15 @@ def test_stored_edges_come_back_whole_per_repository(store):
 def test_vectors_are_kept_per_model_and_chunk_hash(store):
     repo = store.ensure_repo("/src/proj", "proj")
     store.write_batch(repo, [alpha_record(), readme_record()], [], [])
-    assert store.chunks_missing_vectors("m", 10) == [(1, "chunk-a"), (2, "chunk-b")]
-    assert store.chunks_missing_vectors("m", 10, after=1) == [(2, "chunk-b")]
+    a, b = chunk_ids(store, repo)
+    assert store.chunks_missing_vectors("m", 10) == [(a, "chunk-a"), (b, "chunk-b")]
+    assert store.chunks_missing_vectors("m", 10, after=a) == [(b, "chunk-b")]
     assert store.vector_progress("m") == (0, 2) and store.vector_count("m") == 0
     store.put_vectors("m", [("chunk-a", b"\x01\xff", 0.5)])
     store.put_vectors("m", [("chunk-a", b"\x02\x00", 0.25), ("other", b"\x03", 1.0)])
-    assert store.vectors("m") == ([1], [b"\x02\x00"], [0.25])
+    assert store.vectors("m") == ([a], [b"\x02\x00"], [0.25])
     assert store.vector_count("m") == 2 and store.vector_progress("m") == (1, 2)
-    assert store.chunks_missing_vectors("m", 10) == [(2, "chunk-b")]
+    assert store.chunks_missing_vectors("m", 10) == [(b, "chunk-b")]
     assert store.vectors("other-model") == ([], [], [])
 
 
@@ -252,9 +266,10 @@ def test_vectors_of_one_repository_and_shared_by_content(store):
     store.write_batch(first, [alpha_record(), readme_record()], [], [])
     store.write_batch(second, [alpha_record()], [], [])  # the same chunk: one vector serves both
     store.put_vectors("m", [("chunk-a", b"\x02\x00", 0.25), ("chunk-b", b"\x01\x01", 0.5)])
-    assert store.vectors("m", second) == ([3], [b"\x02\x00"], [0.25])
-    assert store.vectors("m", first) == ([1, 2], [b"\x02\x00", b"\x01\x01"], [0.25, 0.5])
-    assert store.vectors("m") == ([1, 2, 3], [b"\x02\x00", b"\x01\x01", b"\x02\x00"],
+    (a, b), [c] = chunk_ids(store, first), chunk_ids(store, second)
+    assert store.vectors("m", second) == ([c], [b"\x02\x00"], [0.25])
+    assert store.vectors("m", first) == ([a, b], [b"\x02\x00", b"\x01\x01"], [0.25, 0.5])
+    assert store.vectors("m") == ([a, b, c], [b"\x02\x00", b"\x01\x01", b"\x02\x00"],
                                   [0.25, 0.5, 0.25])
 
 
@@ -277,19 +292,21 @@ def test_binary_codes_are_searched_by_hamming_distance_per_repository(store):
     second = store.ensure_repo("/src/fork", "fork")
     store.write_batch(first, [alpha_record(), readme_record()], [], [])
     store.write_batch(second, [alpha_record()], [], [])
+    (a, b), [c] = chunk_ids(store, first), chunk_ids(store, second)
     assert store.code_mean(first, "m") is None and store.nearest_codes(first, "m", b"\x00", 5) == []
-    store.put_codes(first, "m", b"mean", [1, 2], [b"\xf0", b"\x0f"])
-    store.put_codes(second, "m", b"other", [3], [b"\xff"])
+    store.put_codes(first, "m", b"mean", [a, b], [b"\xf0", b"\x0f"])
+    store.put_codes(second, "m", b"other", [c], [b"\xff"])
     assert store.code_mean(first, "m") == b"mean" and store.code_mean(second, "m") == b"other"
-    assert store.nearest_codes(first, "m", b"\xf1", 5) == [1, 2]  # distances 1 and 7
-    assert store.nearest_codes(first, "m", b"\x0e", 5) == [2, 1]
-    assert store.nearest_codes(first, "m", b"\x00", 5) == [1, 2]  # a tie: by chunk id
-    assert store.nearest_codes(first, "m", b"\x0f", 1) == [2]
-    assert store.nearest_codes(second, "m", b"\x00", 5) == [3]
+    assert store.nearest_codes(first, "m", b"\xf1", 5) == [a, b]  # distances 1 and 7
+    assert store.nearest_codes(first, "m", b"\x0e", 5) == [b, a]
+    assert store.nearest_codes(first, "m", b"\x00", 5) == [a, b]  # a tie: by chunk id
+    assert store.nearest_codes(first, "m", b"\x0f", 1) == [b]
+    assert store.nearest_codes(second, "m", b"\x00", 5) == [c]
     assert store.nearest_codes(first, "other-model", b"\x00", 5) == []
-    store.put_codes(first, "m", b"mean2", [2], [b"\x0f"])  # replaced whole
-    assert store.nearest_codes(first, "m", b"\xf0", 5) == [2]
+    store.put_codes(first, "m", b"mean2", [b], [b"\x0f"])  # replaced whole
+    assert store.nearest_codes(first, "m", b"\xf0", 5) == [b]
     store.write_batch(first, [], ["README.md"], [])  # a deleted chunk takes its code along
     assert store.nearest_codes(first, "m", b"\xf0", 5) == []
     store.put_vectors("m", [("chunk-a", b"\x02\x00", 0.25)])
-    assert store.vectors_of("m", [1, 3, 99]) == {1: (b"\x02\x00", 0.25), 3: (b"\x02\x00", 0.25)}
+    assert store.vectors_of("m", [a, c, c + 99]) == {a: (b"\x02\x00", 0.25),
+                                                    c: (b"\x02\x00", 0.25)}
