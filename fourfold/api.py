@@ -44,6 +44,7 @@ __all__ = ["Fourfold", "GREP_TIME_BUDGET", "MODALITIES", "PRESETS", "PROFILES", 
 
 INDEX_DIR_NAME = ".fourfold"
 RELATIONS = ("callers", "callees", "importers", "imports", "subclasses")  # related()'s step
+COORDINATOR = "coordinator"  # place_repository()'s name for the store's own server
 ALL_ROWS = 1 << 40  # a page size meaning every row (graph queries page their answers)
 
 
@@ -304,7 +305,8 @@ class Fourfold:
         ids; None: all). The question first narrows them to the few likely to hold the
         answer (choose_repositories); each of those answers on its own, and their hits,
         each naming its repository, are merged by score. The response says which
-        repositories were searched and which skipped."""
+        repositories were searched, which skipped, and which could not be searched (their
+        shard does not answer), with why."""
         from .repositories import choose_repositories
 
         options = options or SearchOptions(**kw)
@@ -314,6 +316,12 @@ class Fourfold:
             indexed = [r for r in indexed if r.repo_id in asked]
         if not indexed:
             raise NotIndexedError(f"nothing is indexed in {self.location} yet")
+        down = self.store.unreachable_repositories()
+        unavailable = {r.name: down[r.repo_id] for r in indexed if r.repo_id in down}
+        indexed = [r for r in indexed if r.repo_id not in down]
+        if not indexed:
+            raise FourfoldError("no repository asked for can be searched now: " + "; ".join(
+                f"{name}: {why}" for name, why in unavailable.items()))
         choice = choose_repositories(self.store, indexed, query, self._repo_of_file())
         responses = []
         best = max(choice.evidence.values(), default=0.0)
@@ -334,6 +342,7 @@ class Fourfold:
         merged.timings_ms = {"total": sum(r.timings_ms.get("total", 0.0) for r in responses)}
         merged.repositories_searched = [r.name for r in choice.searched]
         merged.repositories_skipped = [r.name for r in choice.skipped]
+        merged.repositories_unavailable = unavailable
         return merged
 
     def in_repository(self, name: str) -> "Fourfold":
@@ -520,7 +529,9 @@ class Fourfold:
         for r in self.store.repos():
             repos.append({"root": r.root, "name": r.name, "indexed_at": r.indexed_at,
                           "files": r.files, "bytes": r.bytes, "chunks": r.chunks,
-                          "symbols": r.symbols, "languages": r.languages})
+                          "symbols": r.symbols, "languages": r.languages,
+                          **({"shard": r.shard} if r.shard else {}),
+                          **({"unreachable": r.unreachable} if r.unreachable else {})})
         size = self.store.size_bytes()
         modalities = {"text": "ready", "structural": "ready", "graph": "ready"}
         try:
@@ -553,6 +564,28 @@ class Fourfold:
         from .repositories import find_repository
 
         return find_repository(self.store.repos(counts=False), spec) if spec else None
+
+    # -- shards (a server store spread over several PostgreSQL servers) ------------------
+    def add_shard(self, name: str, url: str) -> None:
+        """Add the PostgreSQL database at `url` (empty) as shard `name` of this server
+        store; repositories are then placed on it with place_repository()."""
+        if name == COORDINATOR:
+            raise FourfoldError(f"{COORDINATOR!r} names the store's own server; pick "
+                                "another shard name")
+        self.store.add_shard(name, url)
+
+    def place_repository(self, repository: str, shard: str) -> int:
+        """Move a repository's rows to a shard (COORDINATOR: back to the store's own
+        server), in one transaction; returns how many rows moved."""
+        repo_id = self.repository(repository)
+        if repo_id is None:
+            raise QueryError("name the repository to place")
+        return self.store.place_repository(repo_id, None if shard == COORDINATOR else shard)
+
+    def shards(self) -> list[dict]:
+        """The store's shards: name, location, repositories placed there, and why it does
+        not answer if it does not."""
+        return self.store.shards()
 
     # -- access tokens (a shared server's) ------------------------------------------------
     def create_token(self, name: str, scope: str = "read",
@@ -615,7 +648,9 @@ class Fourfold:
 
         return [{"name": r.name, "root": r.root, "branch": git_branch(Path(r.root)),
                  "indexed_at": r.indexed_at, "files": r.files, "bytes": r.bytes,
-                 "symbols": r.symbols, "chunks": r.chunks, "languages": r.languages}
+                 "symbols": r.symbols, "chunks": r.chunks, "languages": r.languages,
+                 **({"shard": r.shard} if r.shard else {}),
+                 **({"unreachable": r.unreachable} if r.unreachable else {})}
                 for r in self.store.repos() if repo_id is None or r.repo_id == repo_id]
 
     def modality_status(self) -> dict[str, str]:

@@ -70,14 +70,20 @@ class Cluster:
             # C.UTF-8: byte order, and case folding of all of Unicode for ILIKE
             self._run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust",
                       "-E", "UTF8", "--locale=C.UTF-8")
-            self._run("pg_ctl", "-D", str(self.data), "-l", str(self.folder / "server.log"),
-                      "-w", "-t", "60", "-o",
-                      f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 "
-                      "-c fsync=off -c full_page_writes=off -c synchronous_commit=off",
-                      "start")
+            self.resume()
         except ClusterError:
             shutil.rmtree(self.folder, ignore_errors=True)
             raise
+
+    def pause(self) -> None:
+        """Stop the server, keeping its data (resume() starts it again on the same port)."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.folder / "server.log"),
+                  "-w", "-t", "60", "-o",
+                  f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 "
+                  "-c fsync=off -c full_page_writes=off -c synchronous_commit=off", "start")
 
     def stop(self) -> None:
         try:

@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..api import (GREP_TIME_BUDGET, MODALITIES, PRESETS, PROFILES, Fourfold, SearchOptions,
+from ..api import (COORDINATOR, GREP_TIME_BUDGET, MODALITIES, PRESETS, PROFILES, Fourfold, SearchOptions,
                    find_index_root, parse_weights)
 from .. import __version__
 from ..errors import FourfoldError
@@ -181,6 +181,8 @@ def cmd_search(args) -> int:
             print(f"# searched {', '.join(response.repositories_searched)}"
                   + (f"; skipped {', '.join(response.repositories_skipped)}"
                      if response.repositories_skipped else ""))
+        for name, why in response.repositories_unavailable.items():
+            print(f"# not searched: {name} ({why})")
         if args.explain:
             _print_explanation(response)
         for hit in response.hits:
@@ -311,8 +313,13 @@ def cmd_status(args) -> int:
             when = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["indexed_at"]))
                     if r["indexed_at"] else "never (interrupted)")
             langs = ", ".join(f"{k} {v}" for k, v in list(r["languages"].items())[:8])
-            print(f"{r['name']} ({r['root']}): {r['files']} files, {_human_size(r['bytes'])}, "
-                  f"{r['symbols']} symbols, {r['chunks']} chunks; indexed {when}")
+            where = f" on shard {r['shard']}" if r.get("shard") else ""
+            if r.get("unreachable"):
+                print(f"{r['name']} ({r['root']}){where}: {r['unreachable']}; indexed {when}")
+                continue
+            print(f"{r['name']} ({r['root']}){where}: {r['files']} files, "
+                  f"{_human_size(r['bytes'])}, {r['symbols']} symbols, {r['chunks']} chunks; "
+                  f"indexed {when}")
             print(f"  languages: {langs}")
         for name, state in status.get("modalities", {}).items():
             print(f"{name}: {state}")
@@ -356,6 +363,46 @@ def cmd_token(args) -> int:
                          if t["revoked_at"] else "active")
                 print(f"{t['name']}  {t['scope']}  "
                       f"{', '.join(t['repositories']) if t['repositories'] else 'all'}  {state}")
+    _emit(args, payload, human)
+    return EXIT_RESULTS
+
+
+def cmd_shard(args) -> int:
+    """`fourfold shard add|place|list`: the PostgreSQL servers a server store spreads its
+    repositories over."""
+    if not args.store:
+        raise FourfoldError("shards belong to a PostgreSQL store: give --store URL (or set "
+                            "FOURFOLD_STORE)")
+    ff = Fourfold(None, store_url=args.store)
+    if args.action in ("add", "place") and not (args.first and args.second):
+        raise FourfoldError("fourfold shard add NAME URL, or fourfold shard place "
+                            f"REPOSITORY SHARD (or {COORDINATOR})")
+    if args.action == "add":
+        ff.add_shard(args.first, args.second)
+        payload = {"name": args.first, "added": True, "total": 1}
+
+        def human() -> None:
+            print(f"added shard {args.first}; place repositories on it with "
+                  f"`fourfold shard place REPOSITORY {args.first}`")
+    elif args.action == "place":
+        moved = ff.place_repository(args.first, args.second)
+        payload = {"repository": args.first, "shard": args.second, "rows_moved": moved,
+                   "total": 1}
+
+        def human() -> None:
+            print(f"{args.first} is on {args.second} ({moved} rows moved)")
+    else:
+        shards = ff.shards()
+        payload = {"total": len(shards), "results": shards}
+
+        def human() -> None:
+            if not shards:
+                print("no shards: every repository is on the store's own server")
+            for shard in shards:
+                state = (f"does not answer: {shard['unreachable']}" if shard["unreachable"]
+                         else "answers")
+                print(f"{shard['name']}  {shard['location']}  {state}  "
+                      f"{', '.join(shard['repositories']) or '(no repositories)'}")
     _emit(args, payload, human)
     return EXIT_RESULTS
 
@@ -567,6 +614,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scope", choices=("read", "write"), default="read")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_token)
+
+    p = sub.add_parser("shard", help="spread a PostgreSQL store over several servers",
+                       description="Shards of a PostgreSQL store (--store): `add NAME URL` "
+                                   "adds an empty database as a shard; `place REPOSITORY "
+                                   f"SHARD` moves a repository there ({COORDINATOR}: back to "
+                                   "the store's own server); `list` shows each shard, where "
+                                   "it is, what it holds and whether it answers.")
+    p.add_argument("action", choices=("add", "place", "list"))
+    p.add_argument("first", nargs="?", metavar="NAME|REPOSITORY")
+    p.add_argument("second", nargs="?", metavar="URL|SHARD")
+    p.add_argument("--store", default=os.environ.get("FOURFOLD_STORE") or None, metavar="URL",
+                   help="the PostgreSQL store (default: $FOURFOLD_STORE)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_shard)
 
     p = sub.add_parser("def", help="where is NAME defined (no NAME: every --kind definition)")
     p.add_argument("name", nargs="?", default=None,

@@ -50,6 +50,7 @@ class SearchResponse:
     rrf_k: float | None = None  # the k of the fusion (None on the direct path)
     repositories_searched: list[str] = field(default_factory=list)  # when several were asked
     repositories_skipped: list[str] = field(default_factory=list)
+    repositories_unavailable: dict[str, str] = field(default_factory=dict)  # name -> why
 
     def to_dict(self) -> dict:
         return {
@@ -60,6 +61,8 @@ class SearchResponse:
             **({"repositories_searched": self.repositories_searched,
                 "repositories_skipped": self.repositories_skipped}
                if self.repositories_searched else {}),
+            **({"repositories_unavailable": self.repositories_unavailable}
+               if self.repositories_unavailable else {}),
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
             "results": [h.to_dict() for h in self.hits],
         }

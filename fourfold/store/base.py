@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Iterable, NamedTuple, Sequence
 
+from ..errors import FourfoldError
 from ..model import Chunk, Reference, Symbol
 
 
@@ -74,6 +75,8 @@ class RepoInfo:
     chunks: int
     symbols: int
     languages: dict[str, int]
+    shard: str | None = None        # the server its rows live on (None: the index itself)
+    unreachable: str | None = None  # why its shard does not answer now, if it does not
 
 
 @dataclass(slots=True)
@@ -398,6 +401,23 @@ class Store(ABC):
     @abstractmethod
     def revoke_token(self, name: str, when: float) -> bool:
         """Revoke the active token of that name; False if there is none."""
+
+    # -- shards (a server store spread over several PostgreSQL servers) ------------------
+    def add_shard(self, name: str, url: str) -> None:
+        """Add another database server to hold repositories."""
+        raise FourfoldError("shards need a PostgreSQL store (--store postgresql://...)")
+
+    def place_repository(self, repo_id: int, shard: str | None) -> int:
+        """Move a repository's rows to a shard (None: the coordinator); rows moved."""
+        raise FourfoldError("shards need a PostgreSQL store (--store postgresql://...)")
+
+    def shards(self) -> list[dict]:
+        """Each shard: name, location, repositories placed there, whether it answers."""
+        return []
+
+    def unreachable_repositories(self) -> dict[int, str]:
+        """Repositories whose rows are on a server that does not answer now, and why."""
+        return {}
 
     @abstractmethod
     def close(self) -> None: ...

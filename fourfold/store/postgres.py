@@ -286,16 +286,27 @@ def _partitioned_by_repository(cur: psycopg.Cursor) -> None:
         cur.execute(f"DROP TABLE fourfold.{table}_before")
 
 
+def _shards(cur: psycopg.Cursor) -> None:
+    """Shards a repository can be placed on (postgres_shards.py), each with its marker:
+    the one value its partitions' bounds list when no repository is placed there."""
+    cur.execute("CREATE TABLE fourfold.shards(name text PRIMARY KEY, location text NOT NULL, "
+                "marker bigint NOT NULL UNIQUE, added_at double precision NOT NULL)")
+    cur.execute("ALTER TABLE fourfold.repos ADD COLUMN shard text REFERENCES fourfold.shards")
+
+
 # Step i brings a database from schema version i to i + 1; append, never edit, a step.
 MIGRATIONS: tuple[Callable[[psycopg.Cursor], None], ...] = (
     _create_everything, _count_vectors, _terms_by_repository, _totals_by_repository,
-    _binary_codes, _partitioned_by_repository)
+    _binary_codes, _partitioned_by_repository, _shards)
 SCHEMA_VERSION = len(MIGRATIONS)
+SHARDS_SCHEMA = MIGRATIONS.index(_shards) + 1  # the version that has the shards table
 
 # Advisory lock keys: one bigint for migrations; (class, hash of the name) for indexing a
 # repository. PostgreSQL keeps the one-key and two-key lock spaces apart.
 _MIGRATION_LOCK = 0x666F7572666F6C64  # "fourfold"
 _INDEXING_LOCK_CLASS = 0x66660001
+
+DOWN_FOR_S = 10.0  # a shard that did not answer is left out of queries this long, then tried
 
 BM25_K1 = 1.2
 BM25_B = 0.75
@@ -417,6 +428,8 @@ class PostgresStore(Store):
         self.host, self.port, self.database = host, port, database
         self.location = f"{host}:{port}/{database}"
         self._local = threading.local()
+        self._down: dict[str, tuple[float, str]] = {}  # shard -> (until, why)
+        self._shard_locations: dict[str, str] = {}
         self._migrate(self._conn())
 
     def __repr__(self) -> str:
@@ -441,6 +454,11 @@ class PostgresStore(Store):
             # scans far larger than a query's rows
             conn.execute(f"SET search_path TO {SCHEMA}; SET jit = off")
             self._local.conn = conn
+            if self._schema_version(conn) >= SHARDS_SCHEMA:
+                # kept for messages about a shard that does not answer, which may come
+                # inside a transaction that can run no more queries
+                self._shard_locations.update(conn.execute(
+                    "SELECT name, location FROM shards").fetchall())
         return conn
 
     def _scrubbed(self, exc: Exception) -> str:
@@ -450,10 +468,41 @@ class PostgresStore(Store):
         password = self._params.get("password")
         return message.replace(password, "***") if password else message
 
+    def _shard_failure(self, exc: psycopg.Error) -> tuple[str, str] | None:
+        """(shard, why) when the error is a shard that does not answer; that shard is then
+        left out of queries over every repository for DOWN_FOR_S."""
+        from .postgres_shards import shard_of_error
+
+        shard = shard_of_error(str(exc)) if exc.sqlstate and exc.sqlstate.startswith("08") \
+            else None
+        if shard is None:
+            return None
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        why = lines[1].removeprefix("DETAIL:").strip() if len(lines) > 1 else lines[0]
+        self._down[shard] = (time.monotonic() + DOWN_FOR_S, why)
+        return shard, why
+
+    def _retry_without_shard(self, exc: psycopg.Error) -> bool:
+        """Whether a failed call is worth one more try: a shard did not answer (it is now
+        left out of queries over every repository) and no transaction was under way."""
+        conn = getattr(self._local, "conn", None)
+        idle = conn is not None and not conn.closed and \
+            conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        return idle and self._shard_failure(exc) is not None
+
     def _failure(self, exc: psycopg.Error, method: str) -> FourfoldError:
         """psycopg's error as a clear one: a write that failed says the last complete write
-        is kept; a lost connection is dropped, for the next call to connect again."""
+        is kept; a lost connection is dropped, for the next call to connect again; a shard
+        that does not answer is named."""
         writing = method in _WRITES
+        shard = self._shard_failure(exc)
+        if shard is not None:
+            where = self._shard_locations.get(shard[0])
+            error = IndexWriteError if writing else FourfoldError
+            return error(f"shard {shard[0]!r}{f' ({where})' if where else ''} does not "
+                         f"answer ({shard[1]}); the repositories placed there cannot be "
+                         + ("written (nothing was changed)" if writing else "searched")
+                         + " until it is back")
         conn = getattr(self._local, "conn", None)
         lost = conn is not None and (conn.closed or conn.broken)
         if lost:
@@ -478,6 +527,21 @@ class PostgresStore(Store):
 
     def _query(self, query: str, params: Sequence = ()) -> list[tuple]:
         return self._conn().execute(query, params).fetchall()
+
+    def _down_shards(self) -> dict[str, str]:
+        now = time.monotonic()
+        return {shard: why for shard, (until, why) in self._down.items() if until > now}
+
+    def _reachable(self, column: str) -> tuple[str, list]:
+        """A condition keeping a query over every repository off the shards that do not
+        answer now ("" while all do), and its parameter: the repositories elsewhere, named
+        as constants, so that pruning skips the others' partitions."""
+        down = list(self._down_shards())
+        if not down:
+            return "", []
+        elsewhere = [row[0] for row in self._query(
+            "SELECT id FROM repos WHERE shard IS NULL OR NOT shard = ANY(%s)", (down,))]
+        return f" AND {column} = ANY(%s)", [elsewhere]
 
     # -- schema -------------------------------------------------------------------------
     @staticmethod
@@ -591,10 +655,12 @@ class PostgresStore(Store):
 
     def repos(self, counts: bool = True) -> list[RepoInfo]:
         out = []
-        for repo_id, root, name, indexed_at in self._query(
-                "SELECT id, root, name, indexed_at FROM repos ORDER BY id"):
-            if not counts:
-                out.append(RepoInfo(repo_id, root, name, indexed_at, 0, 0, 0, 0, {}))
+        down = self.unreachable_repositories() if counts else {}
+        for repo_id, root, name, indexed_at, shard in self._query(
+                "SELECT id, root, name, indexed_at, shard FROM repos ORDER BY id"):
+            if not counts or repo_id in down:
+                out.append(RepoInfo(repo_id, root, name, indexed_at, 0, 0, 0, 0, {}, shard,
+                                    down.get(repo_id)))
                 continue
             files, size = self._query("SELECT count(*), coalesce(sum(size), 0) FROM files "
                                       "WHERE repo_id = %s", (repo_id,))[0]
@@ -606,7 +672,7 @@ class PostgresStore(Store):
                 "SELECT coalesce(language, 'other'), count(*) FROM files WHERE repo_id = %s "
                 "GROUP BY 1 ORDER BY 2 DESC", (repo_id,)))
             out.append(RepoInfo(repo_id, root, name, indexed_at, files, int(size), chunks,
-                                symbols, languages))
+                                symbols, languages, shard))
         return out
 
     def mark_indexed(self, repo_id: int, when: float, parser: str) -> None:
@@ -756,15 +822,17 @@ class PostgresStore(Store):
             "value = %s", (parser,))]
 
     def parsed_hashes(self, parser: str) -> set[str]:
+        reachable, params = self._reachable("repo_id")
         return {row[0] for row in self._query(
-            "SELECT DISTINCT hash FROM files WHERE repo_id = ANY(%s)",
-            (self._parsed_with(parser),))}
+            "SELECT DISTINCT hash FROM files WHERE repo_id = ANY(%s)" + reachable,
+            (self._parsed_with(parser), *params))}
 
     def parse_of(self, content_hash: str, parser: str
                  ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], str] | None:
+        reachable, params = self._reachable("repo_id")
         rows = self._query("SELECT repo_id, id FROM files WHERE hash = %s AND "
-                           "repo_id = ANY(%s) LIMIT 1",
-                           (content_hash, self._parsed_with(parser)))
+                           "repo_id = ANY(%s)" + reachable + " LIMIT 1",
+                           (content_hash, self._parsed_with(parser), *params))
         if not rows:
             return None
         mine = {"repo": rows[0][0], "file": rows[0][1]}
@@ -780,16 +848,22 @@ class PostgresStore(Store):
 
     def files(self, repo_id: int | None = None) -> list[StoredFile]:
         query = f"SELECT {FILE_COLS} FROM files f"
-        rows = (self._query(query + " WHERE f.repo_id = %s ORDER BY f.id", (repo_id,))
-                if repo_id else self._query(query + " ORDER BY f.id"))
+        if repo_id:
+            rows = self._query(query + " WHERE f.repo_id = %s ORDER BY f.id", (repo_id,))
+        else:
+            reachable, params = self._reachable("f.repo_id")
+            rows = self._query(query + " WHERE true" + reachable + " ORDER BY f.id", params)
         return [StoredFile(*row) for row in rows]
 
     def file_by_path(self, path: str, repo_id: int | None = None) -> StoredFile | None:
         if "\x00" in path:
             return None
         query = f"SELECT {FILE_COLS} FROM files f WHERE f.path = %s"
-        rows = (self._query(query + " AND f.repo_id = %s", (path, repo_id)) if repo_id
-                else self._query(query + " ORDER BY f.id LIMIT 1", (path,)))
+        if repo_id:
+            rows = self._query(query + " AND f.repo_id = %s", (path, repo_id))
+        else:
+            reachable, params = self._reachable("f.repo_id")
+            rows = self._query(query + reachable + " ORDER BY f.id LIMIT 1", [path, *params])
         return StoredFile(*rows[0]) if rows else None
 
     def content(self, file_id: int) -> str:
@@ -811,6 +885,11 @@ class PostgresStore(Store):
             query += " AND f.repo_id = %s" + (" AND c.repo_id = %s" if required is not None
                                               else "")
             params += [repo_id] * (2 if required is not None else 1)
+        else:
+            for column in ("f.repo_id", "c.repo_id") if required is not None else ("f.repo_id",):
+                reachable, more = self._reachable(column)
+                query += reachable
+                params += more
         return [(StoredFile(*row[:5]), row[5])
                 for row in self._query(query + " ORDER BY f.path", params)]
 
@@ -835,6 +914,14 @@ class PostgresStore(Store):
             return []
         in_repo = "AND t.repo_id = %(repo)s AND c.repo_id = %(repo)s" if repo_id else \
             "AND c.repo_id = t.repo_id"
+        reachable, elsewhere = self._reachable("t.repo_id")
+        if reachable:  # a shard is down: statistics and hits come from the others
+            reachable = reachable.replace("%s", "%(elsewhere)s")
+            in_repo += reachable + reachable.replace("t.repo_id", "c.repo_id")
+        # the hits' rows, read from their own partitions only
+        shown = ("AND c.repo_id = %(repo)s AND f.repo_id = %(repo)s" if repo_id else
+                 reachable.replace("t.repo_id", "c.repo_id")
+                 + reachable.replace("t.repo_id", "f.repo_id"))
         query = f"""
             WITH asked AS (SELECT term, count(*) AS times FROM unnest(%(terms)s::text[]) AS term
                            GROUP BY term),
@@ -842,7 +929,7 @@ class PostgresStore(Store):
                 SELECT a.term, a.times * CASE WHEN raw.idf <= 0 THEN 1e-6 ELSE raw.idf END AS idf
                 FROM asked a, LATERAL (
                     SELECT ln((%(n)s - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-                    FROM chunk_terms t WHERE t.term = a.term) raw),
+                    FROM chunk_terms t WHERE t.term = a.term {reachable}) raw),
             ranked AS (
                 SELECT t.chunk_id, sum(idf.idf * ((t.weight * (%(k1)s + 1.0)) / (t.weight +
                     %(k1)s * (1.0 - %(b)s + %(b)s * c.length / %(avgdl)s)))) AS score
@@ -851,10 +938,12 @@ class PostgresStore(Store):
                 GROUP BY t.chunk_id ORDER BY score DESC, t.chunk_id LIMIT %(limit)s)
             SELECT {CHUNK_COLS}, r.score FROM ranked r JOIN chunks c ON c.id = r.chunk_id
             JOIN files f ON f.id = c.file_id AND f.repo_id = c.repo_id
+            WHERE true {shown}
             ORDER BY r.score DESC, c.id"""
         rows = self._query(query, {"terms": stemmed, "n": float(chunks),
                                    "avgdl": tokens / chunks, "k1": BM25_K1, "b": BM25_B,
-                                   "repo": repo_id, "limit": limit})
+                                   "repo": repo_id, "limit": limit,
+                                   "elsewhere": elsewhere[0] if elsewhere else None})
         return [(StoredChunk(*row[:8]), row[8]) for row in rows]
 
     def chunks(self, chunk_ids: Iterable[int]) -> list[StoredChunk]:
@@ -885,6 +974,11 @@ class PostgresStore(Store):
         if repos is not None:
             query += " AND s.repo_id = ANY(%s) AND f.repo_id = ANY(%s)"
             params = params + [repos, repos]
+        else:
+            for column in ("s.repo_id", "f.repo_id"):
+                reachable, more = self._reachable(column)
+                query += reachable
+                params = params + more
         query += f" ORDER BY {order}"
         if limit:
             query += " LIMIT %s"
@@ -972,14 +1066,18 @@ class PostgresStore(Store):
     def all_edges(self, repo_id: int | None = None) -> list[StoredEdge]:
         query = ("SELECT src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds, "
                  "names FROM edges")
-        rows = (self._query(query + " WHERE repo_id = %s", (repo_id,)) if repo_id
-                else self._query(query + " ORDER BY repo_id"))
+        if repo_id:
+            rows = self._query(query + " WHERE repo_id = %s", (repo_id,))
+        else:
+            reachable, params = self._reachable("repo_id")
+            rows = self._query(query + " WHERE true" + reachable + " ORDER BY repo_id", params)
         return [edge for row in rows for edge in _unpack_edges(row)]
 
     def centrality(self, repo_id: int | None = None
                    ) -> tuple[dict[int, float], dict[int, float]]:
-        mine = " WHERE repo_id = %s" if repo_id else ""
-        params = (repo_id,) if repo_id else ()
+        mine, params = (" WHERE repo_id = %s", [repo_id]) if repo_id else \
+            self._reachable("repo_id")
+        mine = mine.replace(" AND ", " WHERE ", 1)
         symbols = dict(self._query("SELECT symbol_id, rank FROM symbol_rank" + mine, params))
         files = dict(self._query("SELECT file_id, rank FROM file_rank" + mine, params))
         return symbols, files
@@ -987,10 +1085,11 @@ class PostgresStore(Store):
     # -- vectors ------------------------------------------------------------------------
     def chunks_missing_vectors(self, model: str, limit: int, after: int = 0
                                ) -> list[tuple[int, str]]:
+        reachable, params = self._reachable("c.repo_id")
         return self._query(
             "SELECT c.id, c.embed_hash FROM chunks c LEFT JOIN vectors v ON v.model = %s AND "
-            "v.embed_hash = c.embed_hash WHERE v.embed_hash IS NULL AND c.id > %s "
-            "ORDER BY c.id LIMIT %s", (model, after, limit))
+            f"v.embed_hash = c.embed_hash WHERE v.embed_hash IS NULL AND c.id > %s{reachable} "
+            "ORDER BY c.id LIMIT %s", (model, after, *params, limit))
 
     def put_vectors(self, model: str, rows: list[tuple[str, bytes, float]]) -> None:
         conn = self._conn()
@@ -1010,7 +1109,9 @@ class PostgresStore(Store):
         if repo_id:
             rows = self._query(sql + " WHERE c.repo_id = %s ORDER BY c.id", (model, repo_id))
         else:
-            rows = self._query(sql + " ORDER BY c.id", (model,))
+            reachable, params = self._reachable("c.repo_id")
+            rows = self._query(sql + " WHERE true" + reachable + " ORDER BY c.id",
+                               (model, *params))
         return [r[0] for r in rows], [bytes(r[1]) for r in rows], [r[2] for r in rows]
 
     def vectors_of(self, model: str, chunk_ids: Iterable[int]) -> dict[int, tuple[bytes, float]]:
@@ -1047,11 +1148,82 @@ class PostgresStore(Store):
         return rows[0][0] if rows else 0
 
     def vector_progress(self, model: str) -> tuple[int, int]:
-        total = self._query("SELECT count(*) FROM chunks")[0][0]
+        reachable, params = self._reachable("c.repo_id")
+        total = self._query("SELECT count(*) FROM chunks c WHERE true" + reachable, params)[0][0]
         missing = self._query(
             "SELECT count(*) FROM chunks c LEFT JOIN vectors v ON v.model = %s "
-            "AND v.embed_hash = c.embed_hash WHERE v.embed_hash IS NULL", (model,))[0][0]
+            "AND v.embed_hash = c.embed_hash WHERE v.embed_hash IS NULL" + reachable,
+            (model, *params))[0][0]
         return total - missing, total
+
+    # -- shards -------------------------------------------------------------------------
+    def add_shard(self, name: str, url: str) -> None:
+        from .postgres_shards import SHARD_NAME, attach_shard, prepare_shard
+
+        if not SHARD_NAME.fullmatch(name or ""):
+            raise FourfoldError(f"bad shard name {name!r}: use lower-case letters, digits "
+                                "and _, starting with a letter (at most 30)")
+        if self._query("SELECT 1 FROM shards WHERE name = %s", (name,)):
+            raise FourfoldError(f"a shard named {name!r} exists already")
+        params, location = prepare_shard(url)
+        conn = self._conn()
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            attach_shard(cur, name, params, location)
+        self._shard_locations[name] = location
+
+    def place_repository(self, repo_id: int, shard: str | None) -> int:
+        from .postgres_shards import move_repository
+
+        rows = self._query("SELECT name, shard FROM repos WHERE id = %s", (repo_id,))
+        if not rows:
+            raise FourfoldError(f"no repository with id {repo_id}")
+        name, source = rows[0]
+        if shard is not None and not self._query("SELECT 1 FROM shards WHERE name = %s",
+                                                 (shard,)):
+            known = [row[0] for row in self._query("SELECT name FROM shards ORDER BY name")]
+            raise FourfoldError(f"no shard named {shard!r}; shards: "
+                                f"{', '.join(known) or 'none (add one with fourfold shard add)'}")
+        if source == shard:
+            return 0
+        with self.indexing_lock(name, wait_s=30.0):  # no indexer writes it meanwhile
+            conn = self._conn()
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+                return move_repository(cur, repo_id, source, shard)
+
+    def shards(self) -> list[dict]:
+        down = self._probe_shards()
+        out = []
+        for name, location, added_at in self._query(
+                "SELECT name, location, added_at FROM shards ORDER BY name"):
+            placed = [row[0] for row in self._query(
+                "SELECT name FROM repos WHERE shard = %s ORDER BY name", (name,))]
+            out.append({"name": name, "location": location, "added_at": added_at,
+                        "repositories": placed, "unreachable": down.get(name)})
+        return out
+
+    def _probe_shards(self) -> dict[str, str]:
+        """Ask every shard for one row; those that do not answer, and why."""
+        from .postgres_shards import partition_name
+
+        down = {}
+        for (name,) in self._query("SELECT name FROM shards"):
+            try:
+                self._conn().execute(sql.SQL("SELECT 1 FROM fourfold.{} LIMIT 1").format(
+                    sql.Identifier(partition_name("edges", name))))
+            except psycopg.Error as exc:
+                found = self._shard_failure(exc)
+                down[name] = found[1] if found else self._scrubbed(exc)
+        return down
+
+    def unreachable_repositories(self) -> dict[int, str]:
+        down = self._probe_shards()
+        if not down:
+            return {}
+        return {repo_id: f"shard {shard!r} does not answer ({down[shard]})"
+                for repo_id, shard in self._query(
+                    "SELECT id, shard FROM repos WHERE shard = ANY(%s)", (list(down),))}
 
     # -- access tokens --------------------------------------------------------------------
     def put_token(self, token: TokenRecord) -> None:

@@ -31,19 +31,25 @@ def unpacked(blob: bytes) -> array:
 
 def clear_errors(driver_error: type[Exception]):
     """A class decorator: opening the store and each of its public methods turn the
-    driver's errors into the store's own, `store._failure(error, method_name)`; text that is
+    driver's errors into the store's own, `store._failure(error, method_name)`, after one
+    more try where `store._retry_without_shard(error)` asks for it; text that is
     no UTF-8 (a name in another encoding, read from a command line) is refused clearly."""
     def translated(method):
         @functools.wraps(method)
         def call(self, *args, **kwargs):
-            try:
-                return method(self, *args, **kwargs)
-            except driver_error as exc:
-                raise self._failure(exc, method.__name__) from exc
-            except UnicodeEncodeError:
-                raise QueryError("a name or text that is not valid UTF-8 (a file name in "
-                                 "another encoding?) matches nothing: the index keeps names "
-                                 "and text as UTF-8") from None
+            for attempt in (1, 2):
+                try:
+                    return method(self, *args, **kwargs)
+                except driver_error as exc:
+                    # a store may ask for one more try (a server store whose shard did not
+                    # answer leaves it out the second time)
+                    retry = getattr(self, "_retry_without_shard", None)
+                    if attempt == 2 or retry is None or not retry(exc):
+                        raise self._failure(exc, method.__name__) from exc
+                except UnicodeEncodeError:
+                    raise QueryError("a name or text that is not valid UTF-8 (a file name in "
+                                     "another encoding?) matches nothing: the index keeps "
+                                     "names and text as UTF-8") from None
         return call
 
     def decorate(cls):

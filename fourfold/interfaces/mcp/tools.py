@@ -91,7 +91,8 @@ class FourfoldService(Service):
             header = {k: d[k] for k in ("intent", "confidence", "rule", "target",
                                         "fusion_strategy", "modalities", "weights",
                                         "unavailable", "timings_ms", "repositories_searched",
-                                        "repositories_skipped") if k in d}
+                                        "repositories_skipped", "repositories_unavailable")
+                      if k in d}
             return [{**header, "notes": notes}] + [h.to_dict() for h in response.hits]
 
         rows = self.rows(key, compute)

@@ -1,0 +1,158 @@
+"""Repositories spread over several PostgreSQL servers: shards reached through postgres_fdw.
+
+The coordinator (the database --store names) keeps every per-repository table partitioned
+by repository (postgres.REPOSITORY_TABLES); its own repositories live in each table's
+DEFAULT partition. A shard is another PostgreSQL database holding the same tables as plain
+tables; on the coordinator each of them is a foreign partition whose bounds list the
+repositories placed there (plus the shard's marker, a negative id no repository has, since
+a list partition names at least one value). Queries go to the coordinator and PostgreSQL
+does the rest: partition pruning picks the shards a query needs, postgres_fdw pushes the
+conditions (trigram ILIKE, Hamming distance, ids) down to them, and scans several at once
+(async_capable).
+
+Placing a repository moves its rows in one coordinator transaction: they are read out,
+deleted, the partitions' bounds changed, and written back, so they land where the bounds
+now send them; a failure leaves every row where it was.
+"""
+from __future__ import annotations
+
+import re
+import time
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import conninfo_to_dict
+
+from ..errors import FourfoldError
+from .postgres import REPOSITORY_TABLES, SCHEMA_VERSION, create_repository_table, trgm_schema
+
+SHARD_NAME = re.compile(r"[a-z][a-z0-9_]{0,29}")
+SERVER_PREFIX = "fourfold_shard_"
+FOREIGN_SUFFIX = "__"   # a table's partition on shard s: fourfold."<table>__<s>"
+CONNECT_TIMEOUT_S = 3   # how long the coordinator waits for a shard that does not answer
+# libpq options a shard's URL may carry into the coordinator's server definition
+SERVER_OPTIONS = ("host", "port", "dbname", "sslmode", "sslrootcert", "sslcert", "sslkey")
+MAPPING_OPTIONS = ("user", "password")
+
+
+def server_name(shard: str) -> str:
+    return SERVER_PREFIX + shard
+
+
+def partition_name(table: str, shard: str) -> str:
+    return f"{table}{FOREIGN_SUFFIX}{shard}"
+
+
+def shard_of_error(message: str) -> str | None:
+    """The shard a postgres_fdw error names (its foreign server), if any."""
+    found = re.search(rf'server "{SERVER_PREFIX}([a-z0-9_]+)"', message)
+    return found.group(1) if found else None
+
+
+def _location(params: dict) -> str:
+    return (f"{params.get('host') or 'localhost'}:{params.get('port') or '5432'}/"
+            f"{params.get('dbname') or params.get('user') or 'postgres'}")
+
+
+def prepare_shard(url: str) -> tuple[dict, str]:
+    """Create the per-repository tables on a shard database (empty, or already prepared
+    and holding no rows); (its connection parameters, its location)."""
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.Error:
+        raise FourfoldError("the shard URL is not a PostgreSQL URL such as "
+                            "postgresql://user@host:5432/db") from None
+    location = _location(params)
+    try:
+        with psycopg.connect(**{**params, "connect_timeout": str(CONNECT_TIMEOUT_S)},
+                             autocommit=True) as conn, conn.transaction(), conn.cursor() as cur:
+            cur.execute("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+            cur.execute("CREATE SCHEMA IF NOT EXISTS fourfold")
+            existing = {row[0] for row in cur.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'fourfold'")}
+            if "repos" in existing:
+                raise FourfoldError(f"{location} holds a fourfold index of its own; a shard "
+                                    "must be a database of its own (create an empty one)")
+            trgm = trgm_schema(cur)
+            for table in REPOSITORY_TABLES:
+                if table in existing:
+                    if cur.execute(sql.SQL("SELECT EXISTS (SELECT FROM fourfold.{})").format(
+                            sql.Identifier(table))).fetchone()[0]:
+                        raise FourfoldError(f"{location} already holds rows of "
+                                            f"fourfold.{table}; a new shard must be empty")
+                    continue
+                create_repository_table(cur, table, table, trgm)
+            cur.execute("CREATE TABLE IF NOT EXISTS fourfold.shard_meta("
+                        "key text PRIMARY KEY, value text NOT NULL)")
+            cur.execute("INSERT INTO fourfold.shard_meta VALUES('schema_version', %s) "
+                        "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                        (str(SCHEMA_VERSION),))
+    except psycopg.OperationalError as exc:
+        raise FourfoldError(f"cannot reach the shard at {location} "
+                            f"({str(exc).splitlines()[0] if str(exc) else exc})") from None
+    return params, location
+
+
+def attach_shard(cur: psycopg.Cursor, name: str, params: dict, location: str) -> None:
+    """On the coordinator: the foreign server, the user mapping and one empty foreign
+    partition per table (bounds: the shard's marker only)."""
+    cur.execute("CREATE EXTENSION IF NOT EXISTS postgres_fdw")
+    options = {k: str(v) for k, v in params.items() if k in SERVER_OPTIONS and v}
+    options.update(async_capable="true", fetch_size="2000", batch_size="1000",
+                   connect_timeout=str(CONNECT_TIMEOUT_S), application_name="fourfold")
+    cur.execute(sql.SQL("CREATE SERVER {} FOREIGN DATA WRAPPER postgres_fdw OPTIONS ({})").format(
+        sql.Identifier(server_name(name)),
+        sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(k), sql.Literal(v))
+                           for k, v in options.items())))
+    mapping = {k: str(params[k]) for k in MAPPING_OPTIONS if params.get(k)}
+    cur.execute(sql.SQL("CREATE USER MAPPING FOR CURRENT_USER SERVER {}{}").format(
+        sql.Identifier(server_name(name)),
+        sql.SQL(" OPTIONS ({})").format(sql.SQL(", ").join(
+            sql.SQL("{} {}").format(sql.Identifier(k), sql.Literal(v))
+            for k, v in mapping.items())) if mapping else sql.SQL("")))
+    marker = cur.execute("SELECT coalesce(min(marker), 0) - 1 FROM fourfold.shards"
+                         ).fetchone()[0]
+    for table in REPOSITORY_TABLES:
+        cur.execute(sql.SQL(
+            "CREATE FOREIGN TABLE fourfold.{} PARTITION OF fourfold.{} FOR VALUES IN ({}) "
+            "SERVER {} OPTIONS (schema_name 'fourfold', table_name {})").format(
+                sql.Identifier(partition_name(table, name)), sql.Identifier(table),
+                sql.Literal(marker), sql.Identifier(server_name(name)), sql.Literal(table)))
+    cur.execute("INSERT INTO fourfold.shards VALUES(%s, %s, %s, %s)",
+                (name, location, marker, time.time()))
+
+
+def _rebound(cur: psycopg.Cursor, shard: str) -> None:
+    """Set a shard's partitions' bounds to its marker and the repositories placed there."""
+    marker = cur.execute("SELECT marker FROM fourfold.shards WHERE name = %s",
+                         (shard,)).fetchone()[0]
+    values = [marker] + [row[0] for row in cur.execute(
+        "SELECT id FROM fourfold.repos WHERE shard = %s ORDER BY id", (shard,))]
+    bounds = sql.SQL(", ").join(sql.Literal(v) for v in values)
+    for table in REPOSITORY_TABLES:
+        parent, child = sql.Identifier(table), sql.Identifier(partition_name(table, shard))
+        cur.execute(sql.SQL("ALTER TABLE fourfold.{} DETACH PARTITION fourfold.{}").format(
+            parent, child))
+        cur.execute(sql.SQL("ALTER TABLE fourfold.{} ATTACH PARTITION fourfold.{} "
+                            "FOR VALUES IN ({})").format(parent, child, bounds))
+
+
+def move_repository(cur: psycopg.Cursor, repo_id: int, source: str | None,
+                    target: str | None) -> int:
+    """Move a repository's rows from `source` to `target` (None: the coordinator) inside
+    the caller's transaction; returns how many rows moved."""
+    moved = 0
+    for table in REPOSITORY_TABLES:
+        cur.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS SELECT * FROM fourfold.{} "
+                            "WHERE repo_id = %s").format(
+            sql.Identifier(f"moving_{table}"), sql.Identifier(table)), (repo_id,))
+        cur.execute(sql.SQL("DELETE FROM fourfold.{} WHERE repo_id = %s").format(
+            sql.Identifier(table)), (repo_id,))
+    cur.execute("UPDATE fourfold.repos SET shard = %s WHERE id = %s", (target, repo_id))
+    for shard in (source, target):  # the source first: bounds may not overlap
+        if shard is not None:
+            _rebound(cur, shard)
+    for table in REPOSITORY_TABLES:
+        moved += cur.execute(sql.SQL("INSERT INTO fourfold.{} SELECT * FROM {}").format(
+            sql.Identifier(table), sql.Identifier(f"moving_{table}"))).rowcount
+    return moved

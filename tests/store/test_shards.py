@@ -1,0 +1,177 @@
+"""Repositories spread over PostgreSQL servers: a coordinator and two shard servers, each
+its own initdb cluster on this machine. The same answers as one server; a search spanning
+both shards; a stopped shard named in the answer (and indexing there refused, changing
+nothing); a repository moved between shards answering the same afterwards."""
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from fourfold import Fourfold
+from fourfold.errors import FourfoldError
+from fourfold.interfaces.cli import main
+from tests.conftest import write_tree
+from tests.postgres import Cluster
+
+REPOSITORIES = {
+    "acme/billing": {
+        "invoice.py": "def render_invoice(order):\n    return f'INVOICE {order.total}'\n",
+        "tax.py": "from invoice import render_invoice\n\n\ndef vat(amount):\n"
+                  "    return amount * 0.2\n\n\ndef billed(order):\n"
+                  "    return render_invoice(order)\n"},
+    "acme/search": {
+        "ranker.py": "def rank_documents(query, docs):\n    return sorted(docs, key=len)\n",
+        "index.py": "from ranker import rank_documents\n\n\ndef answer(query, docs):\n"
+                    "    return rank_documents(query, docs)\n"},
+    "acme/auth": {
+        "tokens.py": "def check_token(secret):\n    return secret.startswith('fft_')\n",
+        "login.py": "from tokens import check_token\n\n\ndef login(secret):\n"
+                    "    return check_token(secret)\n"},
+}
+QUESTIONS = ["render_invoice", "who calls rank_documents", "how are tokens checked",
+             '"INVOICE"', "vat amount", "login"]
+
+
+@pytest.fixture(scope="module")
+def servers():
+    """(coordinator URL, one-server URL, shard one URL, shard two URL, shard clusters)."""
+    clusters = [Cluster() for _ in range(3)]
+    for cluster in clusters:
+        cluster.start()
+    coordinator, one, two = clusters
+    with psycopg.connect(coordinator.url, autocommit=True) as admin:
+        admin.execute("CREATE DATABASE single")
+        admin.execute("CREATE DATABASE coordinator")
+    base = coordinator.url.rsplit("/", 1)[0]
+    try:
+        yield f"{base}/coordinator", f"{base}/single", one.url, two.url, (one, two)
+    finally:
+        for cluster in clusters:
+            cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def placed(servers, tmp_path_factory):
+    """Every repository indexed on one server and on the coordinator; then billing placed
+    on shard one, search on shard two, auth left on the coordinator."""
+    coordinator, single, one, two, _ = servers
+    roots = {}
+    for name, files in REPOSITORIES.items():
+        roots[name] = write_tree(tmp_path_factory.mktemp("repo"), files)
+        for store in (single, coordinator):
+            assert main(["index", str(roots[name]), "--store", store,
+                         "--repository", name]) == 0
+    assert main(["shard", "add", "one", one, "--store", coordinator]) == 0
+    assert main(["shard", "add", "two", two, "--store", coordinator]) == 0
+    assert main(["shard", "place", "acme/billing", "one", "--store", coordinator]) == 0
+    assert main(["shard", "place", "acme/search", "two", "--store", coordinator]) == 0
+    return roots
+
+
+def answers(url: str, name: str | None = None) -> dict:
+    """Each question's hits (repository, path, lines) from one repository, or across all."""
+    ff = Fourfold(store_url=url)
+    out = {}
+    for question in QUESTIONS:
+        if name is None:
+            response = ff.search_repositories(question, None, limit=10)
+        else:
+            response = ff.in_repository(name).search(question, limit=10)
+        out[question] = [(h.repository, h.path, h.start_line, h.end_line)
+                         for h in response.hits]
+    ff.close()
+    return out
+
+
+def rows_on(url: str, table: str = "files") -> dict[int, int]:
+    with psycopg.connect(url) as conn:
+        return dict(conn.execute(f"SELECT repo_id, count(*) FROM fourfold.{table} "
+                                 "GROUP BY repo_id").fetchall())
+
+
+def test_the_same_answers_as_one_server(servers, placed):
+    coordinator, single, one, two, _ = servers
+    ff = Fourfold(store_url=coordinator)
+    where = {r["name"]: r.get("shard") for r in ff.repositories()}
+    assert where == {"acme/billing": "one", "acme/search": "two", "acme/auth": None}
+    billing, search = ff.repository("acme/billing"), ff.repository("acme/search")
+    assert set(rows_on(one)) == {billing} and set(rows_on(two)) == {search}
+    assert set(rows_on(one, "chunk_terms")) == {billing}  # every table's rows moved
+    for name in REPOSITORIES:
+        assert answers(coordinator, name) == answers(single, name)
+    assert answers(coordinator) == answers(single)
+    shards = {s["name"]: s for s in ff.shards()}
+    assert shards["one"]["repositories"] == ["acme/billing"]
+    assert shards["two"]["unreachable"] is None
+
+
+def test_a_search_spans_both_shards(servers, placed):
+    coordinator = servers[0]
+    response = Fourfold(store_url=coordinator).search_repositories(
+        "render_invoice rank_documents", None, limit=10)
+    found = {h.repository for h in response.hits}
+    assert {"acme/billing", "acme/search"} <= found
+
+
+def test_indexing_writes_to_the_repository_s_shard(servers, placed):
+    coordinator, _, one, _, _ = servers
+    root = placed["acme/billing"]
+    (root / "refund.py").write_text("def refund_order(order):\n    return -order.total\n")
+    assert main(["index", str(root), "--store", coordinator,
+                 "--repository", "acme/billing"]) == 0
+    with psycopg.connect(one) as conn:
+        assert conn.execute("SELECT count(*) FROM fourfold.files WHERE path = 'refund.py'"
+                            ).fetchone() == (1,)
+    hits = Fourfold(store_url=coordinator).in_repository("acme/billing").search("refund_order")
+    assert hits.hits[0].path == "refund.py"
+
+
+def test_a_stopped_shard_is_named_and_the_others_answer(servers, placed, capsys):
+    coordinator, _, _, _, (_, shard_two) = servers
+    before = answers(coordinator, "acme/search")
+    shard_two.pause()
+    try:
+        ff = Fourfold(store_url=coordinator)
+        response = ff.search_repositories("render_invoice check_token rank_documents", None)
+        assert {h.repository for h in response.hits} == {"acme/billing", "acme/auth"}
+        assert list(response.repositories_unavailable) == ["acme/search"]
+        assert "shard 'two' does not answer" in response.repositories_unavailable["acme/search"]
+        with pytest.raises(FourfoldError, match="shard 'two' .* does not answer"):
+            ff.in_repository("acme/search").search("rank_documents")
+        assert ff.in_repository("acme/billing").search("render_invoice").hits
+        status = {r["name"]: r for r in ff.repositories()}
+        assert "does not answer" in status["acme/search"]["unreachable"]
+        assert status["acme/billing"]["files"] == 3
+        # indexing a repository whose shard is down fails clearly and changes nothing
+        (placed["acme/search"] / "ranker.py").write_text("def rank_documents(q, d):\n"
+                                                         "    return []\n")
+        capsys.readouterr()
+        assert main(["index", str(placed["acme/search"]), "--store", coordinator,
+                     "--repository", "acme/search"]) == 2
+        assert "shard 'two'" in capsys.readouterr().err
+        with pytest.raises(FourfoldError, match=r"shard 'two' \(127\.0\.0\.1:\d+/postgres\) "
+                                                r"does not answer"):
+            Fourfold(placed["acme/search"], store_url=coordinator,
+                     repository="acme/search").index()
+        assert main(["shard", "list", "--store", coordinator]) == 0
+        assert "two" in capsys.readouterr().out
+    finally:
+        shard_two.resume()
+    (placed["acme/search"] / "ranker.py").write_text(REPOSITORIES["acme/search"]["ranker.py"])
+    assert answers(coordinator, "acme/search") == before
+
+
+def test_a_moved_repository_answers_the_same(servers, placed):
+    coordinator, _, one, two, _ = servers
+    ff = Fourfold(store_url=coordinator)
+    before = {name: answers(coordinator, name) for name in REPOSITORIES}
+    billing = ff.repository("acme/billing")
+    assert ff.place_repository("acme/billing", "two") > 0
+    assert billing not in rows_on(one) and billing in rows_on(two)
+    assert ff.place_repository("acme/search", "coordinator") > 0
+    assert ff.repository("acme/search") not in rows_on(two)
+    assert {name: answers(coordinator, name) for name in REPOSITORIES} == before
+    with pytest.raises(FourfoldError, match="no shard named 'nowhere'"):
+        ff.place_repository("acme/auth", "nowhere")
+    with pytest.raises(FourfoldError, match="holds a fourfold index of its own"):
+        ff.add_shard("again", coordinator)
