@@ -33,9 +33,10 @@ from .store.index_dir import DB_NAME, IndexLock, identity, prepare_index_dir, re
 from .store.snapshot import Snapshots
 from .store.sqlite import SQLiteStore
 
+from .access import Grant
+
 if TYPE_CHECKING:
     from .indexer import IndexSummary, Progress
-    from .access import Grant
     from .retrievers.semantic import SemanticRetriever
 
 # What the interfaces need besides Fourfold itself: they import this module only.
@@ -617,7 +618,7 @@ class Fourfold:
         """Whether any access token is active (a server then lets no request in without one)."""
         return any(t.revoked_at is None for t in self.store.tokens())
 
-    def grant(self, secret: str) -> "Grant | None":
+    def grant(self, secret: str) -> Grant | None:
         """What a presented token allows; None for an unknown or revoked one."""
         from .access import grant_of
 

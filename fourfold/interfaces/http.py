@@ -16,16 +16,19 @@ import hmac
 import json
 import logging
 import os
+import re
 import sys
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import anyio.to_thread
 from starlette.requests import ClientDisconnect, HTTPConnection
 
+from ..api import Grant
 from ..errors import FourfoldError
 from .caller import GRANT_KEY
 
 TOKEN_COOKIE = "fourfold_token"
+NOTHING = Grant("anonymous", "read", frozenset())  # a request let in to see nothing
 
 log = logging.getLogger("fourfold.mcp")
 
@@ -86,7 +89,7 @@ class TokenGate:
                                           "'Authorization: Bearer <token>'")
             if not path.startswith(OPEN_PATHS):
                 return await _sign_in(send, scope)
-            grant = None  # the sign-in form and static files show nothing of the index
+            grant = NOTHING  # the sign-in form and static files show nothing of the index
         elif grant is False:
             grant = None  # an open loopback server: a stale cookie changes nothing
         scope.setdefault("state", {})[GRANT_KEY] = grant
@@ -96,10 +99,13 @@ class TokenGate:
             log.debug("client disconnected during %s %s", scope["method"], path)
 
 
+LOOPBACK_HOST_HEADER = re.compile(r"(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?")
+
+
 def _names_loopback(scope) -> bool:
-    host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1")
-    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-    return name.strip("[]") in LOOPBACK_HOSTS
+    """Whether the Host header is a loopback name, with at most a numeric port."""
+    host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1").lower()
+    return LOOPBACK_HOST_HEADER.fullmatch(host) is not None
 
 
 async def _plain(send, status: int, text: str, headers: list | None = None) -> None:
@@ -111,8 +117,10 @@ async def _plain(send, status: int, text: str, headers: list | None = None) -> N
 
 
 async def _sign_in(send, scope) -> None:
-    target = scope["path"] + ("?" + scope["query_string"].decode("latin-1")
-                              if scope.get("query_string") else "")
+    # the path as the browser sent it (still percent-encoded), so that it comes back whole
+    path = scope.get("raw_path", b"").decode("latin-1") or quote(scope["path"])
+    target = path + ("?" + scope["query_string"].decode("latin-1")
+                     if scope.get("query_string") else "")
     await _plain(send, 303, "sign in first",
                  [(b"location", b"/login?" + urlencode({"next": target}).encode())])
 

@@ -213,8 +213,9 @@ class Service:
     # -- who may see what -----------------------------------------------------------------
     def answering_repository(self, repository: str | None) -> int | None:
         """The id of the repository a request answers from (QueryError for an unknown one or
-        one the caller's token is not granted). None: the served repository; on a server
-        holding several, the caller must name one (only searches ask several)."""
+        one the caller's token is not granted). None: the served repository (or the one
+        repository the caller's token sees); on a server holding several, the caller must
+        name one (only searches ask several)."""
         repo_id = self.ff.repository(repository)
         if repo_id is None and self.serves_many:
             names = self.visible_repositories()
@@ -224,6 +225,12 @@ class Service:
             repo_id = self.ff.repository(names[0])
         elif repo_id is None:
             repo_id = self.ff.repo_id()
+            grant = current_grant.get()
+            if grant is not None and repo_id is not None and \
+                    not grant.sees(self.ff.repository_name_of(repo_id)):
+                names = self.visible_repositories()  # a token granted only another one:
+                if len(names) == 1:                   # that one is the caller's default
+                    repo_id = self.ff.repository(names[0])
         grant = current_grant.get()
         if grant is not None and repo_id is not None:
             name = self.ff.repository_name_of(repo_id)

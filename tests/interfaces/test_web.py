@@ -51,6 +51,9 @@ SAMPLE = {
             return BANNER  # </td></tr><img src=x onerror=alert(2)>
         ''',
     HOSTILE_NAME: "def odd_name():\n    return 1\n",
+    "q?x#y%41.py": "def queried():\n    return 2\n",
+    "carriage.py": "def cr_test():\n    a = 1\rb = 2\n    c = 3\n    d = 4\n",
+    "minified.js": "var a=1;" * 40_000 + "\n",
 }
 
 
@@ -103,7 +106,7 @@ def test_map_and_status_pages(site):
     assert "app.py" in svg and "config.py" in svg and "imported by (1)" in svg
     assert get(f"{site}/map", params={"symbol": "load_config"}).text.count("<svg") == 1
     status = get(f"{site}/status").text
-    assert "sample" in status and re.search(r"<th>files</th><td>4 ", status)
+    assert "sample" in status and re.search(r"<th>files</th><td>7 ", status)
     assert re.search(r'<td class="state ready">ready</td>', status)
 
 
@@ -124,8 +127,30 @@ def test_every_page_escapes_what_it_shows(site):
 
 def test_a_foreign_host_name_is_refused_on_loopback(site):
     """DNS rebinding: a page of another site resolved to 127.0.0.1 must not read the code."""
-    assert get(f"{site}/", headers={"Host": "evil.example:80"}).status_code == 403
+    for host in ("evil.example:80", "localhost:evil", "127.0.0.1:1, evil.com", "[127.0.0.1]"):
+        assert get(f"{site}/", headers={"Host": host}).status_code == 403, host
     assert get(f"{site}/", headers={"Host": "localhost"}).status_code == 200
+    assert get(f"{site}/", headers={"Host": "LOCALHOST:80"}).status_code == 200
+
+
+def test_odd_input_gets_a_clear_page_never_a_crash(site):
+    for line in ("\u00b2", "9" * 5000, "-1", "0"):
+        assert get(f"{site}/file/app.py", params={"line": line}).status_code == 200, line
+    # a lone CR inside a line is shown, not taken for a line end that shifts the rest
+    html = get(f"{site}/file/carriage.py").text
+    rows = re.findall(r'<tr id="L(\d+)"[^>]*>.*?<td class="line">(.*?)</td>', html, re.S)
+    assert [n for n, _ in rows] == ["1", "2", "3", "4"]
+    assert "d" in re.sub(r"<[^>]+>", "", rows[3][1]) and "\u240d" in rows[1][1]
+    big = get(f"{site}/file/minified.js")  # too long a line to highlight: shown plain
+    assert big.status_code == 200 and "var a=1;var a=1;" in big.text
+    fragment = get(f"{site}/", params={"q": "x", "language": "klingon", "partial": "1"})
+    assert fragment.status_code == 400 and "<html" not in fragment.text
+    assert "klingon" in fragment.text
+    assert 'href="/map"' in get(f"{site}/", params={"q": "x", "repository": "*"}).text
+    missing = get(f"{site}/map", params={"focus": "nope.py"}).text
+    assert "nope.py is not in the index" in missing and "<svg" not in missing
+    assert "no definition of nothing_here" in get(f"{site}/map",
+                                                  params={"symbol": "nothing_here"}).text
 
 
 def test_a_browser_signs_in_with_a_token_and_the_cookie_never_opens_mcp(tmp_path):
@@ -135,6 +160,11 @@ def test_a_browser_signs_in_with_a_token_and_the_cookie_never_opens_mcp(tmp_path
         asked = get(f"{base}/?q=alpha")
         assert asked.status_code == 303
         assert asked.headers["location"] == "/login?next=%2F%3Fq%3Dalpha"
+        odd = get(f"{base}/file/q%3Fx%23y%2541.py?line=1")  # comes back whole after sign-in
+        assert odd.headers["location"] == "/login?next=%2Ffile%2Fq%253Fx%2523y%252541.py%3Fline%3D1"
+        forged = httpx2.post(f"{base}/login?next=/", data={"token": "s3cret-token"},
+                             headers={"Origin": "https://evil.example"}, timeout=10)
+        assert forged.status_code == 403  # another site cannot sign a browser in
         assert get(f"{base}/static/style.css").status_code == 200  # the form's style
         wrong = httpx2.post(f"{base}/login?next=/", data={"token": "guess"}, timeout=10)
         assert wrong.status_code == 401 and "Unknown or revoked token" in wrong.text
@@ -164,6 +194,9 @@ def test_a_token_sees_only_its_repositories_on_the_page(two_repositories, capsys
         assert refused.status_code == 400 and "not granted" in refused.text
         status = get(f"{base}/status", cookies=jar).text
         assert "acme/two" in status and "acme/one" not in status
+        # with no repository named, the one the token sees is the default
+        assert "two.py" in get(f"{base}/", params={"q": "beta_handler"}, cookies=jar).text
+        assert get(f"{base}/map", cookies=jar).status_code == 200
 
 
 def test_the_page_in_a_browser(site):

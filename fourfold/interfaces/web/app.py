@@ -10,7 +10,7 @@ apply here too; nothing here reads a file from disk, only the index.
 import functools
 import time
 from pathlib import Path
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import anyio.to_thread
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -48,6 +48,11 @@ def _glob_of_path(path: str) -> str:
     return "".join(f"[{c}]" if c in "*?[" else c for c in path)
 
 
+def _line_number(text: str) -> int | None:
+    """A line number from a URL; anything else (a Unicode digit, 5,000 digits) is none."""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 9 else None
+
+
 def _age(seconds: float | None) -> str:
     if seconds is None:
         return "never"
@@ -65,6 +70,20 @@ def _size(count: int | None) -> str:
         if count >= size:
             return f"{count / size:.1f} {unit}"
     return f"{count} B"
+
+
+def template_of(args: tuple) -> str | None:
+    """The template a search page asked for (its last argument), if any."""
+    return args[-1] if args and isinstance(args[-1], str) else None
+
+
+def _same_origin(request: Request) -> bool:
+    """Whether a form was posted from this server's own page: a browser names the page's
+    origin on every POST (a client without one, such as curl, is no browser to trick)."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        return request.headers.get("sec-fetch-site") in (None, "same-origin", "none")
+    return urlsplit(origin).netloc == request.headers.get("host")
 
 
 class WebPage:
@@ -117,7 +136,10 @@ class WebPage:
         try:
             template, context, status = *await anyio.to_thread.run_sync(as_caller), 200
         except FourfoldError as exc:
-            template, context, status = "error.html", {"message": str(exc)}, 400
+            # a page fragment asked for by the page's script gets a fragment back
+            template = "error_fragment.html" if template_of(args) == "results.html" \
+                else "error.html"
+            context, status = {"message": str(exc)}, 400
         self.service.answered()
         context.setdefault("repositories", await anyio.to_thread.run_sync(
             functools.partial(self._visible_as, grant)))
@@ -218,7 +240,7 @@ class WebPage:
             return "error.html", {"message": f"{path} is not in the index", "status": 404}
         outline = self.ff.file_outline(path, repo_id) or []
         symbol = params.get("symbol") or None
-        line = int(params["line"]) if params.get("line", "").isdigit() else None
+        line = _line_number(params.get("line", ""))
         if symbol is None and line is not None:
             covering = [s for s in outline if s["start_line"] <= line <= s["end_line"]]
             symbol = covering[-1]["qualname"] if covering else None
@@ -248,13 +270,17 @@ class WebPage:
         focus = params.get("focus") or None
         if not symbol and not focus and central["files"]:
             focus = central["files"][0]["path"]
-        picture = None
-        if symbol:
+        picture, missing = None, None
+        if symbol and not self.ff.definitions(symbol, limit=1, repo_id=repo_id):
+            missing = f"no definition of {symbol} in the index"
+        elif symbol:
             picture = self._symbol_picture(symbol, repo_id, repository)
+        elif focus and self.ff.line_count(focus, repo_id) is None:
+            missing = f"{focus} is not in the index"
         elif focus:
             picture = self._file_picture(focus, repo_id, repository)
         return "map.html", {"repository": repository, "central": central, "focus": focus,
-                            "symbol": symbol, "picture": picture}
+                            "symbol": symbol, "picture": picture, "missing": missing}
 
     def _map_url(self, repository: str | None, **focus) -> str:
         query = {k: v for k, v in (("repository", repository), *focus.items()) if v}
@@ -311,6 +337,9 @@ class WebPage:
             target = "/"  # never a redirect off this server
         context = {"next": target, "failed": False, "repositories": []}
         if request.method == "POST":
+            if not _same_origin(request):
+                return HTMLResponse("sign in from this server's own page", status_code=403,
+                                    headers=SECURITY_HEADERS)
             form = await request.form()
             secret = str(form.get("token", "")).strip()
             if secret and await anyio.to_thread.run_sync(self.admits, secret):

@@ -13,7 +13,12 @@ from pygments.lexer import Lexer
 from pygments.lexers import TextLexer, get_lexer_by_name, get_lexer_for_filename
 from pygments.util import ClassNotFound
 
-MAX_HIGHLIGHTED_LINES = 20_000  # beyond this a file is shown escaped but plain
+# beyond these a file is shown escaped but plain: highlighting costs a request seconds of
+# CPU on a large or minified file, and it gains nothing on such text
+MAX_HIGHLIGHTED_LINES = 20_000
+MAX_HIGHLIGHTED_CHARS = 256_000
+MAX_HIGHLIGHTED_LINE = 2_000
+CARRIAGE_RETURN = "\u240d"  # a lone CR inside a line, shown: to a lexer it would end the line
 LEXER_OPTIONS = {"stripnl": False, "stripall": False, "ensurenl": True}
 FORMATTER = HtmlFormatter(nowrap=True)
 
@@ -36,7 +41,9 @@ def highlighted_lines(lines: list[str], language: str | None, path: str) -> list
     """The HTML of each line (as many as given), highlighted as `language` (or by `path`)."""
     if not lines:
         return []
-    if len(lines) > MAX_HIGHLIGHTED_LINES:
+    lines = [line.replace("\r", CARRIAGE_RETURN) for line in lines]
+    if len(lines) > MAX_HIGHLIGHTED_LINES or sum(map(len, lines)) > MAX_HIGHLIGHTED_CHARS \
+            or max(map(len, lines)) > MAX_HIGHLIGHTED_LINE:
         return [escape(line) for line in lines]
     name = path.rsplit("/", 1)[-1]
     suffix = "." + name.rsplit(".", 1)[-1] if "." in name else ""
