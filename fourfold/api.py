@@ -541,8 +541,10 @@ class Fourfold:
                 f" ({done}/{total} chunks embedded, model {self.semantic.embedder.name})"
         except ModalityUnavailable as exc:
             modalities["semantic"] = f"unavailable: {exc}"
+        lag = self.store.replica_lag()
         return {"index_dir": self.location, "index_bytes": size, "repositories": repos,
-                "modalities": modalities}
+                "modalities": modalities,
+                **({"replica_behind_s": round(lag, 3)} if lag is not None else {})}
 
     def close(self) -> None:
         self.store.close()

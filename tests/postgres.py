@@ -75,6 +75,16 @@ class Cluster:
             shutil.rmtree(self.folder, ignore_errors=True)
             raise
 
+    def start_as_replica(self, primary: "Cluster") -> None:
+        """A streaming replica of `primary` (hot standby: it answers reads)."""
+        try:
+            self._run("pg_basebackup", "-D", str(self.data), "-R", "-X", "stream",
+                      "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres")
+            self.resume()
+        except ClusterError:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            raise
+
     def pause(self) -> None:
         """Stop the server, keeping its data (resume() starts it again on the same port)."""
         self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")

@@ -306,7 +306,9 @@ def cmd_status(args) -> int:
     status["total"] = len(status["repositories"])
 
     def human() -> None:
-        print(f"index {status['index_dir']} ({_human_size(status['index_bytes'])})")
+        print(f"index {status['index_dir']} ({_human_size(status['index_bytes'])})"
+              + (f"; a read replica, {status['replica_behind_s']:.1f} s behind its primary"
+                 if "replica_behind_s" in status else ""))
         if not status["repositories"]:
             print("nothing indexed yet: run `fourfold index PATH`")
         for r in status["repositories"]:

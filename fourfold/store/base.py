@@ -415,6 +415,11 @@ class Store(ABC):
         """Each shard: name, location, repositories placed there, whether it answers."""
         return []
 
+    def replica_lag(self) -> float | None:
+        """On a read replica, how many seconds its data is behind its primary's (0.0 when
+        it has replayed everything it was sent); None on a primary or an embedded index."""
+        return None
+
     def unreachable_repositories(self) -> dict[int, str]:
         """Repositories whose rows are on a server that does not answer now, and why."""
         return {}

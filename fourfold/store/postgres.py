@@ -180,7 +180,7 @@ REPOSITORY_TABLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     # symbol name + 1 x in the body (BM25_COLUMN_WEIGHTS); chunks.length counts all three
     "chunk_terms": ('repo_id bigint NOT NULL, term text COLLATE "C" NOT NULL, '
                     "chunk_id bigint NOT NULL, weight double precision NOT NULL", (),
-                    ("(term) INCLUDE (chunk_id, weight)", "(chunk_id)",
+                    ("(term, repo_id) INCLUDE (chunk_id, weight)", "(chunk_id)",
                      "(repo_id, term) INCLUDE (chunk_id, weight)")),
     "file_refs": ("repo_id bigint NOT NULL, file_id bigint NOT NULL, refs text NOT NULL",
                   ("PRIMARY KEY (file_id)",), ()),
@@ -452,7 +452,11 @@ class PostgresStore(Store):
             conn = self._connect()
             # JIT compiling costs a search hundreds of milliseconds and pays off only on
             # scans far larger than a query's rows
-            conn.execute(f"SET search_path TO {SCHEMA}; SET jit = off")
+            # counting a question's terms per repository is a GROUP BY on the partition key:
+            # partitionwise, each shard counts its own (one round trip, not one per term)
+            conn.execute(f"SET search_path TO {SCHEMA}; SET jit = off; "
+                         "SET enable_partitionwise_aggregate = on; "
+                         "SET enable_partitionwise_join = on")
             self._local.conn = conn
             if self._schema_version(conn) >= SHARDS_SCHEMA:
                 # kept for messages about a shard that does not answer, which may come
@@ -509,6 +513,10 @@ class PostgresStore(Store):
             conn.close()
             self._local.conn = None  # the next call connects again
         detail = self._scrubbed(exc)
+        if exc.sqlstate == "25006":  # read_only_sql_transaction
+            return IndexWriteError(f"{self.location} is a read-only replica: it answers "
+                                   "searches; index, place repositories and manage tokens "
+                                   "against its primary")
         if writing:
             return IndexWriteError(
                 f"cannot write the index on {self.location} ({detail}); what was written "
@@ -925,15 +933,19 @@ class PostgresStore(Store):
         query = f"""
             WITH asked AS (SELECT term, count(*) AS times FROM unnest(%(terms)s::text[]) AS term
                            GROUP BY term),
+            per_repository AS (
+                SELECT t.repo_id, t.term, count(*) AS n FROM chunk_terms t
+                WHERE t.term = ANY(%(terms)s) {reachable} GROUP BY t.repo_id, t.term),
             idf AS (
                 SELECT a.term, a.times * CASE WHEN raw.idf <= 0 THEN 1e-6 ELSE raw.idf END AS idf
-                FROM asked a, LATERAL (
-                    SELECT ln((%(n)s - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-                    FROM chunk_terms t WHERE t.term = a.term {reachable}) raw),
+                FROM asked a LEFT JOIN (SELECT term, sum(n) AS n FROM per_repository
+                                        GROUP BY term) df ON df.term = a.term,
+                LATERAL (SELECT ln((%(n)s - coalesce(df.n, 0) + 0.5) /
+                                   (coalesce(df.n, 0) + 0.5)) AS idf) raw),
             ranked AS (
                 SELECT t.chunk_id, sum(idf.idf * ((t.weight * (%(k1)s + 1.0)) / (t.weight +
                     %(k1)s * (1.0 - %(b)s + %(b)s * c.length / %(avgdl)s)))) AS score
-                FROM idf JOIN chunk_terms t ON t.term = idf.term
+                FROM idf JOIN chunk_terms t ON t.term = idf.term AND t.term = ANY(%(terms)s)
                 JOIN chunks c ON c.id = t.chunk_id {in_repo}
                 GROUP BY t.chunk_id ORDER BY score DESC, t.chunk_id LIMIT %(limit)s)
             SELECT {CHUNK_COLS}, r.score FROM ranked r JOIN chunks c ON c.id = r.chunk_id
@@ -1216,6 +1228,13 @@ class PostgresStore(Store):
                 found = self._shard_failure(exc)
                 down[name] = found[1] if found else self._scrubbed(exc)
         return down
+
+    def replica_lag(self) -> float | None:
+        replica, behind = self._query(
+            "SELECT pg_is_in_recovery(), CASE WHEN pg_last_wal_receive_lsn() = "
+            "pg_last_wal_replay_lsn() THEN 0 ELSE extract(epoch FROM now() - "
+            "pg_last_xact_replay_timestamp()) END")[0]
+        return float(behind or 0.0) if replica else None
 
     def unreachable_repositories(self) -> dict[int, str]:
         down = self._probe_shards()

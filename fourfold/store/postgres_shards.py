@@ -6,9 +6,10 @@ DEFAULT partition. A shard is another PostgreSQL database holding the same table
 tables; on the coordinator each of them is a foreign partition whose bounds list the
 repositories placed there (plus the shard's marker, a negative id no repository has, since
 a list partition names at least one value). Queries go to the coordinator and PostgreSQL
-does the rest: partition pruning picks the shards a query needs, postgres_fdw pushes the
-conditions (trigram ILIKE, Hamming distance, ids) down to them, and scans several at once
-(async_capable).
+does the rest: partition pruning picks the shards a query needs, and postgres_fdw pushes
+the conditions (trigram ILIKE, Hamming distance, ids) down to them. The shards of one
+query are read one after another: with asynchronous scans (async_capable) a BM25 query
+over three shards hung on PostgreSQL 15.18 (docs/scaling.md).
 
 Placing a repository moves its rows in one coordinator transaction: they are read out,
 deleted, the partitions' bounds changed, and written back, so they land where the bounds
@@ -98,7 +99,7 @@ def attach_shard(cur: psycopg.Cursor, name: str, params: dict, location: str) ->
     partition per table (bounds: the shard's marker only)."""
     cur.execute("CREATE EXTENSION IF NOT EXISTS postgres_fdw")
     options = {k: str(v) for k, v in params.items() if k in SERVER_OPTIONS and v}
-    options.update(async_capable="true", fetch_size="2000", batch_size="1000",
+    options.update(async_capable="false", fetch_size="2000", batch_size="1000",
                    connect_timeout=str(CONNECT_TIMEOUT_S), application_name="fourfold")
     cur.execute(sql.SQL("CREATE SERVER {} FOREIGN DATA WRAPPER postgres_fdw OPTIONS ({})").format(
         sql.Identifier(server_name(name)),

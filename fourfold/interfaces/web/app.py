@@ -326,6 +326,7 @@ class WebPage:
             repositories.append({**repo, "modalities": view.modality_status()})
         status = self.ff.status()
         return "status.html", {"shown": repositories, "index_bytes": status["index_bytes"],
+                               "replica_behind_s": status.get("replica_behind_s"),
                                "location": self.ff.location,
                                "freshness": self.service.freshness(),
                                "serves_many": self.service.serves_many}
