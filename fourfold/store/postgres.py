@@ -294,10 +294,22 @@ def _shards(cur: psycopg.Cursor) -> None:
     cur.execute("ALTER TABLE fourfold.repos ADD COLUMN shard text REFERENCES fourfold.shards")
 
 
+def _term_counts(cur: psycopg.Cursor) -> None:
+    """How many chunks of each repository hold each term, on the coordinator: BM25's
+    document frequencies read there, so that a question about one repository reads only
+    its own shard (counting them in the term rows read every shard, for every question).
+    Keyed by repository, so that indexers of different repositories never wait for each
+    other's rows."""
+    cur.execute('CREATE TABLE fourfold.term_counts(term text COLLATE "C" NOT NULL, '
+                "repo_id bigint NOT NULL, chunks bigint NOT NULL, PRIMARY KEY (term, repo_id))")
+    cur.execute("INSERT INTO fourfold.term_counts SELECT term, repo_id, count(*) "
+                "FROM fourfold.chunk_terms GROUP BY term, repo_id")
+
+
 # Step i brings a database from schema version i to i + 1; append, never edit, a step.
 MIGRATIONS: tuple[Callable[[psycopg.Cursor], None], ...] = (
     _create_everything, _count_vectors, _terms_by_repository, _totals_by_repository,
-    _binary_codes, _partitioned_by_repository, _shards)
+    _binary_codes, _partitioned_by_repository, _shards, _term_counts)
 SCHEMA_VERSION = len(MIGRATIONS)
 SHARDS_SCHEMA = MIGRATIONS.index(_shards) + 1  # the version that has the shards table
 
@@ -735,10 +747,14 @@ class PostgresStore(Store):
             "WITH gone AS (DELETE FROM chunks WHERE repo_id = %(repo)s AND "
             "file_id = ANY(%(files)s) RETURNING id, length), "
             "terms AS (DELETE FROM chunk_terms WHERE repo_id = %(repo)s AND "
-            "chunk_id IN (SELECT id FROM gone)), "
+            "chunk_id IN (SELECT id FROM gone) RETURNING term), "
+            "counted AS (UPDATE term_counts k SET chunks = k.chunks - t.n FROM (SELECT term, "
+            "count(*) AS n FROM terms GROUP BY term) t WHERE k.term = t.term AND "
+            "k.repo_id = %(repo)s), "
             "codes AS (DELETE FROM chunk_codes WHERE repo_id = %(repo)s AND "
             "chunk_id IN (SELECT id FROM gone)) "
             "SELECT count(*), coalesce(sum(length), 0) FROM gone", mine).fetchone()
+        cur.execute("DELETE FROM term_counts WHERE repo_id = %s AND chunks <= 0", (repo_id,))
         return chunks, int(tokens)
 
     @staticmethod
@@ -813,6 +829,12 @@ class PostgresStore(Store):
             self._copy(cur, "chunks", "repo_id, id, file_id, start_line, end_line, symbol, "
                        "kind, embed_hash, length", chunks)
             self._copy(cur, "chunk_terms", "term, chunk_id, weight, repo_id", chunk_terms)
+            counts = Counter(term for term, *_ in chunk_terms)  # one row per chunk and term
+            if counts:
+                cur.execute("INSERT INTO term_counts SELECT term, %s, n FROM unnest(%s::text[], "
+                            "%s::bigint[]) AS c(term, n) ON CONFLICT (term, repo_id) DO UPDATE "
+                            "SET chunks = term_counts.chunks + EXCLUDED.chunks",
+                            (repo_id, list(counts), list(counts.values())))
             self._copy(cur, "file_refs", "repo_id, file_id, refs", refs)
             if chunks or gone_chunks:
                 cur.execute("INSERT INTO repository_totals VALUES(%s, %s, %s) ON CONFLICT "
@@ -933,13 +955,11 @@ class PostgresStore(Store):
         query = f"""
             WITH asked AS (SELECT term, count(*) AS times FROM unnest(%(terms)s::text[]) AS term
                            GROUP BY term),
-            per_repository AS (
-                SELECT t.repo_id, t.term, count(*) AS n FROM chunk_terms t
-                WHERE t.term = ANY(%(terms)s) {reachable} GROUP BY t.repo_id, t.term),
             idf AS (
                 SELECT a.term, a.times * CASE WHEN raw.idf <= 0 THEN 1e-6 ELSE raw.idf END AS idf
-                FROM asked a LEFT JOIN (SELECT term, sum(n) AS n FROM per_repository
-                                        GROUP BY term) df ON df.term = a.term,
+                FROM asked a LEFT JOIN (SELECT t.term, sum(t.chunks) AS n FROM term_counts t
+                                        WHERE t.term = ANY(%(terms)s) {reachable}
+                                        GROUP BY t.term) df ON df.term = a.term,
                 LATERAL (SELECT ln((%(n)s - coalesce(df.n, 0) + 0.5) /
                                    (coalesce(df.n, 0) + 0.5)) AS idf) raw),
             ranked AS (

@@ -282,10 +282,19 @@ def test_deleted_files_take_their_terms_and_statistics_with_them(store, postgres
         count = "SELECT count(*) FROM fourfold.chunk_terms"
         assert admin.execute(count).fetchone()[0] > 100
         assert admin.execute("SELECT chunks FROM fourfold.repository_totals").fetchone() == (36,)
+        recount = ("SELECT term, repo_id, count(*) FROM fourfold.chunk_terms GROUP BY 1, 2 "
+                   "ORDER BY 1, 2")
+        kept = "SELECT term, repo_id, chunks FROM fourfold.term_counts ORDER BY 1, 2"
+        assert admin.execute(kept).fetchall() == admin.execute(recount).fetchall()
+        half = list(CORPUS)[: len(CORPUS) // 2]
+        store.write_batch(repo, [r for r in corpus_records() if r.path in half[:2]], half[2:],
+                          [])  # some replaced, some deleted: the counts follow
+        assert admin.execute(kept).fetchall() == admin.execute(recount).fetchall()
         store.write_batch(repo, [], list(CORPUS), [])
         assert admin.execute(count).fetchone() == (0,)
         assert admin.execute("SELECT chunks, tokens FROM fourfold.repository_totals").fetchone() \
             == (0, 0)
+        assert admin.execute(kept).fetchall() == []
 
 
 # -- failures --------------------------------------------------------------------------------

@@ -12,13 +12,13 @@ from tests.conftest import write_tree
 from tests.postgres import Cluster
 
 
-def replayed(url: str, name: str) -> bool:
-    try:
-        with psycopg.connect(url) as conn:
-            return conn.execute("SELECT count(*) FROM fourfold.repos WHERE name = %s AND "
-                                "indexed_at IS NOT NULL", (name,)).fetchone() == (1,)
-    except psycopg.Error:  # the schema itself has not arrived yet
-        return False
+def caught_up(primary: str, replica: str) -> bool:
+    """Whether the replica has replayed everything the primary has written so far."""
+    with psycopg.connect(primary) as conn:
+        written = conn.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
+    with psycopg.connect(replica) as conn:
+        return conn.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn",
+                            (written,)).fetchone()[0]
 
 
 def test_a_read_replica_answers_and_says_how_far_behind(tmp_path, capsys):
@@ -32,7 +32,7 @@ def test_a_read_replica_answers_and_says_how_far_behind(tmp_path, capsys):
                          "    return post_entry(book, 0)\n"})
         assert main(["index", str(root), "--store", primary.url, "--repository", "books"]) == 0
         deadline = time.monotonic() + 30
-        while not replayed(replica.url, "books"):
+        while not caught_up(primary.url, replica.url):
             assert time.monotonic() < deadline, "the replica did not catch up"
             time.sleep(0.2)
         on_primary = Fourfold(store_url=primary.url).in_repository("books")
