@@ -8,6 +8,7 @@ computes it, and both stores rank alike. Connections are per thread, like SQLite
 """
 from __future__ import annotations
 
+import math
 import re
 import threading
 import time
@@ -177,9 +178,12 @@ REPOSITORY_TABLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
                "kind text NOT NULL, embed_hash text, length integer NOT NULL",
                ("PRIMARY KEY (id)",), ("(file_id)",)),
     # one row per (chunk, stemmed term): weight = 3 x its count in the path + 5 x in the
-    # symbol name + 1 x in the body (BM25_COLUMN_WEIGHTS); chunks.length counts all three
+    # symbol name + 1 x in the body (BM25_COLUMN_WEIGHTS); length, the chunk's (all three
+    # columns), repeated here so that a BM25 query reads this table alone (on a shard:
+    # one query the shard answers whole)
     "chunk_terms": ('repo_id bigint NOT NULL, term text COLLATE "C" NOT NULL, '
-                    "chunk_id bigint NOT NULL, weight double precision NOT NULL", (),
+                    "chunk_id bigint NOT NULL, weight double precision NOT NULL, "
+                    "length integer NOT NULL", (),
                     ("(term, repo_id) INCLUDE (chunk_id, weight)", "(chunk_id)",
                      "(repo_id, term) INCLUDE (chunk_id, weight)")),
     "file_refs": ("repo_id bigint NOT NULL, file_id bigint NOT NULL, refs text NOT NULL",
@@ -262,8 +266,9 @@ def _partitioned_by_repository(cur: psycopg.Cursor) -> None:
         "chunks": f"SELECT f.repo_id, {_moved('x.id')}, {_moved('x.file_id')}, x.start_line, "
                   "x.end_line, x.symbol, x.kind, x.embed_hash, x.length "
                   f"FROM fourfold.chunks_before x {of_file}",
-        "chunk_terms": f"SELECT repo_id, term, {_moved('chunk_id', 'repo_id')}, weight "
-                       "FROM fourfold.chunk_terms_before",
+        "chunk_terms": f"SELECT t.repo_id, t.term, {_moved('t.chunk_id', 't.repo_id')}, "
+                       "t.weight, c.length FROM fourfold.chunk_terms_before t "
+                       "JOIN fourfold.chunks_before c ON c.id = t.chunk_id",
         "file_refs": f"SELECT f.repo_id, {_moved('x.file_id')}, x.refs "
                      f"FROM fourfold.file_refs_before x {of_file}",
         "symbol_rank": f"SELECT repo_id, {_moved('symbol_id', 'repo_id')}, rank "
@@ -815,7 +820,8 @@ class PostgresStore(Store):
                     weights, length = _chunk_weights(path_terms, chunk.symbol, body_tokens)
                     chunks.append((repo_id, chunk_id, file_id, chunk.start_line, chunk.end_line,
                                    chunk.symbol, chunk.kind, chunk_hash, length))
-                    chunk_terms += [(term, chunk_id, w, repo_id) for term, w in weights.items()
+                    chunk_terms += [(term, chunk_id, w, repo_id, length)
+                                    for term, w in weights.items()
                                     if len(term) <= MAX_TERM_CHARS]
                     new_tokens += length
                 refs.append((repo_id, file_id, rec.references))
@@ -828,7 +834,8 @@ class PostgresStore(Store):
             self._copy(cur, "symbol_tokens", "repo_id, token, symbol_id", symbol_tokens)
             self._copy(cur, "chunks", "repo_id, id, file_id, start_line, end_line, symbol, "
                        "kind, embed_hash, length", chunks)
-            self._copy(cur, "chunk_terms", "term, chunk_id, weight, repo_id", chunk_terms)
+            self._copy(cur, "chunk_terms", "term, chunk_id, weight, repo_id, length",
+                       chunk_terms)
             counts = Counter(term for term, *_ in chunk_terms)  # one row per chunk and term
             if counts:
                 cur.execute("INSERT INTO term_counts SELECT term, %s, n FROM unnest(%s::text[], "
@@ -942,41 +949,38 @@ class PostgresStore(Store):
                                      "coalesce(sum(tokens), 0)::bigint FROM repository_totals")[0]
         if not chunks:
             return []
-        in_repo = "AND t.repo_id = %(repo)s AND c.repo_id = %(repo)s" if repo_id else \
-            "AND c.repo_id = t.repo_id"
-        reachable, elsewhere = self._reachable("t.repo_id")
-        if reachable:  # a shard is down: statistics and hits come from the others
-            reachable = reachable.replace("%s", "%(elsewhere)s")
-            in_repo += reachable + reachable.replace("t.repo_id", "c.repo_id")
-        # the hits' rows, read from their own partitions only
-        shown = ("AND c.repo_id = %(repo)s AND f.repo_id = %(repo)s" if repo_id else
-                 reachable.replace("t.repo_id", "c.repo_id")
-                 + reachable.replace("t.repo_id", "f.repo_id"))
-        query = f"""
-            WITH asked AS (SELECT term, count(*) AS times FROM unnest(%(terms)s::text[]) AS term
-                           GROUP BY term),
-            idf AS (
-                SELECT a.term, a.times * CASE WHEN raw.idf <= 0 THEN 1e-6 ELSE raw.idf END AS idf
-                FROM asked a LEFT JOIN (SELECT t.term, sum(t.chunks) AS n FROM term_counts t
-                                        WHERE t.term = ANY(%(terms)s) {reachable}
-                                        GROUP BY t.term) df ON df.term = a.term,
-                LATERAL (SELECT ln((%(n)s - coalesce(df.n, 0) + 0.5) /
-                                   (coalesce(df.n, 0) + 0.5)) AS idf) raw),
-            ranked AS (
-                SELECT t.chunk_id, sum(idf.idf * ((t.weight * (%(k1)s + 1.0)) / (t.weight +
-                    %(k1)s * (1.0 - %(b)s + %(b)s * c.length / %(avgdl)s)))) AS score
-                FROM idf JOIN chunk_terms t ON t.term = idf.term AND t.term = ANY(%(terms)s)
-                JOIN chunks c ON c.id = t.chunk_id {in_repo}
-                GROUP BY t.chunk_id ORDER BY score DESC, t.chunk_id LIMIT %(limit)s)
-            SELECT {CHUNK_COLS}, r.score FROM ranked r JOIN chunks c ON c.id = r.chunk_id
-            JOIN files f ON f.id = c.file_id AND f.repo_id = c.repo_id
-            WHERE true {shown}
-            ORDER BY r.score DESC, c.id"""
-        rows = self._query(query, {"terms": stemmed, "n": float(chunks),
-                                   "avgdl": tokens / chunks, "k1": BM25_K1, "b": BM25_B,
-                                   "repo": repo_id, "limit": limit,
-                                   "elsewhere": elsewhere[0] if elsewhere else None})
-        return [(StoredChunk(*row[:8]), row[8]) for row in rows]
+        # the question's document frequencies, from the coordinator's counts
+        times = Counter(stemmed)
+        reachable, elsewhere = self._reachable("repo_id")
+        frequency = dict(self._query(
+            "SELECT term, sum(chunks) FROM term_counts WHERE term = ANY(%s)" + reachable +
+            " GROUP BY term", [list(times), *elsewhere]))
+        idf = {}
+        for term, count in times.items():
+            n = float(frequency.get(term, 0))
+            raw = math.log((chunks - n + 0.5) / (n + 0.5))
+            idf[term] = count * (raw if raw > 0 else 1e-6)
+        # then the hits, in one query the shard holding the repository can answer whole
+        # (the idf as constants: nothing in it needs the coordinator)
+        weight = " ".join("WHEN %s THEN %s::float8" for _ in idf)
+        params: list = [value for pair in idf.items() for value in pair]
+        params += [BM25_K1, BM25_K1, BM25_B, BM25_B, tokens / chunks, list(idf)]
+        where = ""
+        if repo_id:
+            where = " AND repo_id = %s"
+            params.append(repo_id)
+        elif reachable:
+            where = reachable
+            params += elsewhere
+        params.append(limit)
+        ranked = self._query(
+            f"SELECT chunk_id, sum((CASE term {weight} END) * ((weight * (%s + 1.0)) / "
+            "(weight + %s * (1.0 - %s + %s * length / %s)))) AS score "
+            f"FROM chunk_terms WHERE term = ANY(%s){where} "
+            "GROUP BY chunk_id ORDER BY score DESC, chunk_id LIMIT %s", params)
+        found = {chunk.chunk_id: chunk for chunk in self.chunks(c for c, _ in ranked)}
+        return sorted(((found[c], score) for c, score in ranked if c in found),
+                      key=lambda hit: (-hit[1], hit[0].chunk_id))
 
     def chunks(self, chunk_ids: Iterable[int]) -> list[StoredChunk]:
         chunk_ids = list(chunk_ids)
