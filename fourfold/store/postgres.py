@@ -557,6 +557,11 @@ class PostgresStore(Store):
         now = time.monotonic()
         return {shard: why for shard, (until, why) in self._down.items() if until > now}
 
+    def _repository_filter(self, repo_id: int | None) -> tuple[str, list]:
+        """A condition on repo_id for one repository, or for every one that answers now,
+        and its parameters."""
+        return (" AND repo_id = %s", [repo_id]) if repo_id else self._reachable("repo_id")
+
     def _reachable(self, column: str) -> tuple[str, list]:
         """A condition keeping a query over every repository off the shards that do not
         answer now ("" while all do), and its parameter: the repositories elsewhere, named
@@ -1036,30 +1041,38 @@ class PostgresStore(Store):
             return []
         # a range per prefix, each answered by the name index ("C" collation: byte order);
         # as one union, not ORed conditions, which made the planner read every symbol
-        in_repo = " AND repo_id = %s" if repo_id else ""
-        mine = [repo_id] if repo_id else []
+        in_repo, mine = self._repository_filter(repo_id)
         prefixes = "".join(f" UNION ALL SELECT id FROM symbols WHERE name_lower >= %s{in_repo} "
                            "AND name_lower < %s" for _ in tokens)
         params: list = [tokens, *mine]
         for t in tokens:
             params += [t, *mine, t + "\uffff"]
-        return self._symbols_where(
-            f"s.id IN (SELECT symbol_id FROM symbol_tokens WHERE token = ANY(%s){in_repo}"
-            f"{prefixes})", params, repo_id, limit)
+        return self._symbols_by_ids(
+            f"SELECT symbol_id FROM symbol_tokens WHERE token = ANY(%s){in_repo}{prefixes}",
+            params, repo_id, limit)
 
     def symbols_with_words(self, words: Iterable[str], whole: str, repo_id: int | None = None,
                            limit: int = 2000) -> list[StoredSymbol]:
         words = sorted({w.lower() for w in _storable(words) if w})
         if not words:
             return []
-        in_repo = " AND repo_id = %s" if repo_id else ""
-        mine = [repo_id] if repo_id else []
-        return self._symbols_where(
-            f"s.id IN (SELECT symbol_id FROM symbol_tokens WHERE token = ANY(%s){in_repo} "
+        in_repo, mine = self._repository_filter(repo_id)
+        return self._symbols_by_ids(
+            f"SELECT symbol_id FROM symbol_tokens WHERE token = ANY(%s){in_repo} "
             "GROUP BY symbol_id HAVING count(DISTINCT token) = %s UNION SELECT symbol_id FROM "
-            f"symbol_tokens WHERE token = %s{in_repo})",
+            f"symbol_tokens WHERE token = %s{in_repo}",
             [words, *mine, len(words), whole.lower().replace("\x00", ""), *mine], repo_id,
             limit)
+
+    def _symbols_by_ids(self, ids_query: str, params: list, repo_id: int | None,
+                        limit: int) -> list[StoredSymbol]:
+        """The first `limit` symbols (by id) whose ids a query finds: the ids first, then
+        the symbols by those ids as constants. As one query the planner joined every
+        symbol of the repository to its file before narrowing them (on a shard: every
+        symbol fetched through postgres_fdw)."""
+        ids = sorted({row[0] for row in self._query(ids_query, params)})[:limit]
+        return self._symbols_where("s.id = ANY(%s)", [ids], None, repos=self._repos_of(ids)) \
+            if ids else []
 
     def symbols_of_file(self, file_id: int) -> list[StoredSymbol]:
         return self._symbols_where("s.file_id = %s", [file_id], file_id >> ID_BITS,
