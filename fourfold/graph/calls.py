@@ -534,6 +534,14 @@ class Resolver:
                     if hit:
                         return hit, Resolution.INFERRED
             return NOT_FOUND
+        if not types_only and any(part.endswith("()") for part in recv):
+            ty = self.chain_type(path, src, recv)
+            if ty == EXTERNAL:
+                return OUTSIDE
+            if ty is not None:
+                hit = self.member(ty[0], ty[1].qualname, final)
+                return (hit, Resolution.INFERRED) if hit else NOT_FOUND
+            return self.unknown_receiver(t, final, types_only)
         hit = self.module_member(path, recv, final, types_only, src)
         if hit == EXTERNAL:
             return OUTSIDE
@@ -585,6 +593,23 @@ class Resolver:
             if ty is None or ty == EXTERNAL:  # an attribute of a foreign value is foreign
                 return ty
             ty = self.attribute_type(ty, attr)
+        return ty
+
+    def chain_type(self, path: str, src: str | None, recv: list[str]) -> TypeHit:
+        """The type of a chain of names and calls (`r`, `NewRoute()`, `Path()`): the first
+        call's declared result, then each method's or attribute's in turn. None where a
+        step's type is not known."""
+        first = next(i for i, part in enumerate(recv) if part.endswith("()"))
+        ty = self.value_type(path, src, ".".join(recv[:first] + [recv[first][:-2]]))
+        for part in recv[first + 1:]:
+            if ty is None or ty == EXTERNAL:
+                return ty
+            if not part.endswith("()"):
+                ty = self.attribute_type(ty, part)
+                continue
+            hit = self.member(ty[0], ty[1].qualname, part[:-2])
+            returned = self.returns.get((hit[0], hit[1].qualname)) if hit else None
+            ty = self.declared_type(hit[0], hit[1].qualname, returned) if returned else None
         return ty
 
     def variable_type(self, path: str, src: str | None, var: str) -> TypeHit:

@@ -150,6 +150,30 @@ def _opaque(receiver: str) -> bool:
         and "<" not in receiver
 
 
+# Languages whose calls on a call's result keep the chain (`r.NewRoute().Name`, arguments
+# dropped) for the graph to type step by step; elsewhere such a receiver stays `?`. Checked
+# against the language's type checker (bench/graph_oracle_go.py) before it is turned on.
+CALL_CHAINS = frozenset({"go"})
+MAX_CHAIN_CHARS = 200  # a longer receiver is no chain worth typing (and costs a scan)
+_CHAIN = re.compile(r"[A-Za-z_$][\w$]*(?:\(\))?(?:\.[A-Za-z_$][\w$]*(?:\(\))?)*")
+_INNERMOST_ARGS = re.compile(r"\([^()]*\)")
+
+
+def _call_chain(receiver: str) -> str | None:
+    """`r.NewRoute().Path(p)` as `r.NewRoute().Path()`: a receiver that is names and calls
+    only, ending in a call, its arguments dropped; None for anything else."""
+    if len(receiver) > MAX_CHAIN_CHARS or not receiver.endswith(")"):
+        return None
+    t = _WS.sub("", receiver)
+    for _ in range(8):  # innermost argument lists first, until none is left
+        shorter = _INNERMOST_ARGS.sub("\x01", t)
+        if shorter == t:
+            break
+        t = shorter
+    t = t.replace("\x01", "()")
+    return t if t.endswith("()") and _CHAIN.fullmatch(t) else None
+
+
 def _unquote(text: str) -> str:
     t = text.strip()
     if len(t) >= 2 and t[0] in "\"'`" and t[-1] == t[0]:
@@ -367,6 +391,7 @@ def extract_references(
     symbols = [s for s in symbols if s.kind != REEXPORT]  # a `pub use` line encloses nothing
     owner, by_name = _source_index(symbols, n_lines)
     skip = _SKIP.get(language)
+    chains = language in CALL_CHAINS
     seen: set[tuple[str, str, int]] = set()
     qualified: set[tuple[str, int]] = set()
     out: list[Reference] = []
@@ -394,10 +419,18 @@ def extract_references(
             text = node.text.decode("utf-8", "replace")
             if receiver is None:
                 name = _norm(text)
+                if chains and name.startswith("?."):  # `r.NewRoute().Name` as one capture
+                    head, _, final = text.rpartition(".")
+                    chain = _call_chain(head) if _IDENTIFIER.fullmatch(final) else None
+                    if chain is not None:
+                        name = chain + "." + final
             else:
                 prefix = receiver[0].text.decode("utf-8", "replace")
+                chain = _call_chain(prefix) if chains and _IDENTIFIER.fullmatch(text) else None
                 if not _opaque(prefix):
                     name = _norm(prefix + "." + text)
+                elif chain is not None:
+                    name = chain + "." + text
                 elif _IDENTIFIER.fullmatch(text):
                     name = "?." + text  # what _norm makes of it, without its slow path
                 else:
@@ -461,7 +494,10 @@ def extract_references(
                     sep = "::"
                 if recv is not None:
                     receiver = _text(recv[0])
-                    text = (_OPAQUE if _opaque(receiver) else receiver) + sep + text
+                    if _opaque(receiver):
+                        chain = _call_chain(receiver) if chains and sep == "." else None
+                        receiver = chain or _OPAQUE
+                    text = receiver + sep + text
             name = _norm(text)
             names = [name] if name else []
         src_caps = caps.get("source") if len(caps) > 1 else None

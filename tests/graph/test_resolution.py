@@ -239,7 +239,11 @@ def test_go_receivers_parameters_fields_and_foreign_types():
             "\tmade := NewCommand()\n"
             "\tmade.SetOutput(6)\n"
             "\tc.Flags().SetOutput(7)\n"
-            "}\n"),
+            "\tNewCommand().SetOutput(8)\n"
+            "\tc.Parent(1, f(2)).Parent(3).SetOutput(9)\n"
+            "}\n"
+            "\n"
+            "func (c *Command) Parent(n int, m int) *Command { return c.parent }\n"),
     }.items():
         parsed = parse_file(text.encode(), "go")
         facts[path] = FileFacts("go", parsed.symbols, parsed.references)
@@ -251,7 +255,10 @@ def test_go_receivers_parameters_fields_and_foreign_types():
     assert made[(21, "c.flags.SetOutput")] == (None, Resolution.NONE)
     assert made[(22, "c.parent.SetOutput")] == inferred
     assert made[(24, "made.SetOutput")] == inferred
-    assert made[(25, "?.SetOutput")] == ("Command.SetOutput", Resolution.NAME_ONLY)
+    # a call on a call's result: typed by the declared result of each call in the chain
+    assert made[(25, "c.Flags().SetOutput")] == (None, Resolution.NONE)  # a pflag.FlagSet
+    assert made[(26, "NewCommand().SetOutput")] == inferred
+    assert made[(27, "c.Parent().Parent().SetOutput")] == inferred
 
 
 @pytest.mark.parametrize("language,path,source,caller,expected", [
