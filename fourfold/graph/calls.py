@@ -61,15 +61,17 @@ Found = tuple[Target, Resolution]  # what a name means, and how sure that is
 NOT_FOUND: Found = (None, Resolution.NONE)
 OUTSIDE: Found = (EXTERNAL, Resolution.NONE)
 TypeHit = tuple[str, Symbol] | str | None  # a type of the repository, EXTERNAL, or unknown
-TypeFact = tuple[str | None, str, str]  # (scope it is read in, ":", "=" or "~", expression)
+TypeFact = tuple[str | None, str, str]  # (scope read in, ":", "=", "~" or "@", expression)
+ELEMENTS = "@"  # a fact of the type of a name's elements, not of the name's own
 
 
 def split_binding(name: str) -> tuple[str, str, str] | None:
     """A "bind" fact's name `var:Type` (declared), `var=callee` (assigned the value of a
-    call) or `var~other.name` (assigned another name's value) as (var, ":", "=" or "~",
-    expression); var "return" is a function's return type."""
+    call), `var~other.name` (assigned another name's value; `other.name[]`: one of its
+    elements) or `var@Type` (its elements are of Type) as (var, how, expression); var
+    "return" is a function's return type."""
     for i, ch in enumerate(name):
-        if ch in ":=~":
+        if ch in ":=~@":
             return name[:i], ch, name[i + 1:]
     return None
 
@@ -612,6 +614,37 @@ class Resolver:
             ty = self.declared_type(hit[0], hit[1].qualname, returned) if returned else None
         return ty
 
+    def element_type(self, path: str, src: str | None, parts: list[str]) -> TypeHit:
+        """The type of the elements of `a.b.c` (as its parts): what its declaration says of
+        them (`routes []*Route`). None where it says nothing."""
+        if len(parts) == 1:
+            facts = self._facts_in_scope(path, src, parts[0])
+            where = path
+        else:
+            owner = self.receiver_type(path, src, parts[:-1])
+            if owner is None or owner == EXTERNAL:
+                return owner
+            facts = self.attributes.get((owner[0], owner[1].qualname), {}).get(parts[-1])
+            where = owner[0]
+        declared = [f for f in facts or () if f[1] == ELEMENTS]
+        if len(declared) != 1:
+            return None
+        scope, _, expr = declared[0]
+        return self.declared_type(where, scope, expr)
+
+    def _facts_in_scope(self, path: str, src: str | None, var: str) -> list[TypeFact]:
+        """The facts of a variable seen from `src`: bound there or in an enclosing scope."""
+        t, scope = self.tables[path], src
+        for _ in range(32):
+            facts = self.variables.get((path, scope), {}).get(var)
+            if facts:
+                return facts
+            if scope is None:
+                return []
+            s = t.by_qual.get(scope)
+            scope = s.parent if s is not None else None
+        return []
+
     def variable_type(self, path: str, src: str | None, var: str) -> TypeHit:
         """The type of the variable `var` seen from `src`: bound there, in an enclosing
         function, at module level, or at the module level of the file it is imported from.
@@ -671,13 +704,15 @@ class Resolver:
         self._typing.add(key)
         try:
             declared = [f for f in facts if f[1] == ":"]
-            assigned = [f for f in facts if f[1] != ":"]
+            assigned = [f for f in facts if f[1] not in (":", ELEMENTS)]
             found: TypeHit = None
             for i, (scope, how, expr) in enumerate(declared or assigned):
                 if how == ":":
                     ty = self.declared_type(path, scope, expr)
                 elif how == "=":
                     ty = self.value_type(path, scope, expr)
+                elif expr.endswith("[]"):
+                    ty = self.element_type(path, scope, expr[:-2].split("."))
                 else:
                     ty = self.receiver_type(path, scope, expr.split("."))
                 if ty is None or (i and not _same_type(ty, found)):

@@ -42,13 +42,15 @@ Name encodings (what the graph resolver reads):
   and JS/TS ES imports (``./util:a``, ``./util:b as c``, ``./d:default as D``,
   ``./ns:* as ns``). ``alias`` for ``import x as y`` forms in every language that has them.
 * call: the callee as written, whitespace, generic arguments and ``?.`` removed. When the
-  receiver is not a plain name path (``foo().bar``, ``a[0].b``) it is encoded ``?.bar``.
-  Python ``super().m`` is encoded ``super.m``.
+  receiver is not a plain name path (``foo().bar``, ``a[0].b``) it is encoded ``?.bar``;
+  in the CALL_CHAINS languages a receiver of names and calls keeps them, arguments dropped
+  (``r.NewRoute().Path().Handler``). Python ``super().m`` is encoded ``super.m``.
 * inherit / ref: the type name as written (generic arguments removed): ``Base``, ``ns::C``.
 * bind: ``name:Type`` (declared: the class an annotation names, when it names one; a
   literal's built-in type), ``name=callee`` (assigned what calling ``callee`` returns,
   the callee encoded as a call is), ``name~other.name`` (assigned the value of another
-  name), ``return:Type`` (the enclosing function returns it).
+  name), ``name~other.name[]`` (an element of it: a range variable), ``name@Type`` (its
+  elements are of Type: a slice), ``return:Type`` (the enclosing function returns it).
 """
 from __future__ import annotations
 
@@ -317,6 +319,14 @@ def _binding(variant: str, var: str, caps: dict) -> str:
     if declared:  # an annotation naming no one class says nothing
         named = _annotated_class(_text(declared[0]))
         return f"{var}:{named}" if named != "?" else ""
+    elements = caps.get("bind.elements")
+    if elements:
+        named = _annotated_class(_text(elements[0]))
+        return f"{var}@{named}" if named != "?" else ""
+    ranged = caps.get("bind.range")
+    if ranged:
+        text = _text(ranged[0])
+        return f"{var}~{text}[]" if _SIMPLE.fullmatch(text) else ""
     literal = caps.get("bind.literal")
     if literal:
         builtin = _LITERAL_TYPES.get(literal[0].type)

@@ -221,6 +221,7 @@ def test_go_receivers_parameters_fields_and_foreign_types():
             "type Command struct {\n"
             "\tflags  *pflag.FlagSet\n"
             "\tparent *Command\n"
+            "\tchildren []*Command\n"
             "}\n"
             "\n"
             "func (c *Command) SetOutput(w int) {}\n"
@@ -241,6 +242,12 @@ def test_go_receivers_parameters_fields_and_foreign_types():
             "\tc.Flags().SetOutput(7)\n"
             "\tNewCommand().SetOutput(8)\n"
             "\tc.Parent(1, f(2)).Parent(3).SetOutput(9)\n"
+            "\tfor _, child := range c.children {\n"
+            "\t\tchild.SetOutput(10)\n"
+            "\t}\n"
+            "\tfor i := range c.children {\n"
+            "\t\ti.SetOutput(11)\n"
+            "\t}\n"
             "}\n"
             "\n"
             "func (c *Command) Parent(n int, m int) *Command { return c.parent }\n"),
@@ -249,16 +256,19 @@ def test_go_receivers_parameters_fields_and_foreign_types():
         facts[path] = FileFacts("go", parsed.symbols, parsed.references)
     made = calls(resolve_graph(facts, parallel=False), "Command.Run")
     inferred = ("Command.SetOutput", Resolution.INFERRED)
-    assert made[(17, "c.SetOutput")] == inferred
-    assert made[(18, "other.SetOutput")] == inferred
-    assert made[(20, "fs.SetOutput")] == (None, Resolution.NONE)  # pflag's, not ours
-    assert made[(21, "c.flags.SetOutput")] == (None, Resolution.NONE)
-    assert made[(22, "c.parent.SetOutput")] == inferred
-    assert made[(24, "made.SetOutput")] == inferred
+    assert made[(18, "c.SetOutput")] == inferred
+    assert made[(19, "other.SetOutput")] == inferred
+    assert made[(21, "fs.SetOutput")] == (None, Resolution.NONE)  # pflag's, not ours
+    assert made[(22, "c.flags.SetOutput")] == (None, Resolution.NONE)
+    assert made[(23, "c.parent.SetOutput")] == inferred
+    assert made[(25, "made.SetOutput")] == inferred
     # a call on a call's result: typed by the declared result of each call in the chain
-    assert made[(25, "c.Flags().SetOutput")] == (None, Resolution.NONE)  # a pflag.FlagSet
-    assert made[(26, "NewCommand().SetOutput")] == inferred
-    assert made[(27, "c.Parent().Parent().SetOutput")] == inferred
+    assert made[(26, "c.Flags().SetOutput")] == (None, Resolution.NONE)  # a pflag.FlagSet
+    assert made[(27, "NewCommand().SetOutput")] == inferred
+    assert made[(28, "c.Parent().Parent().SetOutput")] == inferred
+    # a range variable: an element of the slice it ranges over; an index is no element
+    assert made[(30, "child.SetOutput")] == inferred
+    assert made[(33, "i.SetOutput")][1] != Resolution.INFERRED
 
 
 @pytest.mark.parametrize("language,path,source,caller,expected", [
