@@ -218,6 +218,9 @@ def test_in_process_lists_and_calls_every_tool(server, repo):
                            {"name": "web/client.ts", "relation": "importers"})
             assert r["results"][0]["path"] == "web/index.ts"
             r = await call(client, "dependency_search",
+                           {"name": "web/index.ts", "relation": "imports"})
+            assert [x["path"] for x in r["results"]] == ["web/client.ts"]
+            r = await call(client, "dependency_search",
                            {"name": "BaseLoader", "relation": "subclasses"})
             assert [x["symbol"] for x in r["results"]] == ["JsonLoader"]
 

@@ -19,7 +19,7 @@ references, exact string, concept, impact) and blends text, structural, graph an
 retrieval (`preset` quick: semantic only; default: with text and structural; thorough: all
 four). Use the specialised tools when you know what you need: `find_symbol` (jump to a
 definition), `text_pattern_search` (grep), `structural_search` (definitions by name or kind,
-outline of a file), `dependency_search` (callers, callees, importers, subclasses),
+outline of a file), `dependency_search` (callers, callees, importers, imports, subclasses),
 `analyze_dependencies` (blast radius before a change), `get_file` (read lines), `list_files`
 (find a file), `find_similar_code` (relatives of the code at path:line), `semantic_search`
 (by meaning), `repository_context` (a map of the repository), `get_task_context` (a

@@ -278,13 +278,14 @@ class FourfoldService(Service):
     def dependency_search(
             self,
             name: Annotated[str, Field(description="A symbol; for importers a file or "
-                                                   "module.")],
-            relation: Literal["callers", "callees", "importers", "subclasses"] = "callers",
+                                                   "module; for imports a file.")],
+            relation: Literal["callers", "callees", "importers", "imports",
+                              "subclasses"] = "callers",
             repository: Repository = None, limit: Limit = 20, cursor: Cursor = None,
             max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
         """One graph step: a symbol's call sites or callees, a module's importers, a
-        class's subclasses; each link says how sure it is."""
-        if relation == "importers":
+        file's imports, a class's subclasses; each link says how sure it is."""
+        if relation in ("importers", "imports"):
             check_glob(name)
         args = {"name": name, "relation": relation, "repository": repository}
         key, offset, limit, tokens = self._begin("dependency_search", args, cursor, limit,
