@@ -54,6 +54,7 @@ SAMPLE = {
     "q?x#y%41.py": "def queried():\n    return 2\n",
     "carriage.py": "def cr_test():\n    a = 1\rb = 2\n    c = 3\n    d = 4\n",
     "minified.js": "var a=1;" * 40_000 + "\n",
+    "logic.py": "def both_flags(a, b):\n    return a & b\n",
 }
 
 
@@ -80,6 +81,8 @@ def test_a_result_page_without_javascript(site):
     assert first.group(1).startswith("/file/config.py?") and "#L5" in first.group(1)
     assert '<span class="n">def</span>' in html or 'class="k">def</span>' in html  # highlighted
     assert 'class="bar structural"' in html  # a vote bar per modality
+    assert "<mark>load_config</mark>" in html  # the question's words marked in the code
+    assert "<mark>defined</mark>" not in html
     # filters travel as parameters: a language no file has leaves nothing
     none = get(f"{site}/", params={"q": "load_config", "glob": "nothing/**"}).text
     assert "Nothing found." in none
@@ -106,7 +109,7 @@ def test_map_and_status_pages(site):
     assert "app.py" in svg and "config.py" in svg and "imported by (1)" in svg
     assert get(f"{site}/map", params={"symbol": "load_config"}).text.count("<svg") == 1
     status = get(f"{site}/status").text
-    assert "sample" in status and re.search(r"<th>files</th><td>7 ", status)
+    assert "sample" in status and re.search(r"<th>files</th><td>8 ", status)
     assert re.search(r'<td class="state ready">ready</td>', status)
 
 
@@ -116,6 +119,11 @@ def test_every_page_escapes_what_it_shows(site):
         "&lt;img src=x onerror=alert(2)&gt;", "")
     shown = re.sub(r"</?span[^>]*>", "", html)  # the highlighting's own tags
     assert "&lt;script&gt;alert('owned')&lt;/script&gt;" in shown
+    marked = get(f"{site}/", params={"q": "BANNER <span class=x> quot"}).text
+    assert "<mark>BANNER</mark>" in marked and "<span class=x>" not in marked
+    flags = get(f"{site}/", params={"q": "both_flags amp"}).text
+    assert "<mark>both_flags</mark>" in flags and "&amp;" in flags
+    assert "&<mark>amp</mark>;" not in flags  # never inside a character reference
     query = "<script>alert(1)</script>\"'><b>bold</b>"
     page = get(f"{site}/", params={"q": query})
     assert "<script>alert(1)" not in page.text and "<b>bold</b>" not in page.text

@@ -25,7 +25,7 @@ from ...errors import FourfoldError
 from ..caller import GRANT_KEY, current_grant
 from ..http import TOKEN_COOKIE
 from ..service import Service
-from .highlight import highlighted_lines, style_sheet
+from .highlight import highlighted_lines, marked, question_words, style_sheet
 from .picture import Node, neighbourhood_svg
 
 HERE = Path(__file__).parent
@@ -194,13 +194,15 @@ class WebPage:
         else:
             response, notes = self.ff.search_with_fallback(query, options)
         files: dict = {}
+        words = question_words(query)
         context.update(
             response=response, notes=notes,
             elapsed_ms=round((time.perf_counter() - started) * 1000, 1),
-            hits=[self._hit(h, h.repository or repo_name, files) for h in response.hits])
+            hits=[self._hit(h, h.repository or repo_name, files, words)
+                  for h in response.hits])
         return template, context
 
-    def _hit(self, hit, repository: str | None, files: dict) -> dict:
+    def _hit(self, hit, repository: str | None, files: dict, words: list[str]) -> dict:
         """What a result shows: where, which symbol, the code, and each modality's share."""
         key = (repository, hit.path)
         if key not in files:
@@ -218,8 +220,8 @@ class WebPage:
         return {"path": hit.path, "repository": repository, "start_line": hit.start_line,
                 "end_line": hit.end_line, "symbol": hit.symbol, "kind": hit.kind,
                 "score": hit.score,
-                "code": list(zip(numbers, highlighted_lines(shown, stored["language"],
-                                                           hit.path))),
+                "code": list(zip(numbers, (marked(line, words) for line in highlighted_lines(
+                    shown, stored["language"], hit.path)))),
                 "shares": {m: hit.contributions.get(m, 0.0) / total for m in MODALITY_ORDER}}
 
     def _languages(self) -> list[str]:

@@ -4,6 +4,7 @@ Pygments escapes what it shows and closes its spans at every line end (a token s
 lines, such as a docstring, is split), so each line's HTML stands alone and can sit in its
 own table row with its own anchor.
 """
+import re
 from functools import lru_cache
 
 from markupsafe import Markup, escape
@@ -55,3 +56,33 @@ def highlighted_lines(lines: list[str], language: str | None, path: str) -> list
 def style_sheet() -> str:
     """The CSS of the highlighting's token classes (light theme)."""
     return FORMATTER.get_style_defs(".code")
+
+
+_TAG = re.compile(r"(<[^>]*>)")
+# question words that are no code: not marked in snippets
+UNMARKED = frozenset("""a an and are as at be by can do does for from how in into is it of on
+or the that this to what when where which who why with calls called defined used uses work
+works handled""".split())
+_WORD = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+def question_words(question: str) -> list[str]:
+    """The words of a question worth marking in code: names and words of 3+ letters that
+    are not question words, longest first."""
+    words = {w for w in _WORD.findall(question) if len(w) >= 3 and w.lower() not in UNMARKED}
+    return sorted(words, key=lambda w: (-len(w), w))
+
+
+def marked(html: Markup, words: list[str]) -> Markup:
+    """Highlighted HTML with each of `words` (any case) wrapped in <mark>, in text only:
+    never inside a tag, an attribute or a character reference."""
+    if not words:
+        return html
+    pattern = re.compile(r"&[#\w]+;|(" + "|".join(re.escape(str(escape(w))) for w in words)
+                         + ")", re.IGNORECASE)
+    parts = _TAG.split(str(html))
+    for i in range(0, len(parts), 2):  # even places hold text, odd ones tags
+        parts[i] = pattern.sub(lambda m: f"<mark>{m.group(1)}</mark>" if m.group(1)
+                               else m.group(0), parts[i])
+    return Markup("".join(parts))
+
