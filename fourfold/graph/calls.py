@@ -536,7 +536,7 @@ class Resolver:
                     if hit:
                         return hit, Resolution.INFERRED
             return NOT_FOUND
-        if not types_only and any(part.endswith("()") for part in recv):
+        if not types_only and any(part.endswith(("()", "[]")) for part in recv):
             ty = self.chain_type(path, src, recv)
             if ty == EXTERNAL:
                 return OUTSIDE
@@ -598,39 +598,49 @@ class Resolver:
         return ty
 
     def chain_type(self, path: str, src: str | None, recv: list[str]) -> TypeHit:
-        """The type of a chain of names and calls (`r`, `NewRoute()`, `Path()`): the first
-        call's declared result, then each method's or attribute's in turn. None where a
-        step's type is not known."""
-        first = next(i for i, part in enumerate(recv) if part.endswith("()"))
-        ty = self.value_type(path, src, ".".join(recv[:first] + [recv[first][:-2]]))
+        """The type of a chain of names, calls and indexes (`r`, `NewRoute()`, `Path()`;
+        `r`, `routes[]`): the first call's declared result or the first indexed name's
+        declared elements, then each method's, attribute's or element's in turn. None where
+        a step's type is not known."""
+        first = next(i for i, part in enumerate(recv) if part.endswith(("()", "[]")))
+        names = recv[:first] + [recv[first][:-2]]
+        ty = self.value_type(path, src, ".".join(names)) if recv[first].endswith("()") \
+            else self.element_type(path, src, names)
         for part in recv[first + 1:]:
             if ty is None or ty == EXTERNAL:
                 return ty
-            if not part.endswith("()"):
+            name = part[:-2] if part.endswith(("()", "[]")) else part
+            if part.endswith("[]"):
+                ty = self._declared_elements(ty[0], self.attributes.get(
+                    (ty[0], ty[1].qualname), {}).get(name))
+            elif part.endswith("()"):
+                hit = self.member(ty[0], ty[1].qualname, name)
+                returned = self.returns.get((hit[0], hit[1].qualname)) if hit else None
+                ty = self.declared_type(hit[0], hit[1].qualname, returned) if returned \
+                    else None
+            else:
                 ty = self.attribute_type(ty, part)
-                continue
-            hit = self.member(ty[0], ty[1].qualname, part[:-2])
-            returned = self.returns.get((hit[0], hit[1].qualname)) if hit else None
-            ty = self.declared_type(hit[0], hit[1].qualname, returned) if returned else None
         return ty
 
     def element_type(self, path: str, src: str | None, parts: list[str]) -> TypeHit:
         """The type of the elements of `a.b.c` (as its parts): what its declaration says of
         them (`routes []*Route`). None where it says nothing."""
         if len(parts) == 1:
-            facts = self._facts_in_scope(path, src, parts[0])
-            where = path
-        else:
-            owner = self.receiver_type(path, src, parts[:-1])
-            if owner is None or owner == EXTERNAL:
-                return owner
-            facts = self.attributes.get((owner[0], owner[1].qualname), {}).get(parts[-1])
-            where = owner[0]
+            return self._declared_elements(path, self._facts_in_scope(path, src, parts[0]))
+        owner = self.receiver_type(path, src, parts[:-1])
+        if owner is None or owner == EXTERNAL:
+            return owner
+        return self._declared_elements(owner[0], self.attributes.get(
+            (owner[0], owner[1].qualname), {}).get(parts[-1]))
+
+    def _declared_elements(self, path: str, facts: list[TypeFact] | None) -> TypeHit:
+        """The type one declaration of elements among `facts` names; None for none or
+        several."""
         declared = [f for f in facts or () if f[1] == ELEMENTS]
         if len(declared) != 1:
             return None
         scope, _, expr = declared[0]
-        return self.declared_type(where, scope, expr)
+        return self.declared_type(path, scope, expr)
 
     def _facts_in_scope(self, path: str, src: str | None, var: str) -> list[TypeFact]:
         """The facts of a variable seen from `src`: bound there or in an enclosing scope."""

@@ -157,23 +157,24 @@ def _opaque(receiver: str) -> bool:
 # against the language's type checker (bench/graph_oracle_go.py) before it is turned on.
 CALL_CHAINS = frozenset({"go"})
 MAX_CHAIN_CHARS = 200  # a longer receiver is no chain worth typing (and costs a scan)
-_CHAIN = re.compile(r"[A-Za-z_$][\w$]*(?:\(\))?(?:\.[A-Za-z_$][\w$]*(?:\(\))?)*")
-_INNERMOST_ARGS = re.compile(r"\([^()]*\)")
+_CHAIN = re.compile(r"[A-Za-z_$][\w$]*(?:\(\)|\[\])?(?:\.[A-Za-z_$][\w$]*(?:\(\)|\[\])?)*")
+_INNERMOST = re.compile(r"\([^()\[\]]*\)|\[[^()\[\]]*\]")
 
 
 def _call_chain(receiver: str) -> str | None:
-    """`r.NewRoute().Path(p)` as `r.NewRoute().Path()`: a receiver that is names and calls
-    only, ending in a call, its arguments dropped; None for anything else."""
-    if len(receiver) > MAX_CHAIN_CHARS or not receiver.endswith(")"):
+    """`r.NewRoute().Path(p)` as `r.NewRoute().Path()`, `r.routes[i]` as `r.routes[]`: a
+    receiver that is names, calls and indexing only, ending in a call or an index, its
+    arguments and indexes dropped; None for anything else."""
+    if len(receiver) > MAX_CHAIN_CHARS or not receiver.endswith((")", "]")):
         return None
     t = _WS.sub("", receiver)
-    for _ in range(8):  # innermost argument lists first, until none is left
-        shorter = _INNERMOST_ARGS.sub("\x01", t)
+    for _ in range(8):  # innermost argument lists and indexes first, until none is left
+        shorter = _INNERMOST.sub(lambda m: "\x01" if m.group(0)[0] == "(" else "\x02", t)
         if shorter == t:
             break
         t = shorter
-    t = t.replace("\x01", "()")
-    return t if t.endswith("()") and _CHAIN.fullmatch(t) else None
+    t = t.replace("\x01", "()").replace("\x02", "[]")
+    return t if t.endswith(("()", "[]")) and _CHAIN.fullmatch(t) else None
 
 
 def _unquote(text: str) -> str:

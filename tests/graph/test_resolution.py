@@ -248,6 +248,7 @@ def test_go_receivers_parameters_fields_and_foreign_types():
             "\tfor i := range c.children {\n"
             "\t\ti.SetOutput(11)\n"
             "\t}\n"
+            "\tc.children[len(c.children)-1].SetOutput(12)\n"
             "}\n"
             "\n"
             "func (c *Command) Parent(n int, m int) *Command { return c.parent }\n"),
@@ -269,6 +270,7 @@ def test_go_receivers_parameters_fields_and_foreign_types():
     # a range variable: an element of the slice it ranges over; an index is no element
     assert made[(30, "child.SetOutput")] == inferred
     assert made[(33, "i.SetOutput")][1] != Resolution.INFERRED
+    assert made[(35, "c.children[].SetOutput")] == inferred  # an element, indexed in place
 
 
 @pytest.mark.parametrize("language,path,source,caller,expected", [
