@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -134,6 +135,9 @@ def _unpack_edges(row: tuple) -> list[StoredEdge]:
                 unpacked(dst_symbol), unpacked(line), names, resolution)]
 
 
+CONNECT_WAIT_S = 30.0  # as long as a statement waits for a lock (busy_timeout)
+
+
 @clear_errors(sqlite3.DatabaseError)
 class SQLiteStore(Store):
     def __init__(self, db_path: str | Path, readonly: bool = False):
@@ -221,6 +225,17 @@ class SQLiteStore(Store):
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
+            conn = self._connect()
+            self._local.conn = conn
+        return conn
+
+    def _connect(self) -> sqlite3.Connection:
+        """A connection in WAL mode. Turning a new database to WAL takes a lock that SQLite
+        may refuse at once, without waiting, while another process is creating the same
+        index (two indexers starting together): such a refusal is tried again for a while."""
+        deadline = time.monotonic() + CONNECT_WAIT_S
+        while True:
+            conn = None
             try:
                 conn = sqlite3.connect(self.db_path, timeout=30, isolation_level=None,
                                        check_same_thread=False)
@@ -231,10 +246,14 @@ class SQLiteStore(Store):
                 conn.execute("PRAGMA cache_size=-65536")
                 # a database file is data: its schema may not call functions with side effects
                 conn.execute("PRAGMA trusted_schema=OFF")
+                return conn
             except sqlite3.DatabaseError as exc:
-                raise self._failure(exc) from exc
-            self._local.conn = conn
-        return conn
+                if conn is not None:
+                    conn.close()
+                busy = isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc)
+                if not busy or time.monotonic() > deadline:
+                    raise self._failure(exc) from exc
+                time.sleep(0.05)
 
     @staticmethod
     def _schema_version(conn: sqlite3.Connection) -> int | None:
