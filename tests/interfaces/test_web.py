@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -251,3 +254,27 @@ def test_the_page_in_a_browser(site):
         assert page.input_value("#q") == "<img src=x onerror=alert(5)>"
         browser.close()
     assert dialogs == []  # no script from a file or a query ever ran
+
+
+def test_fourfold_ui_serves_a_folder_on_a_free_port_and_says_where(tmp_path):
+    root = write_tree(tmp_path / "repo", {"a.py": "def alpha_ui():\n    return 1\n"})
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from fourfold.interfaces.cli "
+                             "import main; sys.exit(main(sys.argv[1:]))", "ui", str(root),
+                             "--no-watch"], env=server_env(), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        found = re.search(r"web page on (http://127\.0\.0\.1:\d+/)", line)
+        assert found, line
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                page = get(found.group(1), params={"q": "alpha_ui"})
+                break
+            except httpx2.TransportError:
+                assert time.monotonic() < deadline, "the page did not answer"
+                time.sleep(0.2)
+        assert page.status_code == 200 and "a.py" in page.text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
