@@ -203,6 +203,11 @@ def test_a_token_sees_only_its_repositories_on_the_page(two_repositories, capsys
         assert "two.py" in found and "one.py" not in found
         refused = get(f"{base}/file/one.py", params={"repository": "acme/one"}, cookies=jar)
         assert refused.status_code == 400 and "not granted" in refused.text
+        if "--store" in serve:  # a server of several repositories: the map asks which
+            everything = token(capsys, where, "page-all")
+            chooser = get(f"{base}/map", cookies={"fourfold_token": everything}).text
+            assert "A map is of one repository" in chooser
+            assert 'href="/map?repository=acme%2Fone"' in chooser
         status = get(f"{base}/status", cookies=jar).text
         assert "acme/two" in status and "acme/one" not in status
         # with no repository named, the one the token sees is the default

@@ -266,6 +266,10 @@ class WebPage:
         return await self._render(request, self._map, dict(request.query_params))
 
     def _map(self, params: dict) -> tuple[str, dict]:
+        visible = self.service.visible_repositories()
+        if not params.get("repository") and self.service.serves_many and len(visible) > 1:
+            return "map.html", {"choose": visible, "repository": None, "picture": None,
+                                "central": None}  # a map is of one repository: which?
         repo_id, repository = self._repository(params.get("repository"))
         central = self.ff.map(limit=MAP_ENTRIES, repo_id=repo_id)
         symbol = params.get("symbol") or None
