@@ -37,6 +37,7 @@ from .access import Grant
 
 if TYPE_CHECKING:
     from .indexer import IndexSummary, Progress
+    from .store.base import RepoInfo
     from .retrievers.semantic import SemanticRetriever
 
 # What the interfaces need besides Fourfold itself: they import this module only.
@@ -47,6 +48,14 @@ INDEX_DIR_NAME = ".fourfold"
 RELATIONS = ("callers", "callees", "importers", "imports", "subclasses")  # related()'s step
 COORDINATOR = "coordinator"  # place_repository()'s name for the store's own server
 ALL_ROWS = 1 << 40  # a page size meaning every row (graph queries page their answers)
+
+
+def _repository_facts(r: "RepoInfo") -> dict:
+    """What status() and repositories() say of a repository."""
+    return {"root": r.root, "name": r.name, "indexed_at": r.indexed_at, "files": r.files,
+            "bytes": r.bytes, "chunks": r.chunks, "symbols": r.symbols,
+            "languages": r.languages, **({"shard": r.shard} if r.shard else {}),
+            **({"unreachable": r.unreachable} if r.unreachable else {})}
 
 
 def find_index_root(start: Path) -> Path | None:
@@ -526,14 +535,7 @@ class Fourfold:
         return candidate.as_posix()
 
     def status(self) -> dict:
-        repos = []
-        for r in self.store.repos():
-            repos.append({"root": r.root, "name": r.name, "indexed_at": r.indexed_at,
-                          "files": r.files, "bytes": r.bytes, "chunks": r.chunks,
-                          "symbols": r.symbols, "languages": r.languages,
-                          **({"shard": r.shard} if r.shard else {}),
-                          **({"unreachable": r.unreachable} if r.unreachable else {})})
-        size = self.store.size_bytes()
+        repos = [_repository_facts(r) for r in self.store.repos()]
         modalities = {"text": "ready", "structural": "ready", "graph": "ready"}
         try:
             done, total = self.semantic.progress()
@@ -541,10 +543,20 @@ class Fourfold:
                 f" ({done}/{total} chunks embedded, model {self.semantic.embedder.name})"
         except ModalityUnavailable as exc:
             modalities["semantic"] = f"unavailable: {exc}"
+        lag = self.replica_lag()
+        return {"index_dir": self.location, "index_bytes": self.index_bytes(),
+                "repositories": repos, "modalities": modalities,
+                **({"replica_behind_s": lag} if lag is not None else {})}
+
+    def index_bytes(self) -> int:
+        """What the index takes: its file on disk, or its tables on a server."""
+        return self.store.size_bytes()
+
+    def replica_lag(self) -> float | None:
+        """On a read replica of a server store, how many seconds it is behind its primary
+        (ms rounded); None elsewhere."""
         lag = self.store.replica_lag()
-        return {"index_dir": self.location, "index_bytes": size, "repositories": repos,
-                "modalities": modalities,
-                **({"replica_behind_s": round(lag, 3)} if lag is not None else {})}
+        return round(lag, 3) if lag is not None else None
 
     def close(self) -> None:
         self.store.close()
@@ -649,11 +661,7 @@ class Fourfold:
         """Every repository (or one): size, languages, checked-out branch, when indexed."""
         from .repositories import git_branch
 
-        return [{"name": r.name, "root": r.root, "branch": git_branch(Path(r.root)),
-                 "indexed_at": r.indexed_at, "files": r.files, "bytes": r.bytes,
-                 "symbols": r.symbols, "chunks": r.chunks, "languages": r.languages,
-                 **({"shard": r.shard} if r.shard else {}),
-                 **({"unreachable": r.unreachable} if r.unreachable else {})}
+        return [{**_repository_facts(r), "branch": git_branch(Path(r.root))}
                 for r in self.store.repos() if repo_id is None or r.repo_id == repo_id]
 
     def modality_status(self) -> dict[str, str]:

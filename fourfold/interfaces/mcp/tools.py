@@ -423,7 +423,6 @@ class FourfoldService(Service):
         # on a server, naming no repository lists every one the caller sees, without a map
         overview = repository is None and self.serves_many and len(self.visible_repositories()) > 1
         repo_id = None if overview else self.answering_repository(repository)
-        status = self.ff.status()
         modalities = self.ff.modality_status()
         now = time.time()
         visible = set(self.visible_repositories())
@@ -439,7 +438,7 @@ class FourfoldService(Service):
 
         files, symbols = self.rows(key, compute)
         total = max(len(files), len(symbols))
-        reply = {"index_dir": status["index_dir"], "index_bytes": status["index_bytes"],
+        reply = {"index_dir": self.ff.location, "index_bytes": self.ff.index_bytes(),
                  "repositories": repos, "freshness": self.freshness(), "total": total,
                  "central_files": [], "central_files_total": len(files),
                  "central_symbols": [], "central_symbols_total": len(symbols),

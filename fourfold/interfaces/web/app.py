@@ -72,11 +72,6 @@ def _size(count: int | None) -> str:
     return f"{count} B"
 
 
-def template_of(args: tuple) -> str | None:
-    """The template a search page asked for (its last argument), if any."""
-    return args[-1] if args and isinstance(args[-1], str) else None
-
-
 def _same_origin(request: Request) -> bool:
     """Whether a form was posted from this server's own page: a browser names the page's
     origin on every POST (a client without one, such as curl, is no browser to trick)."""
@@ -84,6 +79,15 @@ def _same_origin(request: Request) -> bool:
     if origin is None:
         return request.headers.get("sec-fetch-site") in (None, "same-origin", "none")
     return urlsplit(origin).netloc == request.headers.get("host")
+
+
+def _as_caller(grant, work):
+    """work() as the caller a request's token names (None: the server's own caller)."""
+    token = current_grant.set(grant)
+    try:
+        return work()
+    finally:
+        current_grant.reset(token)
 
 
 class WebPage:
@@ -120,40 +124,30 @@ class WebPage:
         return (f"/file/{quote(path)}" + (f"?{urlencode(query)}" if query else "")
                 + (f"#L{line}" if line else ""))
 
-    async def _render(self, request: Request, build, *args) -> Response:
+    async def _render(self, request: Request, build, *args,
+                      error_template: str = "error.html") -> Response:
         """Run build(*args) -> (template, context) in a worker thread as the request's
-        caller (its token's grant), then render; a FourfoldError becomes an error page."""
+        caller (its token's grant), then render; a FourfoldError becomes `error_template`
+        (a page, or for the page's script a fragment)."""
         grant = (request.scope.get("state") or {}).get(GRANT_KEY)
 
-        def as_caller():
-            token = current_grant.set(grant)
-            try:
-                self.service.await_fresh()
-                return build(*args)
-            finally:
-                current_grant.reset(token)
+        def answer():
+            self.service.await_fresh()
+            return build(*args)
 
         try:
-            template, context, status = *await anyio.to_thread.run_sync(as_caller), 200
+            template, context = await anyio.to_thread.run_sync(
+                functools.partial(_as_caller, grant, answer))
+            status = 200
         except FourfoldError as exc:
-            # a page fragment asked for by the page's script gets a fragment back
-            template = "error_fragment.html" if template_of(args) == "results.html" \
-                else "error.html"
-            context, status = {"message": str(exc)}, 400
+            template, context, status = error_template, {"message": str(exc)}, 400
         self.service.answered()
         context.setdefault("repositories", await anyio.to_thread.run_sync(
-            functools.partial(self._visible_as, grant)))
+            functools.partial(_as_caller, grant, self.service.visible_repositories)))
         html = self.env.get_template(template).render(request_path=request.url.path,
                                                       **context)
         return HTMLResponse(html, status_code=context.pop("status", status),
                             headers=SECURITY_HEADERS)
-
-    def _visible_as(self, grant) -> list[str]:
-        token = current_grant.set(grant)
-        try:
-            return self.service.visible_repositories()
-        finally:
-            current_grant.reset(token)
 
     def _repository(self, name: str | None) -> tuple[int | None, str | None]:
         """(id, name) of the repository a page shows; its name only when the index holds
@@ -165,8 +159,10 @@ class WebPage:
     # -- search -----------------------------------------------------------------------------
     async def search_page(self, request: Request) -> Response:
         params = request.query_params
-        template = "results.html" if params.get("partial") else "search.html"
-        return await self._render(request, self._search, dict(params), template)
+        if params.get("partial"):  # the page's script asks for the result list alone
+            return await self._render(request, self._search, dict(params), "results.html",
+                                      error_template="error_fragment.html")
+        return await self._render(request, self._search, dict(params), "search.html")
 
     def _search(self, params: dict, template: str) -> tuple[str, dict]:
         query = params.get("q", "").strip()
@@ -174,8 +170,9 @@ class WebPage:
         language, glob = params.get("language") or None, params.get("glob") or None
         in_file = params.get("file") or None
         context = {"q": query, "repository": asked or "", "language": language or "",
-                   "glob": glob or "", "file": in_file or "", "hits": None,
-                   "languages": self._languages()}
+                   "glob": glob or "", "file": in_file or "", "hits": None}
+        if template == "search.html":  # the form's choices; a result list has no form
+            context["languages"] = self._languages()
         if not query:
             return template, context
         visible = self.service.visible_repositories()
@@ -330,9 +327,8 @@ class WebPage:
                 continue
             view = self.ff.in_repository(repo["name"]) if len(visible) > 1 else self.ff
             repositories.append({**repo, "modalities": view.modality_status()})
-        status = self.ff.status()
-        return "status.html", {"shown": repositories, "index_bytes": status["index_bytes"],
-                               "replica_behind_s": status.get("replica_behind_s"),
+        return "status.html", {"shown": repositories, "index_bytes": self.ff.index_bytes(),
+                               "replica_behind_s": self.ff.replica_lag(),
                                "location": self.ff.location,
                                "freshness": self.service.freshness(),
                                "serves_many": self.service.serves_many}
