@@ -68,10 +68,11 @@ class TokenGate:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         path = scope["path"]
+        headers = dict(scope.get("headers") or [])
         page = not (path == MCP_PATH or path.startswith(MCP_PATH + "/"))
-        if page and self.loopback and not _names_loopback(scope):
+        if page and self.loopback and not _names_loopback(headers):
             return await _plain(send, 403, "this server answers only to a loopback host name")
-        given = dict(scope.get("headers") or []).get(b"authorization", b"")
+        given = headers.get(b"authorization", b"")
         secret = given[len(BEARER):].strip() if given[:len(BEARER)].lower() == BEARER else b""
         if not secret and page:
             secret = HTTPConnection(scope).cookies.get(TOKEN_COOKIE, "").encode(
@@ -102,18 +103,23 @@ class TokenGate:
 LOOPBACK_HOST_HEADER = re.compile(r"(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?")
 
 
-def _names_loopback(scope) -> bool:
+def _names_loopback(headers: dict[bytes, bytes]) -> bool:
     """Whether the Host header is a loopback name, with at most a numeric port."""
-    host = dict(scope.get("headers") or []).get(b"host", b"").decode("latin-1").lower()
+    host = headers.get(b"host", b"").decode("latin-1").lower()
     return LOOPBACK_HOST_HEADER.fullmatch(host) is not None
 
 
-async def _plain(send, status: int, text: str, headers: list | None = None) -> None:
-    body = text.encode()
+async def _respond(send, status: int, body: bytes, content_type: bytes,
+                   headers: list | None = None) -> None:
+    """A whole response, sent by the gate itself (the app never sees the request)."""
     await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8"),
+                "headers": [(b"content-type", content_type),
                             (b"content-length", str(len(body)).encode()), *(headers or [])]})
     await send({"type": "http.response.body", "body": body})
+
+
+async def _plain(send, status: int, text: str, headers: list | None = None) -> None:
+    await _respond(send, status, text.encode(), b"text/plain; charset=utf-8", headers)
 
 
 async def _sign_in(send, scope) -> None:
@@ -126,12 +132,8 @@ async def _sign_in(send, scope) -> None:
 
 
 async def refuse(send, why: str) -> None:
-    body = json.dumps({"error": f"unauthorized: {why}"}).encode()
-    await send({"type": "http.response.start", "status": 401,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"www-authenticate", b'Bearer realm="fourfold"'),
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
+    await _respond(send, 401, json.dumps({"error": f"unauthorized: {why}"}).encode(),
+                   b"application/json", [(b"www-authenticate", b'Bearer realm="fourfold"')])
 
 
 def resolve_token(host: str, token: str | None, ff=None) -> str | None:
