@@ -316,7 +316,6 @@ MIGRATIONS: tuple[Callable[[psycopg.Cursor], None], ...] = (
     _create_everything, _count_vectors, _terms_by_repository, _totals_by_repository,
     _binary_codes, _partitioned_by_repository, _shards, _term_counts)
 SCHEMA_VERSION = len(MIGRATIONS)
-SHARDS_SCHEMA = MIGRATIONS.index(_shards) + 1  # the version that has the shards table
 
 # Advisory lock keys: one bigint for migrations; (class, hash of the name) for indexing a
 # repository. PostgreSQL keeps the one-key and two-key lock spaces apart.
@@ -446,7 +445,6 @@ class PostgresStore(Store):
         self.location = f"{host}:{port}/{database}"
         self._local = threading.local()
         self._down: dict[str, tuple[float, str]] = {}  # shard -> (until, why)
-        self._shard_locations: dict[str, str] = {}
         self._migrate(self._conn())
 
     def __repr__(self) -> str:
@@ -475,11 +473,6 @@ class PostgresStore(Store):
                          "SET enable_partitionwise_aggregate = on; "
                          "SET enable_partitionwise_join = on")
             self._local.conn = conn
-            if self._schema_version(conn) >= SHARDS_SCHEMA:
-                # kept for messages about a shard that does not answer, which may come
-                # inside a transaction that can run no more queries
-                self._shard_locations.update(conn.execute(
-                    "SELECT name, location FROM shards").fetchall())
         return conn
 
     def _scrubbed(self, exc: Exception) -> str:
@@ -503,6 +496,17 @@ class PostgresStore(Store):
         self._down[shard] = (time.monotonic() + DOWN_FOR_S, why)
         return shard, why
 
+    def _shard_location(self, shard: str) -> str | None:
+        """Where a shard is, for a message; asked on a connection of its own, as the
+        failure may have come inside a transaction that can run no more queries."""
+        try:
+            with self._connect() as conn:
+                row = conn.execute("SELECT location FROM fourfold.shards WHERE name = %s",
+                                   (shard,)).fetchone()
+        except (psycopg.Error, FourfoldError):
+            return None
+        return row[0] if row else None
+
     def _retry_without_shard(self, exc: psycopg.Error) -> bool:
         """Whether a failed call is worth one more try: a shard did not answer (it is now
         left out of queries over every repository) and no transaction was under way."""
@@ -518,7 +522,7 @@ class PostgresStore(Store):
         writing = method in _WRITES
         shard = self._shard_failure(exc)
         if shard is not None:
-            where = self._shard_locations.get(shard[0])
+            where = self._shard_location(shard[0])
             error = IndexWriteError if writing else FourfoldError
             return error(f"shard {shard[0]!r}{f' ({where})' if where else ''} does not "
                          f"answer ({shard[1]}); the repositories placed there cannot be "
@@ -1219,7 +1223,6 @@ class PostgresStore(Store):
         with conn.transaction(), conn.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             attach_shard(cur, name, params, location)
-        self._shard_locations[name] = location
 
     def place_repository(self, repo_id: int, shard: str | None) -> int:
         from .postgres_shards import move_repository
