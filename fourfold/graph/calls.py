@@ -537,25 +537,17 @@ class Resolver:
                         return hit, Resolution.INFERRED
             return NOT_FOUND
         if not types_only and any(part.endswith(("()", "[]")) for part in recv):
-            ty = self.chain_type(path, src, recv)
-            if ty == EXTERNAL:
-                return OUTSIDE
-            if ty is not None:
-                hit = self.member(ty[0], ty[1].qualname, final)
-                return (hit, Resolution.INFERRED) if hit else NOT_FOUND
-            return self.unknown_receiver(t, final, types_only)
+            found = self._member_of_type(self.chain_type(path, src, recv), final)
+            return found if found is not None else self.unknown_receiver(t, final, types_only)
         hit = self.module_member(path, recv, final, types_only, src)
         if hit == EXTERNAL:
             return OUTSIDE
         if hit is not None:
             return hit, Resolution.EXACT
         if not types_only:
-            ty = self.receiver_type(path, src, recv)
-            if ty == EXTERNAL:
-                return OUTSIDE
-            if ty is not None:
-                hit = self.member(ty[0], ty[1].qualname, final)
-                return (hit, Resolution.INFERRED) if hit else NOT_FOUND
+            found = self._member_of_type(self.receiver_type(path, src, recv), final)
+            if found is not None:
+                return found
         # Type.member / Type::new / Namespace.Type
         if len(recv) <= 2 and head not in SELF_NAMES:
             ty, level = self.lookup(path, src, recv[-1], types_only=True)
@@ -579,6 +571,17 @@ class Resolver:
         if t.language.capitalized_receivers_are_types and head[:1].isupper():
             return NOT_FOUND
         return self.unknown_receiver(t, final, types_only)
+
+    def _member_of_type(self, ty: TypeHit, final: str) -> Found | None:
+        """`final` called on a receiver of type `ty`: nothing of the repository's for a
+        foreign type, the member of one of its own (inferred) or not found; None when the
+        type is unknown."""
+        if ty == EXTERNAL:
+            return OUTSIDE
+        if ty is None:
+            return None
+        hit = self.member(ty[0], ty[1].qualname, final)
+        return (hit, Resolution.INFERRED) if hit else NOT_FOUND
 
     # -- the types of receivers
     def receiver_type(self, path: str, src: str | None, recv: list[str]) -> TypeHit:
