@@ -36,10 +36,12 @@ from fourfold import Fourfold  # noqa: E402
 from fourfold.interfaces.http import free_port  # noqa: E402
 
 
-def start_server(store: str, port: int) -> subprocess.Popen:
+def start_server(server_args: list[str], port: int) -> subprocess.Popen:
+    """`fourfold serve SERVER_ARGS` (this checkout's, no token) on `port`, once it accepts
+    connections (the web page bench starts it too)."""
     env = {**os.environ, "PYTHONPATH": str(BENCH.parent)}
     env.pop("FOURFOLD_TOKEN", None)
-    proc = subprocess.Popen([sys.executable, "-m", "fourfold.interfaces.mcp", "--store", store,
+    proc = subprocess.Popen([sys.executable, "-m", "fourfold.interfaces.mcp", *server_args,
                              "--http", "--port", str(port)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
@@ -90,7 +92,7 @@ def main() -> None:
     name = f"load-{os.getpid()}"
     secret = ff.create_token(name, "read")
     port = free_port("127.0.0.1")
-    server = start_server(args.store, port)
+    server = start_server(["--store", args.store], port)
     latencies: list[float] = []
     errors: list[str] = []
     try:

@@ -13,10 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,8 +23,10 @@ import httpx2
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
+sys.path.insert(0, str(BENCH))
 
 from fourfold.interfaces.http import free_port  # noqa: E402
+from serve_load import start_server  # noqa: E402
 
 QUERIES = [
     "where is Router defined",
@@ -39,23 +38,6 @@ QUERIES = [
     "what breaks if I change Container::make",
     "session middleware",
 ]
-
-
-def start_server(root: Path, port: int) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(BENCH.parent)}
-    env.pop("FOURFOLD_TOKEN", None)
-    proc = subprocess.Popen([sys.executable, "-m", "fourfold.interfaces.mcp", str(root),
-                             "--http", "--port", str(port), "--no-watch"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return proc
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"server did not start: {proc.stderr.read().decode()}")
-            time.sleep(0.2)
 
 
 def http_times(client: httpx2.Client, url: str) -> tuple[float, float]:
@@ -95,7 +77,7 @@ def main() -> int:
 
     files = sum(1 for p in args.root.rglob("*") if p.is_file() and ".fourfold" not in p.parts)
     port = free_port("127.0.0.1")
-    server = start_server(args.root, port)
+    server = start_server([str(args.root), "--no-watch"], port)
     base = f"http://127.0.0.1:{port}"
     first_byte, whole, rendered = [], [], []
     try:
