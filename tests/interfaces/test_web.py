@@ -64,7 +64,10 @@ SAMPLE = {
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     """The sample repository served on loopback with no token: the page's base URL."""
-    root = write_tree(tmp_path_factory.mktemp("web") / "sample", SAMPLE)
+    base = tmp_path_factory.mktemp("web")
+    root = write_tree(base / "sample", SAMPLE)
+    (base / "secret.py").write_text("OUTSIDE_SECRET = 'not in the repository'\n")
+    (root / "linked.py").symlink_to(base / "secret.py")  # a link out of the repository
     assert main(["index", str(root), "--no-embed"]) == 0
     with mcp_http_server([str(root)]) as (url, _):
         yield url.removesuffix("/mcp")
@@ -134,6 +137,18 @@ def test_every_page_escapes_what_it_shows(site):
     named = get(f"{site}/", params={"q": "odd_name"}).text
     assert "<img src=x" not in named and "&lt;img src=x onerror=alert(9)&gt;.py" in named
     assert get(f"{site}/file/{quote(HOSTILE_NAME)}").status_code == 200
+
+
+def test_file_paths_are_looked_up_in_the_index_only(site):
+    """A path that leaves the root, a link out of it, a name that is not UTF-8: a clear
+    404, never a file read from the disk."""
+    for path in ("%2E%2E/secret.py", "..%2Fsecret.py", "%2Fetc%2Fpasswd", "linked.py",
+                 "%FF%FE.py", "app.py%00.txt"):
+        page = httpx2.get(f"{site}/file/{path}", timeout=30)
+        assert page.status_code == 404, path
+        assert "OUTSIDE_SECRET" not in page.text and "root:" not in page.text
+    found = get(f"{site}/", params={"q": "OUTSIDE_SECRET"}).text  # the query is echoed
+    assert "not in the repository" not in found and "linked.py" not in found
 
 
 def test_a_foreign_host_name_is_refused_on_loopback(site):
