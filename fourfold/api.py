@@ -27,7 +27,8 @@ from .ranking.priors import rank_definitions
 from .retrievers.graph import GraphRetriever
 from .retrievers.structural import StructuralRetriever, match_label
 from .retrievers.text import GREP_TIME_BUDGET, ResultList, TextRetriever
-from .routing.engine import SearchEngine, SearchOptions, SearchResponse
+from .ranking.granularity import GRANULARITIES
+from .routing.engine import RANKINGS, SearchEngine, SearchOptions, SearchResponse
 from .routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
 from .store.index_dir import DB_NAME, IndexLock, identity, prepare_index_dir, remove_database
 from .store.snapshot import Snapshots
@@ -41,8 +42,8 @@ if TYPE_CHECKING:
     from .retrievers.semantic import SemanticRetriever
 
 # What the interfaces need besides Fourfold itself: they import this module only.
-__all__ = ["Fourfold", "GREP_TIME_BUDGET", "MODALITIES", "PRESETS", "PROFILES", "SearchOptions",
-           "SearchResponse", "find_index_root", "parse_weights"]
+__all__ = ["Fourfold", "GRANULARITIES", "GREP_TIME_BUDGET", "MODALITIES", "PRESETS", "PROFILES",
+           "RANKINGS", "SearchOptions", "SearchResponse", "find_index_root", "parse_weights"]
 
 INDEX_DIR_NAME = ".fourfold"
 RELATIONS = ("callers", "callees", "importers", "imports", "subclasses")  # related()'s step

@@ -77,7 +77,9 @@ class Hit:
     contributions: dict[str, float] = field(default_factory=dict)  # modality -> fused share
     ranks: dict[str, int] = field(default_factory=dict)  # modality -> 1-based rank in its list
     factors: dict[str, float] = field(default_factory=dict)  # prior -> multiplier (not 1.0)
-    file_support: float = 0.0  # added for the file's other hits (fusion.with_file_support)
+    file_support: float = 0.0  # added for the file's other hits (granularity.with_file_support)
+    # the learned ranking's score and the features that moved it most (ranking/learned.py)
+    learned: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         out = {
@@ -101,4 +103,6 @@ class Hit:
             out["factors"] = {k: round(v, 4) for k, v in self.factors.items()}
         if self.file_support:
             out["file_support"] = round(self.file_support, 6)
+        if self.learned:
+            out["learned"] = {k: round(v, 4) for k, v in self.learned.items()}
         return out

@@ -13,8 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-from ..api import (COORDINATOR, GREP_TIME_BUDGET, MODALITIES, PRESETS, PROFILES, Fourfold, SearchOptions,
-                   find_index_root, parse_weights)
+from ..api import (COORDINATOR, GRANULARITIES, GREP_TIME_BUDGET, MODALITIES, PRESETS, PROFILES,
+                   RANKINGS, Fourfold, SearchOptions, find_index_root, parse_weights)
 from .. import __version__
 from ..errors import FourfoldError
 
@@ -214,6 +214,10 @@ def _print_hit_explanation(hit) -> None:
         parts.append(", ".join(f"{name} ×{f:.2f}" for name, f in hit.factors.items()))
     if hit.file_support:
         parts.append(f"file support +{hit.file_support:.4f}")
+    if hit.learned:
+        moved = ", ".join(f"{name} {v:+.2f}" for name, v in hit.learned.items()
+                          if name != "score")
+        parts.append(f"learned {hit.learned['score']:+.2f} ({moved})")
     print(f"    = {' · '.join(parts)}")
 
 
@@ -221,7 +225,8 @@ def _search_options(args) -> SearchOptions:
     return SearchOptions(
         preset=args.preset, modalities=tuple(args.modality) if args.modality else None,
         weights=parse_weights(args.weights) if args.weights else None, intent=args.intent,
-        rrf_k=args.rrf_k, profile=args.profile, limit=args.limit, per_file=args.per_file,
+        rrf_k=args.rrf_k, profile=args.profile, limit=args.limit, granularity=args.granularity,
+        ranking=args.ranking,
         direct=not args.no_direct, boost=not args.no_boost, path_glob=args.glob,
         languages=tuple(args.language or ()), kinds=tuple(args.kind or ()),
         exclude_tests=args.no_tests)
@@ -559,9 +564,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", choices=sorted(PROFILES), default="tuned",
                    help="weight profile: tuned (default, chosen on development data) or seed "
                         "(hand-set)")
-    p.add_argument("--per-file", action=argparse.BooleanOptionalAction, default=None,
-                   help="one hit per file (--no-per-file: every hit); default by intent: every "
+    p.add_argument("--granularity", choices=GRANULARITIES,
+                   help="what one hit is: the best span of a file, every span, or every "
+                        "function or method (several per file); default by intent: every "
                         "call site for who-calls and impact questions, one per file otherwise")
+    p.add_argument("--ranking", choices=RANKINGS, default="learned",
+                   help="learned (default): a pasted issue or traceback is re-ranked by the "
+                        "learned model; fused: fusion and priors only")
     p.add_argument("--no-direct", action="store_true", help="always fuse")
     p.add_argument("--no-boost", action="store_true", help="no centrality boost")
     p.add_argument("--glob", help="only paths matching this glob")

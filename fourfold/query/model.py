@@ -3,13 +3,25 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
+from ..tokens import query_words
 from .filters import Filters
+from .mentions import Mentions, mentions_of
+
+# A question of more distinct words than this (stopwords aside) is a pasted text: an issue,
+# a traceback, a log. It names tests, docs and files in passing; they are not what it asks
+# for. Chosen on the development sets (docs/benchmarks.md).
+QUESTION_MAX_WORDS = 12
 
 # Whole words or identifier parts ("test_parse", "TestParser"): "latest" and "specific" ask
 # for no tests.
 _TEST_WORDS = re.compile(r"(?<![A-Za-z])(?:[Tt]est(?:s|ing|ed)?|TESTS?|[Ss]pecs?|[Uu]nit_?tests?|"
                          r"[Pp]ytest)(?![a-z])")
+# Questions about documentation or configuration keep prose files at full rank.
+_PROSE_WORDS = re.compile(r"(?i)\b(docs?|documentation|readme|changelog|guide|tutorial|"
+                          r"config(uration)?|settings?|ya?ml|json|toml|markdown|html|css|"
+                          r"stylesheets?)\b")
 
 
 @dataclass
@@ -31,7 +43,22 @@ class Query:
     transitive: bool = False
     filters: Filters = field(default_factory=Filters)
 
+    @cached_property
+    def pasted(self) -> bool:
+        """An issue, traceback or log rather than a question (QUESTION_MAX_WORDS)."""
+        return len(query_words(self.text)) > QUESTION_MAX_WORDS
+
+    @cached_property
+    def mentions(self) -> Mentions:
+        """The files, frames and code names a pasted text names (none for a question)."""
+        return mentions_of(self.text) if self.pasted else Mentions()
+
     @property
     def wants_tests(self) -> bool:
         """A question that mentions tests keeps them at full rank."""
-        return _TEST_WORDS.search(self.text) is not None
+        return not self.pasted and _TEST_WORDS.search(self.text) is not None
+
+    @property
+    def wants_prose(self) -> bool:
+        """A question that names docs or configuration keeps prose files at full rank."""
+        return not self.pasted and _PROSE_WORDS.search(self.text) is not None

@@ -1,12 +1,14 @@
 """The ranking stage: priors applied once to the fused hits of every modality (centrality,
-a file named by the question, vendored / test / prose files below first-party source),
-file support, one hit per file; and the same priors ordering a list of definitions."""
+a file named by the question, vendored / test / prose files below first-party source); and
+the same priors ordering a list of definitions. What one answer is (a file, a span, a
+function) is granularity.py's."""
 from __future__ import annotations
 
 import math
 
 from ..discovery.flags import DOWNRANKED, PROSE, TEST
 from ..model import Hit
+from ..query.model import QUESTION_MAX_WORDS
 from ..tokens import name_match, name_targets, name_words, query_words
 
 BOOST_SCALE = 0.3
@@ -15,11 +17,9 @@ DOWNRANK_FACTOR = 0.5  # vendor / build / generated / archive / minified
 TEST_FACTOR = 0.5  # tests rank below source unless the query asks for tests
 PROSE_FACTOR = 0.5  # docs, config and data rank below code unless the query asks for them
 # A file whose name a question spells ("field naming policy" -> FieldNamingPolicy.java) gains
-# up to this share. Only in questions of at most NAME_BOOST_MAX_WORDS distinct words
-# (stopwords aside): a long text (an issue, a stack trace) names files in passing. Both
-# values were chosen on the development sets (docs/benchmarks.md).
+# up to this share; a pasted text (query.model.QUESTION_MAX_WORDS) names files in passing.
+# Chosen on the development sets (docs/benchmarks.md).
 NAME_BOOST = 0.5
-NAME_BOOST_MAX_WORDS = 12
 
 
 def centrality_boost(centrality: float) -> float:
@@ -51,7 +51,7 @@ def question_words(text: str) -> frozenset[str]:
     """What a file name is matched against (name_targets): the words of a question, nothing
     for a long text."""
     words = query_words(text)
-    return name_targets(words) if len(words) <= NAME_BOOST_MAX_WORDS else frozenset()
+    return name_targets(words) if len(words) <= QUESTION_MAX_WORDS else frozenset()
 
 
 def apply_priors(hits: list[Hit], file_flags: dict[str, int], centrality: dict, 
@@ -75,35 +75,3 @@ def apply_priors(hits: list[Hit], file_flags: dict[str, int], centrality: dict,
         if factor != 1.0:
             hit.contributions = {m: v * factor for m, v in hit.contributions.items()}
     return sorted(hits, key=lambda h: -h.score)
-
-
-FILE_SUPPORT = 0.25  # chosen on the development sets (docs/benchmarks.md)
-
-
-def with_file_support(hits: list[Hit], share: float = FILE_SUPPORT) -> list[Hit]:
-    """Each file's best hit gains a share of the scores of the file's other hits: a file
-    that several modalities and several of its chunks point at is more likely the answer
-    than one lucky chunk elsewhere. Returns every hit, re-sorted; `best_per_file` then
-    keeps one per file."""
-    rest: dict[str, float] = {}
-    best: dict[str, Hit] = {}
-    for hit in hits:
-        key = hit.path
-        if key in best:
-            rest[key] = rest.get(key, 0.0) + hit.score
-        else:
-            best[key] = hit
-    for key, extra in rest.items():
-        best[key].file_support = share * extra
-        best[key].score += share * extra
-    return sorted(hits, key=lambda h: -h.score)
-
-
-def best_per_file(hits: list[Hit]) -> list[Hit]:
-    seen: set[str] = set()
-    out = []
-    for hit in hits:
-        if hit.path not in seen:
-            seen.add(hit.path)
-            out.append(hit)
-    return out

@@ -24,6 +24,10 @@ KIND_PRIORITY = {"class": 0, "struct": 0, "interface": 0, "trait": 0, "enum": 0,
 _SPLIT = re.compile(r"\.|::|#|->|/")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_SPELLED = 3
+# A name a pasted text mentions points somewhere only when few definitions share it
+# ("get", "save" are defined everywhere).
+MAX_DEFINITIONS_OF_MENTION = 3
+FUNCTION_KINDS = frozenset({"function", "method", "macro", "constructor"})
 
 
 
@@ -162,6 +166,67 @@ class StructuralRetriever:
                                     st[0].qualname.count("."), st[0].path, st[0].start_line))
         return scored[:limit]
 
+    def mentioned(self, query: Query, limit: int) -> list[Hit]:
+        """The code a pasted text names exactly, in this order: the functions of its
+        traceback's frames in indexed files (innermost first, as the error surfaced there),
+        the files it names by path, then the definitions of the names it mentions (most
+        repeated first), each name only when at most MAX_DEFINITIONS_OF_MENTION
+        definitions share it; a dotted name (django.core.mail.message, QuerySet.filter)
+        is looked up in the module it names when there is one."""
+        snapshot = self.snapshots.current()
+        filters = query.filters
+        mentions = query.mentions
+        hits: list[Hit] = []
+        seen: set[tuple] = set()
+
+        def add(hit: Hit) -> None:
+            key = (hit.path, hit.symbol or hit.start_line)
+            if key not in seen and path_ok(hit.path, filters.path_glob):
+                seen.add(key)
+                hits.append(hit)
+
+        for frame in reversed(mentions.frames):
+            path = snapshot.resolve_path(frame.path)
+            if path is None:
+                continue
+            around = [d for d in snapshot.definitions(path) if d.kind in FUNCTION_KINDS
+                      and d.start_line <= frame.line <= d.end_line
+                      and (frame.function is None or d.name == frame.function)]
+            inner = min(around, key=lambda d: d.end_line - d.start_line, default=None)
+            add(Hit(path, inner.start_line, inner.end_line, 0.0, symbol=inner.qualname,
+                    kind=inner.kind) if inner else Hit(path, frame.line, frame.line, 0.0))
+        for written in mentions.paths:
+            path = snapshot.resolve_path(written)
+            if path is not None:
+                add(Hit(path, 1, 1, 0.0, kind="module"))
+        for name in mentions.names:
+            for symbol in self._definitions_named(name, snapshot, filters.repo_id):
+                add(Hit(symbol.path, symbol.start_line, symbol.end_line, 0.0,
+                        symbol=symbol.qualname, kind=symbol.kind))
+        for rank, hit in enumerate(hits):
+            hit.score = 1.0 / (1 + rank)
+        return hits[:limit]
+
+    def _definitions_named(self, name: str, snapshot, repo_id: int | None
+                           ) -> list[StoredSymbol]:
+        parts = name.split(".")
+        for cut in range(len(parts) - 1, 0, -1):  # the longest prefix that is a module
+            path = snapshot.modules.get(".".join(parts[:cut]))
+            if path is not None:
+                rest = parts[cut:]
+                if not rest:
+                    return []
+                wanted = ".".join(rest)
+                return [d for d in snapshot.definitions(path)
+                        if d.qualname == wanted or d.qualname.endswith("." + wanted)][:1]
+        last = parts[-1]
+        found = [s for s in self.store.symbols_named([last], repo_id)
+                 if s.kind != REEXPORT and _SPLIT.split(s.name)[-1] == last]
+        if len(parts) > 1:  # Owner.member: the member of that owner
+            owner = parts[-2]
+            found = [s for s in found if (s.parent or "").rsplit(".", 1)[-1] == owner]
+        return found if 0 < len(found) <= MAX_DEFINITIONS_OF_MENTION else []
+
     def files_named(self, name: str, repo_id: int | None = None,
                     path_glob: str | None = None) -> list[StoredFile]:
         """Files whose name is `name` (application.js, Conn.java): in most languages a file
@@ -176,6 +241,8 @@ class StructuralRetriever:
         relevance: match tier, then the definition's own standing. Whether a file is a
         test or vendored is the ranking stage's to weigh."""
         filters = query.filters
+        if not query.target and query.mentions:
+            return self.mentioned(query, limit)
         if not query.target:
             return [Hit(s.path, s.start_line, s.end_line, score, symbol=s.qualname, kind=s.kind)
                     for s, score in self.named_by(query.text, filters.repo_id, filters.path_glob,

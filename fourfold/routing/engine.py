@@ -1,7 +1,6 @@
 """One search: classify the question, run the modalities it deserves, fuse their lists."""
 from __future__ import annotations
 
-import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -14,24 +13,24 @@ from ..query.model import Query
 from ..retrievers.base import Retriever
 from ..store.snapshot import IndexSnapshot
 from ..ranking.fusion import fuse
-from ..ranking.priors import apply_priors, best_per_file, question_words, with_file_support
+from ..ranking.granularity import FILE, GRANULARITIES, SPAN, to_granularity
+from ..ranking.learned import LearnedRanking
+from ..ranking.priors import apply_priors, question_words
 from .intent import (EXACT_MATCH, FIND_REFERENCES, IMPACT_ANALYSIS, INTENTS, UNDERSTAND_CODE,
                      Intent, classify)
 from .profiles import DIRECT_CONFIDENCE, DOMINANT, PRESETS, PROFILE_K, PROFILES
 
 CANDIDATES_PER_MODALITY = 60
-# One hit per file, by intent: who calls X or what breaks is answered by every call site
+# What one answer is, by intent: who calls X or what breaks is answered by every call site
 # and dependent, several to a file; anything else by the best span of each file.
-PER_FILE = {intent: intent not in (FIND_REFERENCES, IMPACT_ANALYSIS) for intent in INTENTS}
+GRANULARITY = {intent: SPAN if intent in (FIND_REFERENCES, IMPACT_ANALYSIS) else FILE
+               for intent in INTENTS}
 FILTERED_POOL_FACTOR = 4  # candidates asked for when a language or kind filter thins them
 NO_FILTERS = Filters()
+RANKINGS = ("learned", "fused")
 # The longest issue texts pasted as questions run to about 20,000 characters; a longer query
 # only costs time and memory and is refused.
 MAX_QUERY_CHARS = 32_000
-# Questions about documentation or configuration keep prose files at full rank.
-_PROSE_WORDS = re.compile(r"(?i)\b(docs?|documentation|readme|changelog|guide|tutorial|"
-                          r"config(uration)?|settings?|ya?ml|json|toml|markdown|html|css|"
-                          r"stylesheets?)\b")
 
 
 @dataclass
@@ -77,7 +76,8 @@ class SearchOptions:
     rrf_k: float | None = None
     profile: str = "tuned"
     limit: int = 10
-    per_file: bool | None = None  # one hit per file; None: by intent (see PER_FILE)
+    granularity: str | None = None  # file, span or function; None: by intent (GRANULARITY)
+    ranking: str = "learned"  # "fused": fusion and priors only, no learned ranking stage
     direct: bool = True
     boost: bool = True
     languages: tuple[str, ...] = ()  # only files in these languages ("typescript", "py" ...)
@@ -97,6 +97,7 @@ class SearchEngine:
         """`snapshot()`: the index's current generation, for the filter and ranking stages."""
         self.retrievers = retrievers
         self.snapshot = snapshot
+        self.learned = LearnedRanking()
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="fourfold-modality")
 
     def _run(self, modality: str, query: Query, limit: int, response: SearchResponse
@@ -131,6 +132,11 @@ class SearchEngine:
                              f"{MAX_QUERY_CHARS:,}; quote the lines that matter")
         if options.preset not in PRESETS:
             raise QueryError(f"unknown preset {options.preset!r}; use {', '.join(PRESETS)}")
+        if options.granularity not in (None, *GRANULARITIES):
+            raise QueryError(f"unknown granularity {options.granularity!r}; use "
+                             f"{', '.join(GRANULARITIES)}")
+        if options.ranking not in RANKINGS:
+            raise QueryError(f"unknown ranking {options.ranking!r}; use {', '.join(RANKINGS)}")
         if options.profile not in PROFILES:
             raise QueryError(f"unknown weight profile {options.profile!r}")
         started = time.perf_counter()
@@ -199,12 +205,13 @@ class SearchEngine:
 
     def _finish(self, hits: list[Hit], options: SearchOptions, query: Query) -> list[Hit]:
         snapshot = self.snapshot()
-        wants_prose = bool(_PROSE_WORDS.search(query.text))
         # a question about code; a named symbol or string is the structural modality's to rank
         named = question_words(query.text) if query.intent == UNDERSTAND_CODE else None
         hits = apply_priors(hits, snapshot.file_flags, snapshot.centrality, query.wants_tests,
-                            boost=options.boost, wants_prose=wants_prose, named=named)
-        per_file = options.per_file if options.per_file is not None else PER_FILE[query.intent]
-        if per_file:
-            hits = best_per_file(with_file_support(hits))
+                            boost=options.boost, wants_prose=query.wants_prose, named=named)
+        learned = options.ranking == "learned" and self.learned.applies_to(query)
+        if learned:
+            hits = self.learned.rerank(hits, query, snapshot)
+        hits = to_granularity(hits, options.granularity or GRANULARITY[query.intent],
+                              snapshot.definitions, support=not learned)
         return hits[:options.limit]

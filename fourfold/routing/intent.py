@@ -113,14 +113,14 @@ def _first_rule(query: str) -> Intent:
         target = next(g for g in match.groups() if g)
         plain = match.end() >= len(q.rstrip("`").rstrip())
         return Intent(FIND_REFERENCES, 0.90, "references phrase", target, plain=plain)
-    if _IMPACT.search(q):
+    short = len(q.split()) <= SHORT_QUERY_WORDS  # a pasted issue quotes strings incidentally
+    if _IMPACT.search(q) and (short or "\n" not in q):  # a pasted text says "depends on" in passing
         rest = _IMPACT.split(q)[-1]
         target = _last_identifier(rest) or _last_identifier(q)
         if target is None:
             words = re.findall(_IDENT, rest)
             target = words[-1] if words else None
         return Intent(IMPACT_ANALYSIS, 0.90, "impact phrase", target, plain=target is not None)
-    short = len(q.split()) <= SHORT_QUERY_WORDS  # a pasted issue quotes strings incidentally
     match = _QUOTED.search(q) if short else None
     if match:
         literal = next(g for g in match.groups() if g)

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from functools import cached_property
 
 from ..discovery.flags import PROSE, PROSE_LANGUAGES, TEST
-from ..tokens import module_stem, name_words, normalise_name
-from .base import Store, StoredFile
+from ..tokens import MODULE_INDEX_STEMS, module_stem, name_words, normalise_name
+from .base import Store, StoredFile, StoredSymbol
 
 
 class IndexSnapshot:
@@ -18,6 +18,7 @@ class IndexSnapshot:
         self.store = store
         self.generation = generation
         self.repo_id = repo_id  # None: every repository
+        self._definitions: dict[str, list[StoredSymbol]] = {}
 
     @cached_property
     def _all_files(self) -> list[StoredFile]:
@@ -39,6 +40,56 @@ class IndexSnapshot:
         for f in self._all_files:
             stems.setdefault(normalise_name(module_stem(f.path)), []).append(f)
         return stems
+
+    @cached_property
+    def paths_by_name(self) -> dict[str, list[str]]:
+        """A file's name (message.py) -> the paths of the files so named."""
+        names: dict[str, list[str]] = {}
+        for f in self._all_files:
+            names.setdefault(f.path.rsplit("/", 1)[-1], []).append(f.path)
+        return names
+
+    def resolve_path(self, written: str) -> str | None:
+        """The indexed file a path written elsewhere names: the one sharing the longest
+        tail of folders with it ("/home/u/proj/django/core/mail.py" -> "django/core/mail.py";
+        a bare name only when one file has it)."""
+        parts = written.replace("\\", "/").split("/")
+        found = self.paths_by_name.get(parts[-1], ())
+        best, best_len = None, 0
+        for path in found:
+            have = path.split("/")
+            shared = 0
+            while (shared < min(len(have), len(parts))
+                   and have[-1 - shared] == parts[-1 - shared]):
+                shared += 1
+            if shared > best_len:
+                best, best_len = path, shared
+            elif shared == best_len:
+                best = None  # two files fit equally: the text does not say which
+        return best if best_len > 1 or len(found) == 1 else None
+
+    @cached_property
+    def modules(self) -> dict[str, str]:
+        """A file's dotted module name (django.core.mail.message, and the package's own
+        name for its __init__) -> its path, for names a text writes with dots."""
+        out: dict[str, str] = {}
+        for f in self._all_files:
+            stem = f.path.rsplit(".", 1)[0] if "." in f.path.rsplit("/", 1)[-1] else f.path
+            dotted = stem.replace("/", ".")
+            out.setdefault(dotted, f.path)
+            if dotted.rsplit(".", 1)[-1] in MODULE_INDEX_STEMS and "." in dotted:
+                out.setdefault(dotted.rsplit(".", 1)[0], f.path)
+        return out
+
+    def definitions(self, path: str) -> list[StoredSymbol]:
+        """The definitions in one file (what a span is credited to at function
+        granularity), read once per generation."""
+        found = self._definitions.get(path)
+        if found is None:
+            stored = self.files.get(path)
+            found = self.store.symbols_of_file(stored.file_id) if stored else []
+            self._definitions[path] = found
+        return found
 
     def language(self, path: str) -> str | None:
         stored = self.files.get(path)

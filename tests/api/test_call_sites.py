@@ -37,6 +37,6 @@ def test_who_calls_lists_every_caller_with_its_call_lines(make_tree):
                                 (6, "    rest = parse_flags(argv[1:])")],
         ("pkg/cli.py", "main"): [(11, "    return parse_flags([])")],
         ("pkg/other.py", "go"): [(5, "    return parse_flags(['x'])")]}
-    one_per_file = ff.search("who calls parse_flags", per_file=True)
+    one_per_file = ff.search("who calls parse_flags", granularity="file")
     assert sorted(h.path for h in one_per_file.hits) == ["pkg/cli.py", "pkg/other.py"]
     ff.close()

@@ -9,9 +9,10 @@ from fourfold.model import Hit
 from fourfold.query.model import Query
 from fourfold.routing.engine import SearchEngine, SearchOptions
 from fourfold.ranking.fusion import fuse, rrf_contribution
-from fourfold.ranking.priors import (BOOST_CAP, NAME_BOOST, NAME_BOOST_MAX_WORDS, apply_priors,
-                                     best_per_file, centrality_boost, question_words,
-                                     with_file_support)
+from fourfold.ranking.priors import (BOOST_CAP, NAME_BOOST, apply_priors,
+                                     centrality_boost, question_words)
+from fourfold.ranking.granularity import best_per_file, with_file_support
+from fourfold.query.model import QUESTION_MAX_WORDS
 from fourfold.routing.intent import classify
 from fourfold.routing.profiles import SEED, parse_weights
 
@@ -54,6 +55,9 @@ RULES = [
     ("explain the caching layer", "understand_code", 0.75, None),
     ("where is authentication handled", "understand_code", 0.75, None),
     ("connection pooling and TCP connector", "understand_code", 0.40, None),
+    # a pasted issue says "depends on" in passing: it is not an impact question
+    ("Saving a model fails\nThe result depends on the order of the fields in Meta, and the "
+     "admin crashes when the form is rendered twice", "understand_code", 0.40, None),
 ]
 
 
@@ -152,7 +156,7 @@ def test_a_file_whose_name_the_question_spells_rises():
 
 
 def test_a_long_text_names_files_in_passing_and_boosts_none():
-    issue = " ".join(f"word{i}" for i in range(NAME_BOOST_MAX_WORDS)) + " policy"
+    issue = " ".join(f"word{i}" for i in range(QUESTION_MAX_WORDS)) + " policy"
     assert question_words(issue) == frozenset()
     out = apply_priors([h("src/Policy.java", score=1.0)], {}, {}, wants_tests=False,
                        boost=False, named=question_words(issue))
@@ -214,7 +218,8 @@ def engine(**hits):
 
 def facts(file_flags=None, centrality=None):
     """A stand-in for the index snapshot the filter and ranking stages read."""
-    return SimpleNamespace(file_flags=file_flags or {}, centrality=centrality or {})
+    return SimpleNamespace(file_flags=file_flags or {}, centrality=centrality or {},
+                           definitions=lambda path: [])
 
 
 def test_direct_path_asks_only_the_dominant_modality():

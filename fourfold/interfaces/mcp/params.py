@@ -36,8 +36,9 @@ Limit = Annotated[int, Field(ge=1, le=MAX_PAGE)]
 Cursor = str | None
 MaxTokens = Annotated[int, Field(ge=MIN_MAX_TOKENS, le=MAX_MAX_TOKENS)]
 Snippet = Annotated[int, Field(ge=0, le=40)]
-PerFile = Annotated[bool | None, Field(
-    description="One hit per file; default: all call sites for references/impact, else one")]
+Granularity = Annotated[Literal["file", "span", "function"] | None, Field(
+    description="A hit is a file's best span, every span, or a function or method; "
+                "default: every call site for references/impact, else one per file")]
 Kind = Annotated[str | None, Field(description="e.g. function, method, class, interface")]
 
 Preset = Literal["quick", "default", "thorough"]

@@ -18,7 +18,7 @@ from .paging import (DEFAULT_MAX_TOKENS, MAX_PAGE, approx_tokens, clamp_budget, 
                      decode_cursor, encode_cursor, fill, page, query_key, settle, to_json)
 from ..caller import current_grant
 from .params import (Cursor, FilePath, Intent, Kind, Language, Limit, MaxTokens, Modalities,
-                     PathGlob, PerFile, Preset, Repository, Snippet, Weights, tool)
+                     PathGlob, Granularity, Preset, Repository, Snippet, Weights, tool)
 from .paths import check_glob, check_path, inside_root
 from ..service import Service
 
@@ -66,12 +66,13 @@ class FourfoldService(Service):
 
     def _search_tool(self, tool_name: str, query: str, preset: str, modalities, weights,
                      intent, language, path_glob, repository, limit, cursor, max_tokens,
-                     snippet_lines: int, per_file: bool | None) -> dict:
+                     snippet_lines: int, granularity: str | None) -> dict:
         """The search tools: fused (or one modality's) hits, paged, with code lines."""
         path_glob = check_glob(path_glob)
         args = {"query": query, "preset": preset, "modalities": modalities, "weights": weights,
                 "intent": intent, "language": language, "path_glob": path_glob,
-                "repository": repository, "snippet_lines": snippet_lines, "per_file": per_file}
+                "repository": repository, "snippet_lines": snippet_lines,
+                "granularity": granularity}
         key, offset, limit, tokens = self._begin(tool_name, args, cursor, limit, max_tokens, 10)
         several = repository is None and self.serves_many and len(self.visible_repositories()) > 1
         repo_id = None if several else self.answering_repository(repository)
@@ -82,7 +83,7 @@ class FourfoldService(Service):
                 preset=preset, modalities=tuple(modalities) if modalities else None,
                 weights=dict(weights) if weights else None, intent=intent,
                 languages=(language,) if language else (), path_glob=path_glob,
-                repo_id=repo_id, limit=SEARCH_DEPTH, per_file=per_file)
+                repo_id=repo_id, limit=SEARCH_DEPTH, granularity=granularity)
             if several:
                 response, notes = self.ff.search_repositories(query, visible, options), []
             else:
@@ -101,7 +102,8 @@ class FourfoldService(Service):
         def render(hit: dict) -> dict:
             # votes and shares stay; ranks and prior factors (the CLI's --explain) would
             # cost an agent's page room
-            out = {k: v for k, v in hit.items() if k not in ("lines", "ranks", "factors")}
+            out = {k: v for k, v in hit.items() if k not in ("lines", "ranks", "factors",
+                                                             "learned")}
             if snippet_lines > 0:
                 shown = hit.get("lines") or self._snippet(
                     hit["path"], hit["start_line"], hit["end_line"], snippet_lines,
@@ -123,13 +125,13 @@ class FourfoldService(Service):
             intent: Intent = None, language: Language = None, path_glob: PathGlob = None,
             repository: Repository = None, limit: Limit = 10, cursor: Cursor = None,
             max_tokens: MaxTokens = DEFAULT_MAX_TOKENS, snippet_lines: Snippet = 4,
-            per_file: PerFile = None
+            granularity: Granularity = None
     ) -> dict[str, Any]:
         """Start here for any code question: classifies it (definition, references,
         string, concept, impact) and fuses text, structural, graph and semantic search."""
         return self._search_tool("intelligent_search", query, preset, modalities, weights,
                                  intent, language, path_glob, repository, limit, cursor,
-                                 max_tokens, snippet_lines, per_file)
+                                 max_tokens, snippet_lines, granularity)
 
     @tool()
     def semantic_search(
@@ -138,12 +140,12 @@ class FourfoldService(Service):
             language: Language = None, path_glob: PathGlob = None,
             repository: Repository = None, limit: Limit = 10, cursor: Cursor = None,
             max_tokens: MaxTokens = DEFAULT_MAX_TOKENS, snippet_lines: Snippet = 4,
-            per_file: PerFile = None
+            granularity: Granularity = None
     ) -> dict[str, Any]:
         """Code that does what the query describes, found by meaning, not words."""
         return self._search_tool("semantic_search", query, "default", ["semantic"], None,
                                  None, language, path_glob, repository, limit, cursor,
-                                 max_tokens, snippet_lines, per_file)
+                                 max_tokens, snippet_lines, granularity)
 
     @tool()
     def text_pattern_search(

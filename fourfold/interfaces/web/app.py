@@ -184,7 +184,7 @@ class WebPage:
         options = SearchOptions(languages=(language,) if language else (),
                                 path_glob=_glob_of_path(in_file) if in_file else glob,
                                 repo_id=repo_id, limit=RESULTS,
-                                per_file=False if in_file else None)
+                                granularity="span" if in_file else None)
         started = time.perf_counter()
         if several:
             response, notes = self.ff.search_repositories(query, visible, options), []

@@ -1,0 +1,73 @@
+"""What a pasted text (an issue, a traceback, a log) names exactly: files, traceback frames
+and code names. Parsed once per query; the structural modality looks each one up."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Python's 'File "x.py", line 3, in f'; Node's "at f (x.js:3:5)"; Java's "at a.B.f(B.java:3)";
+# Go's "x.go:3"; Rust's "at src/x.rs:3:5".
+_FRAMES = re.compile(
+    r'File "(?P<py>[^"\n]+)", line (?P<pyline>\d+)(?:, in (?P<pyfn>[\w<>.]+))?'
+    r"|\bat (?:(?P<jsfn>[\w$.<>]+) \()?(?P<js>[^\s():]+\.\w+):(?P<jsline>\d+)(?::\d+)?\)?"
+    r"|\bat (?P<jvfn>[\w$.]+)\((?P<jv>\w+\.\w+):(?P<jvline>\d+)\)")
+# a relative or absolute path with at least one folder and an extension
+_PATH = re.compile(r"(?<![\w/.-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0,5}\b")
+_DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_CALLED = re.compile(r"\b([A-Za-z_]\w*)\(")
+_CAMEL = re.compile(r"\b_*[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+\b|\b_*[a-z]+[a-z0-9]*(?:[A-Z][a-z0-9]+)+\b")
+_SNAKE = re.compile(r"\b_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+")
+# dotted words that are not code: abbreviations, versions, host names
+_NOT_CODE = re.compile(r"^(?:e\.g|i\.e|etc|vs|www)\b|\.(?:com|org|net|io|html?)$", re.I)
+MAX_MENTIONS = 40  # names kept, most mentioned first
+
+
+@dataclass(frozen=True)
+class Frame:
+    path: str
+    line: int
+    function: str | None
+
+
+@dataclass(frozen=True)
+class Mentions:
+    """`frames` innermost last, as tracebacks print them; `paths` and `names` in order of
+    first appearance, names ranked by how often the text repeats them."""
+
+    frames: tuple[Frame, ...] = ()
+    paths: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.frames or self.paths or self.names)
+
+
+def mentions_of(text: str) -> Mentions:
+    frames = []
+    for m in _FRAMES.finditer(text):
+        path = m.group("py") or m.group("js") or m.group("jv")
+        line = int(m.group("pyline") or m.group("jsline") or m.group("jvline"))
+        function = m.group("pyfn") or m.group("jsfn") or m.group("jvfn")
+        if function and function.startswith("<"):  # <module>, <lambda>
+            function = None
+        frames.append(Frame(path, line, function))
+    prose = _URL.sub(" ", text)
+    # a link to a file in a repository host names the file ("…/blob/main/src/x.py#L3")
+    linked = [m.group(0).split("#")[0].split("?")[0] for m in _URL.finditer(text)]
+    paths = list(dict.fromkeys([m.group(0) for m in _PATH.finditer(prose)]
+                               + [u.split("://", 1)[1] for u in linked
+                                  if _PATH.search(u.split("://", 1)[1])]))
+    counts: dict[str, int] = {}
+    for pattern in (_DOTTED, _CAMEL, _SNAKE):
+        for m in pattern.finditer(prose):
+            word = m.group(0).strip(".")
+            if pattern is _DOTTED and (_NOT_CODE.search(word) or "/" in word
+                                       or any(word in p for p in paths)):
+                continue
+            counts[word] = counts.get(word, 0) + 1
+    for m in _CALLED.finditer(prose):
+        counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    order = {w: i for i, w in enumerate(counts)}
+    names = sorted(counts, key=lambda w: (-counts[w], order[w]))[:MAX_MENTIONS]
+    return Mentions(tuple(frames), tuple(paths), tuple(names))

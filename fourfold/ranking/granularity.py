@@ -1,0 +1,108 @@
+"""What one answer is: a file, a span, or a function. The fused hits are spans (a chunk,
+a definition, a line); this stage turns them into the unit the caller asked for.
+
+- "file": each file's best span, with a share of its other spans' scores (file support).
+- "span": every span as fused.
+- "function": every function or method the spans lie in, several per file; a span in a
+  class body outside its methods answers with the class, a span outside any definition
+  (module-level code) stays a span.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from ..model import Hit
+from ..store.base import StoredSymbol
+
+FILE, SPAN, FUNCTION = "file", "span", "function"
+GRANULARITIES = (FILE, SPAN, FUNCTION)
+
+FUNCTION_KINDS = frozenset({"function", "method", "macro", "constructor"})
+CONTAINER_KINDS = frozenset({"class", "struct", "enum", "interface", "trait", "impl", "object",
+                             "record", "protocol", "module"})
+FILE_SUPPORT = 0.25  # chosen on the development sets (docs/benchmarks.md)
+# A definition's score is its best span's plus this share of its other spans': the same
+# reasoning (and value) as a file's support.
+DEFINITION_SUPPORT = FILE_SUPPORT
+
+
+def with_file_support(hits: list[Hit], share: float = FILE_SUPPORT) -> list[Hit]:
+    """Each file's best hit gains a share of the scores of the file's other hits: a file
+    that several modalities and several of its chunks point at is more likely the answer
+    than one lucky chunk elsewhere. Returns every hit, re-sorted; `best_per_file` then
+    keeps one per file."""
+    rest: dict[str, float] = {}
+    best: dict[str, Hit] = {}
+    for hit in hits:
+        key = hit.path
+        if key in best:
+            rest[key] = rest.get(key, 0.0) + hit.score
+        else:
+            best[key] = hit
+    for key, extra in rest.items():
+        best[key].file_support = share * extra
+        best[key].score += share * extra
+    return sorted(hits, key=lambda h: -h.score)
+
+
+def best_per_file(hits: list[Hit]) -> list[Hit]:
+    seen: set[str] = set()
+    out = []
+    for hit in hits:
+        if hit.path not in seen:
+            seen.add(hit.path)
+            out.append(hit)
+    return out
+
+
+def _overlap(symbol: StoredSymbol, hit: Hit) -> int:
+    return min(symbol.end_line, hit.end_line) - max(symbol.start_line, hit.start_line) + 1
+
+
+def enclosing_definition(hit: Hit, definitions: list[StoredSymbol]) -> StoredSymbol | None:
+    """The function or method the span lies in (the one it overlaps most, innermost on a
+    tie), else the innermost class-like definition holding its first line, else None."""
+    functions = [s for s in definitions if s.kind in FUNCTION_KINDS and _overlap(s, hit) > 0]
+    if functions:
+        return max(functions, key=lambda s: (_overlap(s, hit), -(s.end_line - s.start_line)))
+    containers = [s for s in definitions if s.kind in CONTAINER_KINDS
+                  and s.start_line <= hit.start_line <= s.end_line]
+    return min(containers, key=lambda s: s.end_line - s.start_line, default=None)
+
+
+def by_function(hits: list[Hit], definitions_of: Callable[[str], list[StoredSymbol]],
+                support: float = DEFINITION_SUPPORT) -> list[Hit]:
+    """One hit per definition the spans lie in, best first (see the module's doc)."""
+    best: dict[tuple, Hit] = {}
+    rest: dict[tuple, float] = {}
+    for hit in hits:
+        symbol = enclosing_definition(hit, definitions_of(hit.path))
+        if symbol is None:
+            key = (hit.path, hit.start_line, hit.end_line)
+            unit = hit
+        else:
+            key = (hit.path, symbol.qualname, symbol.start_line)
+            unit = replace(hit, start_line=symbol.start_line, end_line=symbol.end_line,
+                           symbol=symbol.qualname, kind=symbol.kind,
+                           lines=[(n, t) for n, t in hit.lines
+                                  if symbol.start_line <= n <= symbol.end_line])
+        if key in best:
+            rest[key] = rest.get(key, 0.0) + hit.score
+        else:
+            best[key] = unit
+    for key, extra in rest.items():
+        best[key].score += support * extra
+    return sorted(best.values(), key=lambda h: -h.score)
+
+
+def to_granularity(hits: list[Hit], granularity: str,
+                   definitions_of: Callable[[str], list[StoredSymbol]], support: bool = True
+                   ) -> list[Hit]:
+    """`support`: a file's (or definition's) other hits add to its best one; off when a
+    learned ranking has already weighed them."""
+    if granularity == FILE:
+        return best_per_file(with_file_support(hits) if support else hits)
+    if granularity == FUNCTION:
+        return by_function(hits, definitions_of, DEFINITION_SUPPORT if support else 0.0)
+    return hits

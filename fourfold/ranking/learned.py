@@ -1,0 +1,147 @@
+"""The learned ranking stage: a LightGBM lambdarank model, trained on the development and
+training sets (bench/learn_ranking.py), re-orders the fused spans of every modality from
+what each modality said of them and what the index knows of them.
+
+It ranks pasted texts (issues, tracebacks) only: there it lifts the held-out folds, while
+for short questions the fused order did better on held-out repositories than any model
+tried (docs/benchmarks.md). Fusion with priors stays the first stage and the fallback:
+without the model file, for a short question, or for a named definition or a who-calls,
+the fused order stands."""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from pathlib import Path
+
+from ..discovery.flags import DOWNRANKED, PROSE, TEST
+from ..model import Hit
+from ..query.model import Query
+from ..store.snapshot import IndexSnapshot
+from ..tokens import MODULE_INDEX_STEMS, file_stem, name_match, name_targets, name_words, \
+    query_words, sub_words
+
+MODEL_PATH = Path(__file__).with_name("ranker.txt")
+EXPLAINED = 4  # features shown per hit: those that moved its score most
+MODALITIES = ("semantic", "text", "structural", "graph")
+INTENTS = ("understand_code", "find_similar", "exact_match")  # the intents it ranks
+FUNCTION_KINDS = frozenset({"function", "method", "macro", "constructor"})
+TYPE_KINDS = frozenset({"class", "struct", "enum", "trait", "impl", "object", "record"})
+DECLARATION_KINDS = frozenset({"interface", "type", "protocol", "typealias", "reexport"})
+FEATURES = (
+    "pasted", "query_words", "intent_similar", "intent_exact",
+    *(f"{m}_rank" for m in MODALITIES), *(f"{m}_share" for m in MODALITIES),
+    "fused", "fused_rank", "votes",
+    "centrality", "test", "prose", "vendor",
+    "file_name_match", "folder_match", "symbol_match", "module_index",
+    "file_hits", "file_fused", "file_best_rank", "first_of_file",
+    "kind_function", "kind_type", "kind_declaration", "kind_other", "lines",
+    "file_declarations", "file_definitions",
+    "path_mentioned", "frame_position", "symbol_mentioned",
+)
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(sub_words(text)) if text else frozenset()
+
+
+def candidate_features(hits: list[Hit], query: Query, snapshot: IndexSnapshot
+                       ) -> list[list[float]]:
+    """One row of FEATURES per hit (NaN where a modality did not list it)."""
+    nan = math.nan
+    words = query_words(query.text)
+    targets = name_targets(words)
+    mentions = query.mentions
+    frame_of: dict[str, float] = {}
+    for i, frame in enumerate(mentions.frames):  # innermost last: 1.0
+        path = snapshot.resolve_path(frame.path)
+        if path is not None:
+            frame_of[path] = (i + 1) / len(mentions.frames)
+    mentioned_paths = {p for p in map(snapshot.resolve_path, mentions.paths) if p} | set(frame_of)
+    mentioned_names = {n.rsplit(".", 1)[-1] for n in mentions.names}
+    per_file: dict[str, list[int]] = {}
+    for i, hit in enumerate(hits):
+        per_file.setdefault(hit.path, []).append(i)
+    file_rows: dict[str, tuple] = {}
+    for path, members in per_file.items():
+        definitions = snapshot.definitions(path)
+        declared = sum(1 for d in definitions if d.kind in DECLARATION_KINDS)
+        implemented = sum(1 for d in definitions if d.kind in FUNCTION_KINDS)
+        file_rows[path] = (len(members), sum(hits[i].score for i in members), members[0] + 1,
+                           declared / max(declared + implemented, 1), math.log1p(len(definitions)))
+    rows = []
+    for i, hit in enumerate(hits):
+        flags = snapshot.file_flags.get(hit.path, 0)
+        centrality = (snapshot.centrality.get((hit.path, hit.symbol)) if hit.symbol else None)
+        if centrality is None:
+            centrality = snapshot.centrality.get(hit.path, 0.0)
+        folders = frozenset(w for part in hit.path.split("/")[:-1] for w in sub_words(part))
+        symbol_words = _words(hit.symbol.rsplit(".", 1)[-1]) if hit.symbol else frozenset()
+        kind = hit.kind or ""
+        count, fused, best, declarations, definitions = file_rows[hit.path]
+        rows.append([
+            float(query.pasted), math.log1p(len(words)),
+            float(query.intent == "find_similar"), float(query.intent == "exact_match"),
+            *(float(hit.ranks[m]) if m in hit.ranks else nan for m in MODALITIES),
+            *(hit.contributions.get(m, 0.0) for m in MODALITIES),
+            hit.score, float(i + 1), float(len(hit.ranks)),
+            math.log1p(centrality), float(bool(flags & TEST)), float(bool(flags & PROSE)),
+            float(bool(flags & DOWNRANKED)),
+            name_match(name_words(hit.path), targets),
+            len(folders & words) / max(len(folders), 1),
+            len(symbol_words & words) / max(len(symbol_words), 1),
+            float(file_stem(hit.path) in MODULE_INDEX_STEMS),
+            float(count), fused, float(best), float(per_file[hit.path][0] == i),
+            float(kind in FUNCTION_KINDS), float(kind in TYPE_KINDS),
+            float(kind in DECLARATION_KINDS),
+            float(kind not in FUNCTION_KINDS | TYPE_KINDS | DECLARATION_KINDS),
+            math.log1p(hit.end_line - hit.start_line + 1),
+            declarations, definitions,
+            float(hit.path in mentioned_paths), frame_of.get(hit.path, nan),
+            float(bool(hit.symbol) and hit.symbol.rsplit(".", 1)[-1] in mentioned_names),
+        ])
+    return rows
+
+
+@lru_cache(maxsize=2)
+def _booster(path: str):
+    import lightgbm  # loaded when a search is first ranked
+
+    return lightgbm.Booster(model_file=path)
+
+
+class LearnedRanking:
+    """Scores fused hits with the model at `path`; `available` is False without one."""
+
+    def __init__(self, path: Path = MODEL_PATH):
+        self.path = path
+
+    @property
+    def available(self) -> bool:
+        return self.path.is_file()
+
+    def applies_to(self, query: Query) -> bool:
+        return query.pasted and query.intent in INTENTS and self.available
+
+    def rerank(self, hits: list[Hit], query: Query, snapshot: IndexSnapshot) -> list[Hit]:
+        """The hits ordered by the model; each hit's score becomes a positive rank score
+        (1 / (1 + rank)), so later stages that add scores (file support) keep working, and
+        `hit.learned` holds the model's score and the features that moved it most (their
+        SHAP contributions, from LightGBM)."""
+        if len(hits) < 2:
+            return hits
+        import numpy as np
+
+        x = np.asarray(candidate_features(hits, query, snapshot), dtype=np.float64)
+        contributions = _booster(str(self.path)).predict(x, pred_contrib=True)
+        scores = contributions.sum(axis=1)  # the last column is the model's mean
+        order = sorted(range(len(hits)), key=lambda i: -scores[i])
+        ranked = []
+        for rank, i in enumerate(order):
+            hit = hits[i]
+            moved = sorted(range(len(FEATURES)), key=lambda f: -abs(contributions[i][f]))
+            hit.learned = {"score": float(scores[i]),
+                           **{FEATURES[f]: float(contributions[i][f])
+                              for f in moved[:EXPLAINED]}}
+            hit.score = 1.0 / (1 + rank)
+            ranked.append(hit)
+        return ranked

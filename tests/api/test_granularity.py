@@ -1,0 +1,94 @@
+"""What one hit is: the best span of a file, every span, or every function and method."""
+from __future__ import annotations
+
+import pytest
+
+from fourfold import Fourfold
+from fourfold.errors import QueryError
+from fourfold.model import Hit
+from fourfold.ranking.granularity import by_function, enclosing_definition
+
+VALIDATORS = (
+    "import re\n"                                                   # 1
+    "\n"                                                            # 2
+    "SCHEMES = ['http', 'https']  # url schemes a validator accepts\n"  # 3
+    "\n"                                                            # 4
+    "\n"                                                            # 5
+    "class UrlValidator:\n"                                         # 6
+    "    # the url pattern: scheme, user and password, host\n"     # 7
+    "    pattern = re.compile(r'^(?:[a-z]+)://(?:\\S+@)?\\S+$')\n"  # 8
+    "\n"                                                            # 9
+    "    def __call__(self, url):\n"                                # 10
+    "        if not self.pattern.match(url):\n"                     # 11
+    "            raise ValueError('invalid url')\n"                 # 12
+    "        return url\n"                                          # 13
+    "\n"                                                            # 14
+    "    def scheme_of(self, url):\n"                               # 15
+    "        # the url scheme, checked against the validator's list\n"  # 16
+    "        return url.split('://')[0]\n"                          # 17
+    "\n"                                                            # 18
+    "\n"                                                            # 19
+    "def validate_email(address):\n"                                # 20
+    "    # an email address is not a url\n"                         # 21
+    "    return '@' in address\n")                                  # 22
+
+FILES = {
+    "app/validators.py": VALIDATORS,
+    "app/views.py": ("from app.validators import UrlValidator\n\n\n"
+                     "def check_url(url):\n"
+                     "    # validate the url a user posted\n"
+                     "    return UrlValidator()(url)\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def ff(tmp_path_factory):
+    root = tmp_path_factory.mktemp("granularity")
+    for rel, text in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    yield ff
+    ff.close()
+
+
+def test_file_granularity_gives_one_hit_per_file(ff):
+    hits = ff.search("url validator scheme user password", granularity="file",
+                     modalities=("text",)).hits
+    assert sorted(h.path for h in hits) == ["app/validators.py", "app/views.py"]
+
+
+def test_function_granularity_names_each_definition_the_spans_lie_in(ff):
+    hits = ff.search("url validator scheme user password", granularity="function",
+                     modalities=("text",), limit=20).hits
+    units = {(h.path, h.symbol): (h.start_line, h.end_line, h.kind) for h in hits}
+    # several definitions of one file, each with its own span and kind
+    assert units[("app/validators.py", "UrlValidator.scheme_of")] == (15, 17, "method")
+    assert units[("app/views.py", "check_url")] == (4, 6, "function")
+    # no definition is listed twice, and every hit with a symbol spans that definition
+    keys = [(h.path, h.symbol, h.start_line) for h in hits]
+    assert len(keys) == len(set(keys))
+    for h in hits:
+        assert all(h.start_line <= n <= h.end_line for n, _ in h.lines)
+
+
+def test_a_span_in_a_class_body_answers_with_the_class(ff):
+    definitions = ff.snapshots.current().definitions("app/validators.py")
+    in_body = Hit("app/validators.py", 7, 8, 1.0)
+    assert enclosing_definition(in_body, definitions).qualname == "UrlValidator"
+    module_level = Hit("app/validators.py", 3, 3, 0.5)
+    assert enclosing_definition(module_level, definitions) is None
+    in_method = Hit("app/validators.py", 11, 12, 0.8)
+    spanning = Hit("app/validators.py", 9, 17, 0.4)  # a window over two methods
+    out = by_function([in_body, in_method, module_level, spanning],
+                      lambda path: definitions)
+    assert [(h.symbol, h.start_line, h.end_line) for h in out] == [
+        ("UrlValidator", 6, 17), ("UrlValidator.__call__", 10, 13), (None, 3, 3)]
+    # the window's score went to the method it overlaps most, as support
+    assert out[1].score == pytest.approx(0.8 + 0.25 * 0.4)
+
+
+def test_an_unknown_granularity_is_a_clear_error(ff):
+    with pytest.raises(QueryError, match="unknown granularity 'line'"):
+        ff.search("url", granularity="line")

@@ -1,0 +1,96 @@
+"""An issue pasted as a question: its traceback frames, paths and code names are parsed and
+looked up exactly, and its incidental words about tests and docs do not lift those files."""
+from __future__ import annotations
+
+import pytest
+
+from fourfold import Fourfold
+from fourfold.query.mentions import Frame, mentions_of
+from fourfold.query.model import Query
+
+ISSUE = """Email messages crash on non-ASCII domain when email encoding is non-unicode.
+When the hostname is set in unicode, the mail tests fail; see the docs and settings.
+https://github.com/acme/mailer/blob/main/mailer/headers.py#L12
+Steps: build a Message and call message.render() with DNS_NAME patched.
+Traceback (most recent call last):
+  File "/home/me/src/mailer/tests/test_mail.py", line 9, in test_unicode_dns
+    message = build().render()
+  File "/home/me/src/mailer/mailer/message.py", line 8, in render
+    return forbid_multi_line_headers(self.subject)
+  File "/usr/lib/python3.11/email/header.py", line 217, in __init__
+    self.append(s, charset, errors)
+UnicodeEncodeError: 'latin-1' codec can't encode characters
+"""
+
+
+def test_a_traceback_is_read_into_frames_paths_and_names():
+    mentions = mentions_of(ISSUE)
+    assert mentions.frames == (
+        Frame("/home/me/src/mailer/tests/test_mail.py", 9, "test_unicode_dns"),
+        Frame("/home/me/src/mailer/mailer/message.py", 8, "render"),
+        Frame("/usr/lib/python3.11/email/header.py", 217, "__init__"))
+    assert "github.com/acme/mailer/blob/main/mailer/headers.py" in mentions.paths
+    for name in ("forbid_multi_line_headers", "DNS_NAME", "UnicodeEncodeError", "render"):
+        assert name in mentions.names
+    assert "e.g" not in mentions.names
+
+
+def test_only_a_pasted_text_has_mentions_and_its_words_ask_for_nothing():
+    short = Query("how are the mail tests run")
+    assert not short.pasted and short.wants_tests and not short.mentions
+    pasted = Query(ISSUE)
+    assert pasted.pasted and not pasted.wants_tests and not pasted.wants_prose
+    assert pasted.mentions
+
+
+FILES = {
+    "mailer/__init__.py": "",
+    "mailer/headers.py": "def forbid_multi_line_headers(value):\n    return value.encode('ascii')\n",
+    "mailer/message.py": ("from mailer.headers import forbid_multi_line_headers\n"   # 1
+                          "\n"                                                     # 2
+                          "\n"                                                     # 3
+                          "class Message:\n"                                       # 4
+                          "    subject = ''\n"                                     # 5
+                          "\n"                                                     # 6
+                          "    def render(self):\n"                                # 7
+                          "        return forbid_multi_line_headers(self.subject)\n"),  # 8
+    "mailer/tests/__init__.py": "",
+    "mailer/tests/test_mail.py": ("from mailer.message import Message\n\n\n"
+                                  "def test_unicode_dns():\n"
+                                  "    message = build().render()\n"),
+    "docs/mail.md": "# Mail\nThe mail docs: settings, unicode hostname, encoding, tests.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def ff(tmp_path_factory):
+    root = tmp_path_factory.mktemp("issue")
+    for rel, text in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    yield ff
+    ff.close()
+
+
+def test_the_structural_modality_answers_an_issue_with_what_it_names(ff):
+    hits = ff.search(ISSUE, modalities=("structural",), granularity="span", limit=10).hits
+    found = [(h.path, h.symbol) for h in hits]
+    # the innermost indexed frame first (the stdlib frame is not in the index), then the
+    # outer frame, then the file the link names, then the names it mentions
+    assert found[0] == ("mailer/message.py", "Message.render")
+    assert ("mailer/tests/test_mail.py", "test_unicode_dns") in found
+    assert ("mailer/headers.py", None) in found
+    assert ("mailer/headers.py", "forbid_multi_line_headers") in found
+
+
+def test_an_issue_finds_the_function_to_change(ff):
+    hits = ff.search(ISSUE, granularity="function", limit=5).hits
+    top = [(h.path, h.symbol) for h in hits]
+    assert top[0] in {("mailer/message.py", "Message.render"),
+                      ("mailer/headers.py", "forbid_multi_line_headers")}
+    # the test file and the docs name the same words, but rank below the code
+    files = [h.path for h in hits]
+    assert files.index("mailer/message.py") < files.index("mailer/tests/test_mail.py")
+    assert "docs/mail.md" not in files[:2]
