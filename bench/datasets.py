@@ -66,6 +66,12 @@ def _default_data_dir() -> Path:
 DATA_DIR = _default_data_dir()
 SEMBLE_DATA = DATA_DIR / "semble-dev"
 LOCALIZE_DATA = DATA_DIR / "localization-dev.jsonl"
+TRAIN_DATA = DATA_DIR / "localization-train.jsonl"
+# instance -> the release whose source stands in for its base commit (see its "method")
+TRAIN_RELEASES = BENCH_DIR / "localization_train_releases.json"
+SDISTS_DIR = CACHE_DIR / "sdists"
+PYPI_PROJECT = {"django/django": "Django", "matplotlib/matplotlib": "matplotlib",
+                "scikit-learn/scikit-learn": "scikit-learn"}
 MATERIALIZE = DATA_DIR / "materialize.py"
 MIRROR_DIR = Path(os.environ.get("FOURFOLD_MIRROR_DIR", "/work/.mirror"))
 
@@ -95,6 +101,10 @@ def semble_tree(name: str) -> Path:
 
 def localize_tree(instance_id: str) -> Path:
     return TREES_DIR / "localize" / instance_id
+
+
+def release_tree(project: str, version: str) -> Path:
+    return TREES_DIR / "releases" / f"{project}-{version}"
 
 
 def _stamp(kind: str, key: str) -> Path:
@@ -154,6 +164,25 @@ def localization_instances() -> list[dict]:
                     "base_commit": d["base_commit"], "tree": tree, "index_root": tree,
                     "query": d["query"], "gold_files": d["gold_files"],
                     "materialized": _read_stamp("localize", d["instance_id"])})
+    return out
+
+
+def train_instances() -> list[dict]:
+    """The 398 localization-train instances, each indexed at a release tree (several
+    instances share one). Each dict: instance_id, repo, release, tree (= index root),
+    query, gold_files, gold_spans, materialized."""
+    releases = json.loads(TRAIN_RELEASES.read_text())["instances"]
+    out = []
+    for line in TRAIN_DATA.read_text().splitlines():
+        if not line.strip():
+            continue
+        d = json.loads(line)
+        project, version = PYPI_PROJECT[d["repo"]], releases[d["instance_id"]]["release"]
+        tree = release_tree(project, version)
+        out.append({"instance_id": d["instance_id"], "repo": d["repo"], "release": version,
+                    "tree": tree, "index_root": tree, "query": d["query"],
+                    "gold_files": d["gold_files"], "gold_spans": d.get("gold_spans") or {},
+                    "materialized": _read_stamp("releases", tree.name)})
     return out
 
 
@@ -232,6 +261,131 @@ def prepare(only: set[str] | None = None, force: bool = False) -> int:
     return failures
 
 
+def _unpack_sdist(archive: Path, out: Path) -> int:
+    """Extract a source archive into `out`, without its top folder; links, devices and
+    paths leaving the folder are skipped. Returns the files written."""
+    import tarfile
+
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    written = 0
+    with tarfile.open(archive) as tar:
+        for member in tar.getmembers():
+            parts = Path(member.name).parts[1:]
+            if not member.isfile() or not parts or ".." in parts:
+                continue
+            target = tmp.joinpath(*parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with tar.extractfile(member) as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            written += 1
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return written
+
+
+def _pypi_files(project: str) -> list[dict]:
+    """PyPI's list of a project's files (name, url, sha256, upload time)."""
+    import urllib.request
+
+    request = urllib.request.Request(f"https://pypi.org/simple/{project.lower()}/", headers={
+        "Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return json.load(answer)["files"]
+
+
+def prepare_releases(force: bool = False) -> int:
+    """Download (from PyPI, checked against its sha256) and unpack every release tree
+    localization-train needs; returns the number of failures."""
+    import hashlib
+    import urllib.request
+
+    needed = sorted({(PYPI_PROJECT[i["repo"]], i["release"]) for i in train_instances()})
+    failures = 0
+    listings: dict[str, list[dict]] = {}
+    for project, version in needed:
+        tree = release_tree(project, version)
+        if _read_stamp("releases", tree.name) and tree.is_dir() and not force:
+            print(f"skip   release  {tree.name}: present")
+            continue
+        t0 = time.time()
+        files = listings.setdefault(project, _pypi_files(project))
+        wanted = {f"{project}-{version}.tar.gz".lower(),
+                  f"{project.replace('-', '_')}-{version}.tar.gz".lower()}
+        entry = next((f for f in files if f["filename"].lower() in wanted), None)
+        if entry is None:
+            failures += 1
+            print(f"FAIL   release  {tree.name}: no source archive on PyPI")
+            continue
+        SDISTS_DIR.mkdir(parents=True, exist_ok=True)
+        archive = SDISTS_DIR / entry["filename"]
+        if not archive.is_file():
+            with urllib.request.urlopen(entry["url"], timeout=300) as answer:
+                data = answer.read()
+            if hashlib.sha256(data).hexdigest() != entry["hashes"]["sha256"]:
+                failures += 1
+                print(f"FAIL   release  {tree.name}: sha256 differs from PyPI's")
+                continue
+            archive.write_bytes(data)
+        written = _unpack_sdist(archive, tree)
+        stamp = {"kind": "releases", "key": tree.name, "archive": archive.name,
+                 "written": written, "rev": version, "seconds": round(time.time() - t0, 2)}
+        sp = _stamp("releases", tree.name)
+        sp.parent.mkdir(parents=True, exist_ok=True)
+        sp.write_text(json.dumps(stamp, indent=1) + "\n")
+        print(f"made   release  {tree.name}: written={written} [{stamp['seconds']}s]")
+    return failures
+
+
+def build_release_map() -> int:
+    """Rebuild TRAIN_RELEASES' instance -> release table from its anchors and PyPI's upload
+    dates (needs the network; the result is committed)."""
+    import bisect
+    import datetime as dt
+    import re
+
+    doc = json.loads(TRAIN_RELEASES.read_text())
+    day = dt.date.fromisoformat
+    instances = {}
+    rows = [json.loads(line) for line in TRAIN_DATA.read_text().splitlines() if line.strip()]
+    for repo, project in PYPI_PROJECT.items():
+        files = _pypi_files(project)
+        freezes: dict[str, tuple[str, dt.date]] = {}  # X.Y -> its first (pre-)release
+        for f in files:
+            name = f["filename"]
+            if not name.endswith(".tar.gz"):
+                continue
+            version = re.sub(r"^[A-Za-z_-]+-", "", name[:-7])
+            m = re.match(r"^(\d+)\.(\d+)((?:\.0)?(?:(?:a|b|rc)\d+)?)$", version)
+            when = day(f["upload-time"][:10])
+            key = m and f"{m.group(1)}.{m.group(2)}"
+            if key and (key not in freezes or when < freezes[key][1]):
+                freezes[key] = (version, when)
+        releases = sorted(freezes.values(), key=lambda vt: vt[1])
+        anchors = sorted((int(n), day(d)) for n, d in doc["anchors"][repo].items())
+        numbers = [n for n, _ in anchors]
+        for row in rows:
+            if row["repo"] != repo:
+                continue
+            n = int(row["instance_id"].rsplit("-", 1)[1])
+            i = bisect.bisect_left(numbers, n)
+            if i < len(numbers) and numbers[i] == n:
+                when = anchors[i][1]
+            elif i in (0, len(numbers)):
+                when = anchors[min(i, len(numbers) - 1)][1]
+            else:
+                (n0, t0), (n1, t1) = anchors[i - 1], anchors[i]
+                when = t0 + (t1 - t0) * ((n - n0) / (n1 - n0)) if t1 >= t0 else t1
+            cutoff = when - dt.timedelta(days=14)
+            version = [v for v, t in releases if t <= cutoff][-1]
+            instances[row["instance_id"]] = {"release": version, "estimated_date": str(when)}
+    doc["instances"] = instances
+    TRAIN_RELEASES.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"{len(instances)} instances, {len({v['release'] for v in instances.values()})} "
+          f"releases")
+    return 0
+
+
 # ----------------------------------------------------------------------------- check
 
 def _tree_stats(path: Path) -> tuple[int, int]:
@@ -282,16 +436,21 @@ def sources() -> int:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("prepare", "check", "sources"):
-        print("usage: datasets.py prepare [--force] [NAME|semble|localize ...]\n"
-              "       datasets.py check\n       datasets.py sources")
+    if not argv or argv[0] not in ("prepare", "check", "sources", "releases"):
+        print("usage: datasets.py prepare [--force] [NAME|semble|localize|train ...]\n"
+              "       datasets.py check\n       datasets.py sources\n"
+              "       datasets.py releases   (rebuild localization-train's release table)")
         return 2
+    if argv[0] == "releases":
+        return build_release_map()
     if argv[0] == "check":
         return check()
     if argv[0] == "sources":
         return sources()
     force = "--force" in argv
     only = {a for a in argv[1:] if not a.startswith("--")} or None
+    if only == {"train"}:
+        return 1 if prepare_releases(force) else 0
     return 1 if prepare(only, force) else 0
 
 

@@ -2,6 +2,8 @@
 
     python bench/eval.py semble   [--preset default] [--modality M ...] [--no-direct] ...
     python bench/eval.py localize [--preset default] ...
+    python bench/eval.py train [--granularity function]   (localization-train, 398 issues at
+        release trees: bench/datasets.py prepare train)
     python bench/eval.py semble --ablations        (each modality alone, presets, direct, boost)
     python bench/eval.py semble --store postgresql://…   (every repository in one server index)
     python bench/eval.py semble --shared [--across]  (one embedded index holding every
@@ -73,13 +75,16 @@ def run_queries(ff: Fourfold, queries: list[tuple[str, str]], options: SearchOpt
         out.append({"id": qid, "intent": response.intent,
                     "fusion_strategy": response.fusion_strategy,
                     "results": [{"path": h.path, "start_line": h.start_line,
-                                 "end_line": h.end_line} for h in response.hits]})
+                                 "end_line": h.end_line, "symbol": h.symbol}
+                                for h in response.hits]})
 
 
 def score(kind: str, results_file: Path) -> dict:
-    target = datasets.SEMBLE_DATA if kind == "semble" else datasets.LOCALIZE_DATA
+    target = {"semble": datasets.SEMBLE_DATA, "localize": datasets.LOCALIZE_DATA,
+              "train": datasets.TRAIN_DATA}[kind]
     only = [arg for name in sorted(REPOS or ()) for arg in ("--repo", name)]
-    out = subprocess.run([sys.executable, str(SCORER), kind, str(target), str(results_file),
+    out = subprocess.run([sys.executable, str(SCORER), "semble" if kind == "semble" else
+                          "localize", str(target), str(results_file),
                           "--json", *only], capture_output=True, text=True, check=True).stdout
     return json.loads(out)
 
@@ -117,6 +122,15 @@ def evaluate(kind: str, options: SearchOptions, label: str, quiet: bool = False)
             ff = open_index("semble", repo["name"], Path(repo["index_root"]), log)
             queries = [(q["id"], q["query"]) for q in repo["queries"]]
             run_queries(ff, queries, options, results, latencies, intents)
+            ff.close()
+    elif kind == "train":
+        by_tree: dict[Path, list[dict]] = defaultdict(list)
+        for inst in datasets.train_instances():
+            by_tree[inst["tree"]].append(inst)
+        for tree, instances in sorted(by_tree.items()):
+            ff = open_index("releases", tree.name, tree, log)
+            run_queries(ff, [(i["instance_id"], i["query"]) for i in instances], options,
+                        results, latencies, intents)
             ff.close()
     else:
         for inst in datasets.localization_instances():
@@ -172,18 +186,20 @@ def options_from(args) -> SearchOptions:
                          modalities=tuple(args.modality) if args.modality else None,
                          weights=parse_weights(args.weights) if args.weights else None,
                          rrf_k=args.rrf_k, profile=args.profile, limit=args.limit,
-                         direct=not args.no_direct, boost=not args.no_boost)
+                         direct=not args.no_direct, boost=not args.no_boost,
+                         granularity=args.granularity)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=["semble", "localize"])
+    parser.add_argument("kind", choices=["semble", "localize", "train"])
     parser.add_argument("--preset", default="default")
     parser.add_argument("--modality", action="append")
     parser.add_argument("--weights")
     parser.add_argument("--rrf-k", type=float)
     parser.add_argument("--profile", default="tuned")
     parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--granularity", choices=["file", "span", "function"])
     parser.add_argument("--no-direct", action="store_true")
     parser.add_argument("--no-boost", action="store_true")
     parser.add_argument("--label")
@@ -205,6 +221,7 @@ def main() -> None:
     REPOS = set(args.repos.split(",")) if args.repos else None
     if not args.ablations:
         label = args.label or "-".join(filter(None, [args.preset, *(args.modality or []),
+                                                     args.granularity or "",
                                                      "nodirect" if args.no_direct else "",
                                                      "noboost" if args.no_boost else ""]))
         evaluate(args.kind, options_from(args), label)

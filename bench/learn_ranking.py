@@ -1,0 +1,317 @@
+"""Train and cross-validate the learned ranking stage (fourfold/ranking/learned.py).
+
+    python bench/learn_ranking.py dump      # candidates, features and labels of every query
+    python bench/learn_ranking.py cv        # leave-repositories-out folds, scored by score.py
+    python bench/learn_ranking.py cv --ablate   # the same, each feature group left out
+    python bench/learn_ranking.py train     # fit on everything, write the shipped model
+
+Data: semble-dev (21 repositories, 421 questions) and localization-train (398 issues of 3
+repositories, at release trees: bench/datasets.py prepare train). Each question is searched
+with the fused ranking at span granularity (every candidate, after priors); a candidate's
+label is 1 when it covers a semble target or lies in a gold file, 2 when it also lies in a
+gold function. Folds leave whole repositories out: the semble repositories in name order,
+every third to one fold, and one localization repository per fold (django, matplotlib,
+scikit-learn). Both the fused and the learned results of a held-out fold go through the
+same granularity stage and the reference scorer. localization-dev is never trained on.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))
+sys.path.insert(0, str(BENCH))
+import datasets  # noqa: E402
+
+from fourfold import Fourfold, SearchOptions  # noqa: E402
+from fourfold.model import Hit  # noqa: E402
+from fourfold.query.model import Query  # noqa: E402
+from fourfold.ranking.granularity import enclosing_definition  # noqa: E402
+from fourfold.ranking.learned import FEATURES, INTENTS, MODEL_PATH, candidate_features  # noqa: E402
+from fourfold.routing.engine import GRANULARITY  # noqa: E402
+
+INDEXES = BENCH / ".cache" / "indexes"
+OUT = BENCH / ".cache" / "ranking"
+SCORER = datasets.DATA_DIR / "score.py"
+FOLDS = 3
+TRAIN_FOLD = {"django/django": 0, "matplotlib/matplotlib": 1, "scikit-learn/scikit-learn": 2}
+# Chosen by the held-out folds among 7 settings (docs/benchmarks.md): smaller trees and
+# fewer rounds than these overfit less.
+PARAMS = {"objective": "lambdarank", "metric": "ndcg", "eval_at": [10], "num_leaves": 7,
+          "learning_rate": 0.05, "min_data_in_leaf": 200, "feature_fraction": 0.8,
+          "bagging_fraction": 0.8, "bagging_freq": 1, "lambdarank_truncation_level": 20,
+          "verbose": -1, "seed": 7, "num_threads": 2}
+ROUNDS = 100
+GROUPS = {  # feature groups, for the ablation table
+    "modality ranks and shares": [f for f in FEATURES if f.endswith(("_rank", "_share"))
+                                  and f != "fused_rank"],
+    "fused score and rank": ["fused", "fused_rank", "votes"],
+    "file priors": ["centrality", "test", "prose", "vendor"],
+    "name matches": ["file_name_match", "folder_match", "symbol_match", "module_index"],
+    "file support": ["file_hits", "file_fused", "file_best_rank", "first_of_file"],
+    "kind and size": ["kind_function", "kind_type", "kind_declaration", "kind_other", "lines",
+                      "file_declarations", "file_definitions"],
+    "issue mentions": ["path_mentioned", "frame_position", "symbol_mentioned"],
+    "query": ["pasted", "query_words", "intent_similar", "intent_exact"],
+}
+
+
+def _covers(hit: dict, target) -> bool:
+    if isinstance(target, str):
+        path, start, end = target, None, None
+    else:
+        path, start, end = target["path"], target.get("start_line"), target.get("end_line")
+    a, b = hit["path"].strip("/"), path.strip("/")
+    if not (a == b or a.endswith("/" + b) or b.endswith("/" + a)):
+        return False
+    return start is None or (hit["start_line"] <= end and start <= hit["end_line"])
+
+
+def _same_symbol(hit: str, gold: str) -> bool:
+    h, g = hit.split("."), gold.split(".")
+    return h[-1] == g[-1] and (len(g) == 1 or len(h) == 1 or h[-2] == g[-2])
+
+
+class Capture:
+    """Stands in for the engine's learned stage: keeps the candidates it would rank (every
+    fused hit after priors, before the granularity stage) and leaves their order."""
+
+    def __init__(self):
+        self.hits: list[Hit] = []
+        self.rows: list[list[float]] = []
+
+    def applies_to(self, query: Query) -> bool:
+        return True
+
+    def rerank(self, hits: list[Hit], query: Query, snapshot) -> list[Hit]:
+        self.hits = [replace(h) for h in hits]
+        self.rows = candidate_features(hits, query, snapshot) if query.intent in INTENTS else []
+        return hits
+
+
+def _dump_queries(ff: Fourfold, dataset: str, fold: int, queries: list[dict], out) -> None:
+    snapshot = ff.snapshots.current()
+    capture = ff.engine.learned = Capture()
+    for q in queries:
+        response = ff.search(q["query"], SearchOptions())
+        hits, rows = capture.hits, capture.rows
+        candidates = []
+        for i, hit in enumerate(hits):
+            d = {"path": hit.path, "start_line": hit.start_line, "end_line": hit.end_line,
+                 "symbol": hit.symbol, "score": hit.score}
+            unit = enclosing_definition(hit, snapshot.definitions(hit.path))
+            d["unit"] = ([unit.qualname, unit.start_line, unit.end_line] if unit else None)
+            if dataset == "semble":
+                d["label"] = int(any(_covers(d, t) for t in q["targets"]))
+            else:
+                in_file = hit.path in q["gold_spans"] or hit.path in q["gold_files"]
+                in_function = bool(unit) and any(
+                    _same_symbol(unit.qualname, s) for s in q["gold_spans"].get(hit.path, ()))
+                d["label"] = 2 if in_function else int(in_file)
+            if rows:
+                d["x"] = [None if isinstance(v, float) and math.isnan(v) else v for v in rows[i]]
+            candidates.append(d)
+        out.write(json.dumps({"id": q["id"], "dataset": dataset, "fold": fold,
+                              "intent": response.intent, "candidates": candidates}) + "\n")
+
+
+def dump() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    with open(OUT / "candidates.jsonl", "w") as out:
+        repos = sorted(datasets.semble_repos(), key=lambda r: r["name"])
+        for n, repo in enumerate(repos):
+            ff = Fourfold(Path(repo["index_root"]), index_dir=INDEXES / "semble" / repo["name"])
+            ff.index()
+            queries = [{"id": q["id"], "query": q["query"],
+                        "targets": q["relevant"] + q["secondary"]} for q in repo["queries"]]
+            _dump_queries(ff, "semble", n % FOLDS, queries, out)
+            ff.close()
+            print(f"semble {repo['name']}: {len(queries)} questions", flush=True)
+        by_tree: dict[Path, list[dict]] = defaultdict(list)
+        for inst in datasets.train_instances():
+            by_tree[inst["tree"]].append(inst)
+        for tree, instances in sorted(by_tree.items()):
+            ff = Fourfold(tree, index_dir=INDEXES / "releases" / tree.name)
+            ff.index()
+            for inst in instances:
+                _dump_queries(ff, "train", TRAIN_FOLD[inst["repo"]],
+                              [{"id": inst["instance_id"], "query": inst["query"],
+                                "gold_files": inst["gold_files"],
+                                "gold_spans": inst["gold_spans"]}], out)
+            ff.close()
+            print(f"train {tree.name}: {len(instances)} issues", flush=True)
+
+
+def load() -> list[dict]:
+    return [json.loads(line) for line in open(OUT / "candidates.jsonl")]
+
+
+def _matrix(records: list[dict], drop: set[str]):
+    import numpy as np
+
+    keep = [i for i, f in enumerate(FEATURES) if f not in drop]
+    xs, ys, groups = [], [], []
+    for r in records:
+        rows = [c for c in r["candidates"] if "x" in c]
+        if not rows or not any(c["label"] for c in rows):
+            continue
+        xs += [[math.nan if c["x"][i] is None else c["x"][i] for i in keep] for c in rows]
+        ys += [c["label"] for c in rows]
+        groups.append(len(rows))
+    return np.asarray(xs, dtype=np.float64), np.asarray(ys), groups, keep
+
+
+def fit(records: list[dict], drop: set[str] = frozenset()):
+    import lightgbm
+
+    x, y, groups, keep = _matrix(records, set(drop))
+    data = lightgbm.Dataset(x, y, group=groups,
+                            feature_name=[FEATURES[i] for i in keep])
+    return lightgbm.train(PARAMS, data, num_boost_round=ROUNDS), keep
+
+
+def _results(record: dict, model=None, keep=None, granularity: str | None = None) -> list[dict]:
+    """The record's answer: its candidates (re-ordered by the model when one is given and
+    the intent is one it ranks) through the granularity stage, as the engine does it."""
+    import numpy as np
+
+    hits = [Hit(c["path"], c["start_line"], c["end_line"], c["score"], symbol=c["symbol"])
+            for c in record["candidates"]]
+    units = {id(h): c["unit"] for h, c in zip(hits, record["candidates"])}
+    # the engine's rule (LearnedRanking.applies_to): pasted texts of the intents it ranks
+    learned = (model is not None and record["intent"] in INTENTS and len(hits) > 1
+               and record["candidates"][0]["x"][FEATURES.index("pasted")] == 1.0)
+    if learned:
+        x = np.asarray([[math.nan if c["x"][i] is None else c["x"][i] for i in keep]
+                        for c in record["candidates"]], dtype=np.float64)
+        scores = model.predict(x)
+        order = sorted(range(len(hits)), key=lambda i: -scores[i])
+        hits = [hits[i] for i in order]
+        for rank, h in enumerate(hits):
+            h.score = 1.0 / (1 + rank)
+    granularity = granularity or GRANULARITY[record["intent"]]
+    if granularity == "function":
+        best: dict[tuple, Hit] = {}
+        for h in hits:
+            unit = units[id(h)]
+            key = (h.path, *unit) if unit else (h.path, h.start_line, h.end_line)
+            if key in best:
+                best[key].score += 0.0 if learned else 0.25 * h.score
+            else:
+                best[key] = (Hit(h.path, unit[1], unit[2], h.score, symbol=unit[0]) if unit
+                             else Hit(h.path, h.start_line, h.end_line, h.score))
+        out = sorted(best.values(), key=lambda h: -h.score)
+    elif granularity == "file":
+        support: dict[str, float] = defaultdict(float)
+        first: dict[str, Hit] = {}
+        for h in hits:
+            if h.path in first:
+                support[h.path] += h.score
+            else:
+                first[h.path] = h
+        if not learned:
+            for path, extra in support.items():
+                first[path].score += 0.25 * extra
+        out = sorted(first.values(), key=lambda h: -h.score)
+    else:
+        out = hits
+    return [{"path": h.path, "start_line": h.start_line, "end_line": h.end_line,
+             "symbol": h.symbol} for h in out[:10 if granularity != "function" else 20]]
+
+
+def _score(records: list[dict], results: dict[str, list[dict]], name: str) -> dict:
+    """semble-dev NDCG@10 by the reference scorer."""
+    path = OUT / f"{name}.jsonl"
+    path.write_text("".join(json.dumps({"id": r["id"], "results": results[r["id"]]}) + "\n"
+                            for r in records))
+    out = subprocess.run([sys.executable, str(SCORER), "semble", str(datasets.SEMBLE_DATA),
+                          str(path), "--json"], capture_output=True, text=True,
+                         check=True).stdout
+    return json.loads(out)
+
+
+def _localize_subset(results: dict, ids: set[str]) -> dict:
+    """file acc@5 and function acc@10 over the given instances (the reference scorer's rules,
+    applied to a subset of its data set)."""
+    rows = [json.loads(l) for l in datasets.TRAIN_DATA.read_text().splitlines() if l.strip()]
+    acc5 = fn10 = n = fn_n = 0
+    for inst in rows:
+        if inst["instance_id"] not in ids:
+            continue
+        n += 1
+        hits = results[inst["instance_id"]]
+        files = list(dict.fromkeys(h["path"] for h in hits))
+        acc5 += all(any(f == g or f.endswith("/" + g) for f in files[:5])
+                    for g in inst["gold_files"])
+        spans = [(f, s) for f, names in (inst.get("gold_spans") or {}).items() for s in names]
+        if spans:
+            fn_n += 1
+            syms = list(dict.fromkeys((h["path"], h["symbol"]) for h in hits if h["symbol"]))
+            fn10 += all(any(p == f and _same_symbol(sym, s) for p, sym in syms[:10])
+                        for f, s in spans)
+    return {"acc@5": acc5 / max(n, 1), "function_acc@10": fn10 / max(fn_n, 1), "n": n}
+
+
+def evaluate(records: list[dict], models: dict[int, tuple] | None, label: str) -> dict:
+    """Scores of every fold's records, each ranked by the model not trained on it (models:
+    fold -> (model, keep); one model under key -1 ranks every fold: in-sample)."""
+    out = {}
+    for dataset in ("semble", "train"):
+        mine = [r for r in records if r["dataset"] == dataset]
+        files, functions = {}, {}
+        for r in mine:
+            model, keep = (models.get(r["fold"], models.get(-1)) if models else (None, None))
+            files[r["id"]] = _results(r, model, keep)
+            if dataset == "train":
+                functions[r["id"]] = _results(r, model, keep, "function")
+        if dataset == "semble":
+            scored = _score(mine, files, f"{label}-semble")
+            out["semble_ndcg10"] = scored["ndcg10"]
+            out["semble_by_category"] = scored["by_category"]
+        else:
+            ids = {r["id"] for r in mine}
+            out["train_file_acc5"] = _localize_subset(files, ids)["acc@5"]
+            out["train_function_acc10"] = _localize_subset(functions, ids)["function_acc@10"]
+    return out
+
+
+def cross_validate(records: list[dict], drop: set[str] = frozenset()) -> dict:
+    models = {}
+    for fold in range(FOLDS):
+        models[fold] = fit([r for r in records if r["fold"] != fold], drop)
+    return evaluate(records, models, "heldout")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("step", choices=["dump", "cv", "train"])
+    parser.add_argument("--ablate", action="store_true")
+    args = parser.parse_args()
+    if args.step == "dump":
+        dump()
+        return
+    records = load()
+    if args.step == "train":
+        model, _ = fit(records)
+        model.save_model(str(MODEL_PATH))
+        print(f"wrote {MODEL_PATH} ({MODEL_PATH.stat().st_size:,} bytes)")
+        return
+    fused = evaluate(records, None, "fused")
+    print("fused (no learned stage):", json.dumps(fused))
+    print("held-out folds:          ", json.dumps(cross_validate(records)))
+    print("in-sample:               ", json.dumps(evaluate(records, {-1: fit(records)},
+                                                           "insample")))
+    if args.ablate:
+        for group, names in GROUPS.items():
+            print(f"without {group}:", json.dumps(cross_validate(records, set(names))))
+
+
+if __name__ == "__main__":
+    main()
