@@ -114,10 +114,11 @@ class LearnedRanking:
 
     def __init__(self, path: Path = MODEL_PATH):
         self.path = path
+        self.failure: str | None = None  # why the model could not be loaded, once it failed
 
     @property
     def available(self) -> bool:
-        return self.path.is_file()
+        return self.failure is None and self.path.is_file()
 
     def applies_to(self, query: Query) -> bool:
         return query.pasted and query.intent in INTENTS and self.available
@@ -131,8 +132,13 @@ class LearnedRanking:
             return hits
         import numpy as np
 
+        try:
+            booster = _booster(str(self.path))
+        except (ImportError, OSError) as exc:  # e.g. no OpenMP runtime (Debian's libgomp1)
+            self.failure = f"the learned ranking could not load LightGBM: {exc}"
+            return hits
         x = np.asarray(candidate_features(hits, query, snapshot), dtype=np.float64)
-        contributions = _booster(str(self.path)).predict(x, pred_contrib=True)
+        contributions = booster.predict(x, pred_contrib=True)
         scores = contributions.sum(axis=1)  # the last column is the model's mean
         order = sorted(range(len(hits)), key=lambda i: -scores[i])
         ranked = []

@@ -200,6 +200,8 @@ class SearchEngine:
             fallback.rule = f"{intent.rule}; not found verbatim, searched its words"
             return fallback
         response.hits = self._finish(fused, options, query)
+        if self.learned.failure and query.pasted:
+            response.unavailable["learned_ranking"] = self.learned.failure
         response.timings_ms["total"] = (time.perf_counter() - started) * 1000
         return response
 
@@ -212,6 +214,7 @@ class SearchEngine:
         learned = options.ranking == "learned" and self.learned.applies_to(query)
         if learned:
             hits = self.learned.rerank(hits, query, snapshot)
+            learned = self.learned.failure is None
         hits = to_granularity(hits, options.granularity or GRANULARITY[query.intent],
                               snapshot.definitions, support=not learned)
         return hits[:options.limit]

@@ -177,6 +177,15 @@ def test_in_process_lists_and_calls_every_tool(server, repo):
             assert r["returned"] == 1 and all(h["path"].startswith("src/") for h in r["results"])
             assert r["total"] == 2 and r["cursor"] is not None  # the second file is a page on
 
+            # at function granularity a file answers with each function the hits lie in
+            r = await call(client, "intelligent_search",
+                           {"query": "load config", "modalities": ["text"],
+                            "path_glob": "src/*", "granularity": "function"})
+            units = [(h["path"], h["symbol"]) for h in r["results"]]
+            assert len(units) == len(set(units)) and len(units) > 2
+            assert len({s for path, s in units if path == "src/config.py" and s}) >= 2
+            assert "granularity" in props
+
             r = await call(client, "semantic_search", {"query": "retry with backoff"})
             assert "retry_with_backoff" in [h["symbol"] for h in r["results"][:3]]
             assert r["modalities"] == ["semantic"] and r["notes"] == []  # the model is bundled

@@ -66,3 +66,24 @@ def test_features_name_the_files_and_frames_the_issue_mentions(ff):
     if "docs/mail.md" in by_path:
         docs = by_path["docs/mail.md"]
         assert docs[column["prose"]] == 1.0 and math.isnan(docs[column["frame_position"]])
+
+
+def test_without_lightgbm_a_pasted_text_keeps_the_fused_order_and_says_why(
+        tmp_path, monkeypatch):
+    import fourfold.ranking.learned as learned
+
+    def no_runtime(path):
+        raise OSError("libgomp.so.1: cannot open shared object file")
+
+    monkeypatch.setattr(learned, "_booster", no_runtime)
+    for rel, text in FILES.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    ff = Fourfold(tmp_path)
+    ff.index(embed=False)
+    fused = [(h.path, h.start_line) for h in ff.search(ISSUE, ranking="fused").hits]
+    response = ff.search(ISSUE)
+    assert [(h.path, h.start_line) for h in response.hits] == fused
+    assert "libgomp" in response.unavailable["learned_ranking"]
+    assert not any(h.learned for h in response.hits)
+    ff.close()
