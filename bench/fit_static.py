@@ -162,7 +162,12 @@ def fit(lams: list[float], dim: int, sif: float, iterations: int, holdout: float
     target = np.load(FIT / "teacher.npy").astype(np.float64)
     texts = texts[:len(target)]
     # what the static embedder reads of each chunk (at most `window` tokens)
-    x = StaticEmbedder(max_tokens=window).token_bag(texts).astype(np.float64)
+    import scipy.sparse as sp
+
+    embedder = StaticEmbedder(max_tokens=window)
+    flat, starts = embedder.token_ids(texts)
+    x = sp.csr_matrix((np.ones(flat.size), flat, starts),
+                      shape=(len(texts), embedder.vocabulary_size))
     x.sum_duplicates()
     counts = np.asarray(x.sum(axis=0)).ravel()
     raw = raw_token_vectors("mean")

