@@ -199,15 +199,20 @@ class StructuralRetriever:
             path = snapshot.resolve_path(written)
             if path is not None:
                 add(Hit(path, 1, 1, 0.0, kind="module"))
+        by_name: dict[str, list[StoredSymbol]] = {}  # every mentioned last name, one query
+        for s in self.store.symbols_named({n.split(".")[-1] for n in mentions.names},
+                                          filters.repo_id):
+            by_name.setdefault(_SPLIT.split(s.name)[-1], []).append(s)
         for name in mentions.names:
-            for symbol in self._definitions_named(name, snapshot, filters.repo_id):
+            for symbol in self._definitions_named(name, snapshot, by_name):
                 add(Hit(symbol.path, symbol.start_line, symbol.end_line, 0.0,
                         symbol=symbol.qualname, kind=symbol.kind))
         for rank, hit in enumerate(hits):
             hit.score = 1.0 / (1 + rank)
         return hits[:limit]
 
-    def _definitions_named(self, name: str, snapshot, repo_id: int | None
+    @staticmethod
+    def _definitions_named(name: str, snapshot, by_name: dict[str, list[StoredSymbol]]
                            ) -> list[StoredSymbol]:
         parts = name.split(".")
         for cut in range(len(parts) - 1, 0, -1):  # the longest prefix that is a module
@@ -219,9 +224,7 @@ class StructuralRetriever:
                 wanted = ".".join(rest)
                 return [d for d in snapshot.definitions(path)
                         if d.qualname == wanted or d.qualname.endswith("." + wanted)][:1]
-        last = parts[-1]
-        found = [s for s in self.store.symbols_named([last], repo_id)
-                 if s.kind != REEXPORT and _SPLIT.split(s.name)[-1] == last]
+        found = [s for s in by_name.get(parts[-1], ()) if s.kind != REEXPORT]
         if len(parts) > 1:  # Owner.member: the member of that owner
             owner = parts[-2]
             found = [s for s in found if (s.parent or "").rsplit(".", 1)[-1] == owner]
