@@ -62,13 +62,16 @@ FILES = {
 }
 
 
-@pytest.fixture(scope="module")
-def ff(tmp_path_factory):
-    root = tmp_path_factory.mktemp("issue")
+@pytest.fixture(params=["sqlite", "postgres"])
+def ff(request, tmp_path):
+    """The repository in an embedded index, or in a PostgreSQL database."""
+    root = tmp_path / "issue"
     for rel, text in FILES.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    ff = Fourfold(root)
+    where = ({} if request.param == "sqlite"
+             else {"store_url": request.getfixturevalue("postgres_url")})
+    ff = Fourfold(root, **where)
     ff.index(embed=False)
     yield ff
     ff.close()
