@@ -13,14 +13,25 @@ _FRAMES = re.compile(
     r"|\bat (?P<jvfn>[\w$.]+)\((?P<jv>\w+\.\w+):(?P<jvline>\d+)\)")
 # a relative or absolute path with at least one folder and an extension
 _PATH = re.compile(r"(?<![\w/.-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0,5}\b")
+# Every pattern here runs in linear time on a hostile 32,000-character text: no nested
+# quantifier can split one run of characters two ways, and a URL scheme is bounded.
 _DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
-_CALLED = re.compile(r"\b([A-Za-z_]\w*)\(")
-_CAMEL = re.compile(r"\b_*[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+\b|\b_*[a-z]+[a-z0-9]*(?:[A-Z][a-z0-9]+)+\b")
-_SNAKE = re.compile(r"\b_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b")
-_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]{0,20}://\S+")
 # dotted words that are not code: abbreviations, versions, host names
 _NOT_CODE = re.compile(r"^(?:e\.g|i\.e|etc|vs|www)\b|\.(?:com|org|net|io|html?)$", re.I)
 MAX_MENTIONS = 40  # names kept, most mentioned first
+
+
+def _is_code_name(word: str) -> bool:
+    """camelCase, PascalCase with two or more capitals (EmailMessage, URLValidator), or
+    snake_case: a name no prose word has."""
+    bare = word.strip("_")
+    if "_" in bare:
+        return any(c.isalpha() for c in bare)
+    upper = sum(c.isupper() for c in bare)
+    lower = any(c.islower() for c in bare)
+    return lower and (upper >= 2 or (upper == 1 and bare[0].islower()))
 
 
 @dataclass(frozen=True)
@@ -59,15 +70,15 @@ def mentions_of(text: str) -> Mentions:
                                + [u.split("://", 1)[1] for u in linked
                                   if _PATH.search(u.split("://", 1)[1])]))
     counts: dict[str, int] = {}
-    for pattern in (_DOTTED, _CAMEL, _SNAKE):
-        for m in pattern.finditer(prose):
-            word = m.group(0).strip(".")
-            if pattern is _DOTTED and (_NOT_CODE.search(word) or "/" in word
-                                       or any(word in p for p in paths)):
-                continue
+    for m in _DOTTED.finditer(prose):
+        word = m.group(0)
+        if not (_NOT_CODE.search(word) or any(word in p for p in paths)):
             counts[word] = counts.get(word, 0) + 1
-    for m in _CALLED.finditer(prose):
-        counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    for m in _WORD.finditer(prose):
+        word = m.group(0)
+        called = prose[m.end():m.end() + 1] == "("
+        if called or _is_code_name(word):
+            counts[word] = counts.get(word, 0) + 1
     order = {w: i for i, w in enumerate(counts)}
     names = sorted(counts, key=lambda w: (-counts[w], order[w]))[:MAX_MENTIONS]
     return Mentions(tuple(frames), tuple(paths), tuple(names))

@@ -97,3 +97,19 @@ def test_an_issue_finds_the_function_to_change(ff):
     files = [h.path for h in hits]
     assert files.index("mailer/message.py") < files.index("mailer/tests/test_mail.py")
     assert "docs/mail.md" not in files[:2]
+
+
+@pytest.mark.parametrize("text", [
+    ("Aa" + "A" * 40 + "_ ") * 700,      # a capitalised run that fails at its end
+    "at " + "a." * 16_000,               # a frame that never gets its line number
+    "a-" * 16_000,                       # a URL scheme that never gets its ://
+    "a/" + "a." * 16_000,                # a path that never gets its extension
+    "a" * 32_000,                        # a call that never gets its (
+    "File \"" + "a" * 32_000,
+])
+def test_a_hostile_text_is_read_in_linear_time(text):
+    import time
+
+    started = time.perf_counter()
+    mentions_of(text[:32_000])
+    assert time.perf_counter() - started < 0.5
