@@ -83,6 +83,8 @@ class Capture:
     """Stands in for the engine's learned stage: keeps the candidates it would rank (every
     fused hit after priors, before the granularity stage) and leaves their order."""
 
+    failure = None  # as LearnedRanking's: the stage loaded
+
     def __init__(self):
         self.hits: list[Hit] = []
         self.rows: list[list[float]] = []
