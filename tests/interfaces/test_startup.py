@@ -18,6 +18,24 @@ def test_version_loads_no_heavy_module():
     assert version.startswith("fourfold ") and loaded == "[]"
 
 
+def test_the_command_answers_version_without_loading_the_engine():
+    code = ("import sys\nfrom fourfold.interfaces.entry import main\n"
+            "assert main(['--version']) == 0\n"
+            "print(sorted(m for m in sys.modules if m.startswith('fourfold')))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60)
+    version, loaded = result.stdout.strip().splitlines()
+    assert version == "fourfold 0.1.0"
+    assert loaded == "['fourfold', 'fourfold.interfaces', 'fourfold.interfaces.entry']"
+
+
+def test_the_command_hands_everything_else_to_the_command_line(make_tree, capsys):
+    from fourfold.interfaces.entry import main
+    root = make_tree({"a.py": "VALUE = 'START_MARKER'\n"})
+    assert main(["grep", "START_MARKER", str(root)]) == 0
+    assert "a.py:1" in capsys.readouterr().out
+
+
 def test_grep_on_an_indexed_folder_loads_no_scipy_or_models(make_tree):
     from fourfold import Fourfold
     root = make_tree({"a.py": "VALUE = 'START_MARKER'\n"})
