@@ -6,11 +6,12 @@ import re
 from dataclasses import dataclass
 
 # Python's 'File "x.py", line 3, in f'; Node's "at f (x.js:3:5)"; Java's "at a.B.f(B.java:3)";
-# Go's "x.go:3"; Rust's "at src/x.rs:3:5".
+# Rust's "at src/x.rs:3:5"; Go's indented "/src/x.go:3 +0x1d".
 _FRAMES = re.compile(
     r'File "(?P<py>[^"\n]+)", line (?P<pyline>\d+)(?:, in (?P<pyfn>[\w<>.]+))?'
     r"|\bat (?:(?P<jsfn>[\w$.<>]+) \()?(?P<js>[^\s():]+\.\w+):(?P<jsline>\d+)(?::\d+)?\)?"
-    r"|\bat (?P<jvfn>[\w$.]+)\((?P<jv>\w+\.\w+):(?P<jvline>\d+)\)")
+    r"|\bat (?P<jvfn>[\w$.]+)\((?P<jv>\w+\.\w+):(?P<jvline>\d+)\)"
+    r"|(?:^|\n)[ \t]+(?P<go>[\w./-]+\.go):(?P<goline>\d+)")
 # a relative or absolute path with at least one folder and an extension
 _PATH = re.compile(r"(?<![\w/.-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0,5}\b")
 # Every pattern here runs in linear time on a hostile 32,000-character text: no nested
@@ -57,8 +58,9 @@ class Mentions:
 def mentions_of(text: str) -> Mentions:
     frames = []
     for m in _FRAMES.finditer(text):
-        path = m.group("py") or m.group("js") or m.group("jv")
-        line = int(m.group("pyline") or m.group("jsline") or m.group("jvline"))
+        path = m.group("py") or m.group("js") or m.group("jv") or m.group("go")
+        line = int(m.group("pyline") or m.group("jsline") or m.group("jvline")
+                   or m.group("goline"))
         function = m.group("pyfn") or m.group("jsfn") or m.group("jvfn")
         if function and function.startswith("<"):  # <module>, <lambda>
             function = None

@@ -35,6 +35,17 @@ def test_a_traceback_is_read_into_frames_paths_and_names():
     assert "e.g" not in mentions.names
 
 
+def test_frames_of_other_languages_are_read():
+    text = ("panic: runtime error: index out of range\n\ngoroutine 1 [running]:\n"
+            "main.parse(...)\n\t/home/me/app/parse.go:42 +0x1d\n"
+            "    at render (/srv/app/src/view.js:10:5)\n"
+            "\tat com.acme.Server.start(Server.java:88)\n"
+            "   at src/main.rs:7:3\n")
+    assert mentions_of(text).frames == (
+        Frame("/home/me/app/parse.go", 42, None), Frame("/srv/app/src/view.js", 10, "render"),
+        Frame("Server.java", 88, "com.acme.Server.start"), Frame("src/main.rs", 7, None))
+
+
 def test_only_a_pasted_text_has_mentions_and_its_words_ask_for_nothing():
     short = Query("how are the mail tests run")
     assert not short.pasted and short.wants_tests and not short.mentions
@@ -106,6 +117,7 @@ def test_an_issue_finds_the_function_to_change(ff):
     "a/" + "a." * 16_000,                # a path that never gets its extension
     "a" * 32_000,                        # a call that never gets its (
     "File \"" + "a" * 32_000,
+    "\n\t" + "a/" * 16_000,                # a Go frame that never gets its .go:
 ])
 def test_a_hostile_text_is_read_in_linear_time(text):
     import time
