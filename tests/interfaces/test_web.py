@@ -94,6 +94,11 @@ def test_a_result_page_without_javascript(site):
     assert "Nothing found." in none
     more = get(f"{site}/", params={"q": "settings", "file": "app.py"}).text
     assert set(re.findall(r'<a class="path" href="/file/([^?"]+)', more)) == {"app.py"}
+    # "show every function": several functions of one file, each its own hit
+    functions = get(f"{site}/", params={"q": "settings server", "granularity": "function"})
+    shown = re.findall(r'<a class="path" href="/file/app.py[^"]*">app.py:(\d+)', functions.text)
+    assert len(set(shown)) >= 2, shown
+    assert '<option value="function" selected>' in functions.text
 
 
 def test_the_file_view_lists_callers_and_callees_with_their_resolution(site):
@@ -169,6 +174,8 @@ def test_odd_input_gets_a_clear_page_never_a_crash(site):
     assert "d" in re.sub(r"<[^>]+>", "", rows[3][1]) and "\u240d" in rows[1][1]
     big = get(f"{site}/file/minified.js")  # too long a line to highlight: shown plain
     assert big.status_code == 200 and "var a=1;var a=1;" in big.text
+    odd = get(f"{site}/", params={"q": "x", "granularity": "line"})
+    assert odd.status_code == 400 and "unknown granularity" in odd.text
     fragment = get(f"{site}/", params={"q": "x", "language": "klingon", "partial": "1"})
     assert fragment.status_code == 400 and "<html" not in fragment.text
     assert "klingon" in fragment.text

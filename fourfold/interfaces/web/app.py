@@ -169,8 +169,12 @@ class WebPage:
         asked = params.get("repository") or None
         language, glob = params.get("language") or None, params.get("glob") or None
         in_file = params.get("file") or None
+        # in one file every span; else as asked: "function" lists each function the hits
+        # lie in, several to a file (an unknown value is the engine's clear error)
+        granularity = "span" if in_file else params.get("granularity") or None
         context = {"q": query, "repository": asked or "", "language": language or "",
-                   "glob": glob or "", "file": in_file or "", "hits": None}
+                   "glob": glob or "", "file": in_file or "", "hits": None,
+                   "granularity": granularity or ""}
         if template == "search.html":  # the form's choices; a result list has no form
             context["languages"] = self._languages()
         if not query:
@@ -183,8 +187,7 @@ class WebPage:
         repo_id, repo_name = (None, None) if several else self._repository(asked)
         options = SearchOptions(languages=(language,) if language else (),
                                 path_glob=_glob_of_path(in_file) if in_file else glob,
-                                repo_id=repo_id, limit=RESULTS,
-                                granularity="span" if in_file else None)
+                                repo_id=repo_id, limit=RESULTS, granularity=granularity)
         started = time.perf_counter()
         if several:
             response, notes = self.ff.search_repositories(query, visible, options), []
