@@ -187,7 +187,7 @@ def options_from(args) -> SearchOptions:
                          weights=parse_weights(args.weights) if args.weights else None,
                          rrf_k=args.rrf_k, profile=args.profile, limit=args.limit,
                          direct=not args.no_direct, boost=not args.no_boost,
-                         granularity=args.granularity)
+                         granularity=args.granularity, ranking=args.ranking)
 
 
 def main() -> None:
@@ -200,6 +200,7 @@ def main() -> None:
     parser.add_argument("--profile", default="tuned")
     parser.add_argument("--limit", type=int, default=10)
     parser.add_argument("--granularity", choices=["file", "span", "function"])
+    parser.add_argument("--ranking", choices=["learned", "fused"], default="learned")
     parser.add_argument("--no-direct", action="store_true")
     parser.add_argument("--no-boost", action="store_true")
     parser.add_argument("--label")
@@ -222,6 +223,7 @@ def main() -> None:
     if not args.ablations:
         label = args.label or "-".join(filter(None, [args.preset, *(args.modality or []),
                                                      args.granularity or "",
+                                                     "fused" if args.ranking == "fused" else "",
                                                      "nodirect" if args.no_direct else "",
                                                      "noboost" if args.no_boost else ""]))
         evaluate(args.kind, options_from(args), label)
