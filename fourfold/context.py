@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .errors import FourfoldError, QueryError
+from .model import FUNCTION_KINDS
 from .store.base import Resolution
 from .tokens import query_words, singular, sub_words
 
@@ -30,7 +31,6 @@ MIN_ROOM = 60           # a span cut to fewer tokens than this is not worth send
 LINE_CHARS = 400
 SPAN_LINES = 80         # the most lines of a span a pack sends unless told otherwise
 DOCUMENT_LANGUAGES = frozenset({"markdown", "rst", "text"})  # prose: its `x = y` is an example
-FUNCTION_KINDS = frozenset({"function", "method", "macro"})  # a declaration in one is local
 DECLARATION_LINES = 60  # a declared value longer than this (a huge table) is cut
 COMMENT_LINES = 3       # comment lines above a declaration kept with it
 COMMENT_STARTS = ("#", "//", "/*", "*", "--", "@")

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 # "where is X" when the definition lies outside the indexed tree, but is not a definition the
 # graph resolves calls to, and it ranks after real definitions.
 REEXPORT = "reexport"
+# The kinds of definition that hold code which runs: a span inside one belongs to it.
+FUNCTION_KINDS = frozenset({"function", "method", "macro"})
 
 
 @dataclass(slots=True)

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import tree_sitter
 
-from ..model import Chunk, Symbol
+from ..model import FUNCTION_KINDS, Chunk, Symbol
 from .grammars import get_language
 
 QUERY_DIR = Path(__file__).with_name("queries")
@@ -49,7 +49,6 @@ SPLIT_PIECE_LINES = 120
 WINDOW_LINES = 40  # code outside definitions
 SMALL_KINDS = frozenset({"constant", "variable", "field", "type", "reexport"})  # chunked only when long
 SMALL_KIND_MIN_LINES = 5
-FUNCTION_KINDS = frozenset({"function", "method", "macro"})
 _KEEP_WHOLE_NAME = frozenset({"namespace", "module"})  # "App.Models", "Foo::Bar"
 _CLASS_LIKE = frozenset({"class", "struct", "enum", "interface", "trait", "impl"})
 

@@ -12,13 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from ..model import Hit
+from ..model import FUNCTION_KINDS, Hit
 from ..store.base import StoredSymbol
 
 FILE, SPAN, FUNCTION = "file", "span", "function"
 GRANULARITIES = (FILE, SPAN, FUNCTION)
 
-FUNCTION_KINDS = frozenset({"function", "method", "macro", "constructor"})
 CONTAINER_KINDS = frozenset({"class", "struct", "enum", "interface", "trait", "impl", "object",
                              "record", "protocol", "module"})
 FILE_SUPPORT = 0.25  # chosen on the development sets (docs/benchmarks.md)

@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..discovery.flags import DOWNRANKED, PROSE, TEST
-from ..model import Hit
+from ..model import FUNCTION_KINDS, Hit
 from ..query.model import Query
 from ..store.snapshot import IndexSnapshot
 from ..tokens import MODULE_INDEX_STEMS, file_stem, name_match, name_targets, name_words, \
@@ -24,7 +24,6 @@ MODEL_PATH = Path(__file__).with_name("ranker.txt")
 EXPLAINED = 4  # features shown per hit: those that moved its score most
 MODALITIES = ("semantic", "text", "structural", "graph")
 INTENTS = ("understand_code", "find_similar", "exact_match")  # the intents it ranks
-FUNCTION_KINDS = frozenset({"function", "method", "macro", "constructor"})
 TYPE_KINDS = frozenset({"class", "struct", "enum", "trait", "impl", "object", "record"})
 DECLARATION_KINDS = frozenset({"interface", "type", "protocol", "typealias", "reexport"})
 FEATURES = (

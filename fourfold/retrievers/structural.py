@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ..model import REEXPORT, Hit
+from ..model import FUNCTION_KINDS, REEXPORT, Hit
 from ..query.filters import kinds_named
 from ..store.base import Store, StoredFile, StoredSymbol
 from ..store.snapshot import Snapshots
@@ -27,7 +27,6 @@ MAX_SPELLED = 3
 # A name a pasted text mentions points somewhere only when few definitions share it
 # ("get", "save" are defined everywhere).
 MAX_DEFINITIONS_OF_MENTION = 3
-FUNCTION_KINDS = frozenset({"function", "method", "macro", "constructor"})
 
 
 
