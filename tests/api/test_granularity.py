@@ -5,6 +5,7 @@ import pytest
 
 from fourfold import Fourfold
 from fourfold.errors import QueryError
+from tests.conftest import write_tree
 from fourfold.model import Hit
 from fourfold.ranking.granularity import by_function, enclosing_definition
 
@@ -43,11 +44,7 @@ FILES = {
 
 @pytest.fixture(scope="module")
 def ff(tmp_path_factory):
-    root = tmp_path_factory.mktemp("granularity")
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    ff = Fourfold(root)
+    ff = Fourfold(write_tree(tmp_path_factory.mktemp("granularity"), FILES))
     ff.index(embed=False)
     yield ff
     ff.close()

@@ -7,6 +7,7 @@ import pytest
 from fourfold import Fourfold
 from fourfold.query.mentions import Frame, mentions_of
 from fourfold.query.model import Query
+from tests.conftest import write_tree
 
 ISSUE = """Email messages crash on non-ASCII domain when email encoding is non-unicode.
 When the hostname is set in unicode, the mail tests fail; see the docs and settings.
@@ -76,10 +77,7 @@ FILES = {
 @pytest.fixture(params=["sqlite", "postgres"])
 def ff(request, tmp_path):
     """The repository in an embedded index, or in a PostgreSQL database."""
-    root = tmp_path / "issue"
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
+    root = write_tree(tmp_path / "issue", FILES)
     where = ({} if request.param == "sqlite"
              else {"store_url": request.getfixturevalue("postgres_url")})
     ff = Fourfold(root, **where)

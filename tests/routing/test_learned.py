@@ -8,6 +8,7 @@ import pytest
 
 from fourfold import Fourfold
 from fourfold.errors import QueryError
+from tests.conftest import write_tree
 from fourfold.query.model import Query
 from fourfold.ranking.learned import EXPLAINED, FEATURES, LearnedRanking, _booster, \
     candidate_features
@@ -16,11 +17,7 @@ from tests.query.test_mentions import FILES, ISSUE
 
 @pytest.fixture(scope="module")
 def ff(tmp_path_factory):
-    root = tmp_path_factory.mktemp("learned")
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    ff = Fourfold(root)
+    ff = Fourfold(write_tree(tmp_path_factory.mktemp("learned"), FILES))
     ff.index(embed=False)
     yield ff
     ff.close()
@@ -76,10 +73,7 @@ def test_without_lightgbm_a_pasted_text_keeps_the_fused_order_and_says_why(
         raise OSError("libgomp.so.1: cannot open shared object file")
 
     monkeypatch.setattr(learned, "_booster", no_runtime)
-    for rel, text in FILES.items():
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text(text)
-    ff = Fourfold(tmp_path)
+    ff = Fourfold(write_tree(tmp_path, FILES))
     ff.index(embed=False)
     fused = [(h.path, h.start_line) for h in ff.search(ISSUE, ranking="fused").hits]
     response = ff.search(ISSUE)
