@@ -5,9 +5,9 @@ import pytest
 
 from fourfold import Fourfold
 from fourfold.errors import QueryError
-from tests.conftest import write_tree
 from fourfold.model import Hit
 from fourfold.ranking.granularity import by_function, enclosing_definition
+from tests.conftest import write_tree
 
 VALIDATORS = (
     "import re\n"                                                   # 1

@@ -8,10 +8,10 @@ import pytest
 
 from fourfold import Fourfold
 from fourfold.errors import QueryError
-from tests.conftest import write_tree
 from fourfold.query.model import Query
 from fourfold.ranking.learned import EXPLAINED, FEATURES, LearnedRanking, _booster, \
     candidate_features
+from tests.conftest import write_tree
 from tests.query.test_mentions import FILES, ISSUE
 
 
