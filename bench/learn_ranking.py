@@ -32,8 +32,9 @@ import datasets  # noqa: E402
 
 from fourfold import Fourfold, SearchOptions  # noqa: E402
 from fourfold.model import Hit  # noqa: E402
+from fourfold.store.base import StoredSymbol  # noqa: E402
 from fourfold.query.model import Query  # noqa: E402
-from fourfold.ranking.granularity import enclosing_definition  # noqa: E402
+from fourfold.ranking.granularity import enclosing_definition, to_granularity  # noqa: E402
 from fourfold.ranking.learned import FEATURES, INTENTS, MODEL_PATH, candidate_features  # noqa: E402
 from fourfold.routing.engine import GRANULARITY  # noqa: E402
 
@@ -109,7 +110,8 @@ def _dump_queries(ff: Fourfold, dataset: str, fold: int, queries: list[dict], ou
             d = {"path": hit.path, "start_line": hit.start_line, "end_line": hit.end_line,
                  "symbol": hit.symbol, "score": hit.score}
             unit = enclosing_definition(hit, snapshot.definitions(hit.path))
-            d["unit"] = ([unit.qualname, unit.start_line, unit.end_line] if unit else None)
+            d["unit"] = ([unit.qualname, unit.start_line, unit.end_line, unit.kind] if unit
+                         else None)
             if dataset == "semble":
                 d["label"] = int(any(_covers(d, t) for t in q["targets"]))
             else:
@@ -179,6 +181,20 @@ def fit(records: list[dict], drop: set[str] = frozenset()):
     return lightgbm.train(PARAMS, data, num_boost_round=ROUNDS), keep
 
 
+def _definitions(record: dict) -> dict[str, list[StoredSymbol]]:
+    """Per path, the definitions the record's candidates lie in, as the dump kept them:
+    all the granularity stage reads of the index (the definition a span is credited to
+    is always among them)."""
+    found: dict[str, dict[tuple, StoredSymbol]] = defaultdict(dict)
+    for c in record["candidates"]:
+        if c["unit"]:
+            qualname, start, end, kind = c["unit"]
+            found[c["path"]][(qualname, start)] = StoredSymbol(
+                0, 0, c["path"], qualname.rsplit(".", 1)[-1], qualname, kind, start, end, "",
+                "", None, 0, None)
+    return {path: list(units.values()) for path, units in found.items()}
+
+
 def _results(record: dict, model=None, keep=None, granularity: str | None = None) -> list[dict]:
     """The record's answer: its candidates (re-ordered by the model when one is given and
     the intent is one it ranks) through the granularity stage, as the engine does it."""
@@ -186,7 +202,6 @@ def _results(record: dict, model=None, keep=None, granularity: str | None = None
 
     hits = [Hit(c["path"], c["start_line"], c["end_line"], c["score"], symbol=c["symbol"])
             for c in record["candidates"]]
-    units = {id(h): c["unit"] for h, c in zip(hits, record["candidates"])}
     # the engine's rule (LearnedRanking.applies_to): pasted texts of the intents it ranks
     learned = (model is not None and record["intent"] in INTENTS and len(hits) > 1
                and record["candidates"][0]["x"][FEATURES.index("pasted")] == 1.0)
@@ -199,31 +214,9 @@ def _results(record: dict, model=None, keep=None, granularity: str | None = None
         for rank, h in enumerate(hits):
             h.score = 1.0 / (1 + rank)
     granularity = granularity or GRANULARITY[record["intent"]]
-    if granularity == "function":
-        best: dict[tuple, Hit] = {}
-        for h in hits:
-            unit = units[id(h)]
-            key = (h.path, *unit) if unit else (h.path, h.start_line, h.end_line)
-            if key in best:
-                best[key].score += 0.0 if learned else 0.25 * h.score
-            else:
-                best[key] = (Hit(h.path, unit[1], unit[2], h.score, symbol=unit[0]) if unit
-                             else Hit(h.path, h.start_line, h.end_line, h.score))
-        out = sorted(best.values(), key=lambda h: -h.score)
-    elif granularity == "file":
-        support: dict[str, float] = defaultdict(float)
-        first: dict[str, Hit] = {}
-        for h in hits:
-            if h.path in first:
-                support[h.path] += h.score
-            else:
-                first[h.path] = h
-        if not learned:
-            for path, extra in support.items():
-                first[path].score += 0.25 * extra
-        out = sorted(first.values(), key=lambda h: -h.score)
-    else:
-        out = hits
+    definitions = _definitions(record)
+    out = to_granularity(hits, granularity, lambda path: definitions.get(path, []),
+                         support=not learned)
     return [{"path": h.path, "start_line": h.start_line, "end_line": h.end_line,
              "symbol": h.symbol} for h in out[:10 if granularity != "function" else 20]]
 

@@ -61,13 +61,16 @@ def _overlap(symbol: StoredSymbol, hit: Hit) -> int:
 
 def enclosing_definition(hit: Hit, definitions: list[StoredSymbol]) -> StoredSymbol | None:
     """The function or method the span lies in (the one it overlaps most, innermost on a
-    tie), else the innermost class-like definition holding its first line, else None."""
+    tie, then the first), else the innermost class-like definition holding its first line,
+    else None. The order of `definitions` does not matter."""
     functions = [s for s in definitions if s.kind in FUNCTION_KINDS and _overlap(s, hit) > 0]
     if functions:
-        return max(functions, key=lambda s: (_overlap(s, hit), -(s.end_line - s.start_line)))
+        return max(functions, key=lambda s: (_overlap(s, hit), -(s.end_line - s.start_line),
+                                             -s.start_line))
     containers = [s for s in definitions if s.kind in CONTAINER_KINDS
                   and s.start_line <= hit.start_line <= s.end_line]
-    return min(containers, key=lambda s: s.end_line - s.start_line, default=None)
+    return min(containers, key=lambda s: (s.end_line - s.start_line, s.start_line),
+               default=None)
 
 
 def by_function(hits: list[Hit], definitions_of: Callable[[str], list[StoredSymbol]],
