@@ -200,7 +200,7 @@ class SearchEngine:
             fallback.rule = f"{intent.rule}; not found verbatim, searched its words"
             return fallback
         response.hits = self._finish(fused, options, query)
-        if self.learned.failure and query.pasted:
+        if self.learned.failure and options.ranking == "learned" and query.pasted:
             response.unavailable["learned_ranking"] = self.learned.failure
         response.timings_ms["total"] = (time.perf_counter() - started) * 1000
         return response

@@ -80,4 +80,5 @@ def test_without_lightgbm_a_pasted_text_keeps_the_fused_order_and_says_why(
     assert [(h.path, h.start_line) for h in response.hits] == fused
     assert "libgomp" in response.unavailable["learned_ranking"]
     assert not any(h.learned for h in response.hits)
+    assert "learned_ranking" not in ff.search(ISSUE, ranking="fused").unavailable
     ff.close()
