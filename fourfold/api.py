@@ -488,7 +488,7 @@ class Fourfold:
         symbols = []
         for start in range(0, len(ranked), 500):  # other repositories' symbols are skipped
             part = ranked[start:start + 500]
-            info = {s.symbol_id: s for s in self.store.symbols_by_id(part)}
+            info = {s.symbol_id: s for s in self.store.symbols_by_id(part, self._in(repo_id))}
             symbols += [(symbol_rank[sid], info[sid]) for sid in part
                         if sid in info and info[sid].file_id in files]
             if len(symbols) >= limit:

@@ -199,7 +199,8 @@ def neighbours(ff: "Fourfold", path: str, symbol: str, repo_id: int | None) -> l
 
     wanted = ([(sid, f"called by {symbol}") for sid in central(callees, CALLEES)]
               + [(sid, f"calls {symbol}") for sid in central(callers, CALLERS)])
-    info = {s.symbol_id: s for s in ff.store.symbols_by_id([sid for sid, _ in wanted])}
+    info = {s.symbol_id: s for s in ff.store.symbols_by_id([sid for sid, _ in wanted],
+                                                           repo_id)}
     return [{"path": s.path, "start_line": s.start_line, "end_line": s.end_line,
              "symbol": s.qualname, "kind": s.kind, "reason": reason}
             for sid, reason in wanted if (s := info.get(sid)) is not None]

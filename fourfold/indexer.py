@@ -50,6 +50,7 @@ class IndexSummary:
     unchanged: int = 0
     read: int = 0
     reused: int = 0  # read, not parsed: the index held a parse of the same content
+    shared: int = 0  # written as a file only: the index held its document (another branch)
     bytes: int = 0
     seconds: float = 0.0
     embedded: int = 0
@@ -67,11 +68,13 @@ def chunk_hash(path: str, symbol: str | None, body: str) -> str:
 
 
 def read_file(found: FoundFile, references: bool = True,
-              parsed_elsewhere: AbstractSet[str] = frozenset()) -> FileRecord | tuple[str, str]:
+              parsed_elsewhere: AbstractSet[str] = frozenset(),
+              held: AbstractSet[tuple[str, str]] = frozenset()) -> FileRecord | tuple[str, str]:
     """Read, classify and parse one file; (path, reason) when it is skipped. A file too big
     or too minified to parse in bounded memory is kept for text search only. A file whose
-    content hash is in `parsed_elsewhere` is not parsed: it comes back marked, for its parse
-    to be taken from the store (another branch, a copy)."""
+    (path, content hash) is `held` comes back marked, without its text: the store has its
+    document (another branch). One whose content hash is in `parsed_elsewhere` is not
+    parsed: it comes back marked, for its parse to be taken from the store (a copy)."""
     read = read_bytes(found)
     if isinstance(read, str):
         return found.path, read
@@ -87,6 +90,9 @@ def read_file(found: FoundFile, references: bool = True,
         path=found.path, stamp=FileStamp(len(data), st.st_mtime_ns, st.st_ctime_ns, st.st_ino),
         hash=hashlib.blake2b(data, digest_size=16).hexdigest(), language=language,
         flags=flags, text=text)
+    if (found.path, record.hash) in held:
+        record.document_held, record.text = True, ""
+        return record
     if not parseable(source):
         return record
     if record.hash in parsed_elsewhere:
@@ -155,36 +161,41 @@ def _on_pool(found: list[FoundFile], workers: int) -> bool:
 
 
 _worker_parsed_elsewhere: AbstractSet[str] = frozenset()  # a pool worker's, set as it starts
+_worker_held: AbstractSet[tuple[str, str]] = frozenset()
 
 
-def _start_worker(parsed_elsewhere: AbstractSet[str]) -> None:
-    global _worker_parsed_elsewhere
+def _start_worker(parsed_elsewhere: AbstractSet[str],
+                  held: AbstractSet[tuple[str, str]]) -> None:
+    global _worker_parsed_elsewhere, _worker_held
     quiet_worker()
-    _worker_parsed_elsewhere = parsed_elsewhere
+    _worker_parsed_elsewhere, _worker_held = parsed_elsewhere, held
 
 
 def _read_files(found: list[FoundFile], references: bool) -> list[FileRecord | tuple[str, str]]:
-    return [read_file(f, references=references, parsed_elsewhere=_worker_parsed_elsewhere)
-            for f in found]
+    return [read_file(f, references=references, parsed_elsewhere=_worker_parsed_elsewhere,
+                      held=_worker_held) for f in found]
 
 
 def _parse_all(found: list[FoundFile], workers: int, references: bool,
-               parsed_elsewhere: AbstractSet[str] = frozenset()
+               parsed_elsewhere: AbstractSet[str] = frozenset(),
+               held: AbstractSet[tuple[str, str]] = frozenset()
                ) -> Iterator[tuple[FileRecord | tuple[str, str], bool]]:
     """Each file's result, in order, and whether the next one has already arrived. A
     caller that writes only when nothing is waiting learns that parsing is over while it
     still has results to write (the graph is resolved meanwhile)."""
     if not _on_pool(found, workers):
         for f in found:
-            yield read_file(f, references=references, parsed_elsewhere=parsed_elsewhere), False
+            yield read_file(f, references=references, parsed_elsewhere=parsed_elsewhere,
+                            held=held), False
         return
     ctx = multiprocessing.get_context("fork")
     workers = min(workers, len(found))
     # Small chunks keep both workers busy to the end when a few files are huge.
     size = max(1, min(8, len(found) // (workers * 16)))
     chunks = [found[i:i + size] for i in range(0, len(found), size)]
-    # a forked worker inherits the set: initargs are not pickled under fork
-    with ctx.Pool(workers, initializer=_start_worker, initargs=(parsed_elsewhere,)) as pool:
+    # a forked worker inherits the sets: initargs are not pickled under fork
+    with ctx.Pool(workers, initializer=_start_worker,
+                  initargs=(parsed_elsewhere, held)) as pool:
         # one chunk per item: imap with a chunksize hands back a plain generator, and only
         # its own iterator can be asked for a result without waiting for one
         results = pool.imap(partial(_read_files, references=references), chunks)
@@ -274,10 +285,14 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             pending_bytes -= sum(r.size for r in batch)
             touched, skipped_paths, deleted = [], [], []
 
+        held = store.held_documents(parser) if to_read else set()
         parsed_elsewhere = store.parsed_hashes(parser) if to_read else set()
         found_by_path = {f.path: f for f in to_read}
-        for result, waiting in _parse_all(to_read, workers, build_graph, parsed_elsewhere):
+        for result, waiting in _parse_all(to_read, workers, build_graph, parsed_elsewhere,
+                                          held):
             done += 1
+            if isinstance(result, FileRecord):
+                result.parser = parser
             if isinstance(result, FileRecord) and result.parsed_elsewhere:
                 old = known.get(result.path)
                 if reparse or old is None or old.hash != result.hash:  # to be written
@@ -298,7 +313,8 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
                 else:
                     records.append(result)
                     pending_bytes += result.size
-                    if graph_facts is not None:
+                    summary.shared += result.document_held
+                    if graph_facts is not None and not result.document_held:
                         graph_facts.add(result.path, result.language, result.symbols,
                                         result.references, result.text)
                     if old is None:
@@ -314,7 +330,8 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         changed = bool(summary.added or summary.changed or reparse
                        or any(path in known for path in gone))
         resolving = None
-        if changed and graph_facts is not None:
+        # a shared document's symbols and references are read from the store, once written
+        if changed and graph_facts is not None and not summary.shared:
             resolving = _start_resolving(store, repo_id, graph_facts, gone, known)
         try:
             backlog = len(records)

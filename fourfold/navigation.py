@@ -48,7 +48,7 @@ def symbols(store: Store, kind: str, path_glob: str | None, repo_id: int | None)
         if repo.indexed_at and (repo_id is None or repo.repo_id == repo_id):
             ids += [sid for sid, path, _n, _q, k, _p in store.graph_symbols(repo.repo_id)
                     if k in allowed and path_ok(path, path_glob)]
-    found = sorted(store.symbols_by_id(ids), key=lambda s: (s.path, s.start_line, s.qualname))
+    found = sorted(store.symbols_by_id(ids, repo_id), key=lambda s: (s.path, s.start_line, s.qualname))
     return [{"path": s.path, "start_line": s.start_line, "end_line": s.end_line,
              "name": s.name, "qualname": s.qualname, "kind": s.kind,
              "signature": s.signature, "doc": s.doc, "language": s.language}

@@ -118,6 +118,8 @@ def cmd_index(args) -> int:
         print(f"{summary.files} files ({_human_size(summary.bytes)} read) in "
               f"{summary.seconds:.2f}s: {summary.added} added, {summary.changed} changed, "
               f"{summary.deleted} deleted, {summary.unchanged} unchanged"
+              + (f"; {summary.shared} files shared with a branch already indexed"
+                 if summary.shared else "")
               + (f"; {summary.reused} parses taken from the same content already indexed"
                  if summary.reused else "")
               + (f"; skipped {skipped}" if skipped else ""))

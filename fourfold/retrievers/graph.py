@@ -131,7 +131,7 @@ class GraphRetriever:
         return [s for s, tier in found if tier == best]
 
     def _symbol_info(self, ids) -> dict[int, StoredSymbol]:
-        return {s.symbol_id: s for s in self.store.symbols_by_id(ids)}
+        return {s.symbol_id: s for s in self.store.symbols_by_id(ids, self.scope())}
 
     def _paths(self) -> dict[int, str]:
         return {f.file_id: f.path for f in self.store.files()}

@@ -80,9 +80,10 @@ class SemanticRetriever:
             vector /= max(float(np.linalg.norm(vector)), 1e-9)
         else:  # not embedded yet: embed its text now
             vector = self.embedder.embed([embedding_texts(self.store, [chunk_id])[chunk_id]])[0]
-        (origin,) = self.store.chunks([chunk_id])
+        origin = self.store.chunks([chunk_id], self.scope())[0]
         ranked = self.nearest(vector, limit + 50)
-        chunks = {c.chunk_id: c for c in self.store.chunks([cid for cid, _ in ranked])}
+        chunks = {c.chunk_id: c for c in self.store.chunks([cid for cid, _ in ranked],
+                                                           self.scope())}
         hits = []
         for cid, score in ranked:
             c = chunks.get(cid)
@@ -95,7 +96,8 @@ class SemanticRetriever:
     def search(self, query: Query, limit: int) -> list[Hit]:
         vector = embed_query(self.embedder, query.text)
         ranked = self.nearest(vector, limit * 2 if query.filters.path_glob else limit)
-        chunks = {c.chunk_id: c for c in self.store.chunks([cid for cid, _ in ranked])}
+        chunks = {c.chunk_id: c for c in self.store.chunks([cid for cid, _ in ranked],
+                                                           self.scope())}
         hits = []
         for cid, score in ranked:
             c = chunks.get(cid)

@@ -78,7 +78,8 @@ class VectorCache:
 
 def embedding_texts(store: Store, chunk_ids: list[int]) -> dict[int, str]:
     """The text the embedder reads for each chunk: path, symbol, signature, doc, body."""
-    chunks = store.chunks(chunk_ids)
+    # a chunk of a document several branches hold comes once per file: its text is one
+    chunks = list({c.chunk_id: c for c in store.chunks(chunk_ids)}.values())
     by_file: dict[int, list] = {}
     for c in chunks:
         by_file.setdefault(c.file_id, []).append(c)

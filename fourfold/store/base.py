@@ -47,6 +47,8 @@ class FileRecord:
     chunk_tokens: list[str] = field(default_factory=list)  # BM25 token text per chunk
     chunk_hashes: list[str] = field(default_factory=list)  # embedding cache key per chunk
     parsed_elsewhere: bool = False  # not parsed: the store holds a parse of the same content
+    parser: str = ""  # what read it (parser_fingerprint): a document is kept per parser
+    document_held: bool = False  # the store holds this path's document: only the file is new
 
     @property
     def size(self) -> int:
@@ -232,12 +234,19 @@ class Store(ABC):
     @abstractmethod
     def write_batch(self, repo_id: int, records: list[FileRecord], deleted: list[str],
                     touched: list[tuple[str, FileStamp]]) -> None:
-        """Replace/insert records, delete paths, refresh (path, stamp) — atomically."""
+        """Replace/insert records, delete paths, refresh (path, stamp) — atomically. A record
+        whose document (path, hash, parser) the store holds adds only its file; a document no
+        file holds any more is deleted."""
 
     @abstractmethod
     def parsed_hashes(self, parser: str) -> set[str]:
         """The content hashes of files parsed with `parser`, in any repository: a branch or
         a copy of a repository re-parses only what differs."""
+
+    @abstractmethod
+    def held_documents(self, parser: str) -> set[tuple[str, str]]:
+        """(path, content hash) of the documents read with `parser` whose rows a file of any
+        repository can share: a branch writes only the files whose document is not held."""
 
     @abstractmethod
     def parse_of(self, content_hash: str, parser: str
@@ -274,7 +283,9 @@ class Store(ABC):
         more than one in the body (BM25_COLUMN_WEIGHTS)."""
 
     @abstractmethod
-    def chunks(self, chunk_ids: Iterable[int]) -> list[StoredChunk]: ...
+    def chunks(self, chunk_ids: Iterable[int], repo_id: int | None = None
+               ) -> list[StoredChunk]:
+        """The chunks of these ids, one per file holding them (of one repository)."""
 
     @abstractmethod
     def chunks_of_file(self, file_id: int) -> list[StoredChunk]: ...
@@ -305,7 +316,9 @@ class Store(ABC):
         by id: what the graph reads, without signatures and docs."""
 
     @abstractmethod
-    def symbols_by_id(self, ids: Iterable[int]) -> list[StoredSymbol]: ...
+    def symbols_by_id(self, ids: Iterable[int], repo_id: int | None = None
+                      ) -> list[StoredSymbol]:
+        """The symbols of these ids, one per file holding them (of one repository)."""
 
     # -- graph ------------------------------------------------------------------------
     @abstractmethod

@@ -873,6 +873,11 @@ class PostgresStore(Store):
             "SELECT DISTINCT hash FROM files WHERE repo_id = ANY(%s)" + reachable,
             (self._parsed_with(parser), *params))}
 
+    def held_documents(self, parser: str) -> set[tuple[str, str]]:
+        """None: a repository's rows live together, on one server (its shard), so a branch
+        keeps its own rows (its parses are still taken from the same content)."""
+        return set()
+
     def parse_of(self, content_hash: str, parser: str
                  ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], str] | None:
         reachable, params = self._reachable("repo_id")
@@ -991,9 +996,10 @@ class PostgresStore(Store):
         return sorted(((found[c], score) for c, score in ranked if c in found),
                       key=lambda hit: (-hit[1], hit[0].chunk_id))
 
-    def chunks(self, chunk_ids: Iterable[int]) -> list[StoredChunk]:
+    def chunks(self, chunk_ids: Iterable[int], repo_id: int | None = None
+               ) -> list[StoredChunk]:
         chunk_ids = list(chunk_ids)
-        repos = self._repos_of(chunk_ids)
+        repos = [r for r in self._repos_of(chunk_ids) if repo_id in (None, r)]
         return [StoredChunk(*row) for row in self._query(
             f"SELECT {CHUNK_COLS} FROM chunks c JOIN files f ON f.id = c.file_id "
             "AND f.repo_id = c.repo_id WHERE c.repo_id = ANY(%s) AND f.repo_id = ANY(%s) "
@@ -1088,9 +1094,11 @@ class PostgresStore(Store):
                            "WHERE s.repo_id = %s AND f.repo_id = %s ORDER BY s.id",
                            (repo_id, repo_id))
 
-    def symbols_by_id(self, ids: Iterable[int]) -> list[StoredSymbol]:
+    def symbols_by_id(self, ids: Iterable[int], repo_id: int | None = None
+                      ) -> list[StoredSymbol]:
         ids = list(ids)
-        return self._symbols_where("s.id = ANY(%s)", [ids], None, repos=self._repos_of(ids))
+        return self._symbols_where("s.id = ANY(%s)", [ids], None, repos=[
+            r for r in self._repos_of(ids) if repo_id in (None, r)])
 
     # -- graph --------------------------------------------------------------------------
     def raw_references(self, repo_id: int) -> list[tuple[str, str]]:

@@ -24,42 +24,54 @@ from .base import (BM25_COLUMN_WEIGHTS, EdgeColumns, FileRecord, FileStamp, File
 from .index_dir import IndexLock
 from .sql_common import CHUNK_COLS, FILE_COLS, SYMBOL_COLS, clear_errors, packed, unpacked
 
-SCHEMA_VERSION = 8  # 2: trigram index without positions; 3: contentless chunk tokens;
+SCHEMA_VERSION = 9  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
 # 5: a repository's edges packed in one row; 6: files keep their ctime and inode;
-# 7: an edge's resolution (how sure it is) instead of a resolved flag; 8: binary codes kept
+# 7: an edge's resolution (how sure it is) instead of a resolved flag; 8: binary codes kept;
+# 9: what is read from a file's path and content kept once per document, shared by files
 
+# A document is what the index derives from one path with one content, read by one parser:
+# its text, symbols, chunks and references. A file is a repository's path at a document, so
+# branches, worktrees and snapshots of a repository share every unchanged file's rows, and
+# indexing another of them writes only what differs. Symbol and chunk ids are a document's;
+# a file id is a repository's.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS repos(
     id INTEGER PRIMARY KEY, root TEXT UNIQUE NOT NULL, name TEXT NOT NULL, indexed_at REAL);
+CREATE TABLE IF NOT EXISTS documents(
+    id INTEGER PRIMARY KEY, path TEXT NOT NULL, hash TEXT NOT NULL, parser TEXT NOT NULL,
+    UNIQUE(path, hash, parser));
+CREATE INDEX IF NOT EXISTS documents_content ON documents(hash, parser);
 CREATE TABLE IF NOT EXISTS files(
-    id INTEGER PRIMARY KEY, repo_id INTEGER NOT NULL, path TEXT NOT NULL, hash TEXT NOT NULL,
-    size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, ctime_ns INTEGER NOT NULL,
-    inode INTEGER NOT NULL, language TEXT, flags INTEGER NOT NULL, UNIQUE(repo_id, path));
-CREATE TABLE IF NOT EXISTS contents(file_id INTEGER PRIMARY KEY, text TEXT NOT NULL);
+    id INTEGER PRIMARY KEY, repo_id INTEGER NOT NULL, path TEXT NOT NULL,
+    document_id INTEGER NOT NULL, hash TEXT NOT NULL, size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL, ctime_ns INTEGER NOT NULL, inode INTEGER NOT NULL,
+    language TEXT, flags INTEGER NOT NULL, UNIQUE(repo_id, path));
+CREATE INDEX IF NOT EXISTS files_document ON files(document_id);
+CREATE TABLE IF NOT EXISTS contents(document_id INTEGER PRIMARY KEY, text TEXT NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS content_trigrams USING fts5(
-    text, content='contents', content_rowid='file_id', tokenize='trigram', detail='none');
+    text, content='contents', content_rowid='document_id', tokenize='trigram', detail='none');
 CREATE TABLE IF NOT EXISTS symbols(
-    id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, name TEXT NOT NULL,
+    id INTEGER PRIMARY KEY, document_id INTEGER NOT NULL, name TEXT NOT NULL,
     name_lower TEXT NOT NULL, qualname TEXT NOT NULL, qualname_lower TEXT NOT NULL,
     kind TEXT NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
     signature TEXT, doc TEXT, parent TEXT);
-CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file_id);
+CREATE INDEX IF NOT EXISTS symbols_document ON symbols(document_id);
 CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name_lower);
 CREATE INDEX IF NOT EXISTS symbols_qualname ON symbols(qualname_lower);
 CREATE TABLE IF NOT EXISTS symbol_tokens(token TEXT NOT NULL, symbol_id INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS symbol_tokens_token ON symbol_tokens(token);
 CREATE INDEX IF NOT EXISTS symbol_tokens_symbol ON symbol_tokens(symbol_id);
 CREATE TABLE IF NOT EXISTS chunks(
-    id INTEGER PRIMARY KEY, file_id INTEGER NOT NULL, start_line INTEGER NOT NULL,
+    id INTEGER PRIMARY KEY, document_id INTEGER NOT NULL, start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL, symbol TEXT, kind TEXT NOT NULL, embed_hash TEXT);
-CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
+CREATE INDEX IF NOT EXISTS chunks_document ON chunks(document_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunk_tokens USING fts5(
     path, symbol, body, content='', tokenize="porter unicode61 tokenchars '_'");
 -- Raw references are only ever read all at once (graph rebuild): one JSON row per file of
 -- [kind, name, line, source] lists writes and reads ten times faster than a row per reference.
-CREATE TABLE IF NOT EXISTS file_refs(file_id INTEGER PRIMARY KEY, refs TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS file_refs(document_id INTEGER PRIMARY KEY, refs TEXT NOT NULL);
 -- Edges are only written whole (a graph rebuild) and read whole (the graph retriever keeps
 -- them in memory): one row per repository, each integer column packed as 64-bit values
 -- (-1 for none) and the strings as one JSON list, writes 25,000 edges in milliseconds where
@@ -68,7 +80,9 @@ CREATE TABLE IF NOT EXISTS edges(
     repo_id INTEGER PRIMARY KEY, src_file BLOB NOT NULL, src_symbol BLOB NOT NULL,
     dst_file BLOB NOT NULL, dst_symbol BLOB NOT NULL, line BLOB NOT NULL,
     resolution BLOB NOT NULL, kinds_names TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS symbol_rank(symbol_id INTEGER PRIMARY KEY, repo_id INTEGER, rank REAL);
+CREATE TABLE IF NOT EXISTS symbol_rank(
+    repo_id INTEGER NOT NULL, symbol_id INTEGER NOT NULL, rank REAL,
+    PRIMARY KEY(repo_id, symbol_id));
 CREATE TABLE IF NOT EXISTS file_rank(file_id INTEGER PRIMARY KEY, repo_id INTEGER, rank REAL);
 CREATE TABLE IF NOT EXISTS tokens(
     token_hash TEXT PRIMARY KEY, name TEXT NOT NULL, scope TEXT NOT NULL, repositories TEXT,
@@ -293,10 +307,12 @@ class SQLiteStore(Store):
                 continue
             files, size = self._query("SELECT count(*), coalesce(sum(size), 0) FROM files "
                                       "WHERE repo_id=?", (repo_id,))[0]
-            chunks = self._query("SELECT count(*) FROM chunks c JOIN files f ON f.id=c.file_id "
-                                 "WHERE f.repo_id=?", (repo_id,))[0][0]
+            chunks = self._query("SELECT count(*) FROM chunks c JOIN files f ON "
+                                 "f.document_id=c.document_id WHERE f.repo_id=?",
+                                 (repo_id,))[0][0]
             symbols = self._query("SELECT count(*) FROM symbols s JOIN files f ON "
-                                  "f.id=s.file_id WHERE f.repo_id=?", (repo_id,))[0][0]
+                                  "f.document_id=s.document_id WHERE f.repo_id=?",
+                                  (repo_id,))[0][0]
             languages = dict(self._query(
                 "SELECT coalesce(language, 'other'), count(*) FROM files WHERE repo_id=? "
                 "GROUP BY 1 ORDER BY 2 DESC", (repo_id,)))
@@ -324,13 +340,14 @@ class SQLiteStore(Store):
                     "SELECT id, path, size, mtime_ns, ctime_ns, inode, hash FROM files "
                     "WHERE repo_id=?", (repo_id,))}
 
-    def _delete_file(self, conn: sqlite3.Connection, file_id: int) -> None:
-        row = conn.execute("SELECT c.text, f.path FROM contents c JOIN files f ON f.id=c.file_id "
-                           "WHERE c.file_id=?", (file_id,)).fetchone()
+    @staticmethod
+    def _delete_document(conn: sqlite3.Connection, document_id: int) -> None:
+        row = conn.execute("SELECT c.text, d.path FROM contents c JOIN documents d ON "
+                           "d.id=c.document_id WHERE c.document_id=?", (document_id,)).fetchone()
         if row is not None:
             text, path = row
             conn.execute("INSERT INTO content_trigrams(content_trigrams, rowid, text) "
-                         "VALUES('delete', ?, ?)", (file_id, text))
+                         "VALUES('delete', ?, ?)", (document_id, text))
             # The chunk token index keeps no copy of what it indexed (a fifth of the index),
             # so deleting from it means handing back the same tokens, rebuilt from the text.
             lines = text.split("\n")
@@ -341,31 +358,32 @@ class SQLiteStore(Store):
                 [(cid, path_tokens, token_text(symbol or ""),
                   token_text(chunk_body(lines, start, end)))
                  for cid, start, end, symbol in conn.execute(
-                     "SELECT id, start_line, end_line, symbol FROM chunks WHERE file_id=?",
-                     (file_id,)).fetchall()])
-        conn.execute("DELETE FROM contents WHERE file_id=?", (file_id,))
+                     "SELECT id, start_line, end_line, symbol FROM chunks WHERE document_id=?",
+                     (document_id,)).fetchall()])
+        conn.execute("DELETE FROM contents WHERE document_id=?", (document_id,))
         conn.execute("DELETE FROM symbol_tokens WHERE symbol_id IN "
-                     "(SELECT id FROM symbols WHERE file_id=?)", (file_id,))
-        conn.execute("DELETE FROM symbols WHERE file_id=?", (file_id,))
-        conn.execute("DELETE FROM codes WHERE chunk_id IN (SELECT id FROM chunks WHERE "
-                     "file_id=?)", (file_id,))
-        conn.execute("DELETE FROM chunks WHERE file_id=?", (file_id,))
-        conn.execute("DELETE FROM file_refs WHERE file_id=?", (file_id,))
-        conn.execute("DELETE FROM files WHERE id=?", (file_id,))
+                     "(SELECT id FROM symbols WHERE document_id=?)", (document_id,))
+        conn.execute("DELETE FROM symbols WHERE document_id=?", (document_id,))
+        conn.execute("DELETE FROM chunks WHERE document_id=?", (document_id,))
+        conn.execute("DELETE FROM file_refs WHERE document_id=?", (document_id,))
+        conn.execute("DELETE FROM documents WHERE id=?", (document_id,))
 
     def write_batch(self, repo_id: int, records: list[FileRecord], deleted: list[str],
                     touched: list[tuple[str, FileStamp]]) -> None:
         conn = self._conn()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
-            gone = 0
+            left: list[int] = []  # documents of the files taken out: kept while a file holds one
             for path in deleted + [r.path for r in records]:
-                row = conn.execute("SELECT id FROM files WHERE repo_id=? AND path=?",
-                                   (repo_id, path)).fetchone()
+                row = conn.execute("SELECT id, document_id FROM files WHERE repo_id=? AND "
+                                   "path=?", (repo_id, path)).fetchone()
                 if row:
-                    self._delete_file(conn, row[0])
-                    gone += 1
-            if gone:  # codes searched from memory are read again: some are gone
+                    file_id, document_id = row
+                    conn.execute("DELETE FROM codes WHERE repo_id=? AND chunk_id IN (SELECT id "
+                                 "FROM chunks WHERE document_id=?)", (repo_id, document_id))
+                    conn.execute("DELETE FROM files WHERE id=?", (file_id,))
+                    left.append(document_id)
+            if left:  # codes searched from memory are read again: some are gone
                 conn.execute("UPDATE code_means SET version=version + 1 WHERE repo_id=?",
                              (repo_id,))
             for path, stamp in touched:
@@ -377,62 +395,79 @@ class SQLiteStore(Store):
             chunk_id = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]
             symbols, symbol_tokens, chunks, chunk_tokens, refs = [], [], [], [], []
             for rec in records:
-                file_id = conn.execute(
-                    "INSERT INTO files(repo_id, path, hash, size, mtime_ns, ctime_ns, inode, "
-                    "language, flags) VALUES(?,?,?,?,?,?,?,?,?)",
-                    (repo_id, rec.path, rec.hash, *rec.stamp, rec.language,
-                     rec.flags)).lastrowid
-                conn.execute("INSERT INTO contents(file_id, text) VALUES(?, ?)", (file_id, rec.text))
-                conn.execute("INSERT INTO content_trigrams(rowid, text) VALUES(?, ?)",
-                             (file_id, rec.text))
-                for sym in rec.symbols:
-                    symbol_id += 1
-                    symbols.append((symbol_id, file_id, sym.name, sym.name.lower(), sym.qualname,
-                                    sym.qualname.lower(), sym.kind, sym.start_line,
-                                    sym.end_line, sym.signature, sym.doc, sym.parent))
-                    symbol_tokens += [(t, symbol_id) for t in set(identifier_tokens(sym.name))]
-                path_tokens = token_text(rec.path)
-                for chunk, body_tokens, chunk_hash in zip(rec.chunks, rec.chunk_tokens,
-                                                          rec.chunk_hashes):
-                    chunk_id += 1
-                    chunks.append((chunk_id, file_id, chunk.start_line, chunk.end_line,
-                                   chunk.symbol, chunk.kind, chunk_hash))
-                    chunk_tokens.append((chunk_id, path_tokens, token_text(chunk.symbol or ""),
-                                         body_tokens))
-                refs.append((file_id, rec.references))
+                held = conn.execute("SELECT id FROM documents WHERE path=? AND hash=? AND "
+                                    "parser=?", (rec.path, rec.hash, rec.parser)).fetchone()
+                if held is not None:
+                    document_id = held[0]
+                else:
+                    if rec.document_held:
+                        raise FourfoldError(f"the index no longer holds {rec.path} as read "
+                                            "before; index again")
+                    document_id = conn.execute(
+                        "INSERT INTO documents(path, hash, parser) VALUES(?,?,?)",
+                        (rec.path, rec.hash, rec.parser)).lastrowid
+                    conn.execute("INSERT INTO contents(document_id, text) VALUES(?, ?)",
+                                 (document_id, rec.text))
+                    conn.execute("INSERT INTO content_trigrams(rowid, text) VALUES(?, ?)",
+                                 (document_id, rec.text))
+                    for sym in rec.symbols:
+                        symbol_id += 1
+                        symbols.append((symbol_id, document_id, sym.name, sym.name.lower(),
+                                        sym.qualname, sym.qualname.lower(), sym.kind,
+                                        sym.start_line, sym.end_line, sym.signature, sym.doc,
+                                        sym.parent))
+                        symbol_tokens += [(t, symbol_id) for t in set(identifier_tokens(sym.name))]
+                    path_tokens = token_text(rec.path)
+                    for chunk, body_tokens, chunk_hash in zip(rec.chunks, rec.chunk_tokens,
+                                                              rec.chunk_hashes):
+                        chunk_id += 1
+                        chunks.append((chunk_id, document_id, chunk.start_line, chunk.end_line,
+                                       chunk.symbol, chunk.kind, chunk_hash))
+                        chunk_tokens.append((chunk_id, path_tokens,
+                                             token_text(chunk.symbol or ""), body_tokens))
+                    refs.append((document_id, rec.references))
+                conn.execute(
+                    "INSERT INTO files(repo_id, path, document_id, hash, size, mtime_ns, "
+                    "ctime_ns, inode, language, flags) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                    (repo_id, rec.path, document_id, rec.hash, *rec.stamp, rec.language,
+                     rec.flags))
             conn.executemany(
-                "INSERT INTO symbols(id, file_id, name, name_lower, qualname, qualname_lower, "
-                "kind, start_line, end_line, signature, doc, parent) "
+                "INSERT INTO symbols(id, document_id, name, name_lower, qualname, "
+                "qualname_lower, kind, start_line, end_line, signature, doc, parent) "
                 "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", symbols)
             conn.executemany("INSERT INTO symbol_tokens(token, symbol_id) VALUES(?, ?)",
                              symbol_tokens)
-            conn.executemany("INSERT INTO chunks(id, file_id, start_line, end_line, symbol, kind,"
-                             " embed_hash) VALUES(?,?,?,?,?,?,?)", chunks)
+            conn.executemany("INSERT INTO chunks(id, document_id, start_line, end_line, symbol, "
+                             "kind, embed_hash) VALUES(?,?,?,?,?,?,?)", chunks)
             conn.executemany("INSERT INTO chunk_tokens(rowid, path, symbol, body) "
                              "VALUES(?,?,?,?)", chunk_tokens)
-            conn.executemany("INSERT INTO file_refs(file_id, refs) VALUES(?,?)", refs)
+            conn.executemany("INSERT INTO file_refs(document_id, refs) VALUES(?,?)", refs)
+            for document_id in left:
+                if conn.execute("SELECT 1 FROM files WHERE document_id=? LIMIT 1",
+                                (document_id,)).fetchone() is None:
+                    self._delete_document(conn, document_id)
 
-    # -- parses shared by content ------------------------------------------------------------
-    _PARSED_WITH = ("f.repo_id IN (SELECT CAST(substr(key, 8) AS INTEGER) FROM meta "
-                    "WHERE key LIKE 'parser:%' AND value = ?)")
-
+    # -- documents shared by branches and copies -----------------------------------------------
     def parsed_hashes(self, parser: str) -> set[str]:
         return {row[0] for row in self._query(
-            f"SELECT DISTINCT f.hash FROM files f WHERE {self._PARSED_WITH}", (parser,))}
+            "SELECT DISTINCT hash FROM documents WHERE parser=?", (parser,))}
+
+    def held_documents(self, parser: str) -> set[tuple[str, str]]:
+        return set(self._query("SELECT path, hash FROM documents WHERE parser=?", (parser,)))
 
     def parse_of(self, content_hash: str, parser: str
                  ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], str] | None:
-        rows = self._query(f"SELECT f.id FROM files f WHERE f.hash = ? AND {self._PARSED_WITH} "
-                           "LIMIT 1", (content_hash, parser))
+        rows = self._query("SELECT id FROM documents WHERE hash=? AND parser=? LIMIT 1",
+                           (content_hash, parser))
         if not rows:
             return None
-        file_id = rows[0][0]
+        document_id = rows[0][0]
         symbols = [Symbol(*row) for row in self._query(
             "SELECT name, qualname, kind, start_line, end_line, signature, doc, parent "
-            "FROM symbols WHERE file_id = ? ORDER BY id", (file_id,))]
+            "FROM symbols WHERE document_id = ? ORDER BY id", (document_id,))]
         spans = self._query("SELECT start_line, end_line, symbol, kind FROM chunks "
-                            "WHERE file_id = ? ORDER BY id", (file_id,))
-        refs = self._query("SELECT refs FROM file_refs WHERE file_id = ?", (file_id,))
+                            "WHERE document_id = ? ORDER BY id", (document_id,))
+        refs = self._query("SELECT refs FROM file_refs WHERE document_id = ?", (document_id,))
         return symbols, spans, refs[0][0] if refs else "[]"
 
     def files(self, repo_id: int | None = None) -> list[StoredFile]:
@@ -447,7 +482,8 @@ class SQLiteStore(Store):
         return StoredFile(*rows[0]) if rows else None
 
     def content(self, file_id: int) -> str:
-        rows = self._query("SELECT text FROM contents WHERE file_id=?", (file_id,))
+        rows = self._query("SELECT c.text FROM files f JOIN contents c ON "
+                           "c.document_id=f.document_id WHERE f.id=?", (file_id,))
         return rows[0][0] if rows else ""
 
     # -- text -----------------------------------------------------------------------------
@@ -461,7 +497,7 @@ class SQLiteStore(Store):
                 params = (repo_id,)
         else:
             sql = (f"SELECT {FILE_COLS}, f.hash FROM content_trigrams t "
-                   "JOIN files f ON f.id=t.rowid WHERE content_trigrams MATCH ?")
+                   "JOIN files f ON f.document_id=t.rowid WHERE content_trigrams MATCH ?")
             params = (trigram_match(required),)
             if repo_id:
                 sql += " AND +f.repo_id=?"
@@ -474,7 +510,8 @@ class SQLiteStore(Store):
         out: dict[int, str] = {}
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
-            out.update(self._query(f"SELECT file_id, text FROM contents WHERE file_id IN "
+            out.update(self._query(f"SELECT f.id, c.text FROM files f JOIN contents c ON "
+                                   f"c.document_id=f.document_id WHERE f.id IN "
                                    f"({_placeholders(len(part))})", part))
         return out
 
@@ -488,14 +525,14 @@ class SQLiteStore(Store):
         if repo_id:
             sql = (f"SELECT {CHUNK_COLS}, -bm25(chunk_tokens, {w}) AS score "
                    "FROM chunk_tokens JOIN chunks c ON c.id=chunk_tokens.rowid "
-                   "JOIN files f ON f.id=c.file_id WHERE chunk_tokens MATCH ? "
+                   "JOIN files f ON f.document_id=c.document_id WHERE chunk_tokens MATCH ? "
                    f"AND +f.repo_id=? ORDER BY bm25(chunk_tokens, {w}) LIMIT ?")
             params: tuple = (match, repo_id, limit)
         else:  # rank inside the full-text index first, join only the winners
             sql = (f"SELECT {CHUNK_COLS}, -t.score FROM (SELECT rowid, "
                    f"bm25(chunk_tokens, {w}) AS score FROM chunk_tokens WHERE chunk_tokens "
                    "MATCH ? ORDER BY score LIMIT ?) t JOIN chunks c ON c.id=t.rowid "
-                   "JOIN files f ON f.id=c.file_id ORDER BY t.score")
+                   "JOIN files f ON f.document_id=c.document_id ORDER BY t.score")
             params = (match, limit)
         try:
             rows = self._query(sql, params)
@@ -503,25 +540,29 @@ class SQLiteStore(Store):
             raise FourfoldError(f"text query could not run: {exc}") from exc
         return [(StoredChunk(*row[:8]), row[8]) for row in rows]
 
-    def chunks(self, chunk_ids: Iterable[int]) -> list[StoredChunk]:
+    def chunks(self, chunk_ids: Iterable[int], repo_id: int | None = None
+               ) -> list[StoredChunk]:
         ids = list(chunk_ids)
+        mine, params = (" AND f.repo_id=?", [repo_id]) if repo_id else ("", [])
         out: list[StoredChunk] = []
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
             out += [StoredChunk(*row) for row in self._query(
-                f"SELECT {CHUNK_COLS} FROM chunks c JOIN files f ON f.id=c.file_id "
-                f"WHERE c.id IN ({_placeholders(len(part))})", part)]
+                f"SELECT {CHUNK_COLS} FROM chunks c JOIN files f ON "
+                f"f.document_id=c.document_id WHERE c.id IN ({_placeholders(len(part))})"
+                + mine, part + params)]
         return out
 
     def chunks_of_file(self, file_id: int) -> list[StoredChunk]:
         return [StoredChunk(*row) for row in self._query(
-            f"SELECT {CHUNK_COLS} FROM chunks c JOIN files f ON f.id=c.file_id "
-            "WHERE c.file_id=? ORDER BY c.start_line", (file_id,))]
+            f"SELECT {CHUNK_COLS} FROM files f JOIN chunks c ON c.document_id=f.document_id "
+            "WHERE f.id=? ORDER BY c.start_line", (file_id,))]
 
     # -- symbols --------------------------------------------------------------------------
     def _symbols_where(self, where: str, params: list, repo_id: int | None, limit: int | None = None
                        ) -> list[StoredSymbol]:
-        sql = f"SELECT {SYMBOL_COLS} FROM symbols s JOIN files f ON f.id=s.file_id WHERE {where}"
+        sql = (f"SELECT {SYMBOL_COLS} FROM symbols s JOIN files f ON "
+               f"f.document_id=s.document_id WHERE {where}")
         if repo_id:
             sql += " AND f.repo_id=?"
             params = params + [repo_id]
@@ -563,25 +604,27 @@ class SQLiteStore(Store):
             words + [len(words), whole.lower()], repo_id, limit)
 
     def symbols_of_file(self, file_id: int) -> list[StoredSymbol]:
-        return self._symbols_where("s.file_id=? ORDER BY s.start_line", [file_id], None)
+        return self._symbols_where("f.id=? ORDER BY s.start_line", [file_id], None)
 
     def graph_symbols(self, repo_id: int) -> list[tuple[int, str, str, str, str, str | None]]:
         return self._query("SELECT s.id, f.path, s.name, s.qualname, s.kind, s.parent "
-                           "FROM symbols s JOIN files f ON f.id=s.file_id WHERE f.repo_id=? "
+                           "FROM symbols s JOIN files f ON f.document_id=s.document_id "
+                           "WHERE f.repo_id=? "
                            "ORDER BY s.id", (repo_id,))
 
-    def symbols_by_id(self, ids: Iterable[int]) -> list[StoredSymbol]:
+    def symbols_by_id(self, ids: Iterable[int], repo_id: int | None = None
+                      ) -> list[StoredSymbol]:
         ids = list(ids)
         out: list[StoredSymbol] = []
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
-            out += self._symbols_where(f"s.id IN ({_placeholders(len(part))})", part, None)
+            out += self._symbols_where(f"s.id IN ({_placeholders(len(part))})", part, repo_id)
         return out
 
     # -- graph ----------------------------------------------------------------------------
     def raw_references(self, repo_id: int) -> list[tuple[str, str]]:
         return self._query("SELECT f.path, r.refs FROM file_refs r JOIN files f "
-                           "ON f.id=r.file_id WHERE f.repo_id=?", (repo_id,))
+                           "ON f.document_id=r.document_id WHERE f.repo_id=?", (repo_id,))
 
     def replace_graph(self, repo_id: int, edges: EdgeColumns,
                       symbol_rank: dict[int, float], file_rank: dict[int, float]) -> None:
@@ -595,7 +638,7 @@ class SQLiteStore(Store):
                 conn.execute("INSERT INTO edges VALUES(?,?,?,?,?,?,?,?)",
                              (repo_id, *_pack_edges(edges)))
             conn.executemany("INSERT INTO symbol_rank VALUES(?,?,?)",
-                             [(k, repo_id, v) for k, v in symbol_rank.items()])
+                             [(repo_id, k, v) for k, v in symbol_rank.items()])
             conn.executemany("INSERT INTO file_rank VALUES(?,?,?)",
                              [(k, repo_id, v) for k, v in file_rank.items()])
 
@@ -633,8 +676,8 @@ class SQLiteStore(Store):
         sql = ("SELECT c.id, v.vec, v.scale FROM chunks c JOIN vectors v ON "
                "v.embed_hash=c.embed_hash AND v.model=?")
         if repo_id:
-            rows = self._query(sql + " JOIN files f ON f.id=c.file_id AND f.repo_id=? "
-                               "ORDER BY c.id", (model, repo_id))
+            rows = self._query(sql + " JOIN files f ON f.document_id=c.document_id AND "
+                               "f.repo_id=? ORDER BY c.id", (model, repo_id))
         else:
             rows = self._query(sql + " ORDER BY c.id", (model,))
         return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]

@@ -9,6 +9,7 @@ import pytest
 from fourfold import Fourfold
 from fourfold.errors import NotIndexedError, QueryError
 from fourfold.interfaces.cli import main
+from fourfold.parsing import parser_fingerprint
 
 from ..conftest import write_tree
 from ..servers import free_port
@@ -157,7 +158,10 @@ def test_indexers_of_two_repositories_do_not_wait_for_each_other(postgres_url, t
 
 
 @pytest.mark.parametrize("where", ["sqlite", "postgres"])
-def test_a_second_branch_parses_only_the_files_that_differ(where, request, tmp_path):
+def test_a_second_branch_writes_or_parses_only_the_files_that_differ(where, request, tmp_path):
+    """The embedded index keeps one document per path and content, shared by every branch
+    holding it; a server keeps a repository's rows together (on its shard) and shares
+    parses by content."""
     index = ({"index_dir": tmp_path / "index"} if where == "sqlite"
              else {"store_url": request.getfixturevalue("postgres_url")})
     files = {f"pkg/mod{i}.py": f"def handler_{i}(request):\n    return respond({i})\n"
@@ -169,19 +173,39 @@ def test_a_second_branch_parses_only_the_files_that_differ(where, request, tmp_p
     first = main.index(embed=False)
     feature = Fourfold(feature_root, repository="acme/app@feature", **index)
     second = feature.index(embed=False)
-    assert (first.reused, first.added) == (0, 12)
-    assert (second.reused, second.added) == (11, 12)  # only mod3.py was parsed
+    assert (first.shared, first.reused, first.added) == (0, 0, 12)
+    # only mod3.py was parsed; on SQLite only its rows were written
+    assert (second.shared, second.reused, second.added) == (
+        (11, 0, 12) if where == "sqlite" else (0, 11, 12))
+    held = main.store.held_documents(parser_fingerprint())
+    assert len(held) == (13 if where == "sqlite" else 0)
     for ff in (main, feature):
         assert [d["path"] for d in ff.definitions("handler_7")] == ["pkg/mod7.py"]
         assert len(ff.symbols("function")) == 12
+        assert [h.path for h in ff.grep("respond(7)")] == ["pkg/mod7.py"]
     assert [d["signature"] for d in feature.definitions("handler_3")] == [
         "def handler_3(request, retries):"]
     assert [d["signature"] for d in main.definitions("handler_3")] == [
         "def handler_3(request):"]
+    assert [h.path for h in feature.grep("retry(3)")] == ["pkg/mod3.py"]
+    assert list(main.grep("retry(3)")) == []
     assert feature.references("respond")["total"] == 11
     assert main.references("respond")["total"] == 12
-    main.close()
-    feature.close()
+    # a file main drops stays whole in the feature branch that still holds it
+    (main_root / "pkg/mod7.py").unlink()
+    main.index(embed=False)
+    assert main.definitions("handler_7") == [] and list(main.grep("respond(7)")) == []
+    assert [d["path"] for d in feature.definitions("handler_7")] == ["pkg/mod7.py"]
+    assert [h.path for h in feature.grep("respond(7)")] == ["pkg/mod7.py"]
+    assert len(main.store.held_documents(parser_fingerprint())) == (13 if where == "sqlite"
+                                                                    else 0)
+    # the same contents at other paths are other documents: parsed once, written again
+    moved = Fourfold(write_tree(tmp_path / "moved", {
+        f"src/{path}": text for path, text in files.items()}), repository="acme/moved", **index)
+    third = moved.index(embed=False)
+    assert (third.shared, third.reused, third.added) == (0, 12, 12)
+    for ff in (main, feature, moved):
+        ff.close()
 
 
 def test_a_server_that_is_down_is_one_clear_line_and_exit_code_2(capsys, tmp_path):

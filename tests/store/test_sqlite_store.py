@@ -94,6 +94,33 @@ def test_changed_and_deleted_files_leave_no_words_behind(make_tree):
     conn.execute("INSERT INTO chunk_tokens(chunk_tokens) VALUES('integrity-check')")
 
 
+def test_a_document_shared_by_two_branches_is_written_once_and_kept_while_one_holds_it(store):
+    main, feature = store.ensure_repo("/src/main", "app@main"), store.ensure_repo(
+        "/src/feature", "app@feature")
+    store.write_batch(main, [alpha_record()], [], [])
+    shared = alpha_record()
+    shared.text, shared.symbols, shared.chunks, shared.document_held = "", [], [], True
+    store.write_batch(feature, [shared], [], [])  # the file alone: its rows are main's
+    conn = store._conn()
+    rows = "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks), " \
+           "(SELECT count(*) FROM files)"
+    assert conn.execute(rows).fetchone() == (1, 1, 2)
+    assert [s.path for s in store.symbols_named(["alpha"], feature)] == ["pkg/a.py"]
+    assert [c.path for c, _ in store.bm25_chunks(["beta"], 5, feature)] == ["pkg/a.py"]
+    store.write_batch(main, [], ["pkg/a.py"], [])
+    assert conn.execute(rows).fetchone() == (1, 1, 1)
+    assert [f.repo_id for f, _ in store.trigram_candidates("alpha")] == [feature]
+    store.write_batch(feature, [], ["pkg/a.py"], [])
+    assert conn.execute(rows).fetchone() == (0, 0, 0)
+    assert store.trigram_candidates("alpha") == [] and store.bm25_chunks(["beta"], 5) == []
+    for table in ("chunk_tokens", "content_trigrams"):  # raises if an index disagrees
+        conn.execute(f"INSERT INTO {table}({table}) VALUES('integrity-check')")
+    shared.document_held = True  # its document is gone: refused, not written half
+    with pytest.raises(FourfoldError, match="index again"):
+        store.write_batch(feature, [shared], [], [])
+    assert store.files() == []
+
+
 # -- SQLite's errors, translated -------------------------------------------------------------
 def test_a_damaged_file_names_the_rebuild_command_of_its_folder(tmp_path):
     index_dir = tmp_path / "proj" / ".fourfold"
