@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from .graph.forked import Forked
 
 BATCH_FILES = 8  # files per write: short, so that the end of parsing is seen soon after it comes
+SHARED_BATCH_FILES = 1000  # files per write of those whose document the store holds (a row each)
 PARALLEL_BYTES = 256 * 1024  # below this much changed source, parsing in-process is faster
 PENDING_BYTES = 16 * 1024 * 1024  # source of parsed files held back while more arrive
 
@@ -219,11 +220,11 @@ _DONE = object()
 
 
 def _start_resolving(store: Store, repo_id: int, facts: "GraphFacts", gone: set[str],
-                     known: dict) -> "Forked | None":
+                     known: dict, shared: bool) -> "Forked | None":
     """Resolve the graph in a forked child: the files just parsed (in `facts`) and what
-    the store holds of the others."""
+    the store holds of the others (`shared`: files written with a document it held)."""
     from .graph.build import start_resolving, stored_facts
-    if any(path not in facts.files and path not in gone for path in known):
+    if shared or any(path not in facts.files and path not in gone for path in known):
         stored_facts(store, repo_id, facts, skip=facts.files.keys() | gone)
     return start_resolving(facts)
 
@@ -285,6 +286,13 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             pending_bytes -= sum(r.size for r in batch)
             touched, skipped_paths, deleted = [], [], []
 
+        shared: list[FileRecord] = []  # written first, in big batches: a file row each
+
+        def write_shared() -> None:
+            nonlocal shared
+            store.write_batch(repo_id, shared, [], [])
+            shared = []
+
         held = store.held_documents(parser) if to_read else set()
         parsed_elsewhere = store.parsed_hashes(parser) if to_read else set()
         found_by_path = {f.path: f for f in to_read}
@@ -311,16 +319,21 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
                     touched.append((result.path, result.stamp))
                     summary.unchanged += 1
                 else:
-                    records.append(result)
-                    pending_bytes += result.size
-                    summary.shared += result.document_held
-                    if graph_facts is not None and not result.document_held:
-                        graph_facts.add(result.path, result.language, result.symbols,
-                                        result.references, result.text)
                     if old is None:
                         summary.added += 1
                     else:
                         summary.changed += 1
+                    if result.document_held:
+                        shared.append(result)
+                        summary.shared += 1
+                    else:
+                        records.append(result)
+                        pending_bytes += result.size
+                        if graph_facts is not None:
+                            graph_facts.add(result.path, result.language, result.symbols,
+                                            result.references, result.text)
+            if len(shared) >= SHARED_BATCH_FILES:
+                write_shared()
             # Results that have already arrived are taken first, up to a bound on memory.
             if len(records) >= BATCH_FILES and (not waiting or pending_bytes >= PENDING_BYTES):
                 flush()
@@ -329,10 +342,12 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         # a file that became binary or unreadable leaves the index as a deleted one does
         changed = bool(summary.added or summary.changed or reparse
                        or any(path in known for path in gone))
+        if shared:
+            write_shared()
         resolving = None
-        # a shared document's symbols and references are read from the store, once written
-        if changed and graph_facts is not None and not summary.shared:
-            resolving = _start_resolving(store, repo_id, graph_facts, gone, known)
+        if changed and graph_facts is not None:
+            resolving = _start_resolving(store, repo_id, graph_facts, gone, known,
+                                         bool(summary.shared))
         try:
             backlog = len(records)
             while records or touched or deleted or skipped_paths:
