@@ -7,7 +7,10 @@ processes (`fourfold index`, vectors included), side by side in one run:
 - a fresh checkout: a copy of the newer tree (another folder) into an index already
   holding it (a second clone, a worktree at the same commit).
 
-    python bench/branch_speed.py [--old TREE] [--new TREE] [--repeat 3]
+    python bench/branch_speed.py [--old TREE] [--new TREE] [--repeat 3] [--store URL]
+
+With --store (a PostgreSQL server the script may create databases on), each case indexes
+into a database of its own instead of an embedded index.
 
 Defaults: Django 4.1a1 and 4.2a1, as `python bench/datasets.py prepare train` writes them.
 """
@@ -28,12 +31,13 @@ BENCH = Path(__file__).resolve().parent
 RELEASES = BENCH / ".cache" / "trees" / "releases"
 
 
-def index(tree: Path, index_dir: Path, name: str, cache: Path) -> tuple[float, dict]:
-    """(wall seconds, the run's summary) of one `fourfold index` process."""
+def index(tree: Path, where: list[str], name: str, cache: Path) -> tuple[float, dict]:
+    """(wall seconds, the run's summary) of one `fourfold index` process into `where`
+    (--index-dir DIR or --store URL)."""
     env = {**os.environ, "FOURFOLD_CACHE_DIR": str(cache)}
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "fourfold.interfaces.entry", "index", str(tree),
-                           "--index-dir", str(index_dir), "--repository", name, "--json"],
+                           *where, "--repository", name, "--json"],
                           env=env, capture_output=True, text=True, check=True)
     return time.perf_counter() - started, json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -43,7 +47,22 @@ def main() -> None:
     parser.add_argument("--old", type=Path, default=RELEASES / "Django-4.1a1")
     parser.add_argument("--new", type=Path, default=RELEASES / "Django-4.2a1")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--store", help="a PostgreSQL server URL: index into databases there")
     args = parser.parse_args()
+    made: list[str] = []
+
+    def place(tmp: Path, case: str) -> list[str]:
+        """Where one case indexes: a folder, or a new database on the server."""
+        if not args.store:
+            return ["--index-dir", str(tmp / case)]
+        import psycopg
+
+        database = f"fourfold_branch_{case}_{len(made)}"
+        with psycopg.connect(args.store, autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {database}")
+        made.append(database)
+        return ["--store", args.store.rsplit("/", 1)[0] + "/" + database]
+
     times: dict[str, list[float]] = {"cold": [], "another snapshot": [], "fresh checkout": []}
     summaries: dict[str, dict] = {}
     for _ in range(args.repeat):
@@ -51,15 +70,23 @@ def main() -> None:
             tmp = Path(tmp)
             copy = tmp / "checkout"
             shutil.copytree(args.new, copy, symlinks=True)
-            seconds, summaries["cold"] = index(args.new, tmp / "cold", "new", tmp / "cache1")
+            seconds, summaries["cold"] = index(args.new, place(tmp, "cold"), "new",
+                                               tmp / "cache1")
             times["cold"].append(seconds)
-            index(args.old, tmp / "shared", "project@old", tmp / "cache2")
-            seconds, summaries["another snapshot"] = index(args.new, tmp / "shared",
-                                                           "project@new", tmp / "cache2")
+            shared = place(tmp, "shared")
+            index(args.old, shared, "project@old", tmp / "cache2")
+            seconds, summaries["another snapshot"] = index(args.new, shared, "project@new",
+                                                           tmp / "cache2")
             times["another snapshot"].append(seconds)
-            seconds, summaries["fresh checkout"] = index(copy, tmp / "shared",
-                                                         "project@checkout", tmp / "cache2")
+            seconds, summaries["fresh checkout"] = index(copy, shared, "project@checkout",
+                                                         tmp / "cache2")
             times["fresh checkout"].append(seconds)
+    if made:
+        import psycopg
+
+        with psycopg.connect(args.store, autocommit=True) as admin:
+            for database in made:
+                admin.execute(f"DROP DATABASE {database}")
     cold = statistics.median(times["cold"])
     print(f"{args.old.name} -> {args.new.name}, median of {args.repeat}:")
     for case, values in times.items():

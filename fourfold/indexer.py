@@ -293,7 +293,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             store.write_batch(repo_id, shared, [], [])
             shared = []
 
-        held = store.held_documents(parser) if to_read else set()
+        held = store.held_documents(repo_id, parser) if to_read else set()
         parsed_elsewhere = store.parsed_hashes(parser) if to_read else set()
         found_by_path = {f.path: f for f in to_read}
         for result, waiting in _parse_all(to_read, workers, build_graph, parsed_elsewhere,

@@ -244,9 +244,10 @@ class Store(ABC):
         a copy of a repository re-parses only what differs."""
 
     @abstractmethod
-    def held_documents(self, parser: str) -> set[tuple[str, str]]:
-        """(path, content hash) of the documents read with `parser` whose rows a file of any
-        repository can share: a branch writes only the files whose document is not held."""
+    def held_documents(self, repo_id: int, parser: str) -> set[tuple[str, str]]:
+        """(path, content hash) of the documents read with `parser` whose rows a file of
+        this repository can share: a branch writes only the files whose document is not
+        held."""
 
     @abstractmethod
     def parse_of(self, content_hash: str, parser: str
@@ -421,7 +422,8 @@ class Store(ABC):
         raise FourfoldError("shards need a PostgreSQL store (--store postgresql://...)")
 
     def place_repository(self, repo_id: int, shard: str | None) -> int:
-        """Move a repository's rows to a shard (None: the coordinator); rows moved."""
+        """Move a repository's rows to a shard (None: the coordinator), with its branches
+        (they share its documents); rows moved."""
         raise FourfoldError("shards need a PostgreSQL store (--store postgresql://...)")
 
     def shards(self) -> list[dict]:

@@ -155,9 +155,9 @@ def _binary_codes(cur: psycopg.Cursor) -> None:
 ID_BITS = 40
 LOCAL = "_local"  # suffix of the coordinator's own partition of each table
 
-# table -> (columns, constraints of a real partition, its indexes). A partitioned parent
-# with a foreign partition may hold no unique index: uniqueness lives in each partition.
-REPOSITORY_TABLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+# The tables as step 6 partitioned them (step 9 moved what is read from a file into
+# documents): table -> (columns, constraints of a real partition, its indexes).
+_TABLES_AT_SCHEMA_8: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "files": ('repo_id bigint NOT NULL, id bigint NOT NULL, path text COLLATE "C" NOT NULL, '
               "hash text NOT NULL, size bigint NOT NULL, mtime_ns bigint NOT NULL, "
               "ctime_ns bigint NOT NULL, inode bigint NOT NULL, language text, "
@@ -205,17 +205,79 @@ REPOSITORY_TABLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
 }
 
 
+# table -> (columns, constraints of a real partition, its indexes). A partitioned parent
+# with a foreign partition may hold no unique index: uniqueness lives in each partition.
+# A document (a path at one content, read by one parser) holds what is read from a file:
+# its text, symbols, chunks, terms and references. A file is a repository's path at a
+# document. Documents live in the partition of their repository's home: the first
+# repository of its family (names that differ only after "@", e.g. acme/api@main and
+# acme/api@feature), so that branches share them and a family lives on one server.
+REPOSITORY_TABLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
+    "documents": ('repo_id bigint NOT NULL, id bigint NOT NULL, path text COLLATE "C" NOT '
+                  "NULL, hash text NOT NULL, parser text NOT NULL",
+                  ("PRIMARY KEY (id)", "UNIQUE (repo_id, path, hash, parser)"),
+                  ("(hash, parser)",)),
+    "files": ('repo_id bigint NOT NULL, id bigint NOT NULL, path text COLLATE "C" NOT NULL, '
+              "hash text NOT NULL, size bigint NOT NULL, mtime_ns bigint NOT NULL, "
+              "ctime_ns bigint NOT NULL, inode bigint NOT NULL, language text, "
+              "flags integer NOT NULL, document_id bigint NOT NULL",
+              ("PRIMARY KEY (id)", "UNIQUE (repo_id, path)"), ("(hash)", "(document_id)")),
+    "contents": ("repo_id bigint NOT NULL, document_id bigint NOT NULL, text text NOT NULL",
+                 ("PRIMARY KEY (document_id)",), ("USING gin (text {trgm}.gin_trgm_ops)",)),
+    "symbols": ("repo_id bigint NOT NULL, id bigint NOT NULL, document_id bigint NOT NULL, "
+                'name text NOT NULL, name_lower text COLLATE "C" NOT NULL, qualname text NOT '
+                'NULL, qualname_lower text COLLATE "C" NOT NULL, kind text NOT NULL, '
+                "start_line integer NOT NULL, end_line integer NOT NULL, signature text, "
+                "doc text, parent text",
+                ("PRIMARY KEY (id)",), ("(document_id)", "(name_lower)", "(qualname_lower)")),
+    "symbol_tokens": ('repo_id bigint NOT NULL, token text COLLATE "C" NOT NULL, '
+                      "symbol_id bigint NOT NULL", (), ("(token)", "(symbol_id)")),
+    "chunks": ("repo_id bigint NOT NULL, id bigint NOT NULL, document_id bigint NOT NULL, "
+               "start_line integer NOT NULL, end_line integer NOT NULL, symbol text, "
+               "kind text NOT NULL, embed_hash text, length integer NOT NULL",
+               ("PRIMARY KEY (id)",), ("(document_id)",)),
+    # one row per (chunk, stemmed term): weight = 3 x its count in the path + 5 x in the
+    # symbol name + 1 x in the body (BM25_COLUMN_WEIGHTS); length, the chunk's (all three
+    # columns), repeated here so that a BM25 query reads this table alone (on a shard:
+    # one query the shard answers whole)
+    "chunk_terms": ('repo_id bigint NOT NULL, term text COLLATE "C" NOT NULL, '
+                    "chunk_id bigint NOT NULL, weight double precision NOT NULL, "
+                    "length integer NOT NULL", (),
+                    ("(term, repo_id) INCLUDE (chunk_id, weight)", "(chunk_id)",
+                     "(repo_id, term) INCLUDE (chunk_id, weight)")),
+    "file_refs": ("repo_id bigint NOT NULL, document_id bigint NOT NULL, refs text NOT NULL",
+                  ("PRIMARY KEY (document_id)",), ()),
+    # below: rows of one repository (edges, centrality, codes), by its own id; a symbol of
+    # a shared document is ranked in each branch's graph
+    # written and read whole per repository: integer columns packed as int64, the
+    # resolution as one byte per edge
+    "edges": ("repo_id bigint NOT NULL, src_file bytea NOT NULL, src_symbol bytea NOT NULL, "
+              "dst_file bytea NOT NULL, dst_symbol bytea NOT NULL, line bytea NOT NULL, "
+              "resolution bytea NOT NULL, kinds text[] NOT NULL, names text[] NOT NULL",
+              ("PRIMARY KEY (repo_id)",), ()),
+    "symbol_rank": ("repo_id bigint NOT NULL, symbol_id bigint NOT NULL, "
+                    "rank double precision NOT NULL", ("PRIMARY KEY (repo_id, symbol_id)",),
+                    ("(repo_id)",)),
+    "file_rank": ("repo_id bigint NOT NULL, file_id bigint NOT NULL, "
+                  "rank double precision NOT NULL", ("PRIMARY KEY (file_id)",), ("(repo_id)",)),
+    "chunk_codes": ("repo_id bigint NOT NULL, model text NOT NULL, chunk_id bigint NOT NULL, "
+                    "code bit varying NOT NULL", ("PRIMARY KEY (repo_id, model, chunk_id)",),
+                    ()),
+}
+
+
 def trgm_schema(cur: psycopg.Cursor) -> str:
     return cur.execute("SELECT n.nspname FROM pg_extension e JOIN pg_namespace n "
                        "ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'").fetchone()[0]
 
 
 def create_repository_table(cur: psycopg.Cursor, table: str, name: str, trgm: str,
-                            partition_of: str | None = None) -> None:
-    """One real table of REPOSITORY_TABLES[table] named `name` (schema fourfold), with its
+                            partition_of: str | None = None,
+                            definitions: dict = REPOSITORY_TABLES) -> None:
+    """One real table of definitions[table] named `name` (schema fourfold), with its
     constraints and indexes: the coordinator's DEFAULT partition of `partition_of`, or a
     shard's own table."""
-    columns, constraints, indexes = REPOSITORY_TABLES[table]
+    columns, constraints, indexes = definitions[table]
     trgm = '"' + trgm.replace('"', '""') + '"'
     if partition_of:
         body = f" ({', '.join(constraints)})" if constraints else ""
@@ -237,16 +299,17 @@ def _partitioned_by_repository(cur: psycopg.Cursor) -> None:
     DEFAULT partition, each id given its repository's high bits (a repository's rows can
     then be moved to a shard, and found there by id)."""
     trgm = trgm_schema(cur)
-    for table in REPOSITORY_TABLES:
+    for table in _TABLES_AT_SCHEMA_8:
         cur.execute(f"ALTER TABLE fourfold.{table} RENAME TO {table}_before")
     for index in ("symbols_name", "symbols_qualname", "symbols_file", "symbol_tokens_token",
                   "symbol_tokens_symbol", "chunks_file", "chunk_terms_term",
                   "chunk_terms_chunk", "chunk_terms_repository", "symbol_rank_repo",
                   "file_rank_repo", "contents_trigrams"):
         cur.execute(f"DROP INDEX IF EXISTS fourfold.{index}")
-    for table, (columns, _, _) in REPOSITORY_TABLES.items():
+    for table, (columns, _, _) in _TABLES_AT_SCHEMA_8.items():
         cur.execute(f"CREATE TABLE fourfold.{table} ({columns}) PARTITION BY LIST (repo_id)")
-        create_repository_table(cur, table, table + LOCAL, trgm, partition_of=table)
+        create_repository_table(cur, table, table + LOCAL, trgm, partition_of=table,
+                                definitions=_TABLES_AT_SCHEMA_8)
     top = max(cur.execute(f"SELECT coalesce(max(id), 0) FROM fourfold.{table}_before"
                           ).fetchone()[0] for table in ("files", "symbols", "chunks"))
     cur.execute(f"CREATE SEQUENCE fourfold.ids START {top + 1}")
@@ -287,7 +350,7 @@ def _partitioned_by_repository(cur: psycopg.Cursor) -> None:
                  for blob in columns[:4]]
         cur.execute("INSERT INTO fourfold.edges VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
                     (repo_id, *moved, *columns[4:]))
-    for table in REPOSITORY_TABLES:
+    for table in _TABLES_AT_SCHEMA_8:
         cur.execute(f"DROP TABLE fourfold.{table}_before")
 
 
@@ -311,10 +374,54 @@ def _term_counts(cur: psycopg.Cursor) -> None:
                 "FROM fourfold.chunk_terms GROUP BY term, repo_id")
 
 
+# What step 9 renames: the rows read from a file belong to its document.
+_READ_FROM_A_FILE = ("contents", "symbols", "chunks", "file_refs")
+
+
+def documents_of_files(cur: psycopg.Cursor, partition: str, parsers: dict[int, str]) -> None:
+    """Step 9's change of one database's tables (the coordinator's, or a shard's own, its
+    documents table made already): what is read from a file becomes its document's, each
+    file the only holder of a document of the same id, and a symbol is ranked once per
+    repository. `partition`: the suffix of the real tables whose rows change here (LOCAL on
+    the coordinator); `parsers`: repository -> the parser it was read with."""
+    files = f"fourfold.files{partition}"
+    cur.execute(f"ALTER TABLE fourfold.symbol_rank{partition} DROP CONSTRAINT "
+                f"symbol_rank{partition}_pkey, ADD PRIMARY KEY (repo_id, symbol_id)")
+    for table in _READ_FROM_A_FILE:
+        cur.execute(f"ALTER TABLE fourfold.{table} RENAME COLUMN file_id TO document_id")
+    cur.execute("ALTER TABLE fourfold.files ADD COLUMN document_id bigint")
+    cur.execute(f"UPDATE {files} SET document_id = id")
+    cur.execute("ALTER TABLE fourfold.files ALTER COLUMN document_id SET NOT NULL")
+    cur.execute(f"CREATE INDEX ON {files} (document_id)")
+    cur.execute(f"INSERT INTO fourfold.documents SELECT f.repo_id, f.id, f.path, f.hash, "
+                f"coalesce(p.parser, '') FROM {files} f LEFT JOIN unnest(%s::bigint[], "
+                "%s::text[]) AS p(repo_id, parser) ON p.repo_id = f.repo_id",
+                (list(parsers), list(parsers.values())))
+
+
+def _documents(cur: psycopg.Cursor) -> None:
+    """Step 9: documents shared by branches (see REPOSITORY_TABLES). Every repository is its
+    own home; a branch indexed later shares its family's. Each shard changes its own tables
+    over a connection of its own (the coordinator reaches their rows, not their tables)."""
+    from .postgres_shards import documents_on_shards
+
+    cur.execute("ALTER TABLE fourfold.repos ADD COLUMN home bigint")
+    cur.execute("UPDATE fourfold.repos SET home = id")
+    cur.execute("ALTER TABLE fourfold.repos ALTER COLUMN home SET NOT NULL")
+    parsers = {int(key.removeprefix("parser:")): value for key, value in cur.execute(
+        "SELECT key, value FROM fourfold.meta WHERE key LIKE 'parser:%'").fetchall()}
+    cur.execute("CREATE TABLE fourfold.documents "
+                f"({REPOSITORY_TABLES['documents'][0]}) PARTITION BY LIST (repo_id)")
+    create_repository_table(cur, "documents", "documents" + LOCAL, trgm_schema(cur),
+                            partition_of="documents")
+    documents_on_shards(cur, parsers)
+    documents_of_files(cur, LOCAL, parsers)
+
+
 # Step i brings a database from schema version i to i + 1; append, never edit, a step.
 MIGRATIONS: tuple[Callable[[psycopg.Cursor], None], ...] = (
     _create_everything, _count_vectors, _terms_by_repository, _totals_by_repository,
-    _binary_codes, _partitioned_by_repository, _shards, _term_counts)
+    _binary_codes, _partitioned_by_repository, _shards, _term_counts, _documents)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Advisory lock keys: one bigint for migrations; (class, hash of the name) for indexing a
@@ -422,6 +529,12 @@ def _unpack_edges(row: tuple) -> list[StoredEdge]:
                 unpacked(dst_symbol), unpacked(line), names, bytes(resolution))]
 
 
+def family(repository: str) -> str:
+    """The family a repository name belongs to: its branches share documents
+    ("acme/api@feature" -> "acme/api")."""
+    return repository.split("@", 1)[0]
+
+
 def _storable(texts: Iterable[str]) -> list[str]:
     """The texts PostgreSQL can hold: one with a NUL matches nothing stored."""
     return [t for t in texts if "\x00" not in t]
@@ -444,6 +557,7 @@ class PostgresStore(Store):
         self.host, self.port, self.database = host, port, database
         self.location = f"{host}:{port}/{database}"
         self._local = threading.local()
+        self._homes: dict[int, int] = {}  # repository -> the one holding its documents
         self._down: dict[str, tuple[float, str]] = {}  # shard -> (until, why)
         self._migrate(self._conn())
 
@@ -653,17 +767,18 @@ class PostgresStore(Store):
 
     @contextmanager
     def indexing_lock(self, name: str, wait_s: float = 0.0) -> Iterator[None]:
-        """One indexer per repository across every client of the server; another waits up
-        to `wait_s`, then gets IndexBusyError. The lock lives on a connection of its own,
-        so it is released if this process dies."""
+        """One indexer per repository family (a repository and its branches share their
+        documents) across every client of the server; another waits up to `wait_s`, then
+        gets IndexBusyError. The lock lives on a connection of its own, so it is released
+        if this process dies."""
         conn = self._connect()
         try:
             deadline = time.monotonic() + wait_s
-            while not self._try_lock(conn, name):
+            while not self._try_lock(conn, family(name)):
                 if time.monotonic() >= deadline:
                     raise IndexBusyError(
-                        f"another fourfold indexer is updating repository {name!r} on "
-                        f"{self.location}; try again when it finishes")
+                        f"another fourfold indexer is updating repository {name!r} or a "
+                        f"branch of it on {self.location}; try again when it finishes")
                 time.sleep(0.25)
             yield
         finally:
@@ -679,32 +794,66 @@ class PostgresStore(Store):
 
     # -- repositories and files ---------------------------------------------------------
     def ensure_repo(self, root: str, name: str) -> int:
+        """A new repository joins the family of its name (its home: the family's first
+        repository) and is placed on the shard its family lives on."""
         conn = self._conn()
         row = conn.execute("SELECT id, root FROM repos WHERE name = %s", (name,)).fetchone()
         if row is not None and row[1] == root:
             return row[0]
-        return conn.execute(
-            "INSERT INTO repos(name, root) VALUES(%s, %s) ON CONFLICT (name) DO UPDATE "
-            "SET root = EXCLUDED.root RETURNING id", (name, root)).fetchone()[0]
+        with conn.transaction(), conn.cursor() as cur:
+            repo_id, new = cur.execute(
+                "INSERT INTO repos(name, root, home) VALUES(%s, %s, 0) ON CONFLICT (name) DO "
+                "UPDATE SET root = EXCLUDED.root RETURNING id, home = 0",
+                (name, root)).fetchone()
+            if not new:
+                return repo_id
+            home, shard = cur.execute(
+                "SELECT home, shard FROM repos WHERE split_part(name, '@', 1) = %s AND "
+                "id <> %s ORDER BY id LIMIT 1", (family(name), repo_id)).fetchone() \
+                or (repo_id, None)
+            cur.execute("UPDATE repos SET home = %s WHERE id = %s", (home, repo_id))
+            if shard is not None:
+                from .postgres_shards import move_repositories
+
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+                move_repositories(cur, [repo_id], None, shard)
+        return repo_id
+
+    def _home(self, repo_id: int) -> int:
+        """The repository whose partition holds this one's documents (a home never
+        changes, so it is asked once)."""
+        home = self._homes.get(repo_id)
+        if home is None:
+            rows = self._query("SELECT home FROM repos WHERE id = %s", (repo_id,))
+            home = self._homes[repo_id] = rows[0][0] if rows else repo_id
+        return home
+
+    def _members(self, homes: Sequence[int]) -> list[int]:
+        """The repositories whose documents live in these homes."""
+        return [row[0] for row in self._query(
+            "SELECT id FROM repos WHERE home = ANY(%s) ORDER BY id", (list(homes),))]
 
     def repos(self, counts: bool = True) -> list[RepoInfo]:
         out = []
         down = self.unreachable_repositories() if counts else {}
-        for repo_id, root, name, indexed_at, shard in self._query(
-                "SELECT id, root, name, indexed_at, shard FROM repos ORDER BY id"):
+        for repo_id, root, name, indexed_at, shard, home in self._query(
+                "SELECT id, root, name, indexed_at, shard, home FROM repos ORDER BY id"):
             if not counts or repo_id in down:
                 out.append(RepoInfo(repo_id, root, name, indexed_at, 0, 0, 0, 0, {}, shard,
                                     down.get(repo_id)))
                 continue
+            mine = {"repo": repo_id, "home": home}
             files, size = self._query("SELECT count(*), coalesce(sum(size), 0) FROM files "
-                                      "WHERE repo_id = %s", (repo_id,))[0]
-            chunks = self._query("SELECT count(*) FROM chunks WHERE repo_id = %s",
-                                 (repo_id,))[0][0]
-            symbols = self._query("SELECT count(*) FROM symbols WHERE repo_id = %s",
-                                  (repo_id,))[0][0]
+                                      "WHERE repo_id = %(repo)s", mine)[0]
+            chunks = self._query("SELECT count(*) FROM files f JOIN chunks c ON "
+                                 "c.document_id = f.document_id WHERE f.repo_id = %(repo)s "
+                                 "AND c.repo_id = %(home)s", mine)[0][0]
+            symbols = self._query("SELECT count(*) FROM files f JOIN symbols s ON "
+                                  "s.document_id = f.document_id WHERE f.repo_id = %(repo)s "
+                                  "AND s.repo_id = %(home)s", mine)[0][0]
             languages = dict(self._query(
-                "SELECT coalesce(language, 'other'), count(*) FROM files WHERE repo_id = %s "
-                "GROUP BY 1 ORDER BY 2 DESC", (repo_id,)))
+                "SELECT coalesce(language, 'other'), count(*) FROM files WHERE "
+                "repo_id = %(repo)s GROUP BY 1 ORDER BY 2 DESC", mine))
             out.append(RepoInfo(repo_id, root, name, indexed_at, files, int(size), chunks,
                                 symbols, languages, shard))
         return out
@@ -740,36 +889,61 @@ class PostgresStore(Store):
                     "WHERE repo_id = %s", (repo_id,))}
 
     @staticmethod
-    def _delete_files(cur: psycopg.Cursor, repo_id: int, paths: list[str]) -> tuple[int, int]:
-        """Delete the files and all that hangs off them; (chunks, tokens) removed."""
-        file_ids = [row[0] for row in cur.execute(
-            "DELETE FROM files WHERE repo_id = %s AND path = ANY(%s) RETURNING id",
-            (repo_id, paths)).fetchall()]
-        if not file_ids:
-            return 0, 0
-        mine = {"repo": repo_id, "files": file_ids}
-        cur.execute("DELETE FROM contents WHERE repo_id = %(repo)s AND file_id = ANY(%(files)s)",
+    def _stored_counts(cur: psycopg.Cursor, home: int, documents: list[int]
+                       ) -> tuple[Counter, int, int]:
+        """(how many chunks hold each term, chunks, tokens) of stored documents: their
+        chunks by document, then those chunks' terms by chunk id (each an index lookup)."""
+        if not documents:
+            return Counter(), 0, 0
+        chunks = cur.execute("SELECT id, length FROM chunks WHERE repo_id = %s AND "
+                             "document_id = ANY(%s)", (home, documents)).fetchall()
+        terms = Counter(dict(cur.execute(
+            "SELECT term, count(*) FROM chunk_terms WHERE repo_id = %s AND chunk_id = ANY(%s) "
+            "GROUP BY term", (home, [c for c, _ in chunks])).fetchall())) if chunks else Counter()
+        return terms, len(chunks), sum(length for _, length in chunks)
+
+    @staticmethod
+    def _count(cur: psycopg.Cursor, repo_id: int, terms: Counter, chunks: int, tokens: int,
+               sign: int) -> None:
+        """Add (sign 1) or take away (-1) chunks, tokens and term counts from a repository's
+        BM25 statistics."""
+        if terms:
+            cur.execute("INSERT INTO term_counts SELECT term, %s, %s * n FROM unnest(%s::text[], "
+                        "%s::bigint[]) AS c(term, n) ON CONFLICT (term, repo_id) DO UPDATE "
+                        "SET chunks = term_counts.chunks + EXCLUDED.chunks",
+                        (repo_id, sign, list(terms), list(terms.values())))
+            if sign < 0:
+                cur.execute("DELETE FROM term_counts WHERE repo_id = %s AND chunks <= 0",
+                            (repo_id,))
+        if chunks:
+            cur.execute("INSERT INTO repository_totals VALUES(%s, %s, %s) ON CONFLICT "
+                        "(repo_id) DO UPDATE SET chunks = repository_totals.chunks + "
+                        "EXCLUDED.chunks, tokens = repository_totals.tokens + "
+                        "EXCLUDED.tokens", (repo_id, sign * chunks, sign * tokens))
+
+    @staticmethod
+    def _delete_documents(cur: psycopg.Cursor, home: int, documents: list[int]) -> None:
+        """Delete documents no file of the family holds any more, and all they hold."""
+        documents = [row[0] for row in cur.execute(
+            "SELECT d.id FROM documents d WHERE d.repo_id = %(home)s AND d.id = ANY(%(docs)s) "
+            "AND NOT EXISTS (SELECT FROM files f WHERE f.repo_id IN (SELECT id FROM repos "
+            "WHERE home = %(home)s) AND f.document_id = d.id)",
+            {"home": home, "docs": documents}).fetchall()]
+        if not documents:
+            return
+        mine = {"home": home, "docs": documents}
+        cur.execute("DELETE FROM symbol_tokens WHERE repo_id = %(home)s AND symbol_id IN "
+                    "(SELECT id FROM symbols WHERE repo_id = %(home)s AND "
+                    "document_id = ANY(%(docs)s))", mine)
+        cur.execute("DELETE FROM chunk_terms WHERE repo_id = %(home)s AND chunk_id IN "
+                    "(SELECT id FROM chunks WHERE repo_id = %(home)s AND "
+                    "document_id = ANY(%(docs)s))", mine)
+        for table in ("contents", "symbols", "chunks", "file_refs"):
+            cur.execute(sql.SQL("DELETE FROM {} WHERE repo_id = %(home)s AND "
+                                "document_id = ANY(%(docs)s)").format(sql.Identifier(table)),
+                        mine)
+        cur.execute("DELETE FROM documents WHERE repo_id = %(home)s AND id = ANY(%(docs)s)",
                     mine)
-        cur.execute("DELETE FROM symbol_tokens WHERE repo_id = %(repo)s AND symbol_id IN "
-                    "(SELECT id FROM symbols WHERE repo_id = %(repo)s AND "
-                    "file_id = ANY(%(files)s))", mine)
-        cur.execute("DELETE FROM symbols WHERE repo_id = %(repo)s AND file_id = ANY(%(files)s)",
-                    mine)
-        cur.execute("DELETE FROM file_refs WHERE repo_id = %(repo)s AND "
-                    "file_id = ANY(%(files)s)", mine)
-        chunks, tokens = cur.execute(
-            "WITH gone AS (DELETE FROM chunks WHERE repo_id = %(repo)s AND "
-            "file_id = ANY(%(files)s) RETURNING id, length), "
-            "terms AS (DELETE FROM chunk_terms WHERE repo_id = %(repo)s AND "
-            "chunk_id IN (SELECT id FROM gone) RETURNING term), "
-            "counted AS (UPDATE term_counts k SET chunks = k.chunks - t.n FROM (SELECT term, "
-            "count(*) AS n FROM terms GROUP BY term) t WHERE k.term = t.term AND "
-            "k.repo_id = %(repo)s), "
-            "codes AS (DELETE FROM chunk_codes WHERE repo_id = %(repo)s AND "
-            "chunk_id IN (SELECT id FROM gone)) "
-            "SELECT count(*), coalesce(sum(length), 0) FROM gone", mine).fetchone()
-        cur.execute("DELETE FROM term_counts WHERE repo_id = %s AND chunks <= 0", (repo_id,))
-        return chunks, int(tokens)
 
     @staticmethod
     def _new_ids(cur: psycopg.Cursor, repo_id: int, count: int) -> list[int]:
@@ -783,8 +957,9 @@ class PostgresStore(Store):
 
     @staticmethod
     def _repos_of(ids: Iterable[int]) -> list[int]:
-        """The repositories rows of these ids belong to: their ids' high bits name them,
-        so a query by ids reads only those repositories' partitions."""
+        """The repositories rows of these ids belong to (documents, symbols and chunks: the
+        home's): their ids' high bits name them, so a query by ids reads only those
+        repositories' partitions."""
         return sorted({i >> ID_BITS for i in ids})
 
     @staticmethod
@@ -796,105 +971,117 @@ class PostgresStore(Store):
 
     def write_batch(self, repo_id: int, records: list[FileRecord], deleted: list[str],
                     touched: list[tuple[str, FileStamp]]) -> None:
+        home = self._home(repo_id)
         conn = self._conn()
         with conn.transaction(), conn.cursor() as cur:
-            gone_chunks, gone_tokens = self._delete_files(
-                cur, repo_id, deleted + [r.path for r in records])
+            gone = cur.execute(
+                "DELETE FROM files WHERE repo_id = %s AND path = ANY(%s) RETURNING document_id",
+                (repo_id, deleted + [r.path for r in records])).fetchall()
+            left = sorted({row[0] for row in gone})
+            self._count(cur, repo_id, *self._stored_counts(cur, home, left), -1)
+            if left:
+                cur.execute("DELETE FROM chunk_codes WHERE repo_id = %s AND chunk_id IN (SELECT "
+                            "id FROM chunks WHERE repo_id = %s AND document_id = ANY(%s))",
+                            (repo_id, home, left))
             if touched:
                 cur.executemany("UPDATE files SET size = %s, mtime_ns = %s, ctime_ns = %s, "
                                 "inode = %s WHERE repo_id = %s AND path = %s",
                                 [(*stamp, repo_id, path) for path, stamp in touched])
-            file_ids = self._new_ids(cur, repo_id, len(records))
-            symbol_ids = iter(self._new_ids(cur, repo_id, sum(len(r.symbols) for r in records)))
-            chunk_ids = iter(self._new_ids(cur, repo_id, sum(
-                min(len(r.chunks), len(r.chunk_tokens), len(r.chunk_hashes)) for r in records)))
-            files, contents, symbols, symbol_tokens = [], [], [], []
+            held = {(path, content): document_id for document_id, path, content in cur.execute(
+                "SELECT d.id, d.path, d.hash FROM documents d JOIN unnest(%s::text[], "
+                "%s::text[], %s::text[]) AS r(path, hash, parser) ON d.path = r.path AND "
+                "d.hash = r.hash AND d.parser = r.parser WHERE d.repo_id = %s",
+                ([r.path for r in records], [r.hash for r in records],
+                 [r.parser for r in records], home)).fetchall()}
+            terms, chunk_count, tokens = self._stored_counts(cur, home, sorted(set(held.values())))
+            new = [r for r in records if (r.path, r.hash) not in held]
+            for rec in new:
+                if rec.document_held:
+                    raise FourfoldError(f"the index no longer holds {rec.path} as read "
+                                        "before; index again")
+            held.update(zip(((r.path, r.hash) for r in new),
+                            self._new_ids(cur, home, len(new))))
+            symbol_ids = iter(self._new_ids(cur, home, sum(len(r.symbols) for r in new)))
+            chunk_ids = iter(self._new_ids(cur, home, sum(
+                min(len(r.chunks), len(r.chunk_tokens), len(r.chunk_hashes)) for r in new)))
+            documents, contents, symbols, symbol_tokens = [], [], [], []
             chunks, chunk_terms, refs = [], [], []
-            new_tokens = 0
-            for rec, file_id in zip(records, file_ids):
-                files.append((file_id, repo_id, rec.path, rec.hash, *rec.stamp, rec.language,
-                              rec.flags))
-                contents.append((repo_id, file_id, rec.text))
+            for rec in new:
+                document_id = held[(rec.path, rec.hash)]
+                documents.append((home, document_id, rec.path, rec.hash, rec.parser))
+                contents.append((home, document_id, rec.text))
                 for sym in rec.symbols:
                     symbol_id = next(symbol_ids)
-                    symbols.append((repo_id, symbol_id, file_id, sym.name, sym.name.lower(), sym.qualname,
-                                    sym.qualname.lower(), sym.kind, sym.start_line,
-                                    sym.end_line, sym.signature, sym.doc, sym.parent))
-                    symbol_tokens += [(repo_id, t, symbol_id)
+                    symbols.append((home, symbol_id, document_id, sym.name, sym.name.lower(),
+                                    sym.qualname, sym.qualname.lower(), sym.kind,
+                                    sym.start_line, sym.end_line, sym.signature, sym.doc,
+                                    sym.parent))
+                    symbol_tokens += [(home, t, symbol_id)
                                       for t in set(identifier_tokens(sym.name))]
                 path_terms = Counter(index_terms(token_text(rec.path)))
                 for chunk, body_tokens, chunk_hash in zip(rec.chunks, rec.chunk_tokens,
                                                           rec.chunk_hashes):
                     chunk_id = next(chunk_ids)
                     weights, length = _chunk_weights(path_terms, chunk.symbol, body_tokens)
-                    chunks.append((repo_id, chunk_id, file_id, chunk.start_line, chunk.end_line,
-                                   chunk.symbol, chunk.kind, chunk_hash, length))
-                    chunk_terms += [(term, chunk_id, w, repo_id, length)
+                    chunks.append((home, chunk_id, document_id, chunk.start_line,
+                                   chunk.end_line, chunk.symbol, chunk.kind, chunk_hash, length))
+                    chunk_terms += [(term, chunk_id, w, home, length)
                                     for term, w in weights.items()
                                     if len(term) <= MAX_TERM_CHARS]
-                    new_tokens += length
-                refs.append((repo_id, file_id, rec.references))
-            self._copy(cur, "files", "id, repo_id, path, hash, size, mtime_ns, ctime_ns, "
-                       "inode, language, flags", files)
-            self._copy(cur, "contents", "repo_id, file_id, text", contents)
-            self._copy(cur, "symbols", "repo_id, id, file_id, name, name_lower, qualname, "
+                    tokens += length
+                refs.append((home, document_id, rec.references))
+            self._copy(cur, "documents", "repo_id, id, path, hash, parser", documents)
+            self._copy(cur, "contents", "repo_id, document_id, text", contents)
+            self._copy(cur, "symbols", "repo_id, id, document_id, name, name_lower, qualname, "
                        "qualname_lower, kind, start_line, end_line, signature, doc, parent",
                        symbols)
             self._copy(cur, "symbol_tokens", "repo_id, token, symbol_id", symbol_tokens)
-            self._copy(cur, "chunks", "repo_id, id, file_id, start_line, end_line, symbol, "
+            self._copy(cur, "chunks", "repo_id, id, document_id, start_line, end_line, symbol, "
                        "kind, embed_hash, length", chunks)
             self._copy(cur, "chunk_terms", "term, chunk_id, weight, repo_id, length",
                        chunk_terms)
-            counts = Counter(term for term, *_ in chunk_terms)  # one row per chunk and term
-            if counts:
-                cur.execute("INSERT INTO term_counts SELECT term, %s, n FROM unnest(%s::text[], "
-                            "%s::bigint[]) AS c(term, n) ON CONFLICT (term, repo_id) DO UPDATE "
-                            "SET chunks = term_counts.chunks + EXCLUDED.chunks",
-                            (repo_id, list(counts), list(counts.values())))
-            self._copy(cur, "file_refs", "repo_id, file_id, refs", refs)
-            if chunks or gone_chunks:
-                cur.execute("INSERT INTO repository_totals VALUES(%s, %s, %s) ON CONFLICT "
-                            "(repo_id) DO UPDATE SET chunks = repository_totals.chunks + "
-                            "EXCLUDED.chunks, tokens = repository_totals.tokens + "
-                            "EXCLUDED.tokens",
-                            (repo_id, len(chunks) - gone_chunks, new_tokens - gone_tokens))
+            self._copy(cur, "file_refs", "repo_id, document_id, refs", refs)
+            self._copy(cur, "files", "id, repo_id, path, hash, size, mtime_ns, ctime_ns, "
+                       "inode, language, flags, document_id",
+                       [(file_id, repo_id, rec.path, rec.hash, *rec.stamp, rec.language,
+                         rec.flags, held[(rec.path, rec.hash)])
+                        for rec, file_id in zip(records, self._new_ids(cur, repo_id,
+                                                                        len(records)))])
+            terms.update(term for term, *_ in chunk_terms)  # one row per chunk and term
+            self._count(cur, repo_id, terms, chunk_count + len(chunks), tokens, 1)
+            self._delete_documents(cur, home, left)
 
-    # -- parses shared by content ------------------------------------------------------------
-    def _parsed_with(self, parser: str) -> list[int]:
-        """The repositories indexed with this parser (their parses can be reused), named
-        as constants so that a query reads only their partitions."""
-        return [row[0] for row in self._query(
-            "SELECT substr(key, 8)::bigint FROM meta WHERE key LIKE 'parser:%%' AND "
-            "value = %s", (parser,))]
-
+    # -- documents shared by branches, parses by content -----------------------------------
     def parsed_hashes(self, parser: str) -> set[str]:
         reachable, params = self._reachable("repo_id")
         return {row[0] for row in self._query(
-            "SELECT DISTINCT hash FROM files WHERE repo_id = ANY(%s)" + reachable,
-            (self._parsed_with(parser), *params))}
+            "SELECT DISTINCT hash FROM documents WHERE parser = %s" + reachable,
+            (parser, *params))}
 
-    def held_documents(self, parser: str) -> set[tuple[str, str]]:
-        """None: a repository's rows live together, on one server (its shard), so a branch
-        keeps its own rows (its parses are still taken from the same content)."""
-        return set()
+    def held_documents(self, repo_id: int, parser: str) -> set[tuple[str, str]]:
+        """The documents of the repository's family: a family's rows live together, on one
+        server."""
+        return set(self._query("SELECT path, hash FROM documents WHERE repo_id = %s AND "
+                               "parser = %s", (self._home(repo_id), parser)))
 
     def parse_of(self, content_hash: str, parser: str
                  ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], str] | None:
         reachable, params = self._reachable("repo_id")
-        rows = self._query("SELECT repo_id, id FROM files WHERE hash = %s AND "
-                           "repo_id = ANY(%s)" + reachable + " LIMIT 1",
-                           (content_hash, self._parsed_with(parser), *params))
+        rows = self._query("SELECT repo_id, id FROM documents WHERE hash = %s AND "
+                           "parser = %s" + reachable + " LIMIT 1",
+                           (content_hash, parser, *params))
         if not rows:
             return None
-        mine = {"repo": rows[0][0], "file": rows[0][1]}
+        mine = {"home": rows[0][0], "document": rows[0][1]}
         symbols = [Symbol(*row) for row in self._query(
             "SELECT name, qualname, kind, start_line, end_line, signature, doc, parent "
-            "FROM symbols WHERE repo_id = %(repo)s AND file_id = %(file)s ORDER BY id", mine)]
+            "FROM symbols WHERE repo_id = %(home)s AND document_id = %(document)s ORDER BY id",
+            mine)]
         spans = [tuple(row) for row in self._query(
-            "SELECT start_line, end_line, symbol, kind FROM chunks WHERE repo_id = %(repo)s "
-            "AND file_id = %(file)s ORDER BY id", mine)]
-        refs = self._query("SELECT refs FROM file_refs WHERE repo_id = %(repo)s AND "
-                           "file_id = %(file)s", mine)
+            "SELECT start_line, end_line, symbol, kind FROM chunks WHERE repo_id = %(home)s "
+            "AND document_id = %(document)s ORDER BY id", mine)]
+        refs = self._query("SELECT refs FROM file_refs WHERE repo_id = %(home)s AND "
+                           "document_id = %(document)s", mine)
         return symbols, spans, refs[0][0] if refs else "[]"
 
     def files(self, repo_id: int | None = None) -> list[StoredFile]:
@@ -918,8 +1105,10 @@ class PostgresStore(Store):
         return StoredFile(*rows[0]) if rows else None
 
     def content(self, file_id: int) -> str:
-        rows = self._query("SELECT text FROM contents WHERE repo_id = %s AND file_id = %s",
-                           (file_id >> ID_BITS, file_id))
+        repo = file_id >> ID_BITS
+        rows = self._query("SELECT c.text FROM files f JOIN contents c ON c.document_id = "
+                           "f.document_id WHERE f.repo_id = %s AND f.id = %s AND c.repo_id = %s",
+                           (repo, file_id, self._home(repo)))
         return rows[0][0] if rows else ""
 
     # -- text ---------------------------------------------------------------------------
@@ -928,14 +1117,18 @@ class PostgresStore(Store):
         params: list = []
         if required is None:
             query = f"SELECT {FILE_COLS}, f.hash FROM files f WHERE true"
-        else:
+        elif repo_id:
             query = (f"SELECT {FILE_COLS}, f.hash FROM files f JOIN contents c "
-                     f"ON c.file_id = f.id AND c.repo_id = f.repo_id "
+                     "ON c.document_id = f.document_id AND c.repo_id = %s "
+                     f"WHERE {text_condition(required, params)}")
+            params.insert(0, self._home(repo_id))
+        else:
+            query = (f"SELECT {FILE_COLS}, f.hash FROM files f JOIN repos r ON r.id = f.repo_id "
+                     "JOIN contents c ON c.document_id = f.document_id AND c.repo_id = r.home "
                      f"WHERE {text_condition(required, params)}")
         if repo_id:
-            query += " AND f.repo_id = %s" + (" AND c.repo_id = %s" if required is not None
-                                              else "")
-            params += [repo_id] * (2 if required is not None else 1)
+            query += " AND f.repo_id = %s"
+            params.append(repo_id)
         else:
             for column in ("f.repo_id", "c.repo_id") if required is not None else ("f.repo_id",):
                 reachable, more = self._reachable(column)
@@ -946,8 +1139,12 @@ class PostgresStore(Store):
 
     def contents(self, file_ids: Iterable[int]) -> dict[int, str]:
         file_ids = list(file_ids)
-        return dict(self._query("SELECT file_id, text FROM contents WHERE repo_id = ANY(%s) "
-                                "AND file_id = ANY(%s)", (self._repos_of(file_ids), file_ids)))
+        repos = self._repos_of(file_ids)
+        return dict(self._query(
+            "SELECT f.id, c.text FROM files f JOIN repos r ON r.id = f.repo_id JOIN contents c "
+            "ON c.document_id = f.document_id AND c.repo_id = r.home WHERE f.repo_id = ANY(%s) "
+            "AND c.repo_id = ANY(%s) AND f.id = ANY(%s)",
+            (repos, sorted({self._home(r) for r in repos}), file_ids)))
 
     def bm25_chunks(self, terms: Sequence[str], limit: int, repo_id: int | None = None
                     ) -> list[tuple[StoredChunk, float]]:
@@ -981,8 +1178,14 @@ class PostgresStore(Store):
         params += [BM25_K1, BM25_K1, BM25_B, BM25_B, tokens / chunks, list(idf)]
         where = ""
         if repo_id:
+            home = self._home(repo_id)
             where = " AND repo_id = %s"
-            params.append(repo_id)
+            params.append(home)
+            if self._members([home]) != [repo_id]:  # the family's documents: this one's only
+                where += (" AND chunk_id IN (SELECT c.id FROM chunks c JOIN files f ON "
+                          "f.document_id = c.document_id WHERE c.repo_id = %s AND "
+                          "f.repo_id = %s)")
+                params += [home, repo_id]
         elif reachable:
             where = reachable
             params += elsewhere
@@ -992,45 +1195,49 @@ class PostgresStore(Store):
             "(weight + %s * (1.0 - %s + %s * length / %s)))) AS score "
             f"FROM chunk_terms WHERE term = ANY(%s){where} "
             "GROUP BY chunk_id ORDER BY score DESC, chunk_id LIMIT %s", params)
-        found = {chunk.chunk_id: chunk for chunk in self.chunks(c for c, _ in ranked)}
-        return sorted(((found[c], score) for c, score in ranked if c in found),
-                      key=lambda hit: (-hit[1], hit[0].chunk_id))
+        found: dict[int, list[StoredChunk]] = {}
+        for chunk in self.chunks((c for c, _ in ranked), repo_id):
+            found.setdefault(chunk.chunk_id, []).append(chunk)
+        return [(chunk, score) for c, score in ranked for chunk in found.get(c, ())]
 
     def chunks(self, chunk_ids: Iterable[int], repo_id: int | None = None
                ) -> list[StoredChunk]:
         chunk_ids = list(chunk_ids)
-        repos = [r for r in self._repos_of(chunk_ids) if repo_id in (None, r)]
+        homes = self._repos_of(chunk_ids)
+        files = [repo_id] if repo_id else self._members(homes)
         return [StoredChunk(*row) for row in self._query(
-            f"SELECT {CHUNK_COLS} FROM chunks c JOIN files f ON f.id = c.file_id "
-            "AND f.repo_id = c.repo_id WHERE c.repo_id = ANY(%s) AND f.repo_id = ANY(%s) "
-            "AND c.id = ANY(%s) ORDER BY c.id", (repos, repos, chunk_ids))]
+            f"SELECT {CHUNK_COLS} FROM chunks c JOIN files f ON f.document_id = c.document_id "
+            "WHERE c.repo_id = ANY(%s) AND f.repo_id = ANY(%s) AND c.id = ANY(%s) "
+            "ORDER BY c.id, f.id", (homes, files, chunk_ids))]
 
     def chunks_of_file(self, file_id: int) -> list[StoredChunk]:
         repo = file_id >> ID_BITS
         return [StoredChunk(*row) for row in self._query(
-            f"SELECT {CHUNK_COLS} FROM chunks c JOIN files f ON f.id = c.file_id "
-            "WHERE c.repo_id = %s AND f.repo_id = %s AND c.file_id = %s "
-            "ORDER BY c.start_line, c.id", (repo, repo, file_id))]
+            f"SELECT {CHUNK_COLS} FROM files f JOIN chunks c ON c.document_id = f.document_id "
+            "WHERE c.repo_id = %s AND f.repo_id = %s AND f.id = %s "
+            "ORDER BY c.start_line, c.id", (self._home(repo), repo, file_id))]
 
     # -- symbols ------------------------------------------------------------------------
     def _symbols_where(self, where: str, params: list, repo_id: int | None,
                        limit: int | None = None, order: str = "s.id",
-                       repos: list[int] | None = None) -> list[StoredSymbol]:
-        """Symbols meeting `where`, of one repository (`repo_id`), of some (`repos`), or of
-        every one."""
-        query = (f"SELECT {SYMBOL_COLS} FROM symbols s JOIN files f ON f.id = s.file_id "
-                 f"AND f.repo_id = s.repo_id WHERE {where}")
+                       homes: list[int] | None = None) -> list[StoredSymbol]:
+        """Symbols meeting `where`, of one repository (`repo_id`), of the repositories
+        whose documents some homes hold (`homes`), or of every one."""
         if repo_id:
-            repos = [repo_id]
-        if repos is not None:
-            query += " AND s.repo_id = ANY(%s) AND f.repo_id = ANY(%s)"
-            params = params + [repos, repos]
-        else:
+            homes, files = [self._home(repo_id)], [repo_id]
+        elif homes is not None:
+            files = self._members(homes)
+        query = f"SELECT {SYMBOL_COLS} FROM symbols s JOIN files f ON f.document_id = s.document_id"
+        if homes is not None:
+            query += f" WHERE {where} AND s.repo_id = ANY(%s) AND f.repo_id = ANY(%s)"
+            params = params + [homes, files]
+        else:  # every repository, each with the documents of its own home
+            query += f" JOIN repos r ON r.id = f.repo_id AND r.home = s.repo_id WHERE {where}"
             for column in ("s.repo_id", "f.repo_id"):
                 reachable, more = self._reachable(column)
                 query += reachable
                 params = params + more
-        query += f" ORDER BY {order}"
+        query += f" ORDER BY {order}, f.id"
         if limit:
             query += " LIMIT %s"
             params = params + [limit]
@@ -1051,7 +1258,7 @@ class PostgresStore(Store):
             return []
         # a range per prefix, each answered by the name index ("C" collation: byte order);
         # as one union, not ORed conditions, which made the planner read every symbol
-        in_repo, mine = self._repository_filter(repo_id)
+        in_repo, mine = self._repository_filter(self._home(repo_id) if repo_id else None)
         prefixes = "".join(f" UNION ALL SELECT id FROM symbols WHERE name_lower >= %s{in_repo} "
                            "AND name_lower < %s" for _ in tokens)
         params: list = [tokens, *mine]
@@ -1066,7 +1273,7 @@ class PostgresStore(Store):
         words = sorted({w.lower() for w in _storable(words) if w})
         if not words:
             return []
-        in_repo, mine = self._repository_filter(repo_id)
+        in_repo, mine = self._repository_filter(self._home(repo_id) if repo_id else None)
         return self._symbols_by_ids(
             f"SELECT symbol_id FROM symbol_tokens WHERE token = ANY(%s){in_repo} "
             "GROUP BY symbol_id HAVING count(DISTINCT token) = %s UNION SELECT symbol_id FROM "
@@ -1081,30 +1288,30 @@ class PostgresStore(Store):
         symbol of the repository to its file before narrowing them (on a shard: every
         symbol fetched through postgres_fdw)."""
         ids = sorted({row[0] for row in self._query(ids_query, params)})[:limit]
-        return self._symbols_where("s.id = ANY(%s)", [ids], None, repos=self._repos_of(ids)) \
-            if ids else []
+        return self.symbols_by_id(ids, repo_id) if ids else []
 
     def symbols_of_file(self, file_id: int) -> list[StoredSymbol]:
-        return self._symbols_where("s.file_id = %s", [file_id], file_id >> ID_BITS,
+        return self._symbols_where("f.id = %s", [file_id], file_id >> ID_BITS,
                                    order="s.start_line, s.id")
 
     def graph_symbols(self, repo_id: int) -> list[tuple[int, str, str, str, str, str | None]]:
         return self._query("SELECT s.id, f.path, s.name, s.qualname, s.kind, s.parent "
-                           "FROM symbols s JOIN files f ON f.id = s.file_id "
+                           "FROM symbols s JOIN files f ON f.document_id = s.document_id "
                            "WHERE s.repo_id = %s AND f.repo_id = %s ORDER BY s.id",
-                           (repo_id, repo_id))
+                           (self._home(repo_id), repo_id))
 
     def symbols_by_id(self, ids: Iterable[int], repo_id: int | None = None
                       ) -> list[StoredSymbol]:
         ids = list(ids)
-        return self._symbols_where("s.id = ANY(%s)", [ids], None, repos=[
-            r for r in self._repos_of(ids) if repo_id in (None, r)])
+        if repo_id:
+            return self._symbols_where("s.id = ANY(%s)", [ids], repo_id)
+        return self._symbols_where("s.id = ANY(%s)", [ids], None, homes=self._repos_of(ids))
 
     # -- graph --------------------------------------------------------------------------
     def raw_references(self, repo_id: int) -> list[tuple[str, str]]:
         return self._query("SELECT f.path, r.refs FROM file_refs r JOIN files f "
-                           "ON f.id = r.file_id WHERE r.repo_id = %s AND f.repo_id = %s "
-                           "ORDER BY f.id", (repo_id, repo_id))
+                           "ON f.document_id = r.document_id WHERE r.repo_id = %s AND "
+                           "f.repo_id = %s ORDER BY f.id", (self._home(repo_id), repo_id))
 
     def replace_graph(self, repo_id: int, edges: EdgeColumns,
                       symbol_rank: dict[int, float], file_rank: dict[int, float]) -> None:
@@ -1168,7 +1375,9 @@ class PostgresStore(Store):
         sql = ("SELECT c.id, v.vec, v.scale FROM chunks c JOIN vectors v ON "
                "v.embed_hash = c.embed_hash AND v.model = %s")
         if repo_id:
-            rows = self._query(sql + " WHERE c.repo_id = %s ORDER BY c.id", (model, repo_id))
+            rows = self._query(sql + " JOIN files f ON f.document_id = c.document_id WHERE "
+                               "c.repo_id = %s AND f.repo_id = %s ORDER BY c.id",
+                               (model, self._home(repo_id), repo_id))
         else:
             reachable, params = self._reachable("c.repo_id")
             rows = self._query(sql + " WHERE true" + reachable + " ORDER BY c.id",
@@ -1233,7 +1442,7 @@ class PostgresStore(Store):
             attach_shard(cur, name, params, location)
 
     def place_repository(self, repo_id: int, shard: str | None) -> int:
-        from .postgres_shards import move_repository
+        from .postgres_shards import move_repositories
 
         rows = self._query("SELECT name, shard FROM repos WHERE id = %s", (repo_id,))
         if not rows:
@@ -1250,7 +1459,9 @@ class PostgresStore(Store):
             conn = self._conn()
             with conn.transaction(), conn.cursor() as cur:
                 cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
-                return move_repository(cur, repo_id, source, shard)
+                # a family (a repository and its branches) shares documents: it moves whole
+                return move_repositories(cur, self._members([self._home(repo_id)]), source,
+                                         shard)
 
     def shards(self) -> list[dict]:
         down = self._probe_shards()

@@ -25,7 +25,8 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from ..errors import FourfoldError
-from .postgres import REPOSITORY_TABLES, SCHEMA_VERSION, create_repository_table, trgm_schema
+from .postgres import (REPOSITORY_TABLES, SCHEMA_VERSION, create_repository_table,
+                       documents_of_files, trgm_schema)
 
 SHARD_NAME = re.compile(r"[a-z][a-z0-9_]{0,29}")
 SERVER_PREFIX = "fourfold_shard_"
@@ -138,18 +139,18 @@ def _rebound(cur: psycopg.Cursor, shard: str) -> None:
                             "FOR VALUES IN ({})").format(parent, child, bounds))
 
 
-def move_repository(cur: psycopg.Cursor, repo_id: int, source: str | None,
-                    target: str | None) -> int:
-    """Move a repository's rows from `source` to `target` (None: the coordinator) inside
+def move_repositories(cur: psycopg.Cursor, repo_ids: list[int], source: str | None,
+                      target: str | None) -> int:
+    """Move repositories' rows from `source` to `target` (None: the coordinator) inside
     the caller's transaction; returns how many rows moved."""
     moved = 0
     for table in REPOSITORY_TABLES:
         cur.execute(sql.SQL("CREATE TEMP TABLE {} ON COMMIT DROP AS SELECT * FROM fourfold.{} "
-                            "WHERE repo_id = %s").format(
-            sql.Identifier(f"moving_{table}"), sql.Identifier(table)), (repo_id,))
-        cur.execute(sql.SQL("DELETE FROM fourfold.{} WHERE repo_id = %s").format(
-            sql.Identifier(table)), (repo_id,))
-    cur.execute("UPDATE fourfold.repos SET shard = %s WHERE id = %s", (target, repo_id))
+                            "WHERE repo_id = ANY(%s)").format(
+            sql.Identifier(f"moving_{table}"), sql.Identifier(table)), (repo_ids,))
+        cur.execute(sql.SQL("DELETE FROM fourfold.{} WHERE repo_id = ANY(%s)").format(
+            sql.Identifier(table)), (repo_ids,))
+    cur.execute("UPDATE fourfold.repos SET shard = %s WHERE id = ANY(%s)", (target, repo_ids))
     for shard in (source, target):  # the source first: bounds may not overlap
         if shard is not None:
             _rebound(cur, shard)
@@ -157,3 +158,50 @@ def move_repository(cur: psycopg.Cursor, repo_id: int, source: str | None,
         moved += cur.execute(sql.SQL("INSERT INTO fourfold.{} SELECT * FROM {}").format(
             sql.Identifier(table), sql.Identifier(f"moving_{table}"))).rowcount
     return moved
+
+
+def _shard_params(cur: psycopg.Cursor, shard: str) -> dict:
+    """How the coordinator reaches a shard (its server's options and this user's mapping),
+    as connection parameters."""
+    server = server_name(shard)
+    options = cur.execute("SELECT srvoptions FROM pg_foreign_server WHERE srvname = %s",
+                          (server,)).fetchone()[0] or []
+    mapping = cur.execute("SELECT umoptions FROM pg_user_mappings WHERE srvname = %s AND "
+                          "usename = current_user", (server,)).fetchone()
+    pairs = [o.split("=", 1) for o in options + ((mapping[0] or []) if mapping else [])]
+    return {k: v for k, v in pairs if k in SERVER_OPTIONS + MAPPING_OPTIONS}
+
+
+def documents_on_shards(cur: psycopg.Cursor, parsers: dict[int, str]) -> None:
+    """Schema step 9 on every shard: its own tables changed over a connection of its own
+    (once: a shard records its schema), then its documents table attached to the
+    coordinator's as a foreign partition with the shard's bounds."""
+    for name, marker in cur.execute("SELECT name, marker FROM fourfold.shards ORDER BY name"
+                                    ).fetchall():
+        params = _shard_params(cur, name)
+        try:
+            with psycopg.connect(**params, connect_timeout=str(CONNECT_TIMEOUT_S),
+                                 autocommit=True) as conn, conn.transaction(), \
+                    conn.cursor() as shard:
+                version = int(shard.execute("SELECT value FROM fourfold.shard_meta WHERE "
+                                            "key = 'schema_version'").fetchone()[0])
+                if version < 9:
+                    create_repository_table(shard, "documents", "documents",
+                                            trgm_schema(shard))
+                    documents_of_files(shard, "", parsers)
+                    shard.execute("UPDATE fourfold.shard_meta SET value = '9' WHERE "
+                                  "key = 'schema_version'")
+        except psycopg.OperationalError as exc:
+            raise FourfoldError(
+                f"shard {name!r} ({_location(params)}) does not answer "
+                f"({str(exc).splitlines()[0] if str(exc) else exc}); this fourfold changes "
+                "every shard's tables when it first opens the index: start the shard and "
+                "try again") from None
+        placed = [row[0] for row in cur.execute(
+            "SELECT id FROM fourfold.repos WHERE shard = %s ORDER BY id", (name,))]
+        cur.execute(sql.SQL(
+            "CREATE FOREIGN TABLE fourfold.{} PARTITION OF fourfold.documents FOR VALUES IN "
+            "({}) SERVER {} OPTIONS (schema_name 'fourfold', table_name 'documents')").format(
+                sql.Identifier(partition_name("documents", name)),
+                sql.SQL(", ").join(sql.Literal(v) for v in [marker] + placed),
+                sql.Identifier(server_name(name))))

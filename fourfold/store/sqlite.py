@@ -452,7 +452,8 @@ class SQLiteStore(Store):
         return {row[0] for row in self._query(
             "SELECT DISTINCT hash FROM documents WHERE parser=?", (parser,))}
 
-    def held_documents(self, parser: str) -> set[tuple[str, str]]:
+    def held_documents(self, repo_id: int, parser: str) -> set[tuple[str, str]]:
+        """Every repository's: an embedded index shares documents across all of them."""
         return set(self._query("SELECT path, hash FROM documents WHERE parser=?", (parser,)))
 
     def parse_of(self, content_hash: str, parser: str

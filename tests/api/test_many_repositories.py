@@ -158,14 +158,15 @@ def test_indexers_of_two_repositories_do_not_wait_for_each_other(postgres_url, t
 
 
 @pytest.mark.parametrize("where", ["sqlite", "postgres"])
-def test_a_second_branch_writes_or_parses_only_the_files_that_differ(where, request, tmp_path):
-    """The embedded index keeps one document per path and content, shared by every branch
-    holding it; a server keeps a repository's rows together (on its shard) and shares
-    parses by content."""
+def test_a_second_branch_writes_only_the_files_that_differ(where, request, tmp_path):
+    """One document per path and content, shared by every branch holding it (on a server,
+    by the branches of one family: acme/app@main and acme/app@feature); the same content at
+    another path is parsed once and written again."""
     index = ({"index_dir": tmp_path / "index"} if where == "sqlite"
              else {"store_url": request.getfixturevalue("postgres_url")})
-    files = {f"pkg/mod{i}.py": f"def handler_{i}(request):\n    return respond({i})\n"
-             for i in range(12)}
+    files = {f"pkg/mod{i}.py": f"from pkg.util import respond\n\n\ndef handler_{i}(request):"
+             f"\n    return respond({i})\n" for i in range(11)}
+    files["pkg/util.py"] = "def respond(code):\n    return code\n"
     main_root = write_tree(tmp_path / "main", files)
     feature_root = write_tree(tmp_path / "feature", {
         **files, "pkg/mod3.py": "def handler_3(request, retries):\n    return retry(3)\n"})
@@ -174,11 +175,17 @@ def test_a_second_branch_writes_or_parses_only_the_files_that_differ(where, requ
     feature = Fourfold(feature_root, repository="acme/app@feature", **index)
     second = feature.index(embed=False)
     assert (first.shared, first.reused, first.added) == (0, 0, 12)
-    # only mod3.py was parsed; on SQLite only its rows were written
-    assert (second.shared, second.reused, second.added) == (
-        (11, 0, 12) if where == "sqlite" else (0, 11, 12))
-    held = main.store.held_documents(parser_fingerprint())
-    assert len(held) == (13 if where == "sqlite" else 0)
+    assert (second.shared, second.reused, second.added) == (11, 0, 12)  # only mod3.py is new
+    assert len(main.store.held_documents(main.repo_id(), parser_fingerprint())) == 13
+    # the shared definition is ranked in each branch's own graph
+    for ff, callers in ((main, 11), (feature, 10)):
+        assert ff.map()["symbols"][0]["symbol"] == "respond"
+        assert ff.references("respond")["total"] == callers
+    text = {"modalities": ("text",)}
+    assert [h.path for h in feature.search("retries", **text).hits] == ["pkg/mod3.py"]
+    assert main.search("retries", **text).hits == []
+    assert {r["name"]: r["chunks"] for r in main.status()["repositories"]} == {
+        "acme/app@main": 23, "acme/app@feature": 22}
     for ff in (main, feature):
         assert [d["path"] for d in ff.definitions("handler_7")] == ["pkg/mod7.py"]
         assert len(ff.symbols("function")) == 12
@@ -189,16 +196,13 @@ def test_a_second_branch_writes_or_parses_only_the_files_that_differ(where, requ
         "def handler_3(request):"]
     assert [h.path for h in feature.grep("retry(3)")] == ["pkg/mod3.py"]
     assert list(main.grep("retry(3)")) == []
-    assert feature.references("respond")["total"] == 11
-    assert main.references("respond")["total"] == 12
     # a file main drops stays whole in the feature branch that still holds it
     (main_root / "pkg/mod7.py").unlink()
     main.index(embed=False)
     assert main.definitions("handler_7") == [] and list(main.grep("respond(7)")) == []
     assert [d["path"] for d in feature.definitions("handler_7")] == ["pkg/mod7.py"]
     assert [h.path for h in feature.grep("respond(7)")] == ["pkg/mod7.py"]
-    assert len(main.store.held_documents(parser_fingerprint())) == (13 if where == "sqlite"
-                                                                    else 0)
+    assert len(main.store.held_documents(main.repo_id(), parser_fingerprint())) == 13
     # the same contents at other paths are other documents: parsed once, written again
     moved = Fourfold(write_tree(tmp_path / "moved", {
         f"src/{path}": text for path, text in files.items()}), repository="acme/moved", **index)

@@ -436,6 +436,8 @@ def test_an_older_schema_is_migrated_keeping_what_it_holds(postgres_url):
                                                                    [0.5])
     assert [c.path for c, _ in store.bm25_chunks(["alpha"], 5, repo_id=1)] == ["pkg/a.py"]
     assert store.bm25_chunks(["alpha"], 5, repo_id=2) == []
+    assert store.held_documents(1, "") == {("pkg/a.py", "h")}  # each file its own document
+    assert store.content(store.files(1)[0].file_id) == "alpha\n"
     store.put_vectors("m", [("chunk-a", b"\x03\x04", 0.25), ("more", b"\x05", 1.0)])
     assert store.vector_count("m") == 2 and store.vector_count("other") == 0
     with _admin(postgres_url) as admin:

@@ -175,3 +175,32 @@ def test_a_moved_repository_answers_the_same(servers, placed):
         ff.place_repository("acme/auth", "nowhere")
     with pytest.raises(FourfoldError, match="holds a fourfold index of its own"):
         ff.add_shard("again", coordinator)
+
+
+def test_a_branch_lives_on_its_family_s_shard_shares_its_documents_and_moves_with_it(
+        servers, placed, tmp_path):
+    coordinator, _, one, two, _ = servers
+    ff = Fourfold(store_url=coordinator)
+    ff.place_repository("acme/billing", "one")
+    billing = ff.repository("acme/billing")
+    documents = rows_on(one, "documents")[billing]
+    root = write_tree(tmp_path / "feature", {
+        **REPOSITORIES["acme/billing"], "tax.py": "def vat(amount):\n    return amount * 0.25\n"})
+    assert main(["index", str(root), "--store", coordinator,
+                 "--repository", "acme/billing@feature"]) == 0
+    feature = ff.repository("acme/billing@feature")
+    where = {r["name"]: r.get("shard") for r in ff.repositories()}
+    assert where["acme/billing@feature"] == "one"
+    # its files on the shard; of its documents only the changed tax.py is new there
+    assert rows_on(one)[feature] == 2 and rows_on(one, "documents")[billing] == documents + 1
+    branch = ff.in_repository("acme/billing@feature")
+    assert [m.text for m in branch.grep("0.25")] == ["    return amount * 0.25"]
+    assert list(ff.in_repository("acme/billing").grep("0.25")) == []
+    assert ff.place_repository("acme/billing@feature", "two") > 0  # the family moves whole
+    where = {r["name"]: r.get("shard") for r in ff.repositories()}
+    assert where["acme/billing"] == where["acme/billing@feature"] == "two"
+    assert billing not in rows_on(one, "documents") and feature not in rows_on(one)
+    assert [m.text for m in branch.grep("0.25")] == ["    return amount * 0.25"]
+    assert ff.in_repository("acme/billing").search("render_invoice").hits[0].path == \
+        "invoice.py"
+    ff.close()
