@@ -299,14 +299,14 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         for result, waiting in _parse_all(to_read, workers, build_graph, parsed_elsewhere,
                                           held):
             done += 1
-            if isinstance(result, FileRecord):
-                result.parser = parser
             if isinstance(result, FileRecord) and result.parsed_elsewhere:
                 old = known.get(result.path)
                 if reparse or old is None or old.hash != result.hash:  # to be written
                     result, reused = _parse_from_store(store, result, parser,
                                                        found_by_path[result.path], build_graph)
                     summary.reused += reused
+            if isinstance(result, FileRecord):  # a record read again here is one too
+                result.parser = parser
             if isinstance(result, tuple):
                 path, reason = result
                 summary.skipped[reason] = summary.skipped.get(reason, 0) + 1

@@ -228,3 +228,26 @@ def test_a_path_too_long_for_an_index_entry_is_left_out(make_tree):
     summary = ff.index(embed=False)
     assert summary.skipped.get("path over 1024 bytes") == 1
     assert [f["path"] for f in ff.list_files()] == ["names.py"]
+
+
+def test_a_file_whose_shared_parse_left_the_store_is_parsed_and_kept_under_this_parser(
+        make_tree, tmp_path, monkeypatch):
+    """A content held at another path is taken from the store; when that parse is gone by
+    the time it is asked for, the file is read and parsed again, and its document is still
+    the one this run's parser wrote (a later branch finds and shares it)."""
+    from fourfold.parsing import parser_fingerprint
+    from fourfold.store.sqlite import SQLiteStore
+
+    source = "def shared_helper(value):\n    return value\n"
+    index = {"index_dir": tmp_path / "index"}
+    first = Fourfold(make_tree({"a/util.py": source}, "first"), **index)
+    first.index(embed=False)
+    monkeypatch.setattr(SQLiteStore, "parse_of", lambda self, content, parser: None)
+    second = Fourfold(make_tree({"b/util.py": source}, "second"), **index)
+    summary = second.index(embed=False)
+    assert (summary.added, summary.reused) == (1, 0)
+    assert ("b/util.py", second.store.file_states(second.repo_id())["b/util.py"].hash) in \
+        second.store.held_documents(second.repo_id(), parser_fingerprint())
+    assert [d["path"] for d in second.definitions("shared_helper")] == ["b/util.py"]
+    first.close()
+    second.close()
