@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from .indexer import IndexSummary, Progress
     from .store.base import RepoInfo
     from .retrievers.semantic import SemanticRetriever
+    from .semantic.embedder import Embedder
 
 # What the interfaces need besides Fourfold itself: they import this module only.
 __all__ = ["Fourfold", "GRANULARITIES", "GREP_TIME_BUDGET", "MODALITIES", "PRESETS", "PROFILES",
@@ -176,11 +177,19 @@ class Fourfold:
             self.store, self.root, self.indexing_lock(wait_s), name=self.repository_name,
             skip_dirs=(str(self.index_dir),) if self.index_dir else (),
             max_file_bytes=self.max_file_bytes, workers=workers, progress=progress,
-            verify=verify)
+            verify=verify, embedder=self._embedder_while_parsing() if embed else None)
         self.store.set_setting(f"max_file_bytes:{self.root}", self.max_file_bytes)
         if embed:
             self.embed(progress, summary)
         return summary
+
+    def _embedder_while_parsing(self) -> "Embedder | None":
+        """The embedder, where it is cheap enough to run in the parser processes."""
+        try:
+            embedder = self.semantic.embedder
+        except ModalityUnavailable:
+            return None  # embed() says why
+        return embedder if getattr(embedder, "embeds_while_parsing", False) else None
 
     def embed(self, progress: Progress | None = None, summary: IndexSummary | None = None
               ) -> int:
@@ -202,7 +211,7 @@ class Fourfold:
         if repo_id is not None and (changed or self.store.code_mean(repo_id, model) is None):
             refresh_codes(self.store, model, repo_id)
         if summary is not None:
-            summary.embedded = count
+            summary.embedded += count
             summary.embed_seconds = time.perf_counter() - started
         return count
 

@@ -12,9 +12,11 @@ import multiprocessing
 import os
 import threading
 import time
+from collections import deque
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, AbstractSet, Callable, Iterator
 
@@ -31,12 +33,15 @@ from .workers import quiet_worker
 
 if TYPE_CHECKING:
     from .graph.build import GraphFacts
+    from .semantic.embedder import Embedder
     from .graph.forked import Forked
 
 BATCH_FILES = 8  # files per write: short, so that the end of parsing is seen soon after it comes
 SHARED_BATCH_FILES = 1000  # files per write of those whose document the store holds (a row each)
 PARALLEL_BYTES = 256 * 1024  # below this much changed source, parsing in-process is faster
 PENDING_BYTES = 16 * 1024 * 1024  # source of parsed files held back while more arrive
+VECTOR_BATCH = 4096  # vectors the parser processes made, written at once
+CHUNKS_AHEAD = 4  # chunks of files a parser worker may have parsed before they are written
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
@@ -55,7 +60,8 @@ class IndexSummary:
     bytes: int = 0
     seconds: float = 0.0
     embedded: int = 0
-    embed_seconds: float = 0.0
+    embedded_while_parsing: int = 0  # of those, embedded by the parser processes
+    embed_seconds: float = 0.0  # the embedding phase after parsing
     skipped: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -163,27 +169,41 @@ def _on_pool(found: list[FoundFile], workers: int) -> bool:
 
 _worker_parsed_elsewhere: AbstractSet[str] = frozenset()  # a pool worker's, set as it starts
 _worker_held: AbstractSet[tuple[str, str]] = frozenset()
+_worker_embedder: "Embedder | None" = None
 
 
-def _start_worker(parsed_elsewhere: AbstractSet[str],
-                  held: AbstractSet[tuple[str, str]]) -> None:
-    global _worker_parsed_elsewhere, _worker_held
+def _start_worker(parsed_elsewhere: AbstractSet[str], held: AbstractSet[tuple[str, str]],
+                  embedder: "Embedder | None" = None) -> None:
+    global _worker_parsed_elsewhere, _worker_held, _worker_embedder
     quiet_worker()
+    # The parent pauses its collector for its own long-lived objects; a parser's garbage
+    # has cycles, which would pile up for the whole run. What the worker inherited is
+    # frozen, so collections neither scan it nor copy its pages.
+    gc.freeze()
+    gc.enable()
     _worker_parsed_elsewhere, _worker_held = parsed_elsewhere, held
+    _worker_embedder = embedder
 
 
 def _read_files(found: list[FoundFile], references: bool) -> list[FileRecord | tuple[str, str]]:
-    return [read_file(f, references=references, parsed_elsewhere=_worker_parsed_elsewhere,
-                      held=_worker_held) for f in found]
+    records = [read_file(f, references=references, parsed_elsewhere=_worker_parsed_elsewhere,
+                         held=_worker_held) for f in found]
+    if _worker_embedder is not None:
+        from .semantic.indexing import embed_records
+
+        embed_records([r for r in records if isinstance(r, FileRecord)], _worker_embedder)
+    return records
 
 
 def _parse_all(found: list[FoundFile], workers: int, references: bool,
                parsed_elsewhere: AbstractSet[str] = frozenset(),
-               held: AbstractSet[tuple[str, str]] = frozenset()
+               held: AbstractSet[tuple[str, str]] = frozenset(),
+               embedder: "Embedder | None" = None
                ) -> Iterator[tuple[FileRecord | tuple[str, str], bool]]:
     """Each file's result, in order, and whether the next one has already arrived. A
     caller that writes only when nothing is waiting learns that parsing is over while it
-    still has results to write (the graph is resolved meanwhile)."""
+    still has results to write (the graph is resolved meanwhile). On the pool, `embedder`
+    embeds each parsed file's chunks there."""
     if not _on_pool(found, workers):
         for f in found:
             yield read_file(f, references=references, parsed_elsewhere=parsed_elsewhere,
@@ -194,29 +214,26 @@ def _parse_all(found: list[FoundFile], workers: int, references: bool,
     # Small chunks keep both workers busy to the end when a few files are huge.
     size = max(1, min(8, len(found) // (workers * 16)))
     chunks = [found[i:i + size] for i in range(0, len(found), size)]
+    read = partial(_read_files, references=references)
     # a forked worker inherits the sets: initargs are not pickled under fork
     with ctx.Pool(workers, initializer=_start_worker,
-                  initargs=(parsed_elsewhere, held)) as pool:
-        # one chunk per item: imap with a chunksize hands back a plain generator, and only
-        # its own iterator can be asked for a result without waiting for one
-        results = pool.imap(partial(_read_files, references=references), chunks)
-        upcoming = next(results, _DONE)
-        while upcoming is not _DONE:
-            chunk = upcoming
-            try:
-                upcoming = results.next(timeout=0)
-            except multiprocessing.TimeoutError:
-                upcoming = None
-            except StopIteration:
-                upcoming = _DONE
-            arrived = upcoming is not None and upcoming is not _DONE
+                  initargs=(parsed_elsewhere, held, embedder)) as pool:
+        # At most a few chunks a worker are parsed ahead of the writer: when writing is
+        # the slower side, results would otherwise pile up in memory without bound.
+        in_flight: deque = deque()
+        waiting = iter(chunks)
+
+        def top_up() -> None:
+            for chunk in islice(waiting, workers * CHUNKS_AHEAD - len(in_flight)):
+                in_flight.append(pool.apply_async(read, (chunk,)))
+
+        top_up()
+        while in_flight:
+            chunk = in_flight.popleft().get()
+            top_up()
+            arrived = bool(in_flight) and in_flight[0].ready()
             for i, result in enumerate(chunk):
                 yield result, arrived or i < len(chunk) - 1
-            if upcoming is None:
-                upcoming = next(results, _DONE)
-
-
-_DONE = object()
 
 
 def _start_resolving(store: Store, repo_id: int, facts: "GraphFacts", gone: set[str],
@@ -233,9 +250,12 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
                      name: str | None = None, skip_dirs: tuple[str, ...] = (),
                      max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                      workers: int | None = None, progress: Progress | None = None,
-                     build_graph: bool = True, verify: bool = False) -> IndexSummary:
+                     build_graph: bool = True, verify: bool = False,
+                     embedder: "Embedder | None" = None) -> IndexSummary:
     """Bring the index of one repository (`name`, by default the folder's name) up to date
     with its files on disk, holding `lock` (one indexer per repository) throughout.
+    `embedder`: a model cheap enough for the parser processes, which then embed what they
+    parse (when the files are parsed on the pool) while this process writes.
 
     `skip_dirs`: folders not to read (an index folder inside the repository);
     `build_graph=False` leaves references and the graph out (to measure what they cost);
@@ -296,8 +316,17 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         held = store.held_documents(repo_id, parser) if to_read else set()
         parsed_elsewhere = store.parsed_hashes(parser) if to_read else set()
         found_by_path = {f.path: f for f in to_read}
+        vectors: list[tuple[str, bytes, float]] = []
+
+        def write_vectors() -> None:
+            nonlocal vectors
+            store.put_vectors(embedder.name, vectors)
+            summary.embedded += len(vectors)
+            summary.embedded_while_parsing += len(vectors)
+            vectors = []
+
         for result, waiting in _parse_all(to_read, workers, build_graph, parsed_elsewhere,
-                                          held):
+                                          held, embedder):
             done += 1
             if isinstance(result, FileRecord) and result.parsed_elsewhere:
                 old = known.get(result.path)
@@ -329,11 +358,15 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
                     else:
                         records.append(result)
                         pending_bytes += result.size
+                        vectors += result.vectors
+                        result.vectors = []
                         if graph_facts is not None:
                             graph_facts.add(result.path, result.language, result.symbols,
                                             result.references, result.text)
             if len(shared) >= SHARED_BATCH_FILES:
                 write_shared()
+            if len(vectors) >= VECTOR_BATCH:
+                write_vectors()
             # Results that have already arrived are taken first, up to a bound on memory.
             if len(records) >= BATCH_FILES and (not waiting or pending_bytes >= PENDING_BYTES):
                 flush()
@@ -344,6 +377,8 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
                        or any(path in known for path in gone))
         if shared:
             write_shared()
+        if vectors:
+            write_vectors()
         resolving = None
         if changed and graph_facts is not None:
             resolving = _start_resolving(store, repo_id, graph_facts, gone, known,

@@ -8,6 +8,7 @@ done: resolution then costs the otherwise idle second core.
 """
 from __future__ import annotations
 
+import zlib
 from collections.abc import Container
 from dataclasses import dataclass, field
 
@@ -35,16 +36,20 @@ class ResolvedGraph:
 
 @dataclass(slots=True)
 class GraphFacts:
-    """What resolution reads: per file its language, symbols and references (the JSON
-    text parsers and stores keep, decoded where it is resolved), and the text of the
-    files named in EXTRA_FILES."""
+    """What resolution reads: per file its language, symbols (the fields resolution reads)
+    and references (the JSON text parsers and stores keep, compressed here and decoded
+    where it is resolved), and the text of the files named in EXTRA_FILES. A big
+    repository's facts are held for the whole run: they are kept small."""
 
-    files: dict[str, tuple[str, list[Symbol], str]] = field(default_factory=dict)
+    files: dict[str, tuple[str, list[Symbol], bytes]] = field(default_factory=dict)
     extra: dict[str, str] = field(default_factory=dict)
 
     def add(self, path: str, language: str | None, symbols: list[Symbol], references: str,
             text: str | None = None) -> None:
-        self.files[path] = (language or "", symbols, references)
+        self.files[path] = (language or "",
+                            [Symbol(s.name, s.qualname, s.kind, 0, 0, parent=s.parent)
+                             for s in symbols],
+                            zlib.compress(references.encode("utf-8", "surrogatepass"), 1))
         if text is not None and is_extra_file(path):
             self.extra[path] = text
 
@@ -71,7 +76,8 @@ def stored_facts(store: Store, repo_id: int, facts: GraphFacts | None = None,
 
 def resolve_and_rank(facts: GraphFacts, parallel: bool = True) -> ResolvedGraph:
     # by path: where a name is ambiguous, the answer must not depend on where facts came from
-    files = {path: FileFacts(language, symbols, decode_references(references))
+    files = {path: FileFacts(language, symbols, decode_references(
+                 zlib.decompress(references).decode("utf-8", "surrogatepass")))
              for path, (language, symbols, references) in sorted(facts.files.items())}
     edges = IndexedEdges.of(resolve_graph(files, extra_files=facts.extra or None,
                                           parallel=parallel), files)

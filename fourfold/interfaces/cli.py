@@ -123,7 +123,10 @@ def cmd_index(args) -> int:
               + (f"; {summary.reused} parses taken from the same content already indexed"
                  if summary.reused else "")
               + (f"; skipped {skipped}" if skipped else ""))
-        if summary.embedded:
+        if summary.embedded_while_parsing:
+            print(f"embedded {summary.embedded} chunks ({summary.embedded_while_parsing} while "
+                  f"parsing, then {summary.embed_seconds:.2f}s)")
+        elif summary.embedded:
             print(f"embedded {summary.embedded} chunks in {summary.embed_seconds:.2f}s")
         print(f"index: {ff.location}" + (f" (repository {ff.repository_name})"
                                           if ff.store_url else ""))

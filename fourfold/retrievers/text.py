@@ -269,11 +269,18 @@ class TextRetriever:
             else:
                 matcher = re.compile(re.escape(pattern), re.IGNORECASE)
         out = ResultList()
-        candidates = [(stored, content_hash) for stored, content_hash
-                      in self.store.trigram_candidates(required, repo_id)
-                      if path_ok(stored.path, path_glob)]
-        for start in range(0, len(candidates), GREP_READ_BATCH):
+        # With a limit, the first files are listed first: a common pattern's first page
+        # then costs neither listing nor objects for every file that holds it.
+        candidates, last = self._candidates(required, repo_id, path_glob, None,
+                                            None if limit is None else GREP_READ_BATCH)
+        start = 0
+        while start < len(candidates) or last is not None:
+            if start >= len(candidates):  # the first page is read: list the rest
+                candidates, last = self._candidates(required, repo_id, path_glob, last, None)
+                start = 0
+                continue
             batch = candidates[start:start + GREP_READ_BATCH]
+            start += GREP_READ_BATCH
             texts = self._texts.get(batch, utf8=regex)
             for stored, _ in batch:
                 if time.monotonic() > deadline:
@@ -284,6 +291,17 @@ class TextRetriever:
                 del out[limit:]
                 return out
         return out
+
+    def _candidates(self, required: RequiredText | None, repo_id: int | None,
+                    path_glob: str | None, after: str | None, limit: int | None
+                    ) -> tuple[list[tuple[StoredFile, str]], str | None]:
+        """Candidate files under path_glob, and the last path listed where more may follow
+        (None when the listing is complete)."""
+        listed = self.store.trigram_candidates(required, repo_id, after=after, limit=limit)
+        last = listed[-1][0].path if limit is not None and len(listed) == limit else None
+        if path_glob is not None:
+            listed = [c for c in listed if path_ok(c[0].path, path_glob)]
+        return listed, last
 
     @staticmethod
     def _lines(stored: StoredFile, text: str | bytes, pattern: str, matcher

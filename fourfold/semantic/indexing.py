@@ -15,7 +15,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..store.base import Store
+from ..store.base import FileRecord, Store
 from .binary import to_codes, to_int8
 from .embedder import Embedder
 from .embedding_text import chunk_text_for_embedding
@@ -76,6 +76,20 @@ class VectorCache:
             pass
 
 
+def _texts_of_file(path: str, text: str, symbols: list, spans: list[tuple]) -> list[str]:
+    """The embedder's text of each (symbol, start line, end line) span of one file."""
+    lines = text.split("\n")
+    # by start line, as the store lists a file's symbols: the last of a repeated name wins
+    by_name = {s.qualname: s for s in sorted(symbols, key=lambda s: s.start_line)}
+    out = []
+    for symbol, start, end in spans:
+        sym = by_name.get(symbol) if symbol else None
+        out.append(chunk_text_for_embedding(path, symbol, sym.signature if sym else None,
+                                            sym.doc if sym else None,
+                                            "\n".join(lines[start - 1:end])))
+    return out
+
+
 def embedding_texts(store: Store, chunk_ids: list[int]) -> dict[int, str]:
     """The text the embedder reads for each chunk: path, symbol, signature, doc, body."""
     # a chunk of a document several branches hold comes once per file: its text is one
@@ -85,14 +99,27 @@ def embedding_texts(store: Store, chunk_ids: list[int]) -> dict[int, str]:
         by_file.setdefault(c.file_id, []).append(c)
     texts: dict[int, str] = {}
     for file_id, file_chunks in by_file.items():
-        lines = store.content(file_id).split("\n")
-        symbols = {s.qualname: s for s in store.symbols_of_file(file_id)}
-        for c in file_chunks:
-            sym = symbols.get(c.symbol) if c.symbol else None
-            texts[c.chunk_id] = chunk_text_for_embedding(
-                c.path, c.symbol, sym.signature if sym else None, sym.doc if sym else None,
-                "\n".join(lines[c.start_line - 1:c.end_line]))
+        texts.update(zip((c.chunk_id for c in file_chunks), _texts_of_file(
+            file_chunks[0].path, store.content(file_id), store.symbols_of_file(file_id),
+            [(c.symbol, c.start_line, c.end_line) for c in file_chunks])))
     return texts
+
+
+def embed_records(records: list[FileRecord], embedder: Embedder) -> None:
+    """Embed freshly parsed files' chunks into each `record.vectors`, from the text
+    embedding_texts() gives them once stored (parser processes do this while the indexing
+    process writes). The files are embedded together: one batch sums faster than many."""
+    texts = [text for record in records for text in _texts_of_file(
+        record.path, record.text, record.symbols,
+        [(c.symbol, c.start_line, c.end_line) for c in record.chunks])]
+    if not texts:
+        return
+    quantized, scales = to_int8(embedder.embed(texts))
+    row = 0
+    for record in records:
+        record.vectors = [(h, quantized[row + i].tobytes(), float(scales[row + i]))
+                          for i, h in enumerate(record.chunk_hashes)]
+        row += len(record.chunk_hashes)
 
 
 def embed_pending(store: Store, embedder: Embedder, cache: VectorCache | None = None,

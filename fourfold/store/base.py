@@ -49,6 +49,8 @@ class FileRecord:
     parsed_elsewhere: bool = False  # not parsed: the store holds a parse of the same content
     parser: str = ""  # what read it (parser_fingerprint): a document is kept per parser
     document_held: bool = False  # the store holds this path's document: only the file is new
+    # (chunk hash, int8 vector, scale) per chunk, where the parser process embedded them
+    vectors: list[tuple[str, bytes, float]] = field(default_factory=list)
 
     @property
     def size(self) -> int:
@@ -266,11 +268,13 @@ class Store(ABC):
 
     # -- text -------------------------------------------------------------------------
     @abstractmethod
-    def trigram_candidates(self, required: RequiredText | None, repo_id: int | None = None
+    def trigram_candidates(self, required: RequiredText | None, repo_id: int | None = None,
+                           after: str | None = None, limit: int | None = None
                            ) -> list[tuple[StoredFile, str]]:
         """(file, content hash) of the files that may hold what `required` asks for (a
         superset: matching is case-insensitive and may ignore order; exact verification
-        follows), in path order; None means every file."""
+        follows), in path order; None means every file. `after`: only paths after this
+        one; `limit`: at most this many files (a first page of a grep reads a few)."""
 
     @abstractmethod
     def contents(self, file_ids: Iterable[int]) -> dict[int, str]:

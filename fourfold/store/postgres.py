@@ -1137,7 +1137,8 @@ class PostgresStore(Store):
         return rows[0][0] if rows else ""
 
     # -- text ---------------------------------------------------------------------------
-    def trigram_candidates(self, required: RequiredText | None, repo_id: int | None = None
+    def trigram_candidates(self, required: RequiredText | None, repo_id: int | None = None,
+                           after: str | None = None, limit: int | None = None
                            ) -> list[tuple[StoredFile, str]]:
         params: list = []
         if required is None:
@@ -1159,8 +1160,14 @@ class PostgresStore(Store):
                 reachable, more = self._reachable(column)
                 query += reachable
                 params += more
-        return [(StoredFile(*row[:5]), row[5])
-                for row in self._query(query + " ORDER BY f.path", params)]
+        if after is not None:
+            query += " AND f.path > %s"
+            params.append(after)
+        query += " ORDER BY f.path"
+        if limit is not None:
+            query += " LIMIT %s"
+            params.append(limit)
+        return [(StoredFile(*row[:5]), row[5]) for row in self._query(query, params)]
 
     def contents(self, file_ids: Iterable[int]) -> dict[int, str]:
         file_ids = list(file_ids)

@@ -251,3 +251,40 @@ def test_a_file_whose_shared_parse_left_the_store_is_parsed_and_kept_under_this_
     assert [d["path"] for d in second.definitions("shared_helper")] == ["b/util.py"]
     first.close()
     second.close()
+
+
+def test_parser_workers_collect_their_garbage_while_the_indexer_pauses_its_own():
+    """The indexing process pauses its cyclic collector; a forked parser must not inherit
+    the pause, or a parse's cyclic garbage would pile up for the whole run."""
+    import gc
+    import multiprocessing
+
+    from fourfold.indexer import _collector_paused, _start_worker
+
+    with _collector_paused():
+        assert not gc.isenabled()
+        with multiprocessing.get_context("fork").Pool(
+                1, initializer=_start_worker, initargs=(frozenset(), frozenset())) as pool:
+            assert pool.apply(gc.isenabled) is True
+
+
+def test_parser_processes_embed_what_they_parse_as_the_embedding_phase_would(make_tree):
+    """On the parser pool the static model embeds each parsed file there; the vectors are
+    those the embedding phase after parsing makes (one parser, no pool)."""
+    files = {f"pkg/module_{i}.py": "".join(
+        f"def handler_{i}_{j}(request, retries={j}):\n    '''Parse the body of request {j}.'''\n"
+        f"    return parse_config(request.body, retries)\n\n\n" for j in range(40))
+        for i in range(60)}
+    assert sum(len(text) for text in files.values()) > 256 * 1024  # enough for the pool
+    vectors = {}
+    for workers in (2, 1):
+        root = make_tree(files, name=f"repo{workers}")
+        ff = Fourfold(root)
+        summary = ff.index(workers=workers)
+        assert summary.embedded == 60 * 40
+        assert summary.embedded_while_parsing == (60 * 40 if workers == 2 else 0)
+        vectors[workers] = dict(ff.store._conn().execute(
+            "SELECT embed_hash, vec FROM vectors").fetchall())
+        assert ff.search("parse the body of a request", modalities=["semantic"]).hits
+        ff.close()
+    assert len(vectors[2]) == 60 * 40 and vectors[2] == vectors[1]

@@ -182,3 +182,20 @@ def test_content_cache_stays_within_budget_and_never_keeps_a_vanished_file(make_
     assert list(cache._texts) == cached[4:]
     ghost = StoredFile(999_999, files[0][0].repo_id, "gone.py", "python", 0)
     assert cache.get([(ghost, "h")]) == {999_999: ""} and 999_999 not in cache._texts
+
+
+def test_a_grep_limit_reads_past_the_first_listed_files(make_tree):
+    """With a limit, the first candidate files are listed first, then the rest after the
+    last of them: the lines are those of a grep without a limit, cut, under a glob too."""
+    files = {f"pkg{i % 3}/mod{i:03}.py": f"x = {i}\nvalue = 'needle {i}'\nneedle_{i} = 1\n"
+             for i in range(600)}
+    ff = Fourfold(make_tree(files))
+    ff.index(workers=1)
+    everything = [(m.path, m.line) for m in ff.grep("needle")]
+    assert len(everything) == 1200
+    for limit in (1, 100, 511, 513, 1199, 5000):
+        assert [(m.path, m.line) for m in ff.grep("needle", limit=limit)] == everything[:limit]
+    under = [(m.path, m.line) for m in ff.grep("needle", path_glob="pkg1/**")]
+    assert len(under) == 400 and all(path.startswith("pkg1/") for path, _ in under)
+    assert [(m.path, m.line) for m in ff.grep("needle", path_glob="pkg1/**", limit=390)] == \
+        under[:390]

@@ -128,6 +128,19 @@ def test_static_model_reads_identifiers_with_their_words():
     assert float(question @ code) > float(question @ other)
 
 
+def test_static_model_sums_many_texts_as_it_sums_one():
+    """Indexing sums token vectors by a sparse product, a question by gathering them: the
+    same vectors either way."""
+    emb = load_embedder("static")
+    texts = [f"def handler_{i}(request): return parseConfig(request.body, retries={i})" * (i % 4)
+             for i in range(40)]
+    together = emb.embed(texts)
+    alone = np.vstack([emb.embed([t]) for t in texts])
+    assert together.shape == (40, emb.dim)
+    assert np.allclose(together, alone, atol=1e-6)
+    assert not together[0].any()  # an empty text has no tokens: a zero vector, not NaN
+
+
 def test_chunk_text_layout_and_cut():
     body = "def parse_config(path):\n\n    data = open(path).read()\n    return json.loads(data)\n"
     t = chunk_text_for_embedding("src/app/config.py", "Loader.parseConfig",

@@ -105,13 +105,17 @@ def test_a_document_shared_by_two_branches_is_written_once_and_kept_while_one_ho
     rows = "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks), " \
            "(SELECT count(*) FROM files)"
     assert conn.execute(rows).fetchone() == (1, 1, 2)
+    derived = "SELECT (SELECT count(*) FROM symbol_tokens), (SELECT count(*) FROM file_refs)"
+    assert conn.execute(derived).fetchone()[0] > 0
     assert [s.path for s in store.symbols_named(["alpha"], feature)] == ["pkg/a.py"]
+    assert store.raw_references(feature) == store.raw_references(main) != []
     assert [c.path for c, _ in store.bm25_chunks(["beta"], 5, feature)] == ["pkg/a.py"]
     store.write_batch(main, [], ["pkg/a.py"], [])
     assert conn.execute(rows).fetchone() == (1, 1, 1)
     assert [f.repo_id for f, _ in store.trigram_candidates("alpha")] == [feature]
     store.write_batch(feature, [], ["pkg/a.py"], [])
     assert conn.execute(rows).fetchone() == (0, 0, 0)
+    assert conn.execute(derived).fetchone() == (0, 0)  # found again from the symbol's name
     assert store.trigram_candidates("alpha") == [] and store.bm25_chunks(["beta"], 5) == []
     for table in ("chunk_tokens", "content_trigrams"):  # raises if an index disagrees
         conn.execute(f"INSERT INTO {table}({table}) VALUES('integrity-check')")
