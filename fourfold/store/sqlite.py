@@ -556,7 +556,8 @@ class SQLiteStore(Store):
     def chunks(self, chunk_ids: Iterable[int], repo_id: int | None = None
                ) -> list[StoredChunk]:
         ids = list(chunk_ids)
-        mine, params = (" AND f.repo_id=?", [repo_id]) if repo_id else ("", [])
+        # `+`: the ids drive the search; through the repository's files it reads them all
+        mine, params = (" AND +f.repo_id=?", [repo_id]) if repo_id else ("", [])
         out: list[StoredChunk] = []
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
@@ -576,8 +577,8 @@ class SQLiteStore(Store):
                        ) -> list[StoredSymbol]:
         sql = (f"SELECT {SYMBOL_COLS} FROM symbols s JOIN files f ON "
                f"f.document_id=s.document_id WHERE {where}")
-        if repo_id:
-            sql += " AND f.repo_id=?"
+        if repo_id:  # `+`: the symbols asked for drive the search, not all the files
+            sql += " AND +f.repo_id=?"
             params = params + [repo_id]
         if limit:
             sql += f" LIMIT {int(limit)}"
