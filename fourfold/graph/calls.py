@@ -799,18 +799,22 @@ def _same_type(a: TypeHit, b: TypeHit) -> bool:
 
 
 
-# Below this many references, a second process costs more than it saves.
+# Below this many references, a second process costs more than it saves; above the
+# second bound, its copy of the tables (written to as it reads them: reference counts)
+# costs gigabytes of memory to save a few seconds.
 PARALLEL_REFERENCES = 8_000
+SERIAL_ABOVE_REFERENCES = 1_000_000
 
 
 def resolve_uses(r: Resolver, files: dict[str, FileFacts], parallel: bool) -> list[Edge]:
     """Call and type-use edges. Every file resolves alone once the tables and bases are
     built, so on a large repository a forked copy of the resolver takes half the files: the
-    second core is otherwise idle. Where no helper process can be had (one worker asked
+    second core is otherwise idle (not on a huge one: see SERIAL_ABOVE_REFERENCES). Where no helper process can be had (one worker asked
     for, a daemonic process, no fork, fork failing) all is resolved here."""
     paths = list(files)
     total = sum(len(files[p].references) for p in paths)
-    if not parallel or total < PARALLEL_REFERENCES or (os.cpu_count() or 1) < 2:
+    if (not parallel or not PARALLEL_REFERENCES <= total <= SERIAL_ABOVE_REFERENCES
+            or (os.cpu_count() or 1) < 2):
         return _uses_of(r, files, paths)
     half, count = len(paths), 0
     for i, p in enumerate(paths):
