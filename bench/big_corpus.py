@@ -1,0 +1,346 @@
+"""A large corpus on one machine: the Linux kernel's source (Debian's linux-source package).
+
+    python bench/big_corpus.py prepare        download and unpack the corpus (once)
+    python bench/big_corpus.py index [--no-embed] [--repeat N]
+                                              a cold `fourfold index`, whole process: wall
+                                              time, peak memory of the process and its
+                                              workers, index bytes against source bytes
+    python bench/big_corpus.py query          fused search p50 / p95, warm, in-process
+    python bench/big_corpus.py grep           fourfold grep against ripgrep, same files
+    python bench/big_corpus.py edit           a one-file edit under `fourfold watch`: how
+                                              long until grep finds the new line
+
+The corpus is the kernel tree Debian ships as /usr/src/linux-source-6.1.tar.xz in the
+binary package linux-source-6.1 (Debian's package pool is reachable from these machines,
+GitHub's history of the kernel is too large to fetch). Debian appends `/*` and
+`!/debian/` to the top-level .gitignore (its packaging keeps only debian/ under git);
+`prepare` takes those two lines out so the upstream rules apply. Everything lives under
+bench/.cache/corpus (git-ignored); the index under bench/.cache/indexes/corpus.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))
+
+PACKAGE = "linux-source-6.1"
+VERSION = "6.1.192-3"  # the version measured; `prepare` says so when another is taken
+CORPUS = BENCH / ".cache" / "corpus"
+TREE = CORPUS / "linux-source-6.1"
+INDEX = BENCH / ".cache" / "indexes" / "corpus" / "linux"
+VECTOR_CACHE = BENCH / ".cache" / "indexes" / "corpus" / "vector-cache"
+
+# Under 1,000 matching lines each in the tree (checked by the run: it prints the counts).
+RARE_LITERALS = ["tcp_retransmit_timer", "btrfs_commit_transaction", "ext4_fc_replay",
+                 "kvm_vcpu_kick", "xhci_ring_cmd_db", "smp_call_function_many_cond",
+                 "blk_mq_run_hw_queue", "drm_atomic_helper_commit_tail", "rcu_barrier_tasks",
+                 "snd_pcm_period_elapsed", "nf_conntrack_helper_register", "ath9k_hw_reset",
+                 "sched_setaffinity", "io_uring_cmd_done", "page_pool_put_full_page",
+                 "crypto_skcipher_encrypt", "of_property_read_u32_array", "dma_fence_signal",
+                 "netif_napi_add_weight", "bpf_prog_run_pin_on_cpu"]
+RARE_REGEXES = [r"tcp_\w+_timer\(", r"btrfs_\w+_transaction\(", r"ext4_fc_\w+_replay",
+                r"kvm_vcpu_\w+_kick", r"xhci_\w+_ring\(", r"blk_mq_\w+_hw_queues?\(",
+                r"drm_atomic_helper_\w+_commit", r"rcu_\w+_tasks_\w+\(",
+                r"snd_pcm_\w+_elapsed", r"nf_conntrack_\w+_register\(", r"ath9k_hw_\w+_reset",
+                r"sched_\w+affinity\(", r"io_uring_\w+_done\(", r"page_pool_\w+_page\(",
+                r"crypto_skcipher_\w+crypt\(", r"of_property_read_u(8|16|32)_array\(",
+                r"dma_fence_\w+_signal", r"netif_napi_add_\w+\(", r"bpf_prog_run_\w+_cpu",
+                r"struct \w+_ops \w+_kvm_ops"]
+# Over 10,000 matching lines each.
+COMMON = [("return 0;", False), ("#include <linux/", False), ("static int", False),
+          ("unsigned long", False), ("struct device", False), ("kfree(", False),
+          (r"if \(!\w+\)", True), (r"return -E[A-Z]+;", True), (r"\bu(8|16|32|64)\b", True),
+          (r"struct \w+ \*\w+;", True)]
+QUESTIONS = [
+    "how does the scheduler pick the next task to run",
+    "where are TCP retransmission timeouts handled",
+    "how does ext4 allocate blocks for a new file",
+    "page fault handling for anonymous memory",
+    "how are network packets received by NAPI polling",
+    "where is the RCU grace period started",
+    "how does the block layer dispatch requests to hardware queues",
+    "how is a new process created by fork",
+    "where are USB devices enumerated after they are plugged in",
+    "how does the kernel verify module signatures",
+    "btrfs transaction commit",
+    "how does the OOM killer choose a victim",
+    "where are system calls dispatched on x86_64",
+    "how are io_uring submissions processed",
+    "how does the slab allocator free an object",
+    "where is the dentry cache looked up during path walk",
+    "how does KVM run a virtual CPU",
+    "how are interrupts routed to a CPU",
+    "where does the kernel parse the command line",
+    "how are eBPF programs verified before they run",
+]
+
+
+def tree_memory(pid: int) -> tuple[int, int]:
+    """(anonymous, all) proportional set size in bytes of a process and its descendants.
+    Proportional: forked workers share their parent's pages, which resident sizes would
+    count once per process. "All" adds file pages, mostly the index database mapped into
+    memory (clean page cache, which the system can take back)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+    anonymous, total, stack = 0, 0, [pid]
+    while stack:
+        pid = stack.pop()
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                fields = {line.split(":")[0]: int(line.split()[1]) * 1024
+                          for line in f if line.startswith("Pss")}
+            anonymous += fields.get("Pss_Anon", 0) + fields.get("Pss_Shmem", 0)
+            total += fields.get("Pss", 0)
+        except (OSError, ValueError, IndexError):
+            pass
+        stack += children.get(pid, [])
+    return anonymous, total
+
+
+def source_bytes() -> tuple[int, int]:
+    """(files, bytes) fourfold indexes in the tree: its own walk, ignore rules applied."""
+    from fourfold.discovery.walk import walk
+
+    report = walk(TREE)
+    return len(report.files), sum(f.size for f in report.files)
+
+
+def prepare(_: argparse.Namespace) -> None:
+    if TREE.is_dir():
+        print(f"{TREE} is there already")
+        return
+    CORPUS.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=CORPUS) as tmp:
+        got = subprocess.run(["apt-get", "download", f"{PACKAGE}={VERSION}"], cwd=tmp,
+                             capture_output=True, text=True)
+        if got.returncode != 0:  # the mirror keeps the newest build only
+            print(f"{PACKAGE} {VERSION} is gone from the mirror; taking its newest build")
+            subprocess.run(["apt-get", "download", PACKAGE], cwd=tmp, check=True)
+        deb = next(Path(tmp).glob("*.deb"))
+        print(f"downloaded {deb.name}")
+        subprocess.run(["dpkg-deb", "-x", str(deb), tmp], check=True)
+        with tarfile.open(Path(tmp) / "usr" / "src" / f"{PACKAGE}.tar.xz") as archive:
+            archive.extractall(CORPUS, filter="data")
+    ignore = TREE / ".gitignore"
+    lines = ignore.read_text().splitlines()
+    ignore.write_text("\n".join(line for line in lines if line not in ("/*", "!/debian/")) + "\n")
+    files, size = source_bytes()
+    print(f"{TREE}: {files} files fourfold indexes, {size / 1e6:.0f} MB")
+
+
+def index(args: argparse.Namespace) -> None:
+    files, size = source_bytes()
+    print(f"corpus: {files} files, {size / 1e6:.0f} MB")
+    runs = []
+    for _ in range(args.repeat):
+        shutil.rmtree(INDEX, ignore_errors=True)
+        shutil.rmtree(VECTOR_CACHE, ignore_errors=True)  # embed cold
+        INDEX.mkdir(parents=True)
+        env = {**os.environ, "FOURFOLD_CACHE_DIR": str(VECTOR_CACHE)}
+        command = [sys.executable, "-m", "fourfold.interfaces.entry", "index", str(TREE),
+                   "--index-dir", str(INDEX), "--json", *(["--no-embed"] if args.no_embed else [])]
+        started = time.perf_counter()
+        process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
+        peak = [0, 0]  # anonymous, all
+        stop = threading.Event()
+
+        def sample() -> None:
+            while not stop.is_set():
+                peak[:] = map(max, peak, tree_memory(process.pid))
+                stop.wait(1.0)  # reading smaps costs CPU: not too often
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        out = process.communicate()[0]
+        seconds = time.perf_counter() - started
+        stop.set()
+        sampler.join()
+        if process.returncode:
+            sys.exit(f"fourfold index failed ({process.returncode})")
+        summary = json.loads(out.strip().splitlines()[-1])
+        stored = sum(p.stat().st_size for p in INDEX.rglob("*") if p.is_file())
+        runs.append((seconds, peak[0], stored))
+        read = summary.get("bytes") or size
+        print(f"index{' (no vectors)' if args.no_embed else ''}: {seconds:.1f} s wall, peak "
+              f"memory {peak[0] / 2**20:.0f} MiB anonymous, {peak[1] / 2**20:.0f} MiB with "
+              f"mapped files (process and workers, proportional); index {stored / 1e6:.0f} MB "
+              f"= {stored / read:.2f}x the {read / 1e6:.0f} MB read; "
+              + json.dumps({k: summary[k] for k in ("files", "seconds", "embedded",
+                                                    "embed_seconds") if k in summary}))
+    if len(runs) > 1:
+        print(f"median of {len(runs)}: {statistics.median(r[0] for r in runs):.1f} s, "
+              f"peak {statistics.median(r[1] for r in runs) / 2**20:.0f} MiB anonymous")
+
+
+def _open():
+    from fourfold import Fourfold
+
+    if not (INDEX / "index.sqlite").is_file():
+        sys.exit("no index yet: run `python bench/big_corpus.py index` first")
+    return Fourfold(TREE, index_dir=INDEX)
+
+
+def _percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
+def query(args: argparse.Namespace) -> None:
+    ff = _open()
+    for question in QUESTIONS:
+        ff.search(question)  # warm: caches, the model, pages of the index
+    timings = []
+    for _ in range(args.rounds):
+        for question in QUESTIONS:
+            started = time.perf_counter()
+            ff.search(question)
+            timings.append((time.perf_counter() - started) * 1000)
+    print(f"fused search, {len(QUESTIONS)} questions x {args.rounds} rounds: p50 "
+          f"{statistics.median(timings):.1f} ms, p95 {_percentile(timings, 0.95):.1f} ms")
+    for question in QUESTIONS[:3]:
+        top = ff.search(question).hits[:3]
+        print(f"  {question!r}: " + ", ".join(f"{h.path}:{h.start_line}" for h in top))
+
+
+def _rg(pattern: str, regex: bool, first: int | None = None) -> tuple[float, int]:
+    """(seconds, matching lines) of one ripgrep process over the tree, as fourfold reads it
+    (ignore rules, no hidden files, files up to 2 MiB); with `first`, until that many lines
+    have come."""
+    command = ["rg", "-n", "--max-filesize", "2M", "-g", "!.fourfold",
+               *([] if regex else ["-F"]), "--", pattern, "."]
+    started = time.perf_counter()
+    process = subprocess.Popen(command, cwd=TREE, stdout=subprocess.PIPE)
+    lines = 0
+    for _ in process.stdout:
+        lines += 1
+        if first is not None and lines >= first:
+            process.kill()
+            break
+    process.stdout.close()
+    process.wait()
+    return time.perf_counter() - started, lines
+
+
+def grep(args: argparse.Namespace) -> None:
+    ff = _open()
+    cases = ([("rare literals", p, False) for p in RARE_LITERALS]
+             + [("rare regexes", p, True) for p in RARE_REGEXES])
+    for label in ("rare literals", "rare regexes"):
+        ours, theirs = [], []
+        for _, pattern, regex in (c for c in cases if c[0] == label):
+            found = ff.grep(pattern, regex=regex, case_sensitive=True, time_budget=600)
+            rounds_ours, rounds_rg = [], []
+            for _ in range(args.rounds):
+                started = time.perf_counter()
+                ff.grep(pattern, regex=regex, case_sensitive=True, time_budget=600)
+                rounds_ours.append(time.perf_counter() - started)
+                seconds, count = _rg(pattern, regex)
+                rounds_rg.append(seconds)
+            ours.append(statistics.median(rounds_ours))
+            theirs.append(statistics.median(rounds_rg))
+            if count != len(found):
+                print(f"   {pattern!r}: fourfold {len(found)} lines, ripgrep {count}")
+            if args.verbose:
+                print(f"   {pattern!r}: {len(found)} lines, fourfold {ours[-1] * 1000:.1f} ms, "
+                      f"ripgrep {theirs[-1] * 1000:.0f} ms")
+        print(f"{label}: fourfold p50 {statistics.median(ours) * 1000:.1f} ms, ripgrep p50 "
+              f"{statistics.median(theirs) * 1000:.0f} ms, ratio "
+              f"{statistics.median(theirs) / statistics.median(ours):.1f}x")
+    for pattern, regex in COMMON:
+        started = time.perf_counter()
+        found = ff.grep(pattern, regex=regex, case_sensitive=True, time_budget=600)
+        whole = time.perf_counter() - started
+        rg_whole, count = _rg(pattern, regex)
+        started = time.perf_counter()
+        ff.grep(pattern, regex=regex, case_sensitive=True, limit=100)
+        first = time.perf_counter() - started
+        rg_first, _ = _rg(pattern, regex, first=100)
+        note = "" if count == len(found) else f" (ripgrep {count} lines)"
+        print(f"{pattern!r}: {len(found)} lines{note}; whole result fourfold {whole:.2f} s, "
+              f"ripgrep {rg_whole:.2f} s ({rg_whole / whole:.1f}x); first 100 fourfold "
+              f"{first * 1000:.1f} ms, ripgrep {rg_first * 1000:.0f} ms "
+              f"({rg_first / first:.1f}x)")
+
+
+def edit(args: argparse.Namespace) -> None:
+    """Save a new line into one file while `fourfold watch` runs; time until grep finds it."""
+    target = TREE / "kernel" / "sched" / "core.c"
+    original = target.read_bytes()
+    env = {**os.environ, "FOURFOLD_CACHE_DIR": str(VECTOR_CACHE)}
+    watcher = subprocess.Popen([sys.executable, "-m", "fourfold.interfaces.entry", "watch",
+                                str(TREE), "--index-dir", str(INDEX)], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ready = threading.Event()
+
+    def read() -> None:  # the first index run is done when watch says what it indexed
+        for line in watcher.stdout:
+            if "files" in line:
+                ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    ff = _open()
+    delays = []
+    try:
+        if not ready.wait(600):
+            sys.exit("watch did not finish its first run")
+        for attempt in range(args.rounds):
+            marker = f"fourfold_edit_marker_{os.getpid()}_{attempt}"
+            target.write_bytes(original + f"/* {marker} */\n".encode())
+            saved = time.perf_counter()
+            while not ff.grep(marker, case_sensitive=True):
+                if time.perf_counter() - saved > 60:
+                    sys.exit("the edit was not indexed within 60 s")
+                time.sleep(0.005)
+            delays.append((time.perf_counter() - saved) * 1000)
+            time.sleep(1.0)
+    finally:
+        target.write_bytes(original)
+        watcher.terminate()
+        watcher.wait()
+    print(f"edit searchable after: median {statistics.median(delays):.0f} ms "
+          f"({', '.join(f'{d:.0f}' for d in delays)} ms)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("prepare").set_defaults(run=prepare)
+    run = commands.add_parser("index")
+    run.add_argument("--no-embed", action="store_true")
+    run.add_argument("--repeat", type=int, default=1)
+    run.set_defaults(run=index)
+    run = commands.add_parser("query")
+    run.add_argument("--rounds", type=int, default=3)
+    run.set_defaults(run=query)
+    run = commands.add_parser("grep")
+    run.add_argument("--rounds", type=int, default=3)
+    run.add_argument("--verbose", action="store_true")
+    run.set_defaults(run=grep)
+    run = commands.add_parser("edit")
+    run.add_argument("--rounds", type=int, default=5)
+    run.set_defaults(run=edit)
+    args = parser.parse_args()
+    args.run(args)
+
+
+if __name__ == "__main__":
+    main()
