@@ -200,10 +200,9 @@ def _parse_all(found: list[FoundFile], workers: int, references: bool,
                held: AbstractSet[tuple[str, str]] = frozenset(),
                embedder: "Embedder | None" = None
                ) -> Iterator[tuple[FileRecord | tuple[str, str], bool]]:
-    """Each file's result, in order, and whether the next one has already arrived. A
-    caller that writes only when nothing is waiting learns that parsing is over while it
-    still has results to write (the graph is resolved meanwhile). On the pool, `embedder`
-    embeds each parsed file's chunks there."""
+    """Each file's result, in order, and whether the next one has already arrived (a
+    caller writes when nothing is waiting, or when it holds too much). On the pool,
+    `embedder` embeds each parsed file's chunks there."""
     if not _on_pool(found, workers):
         for f in found:
             yield read_file(f, references=references, parsed_elsewhere=parsed_elsewhere,
@@ -289,8 +288,8 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         touched: list[tuple[str, FileStamp]] = []
         skipped_paths: list[str] = []
         gone = set(deleted)  # no longer in the index once this run is over
-        # On the pool, what the graph reads of each parsed file is kept, so that it can be
-        # resolved (in a forked child) while the last parsed files are still being written.
+        # On the pool, what the graph reads of each parsed file is kept: resolution (in a
+        # forked child) then reads only the other files back from the store.
         graph_facts = None
         if build_graph and _on_pool(to_read, workers):
             from .graph.build import GraphFacts  # numpy/scipy: loaded only when needed
@@ -379,23 +378,21 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             write_shared()
         if vectors:
             write_vectors()
-        resolving = None
-        if changed and graph_facts is not None:
-            resolving = _start_resolving(store, repo_id, graph_facts, gone, known,
-                                         bool(summary.shared))
-        try:
-            backlog = len(records)
-            while records or touched or deleted or skipped_paths:
-                flush()
-                if progress:
-                    progress("write", backlog - len(records), backlog)
-        except BaseException:
-            if resolving is not None:
-                resolving.close()
-            raise
+        # Everything parsed is written before the graph is worked on: an edit answers grep
+        # and search while the graph of a big repository takes its time.
+        backlog = len(records)
+        while records or touched or deleted or skipped_paths:
+            flush()
+            if progress:
+                progress("write", backlog - len(records), backlog)
         if changed:
             if build_graph:
                 from .graph.build import rebuild_graph, store_graph  # numpy/scipy: when needed
+                # resolved in a forked child where the parse kept the facts: its memory goes
+                # back to the system when it ends
+                resolving = (_start_resolving(store, repo_id, graph_facts, gone, known,
+                                              bool(summary.shared))
+                             if graph_facts is not None else None)
                 graph = resolving.result() if resolving is not None else None
                 if graph is not None:
                     store_graph(store, repo_id, graph)

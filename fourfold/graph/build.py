@@ -2,9 +2,9 @@
 write edges and centrality.
 
 `rebuild_graph` does it all in this process from what the store holds. The indexer instead
-resolves in a forked child (`start_resolving`) as soon as every file is parsed, while it is
-still writing parsed files to the store, and writes the graph (`store_graph`) once both are
-done: resolution then costs the otherwise idle second core.
+resolves in a forked child (`start_resolving`) from the facts its parse kept, once every
+parsed file is written (so they answer text and structure queries meanwhile), and writes
+the graph (`store_graph`): the child's memory goes back to the system when it ends.
 """
 from __future__ import annotations
 

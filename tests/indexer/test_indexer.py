@@ -288,3 +288,26 @@ def test_parser_processes_embed_what_they_parse_as_the_embedding_phase_would(mak
         assert ff.search("parse the body of a request", modalities=["semantic"]).hits
         ff.close()
     assert len(vectors[2]) == 60 * 40 and vectors[2] == vectors[1]
+
+
+def test_parsed_files_are_written_before_the_graph_is_resolved(make_tree, monkeypatch):
+    """An edit answers grep and search before a big repository's graph is worked on: every
+    parsed file is in the store when resolution starts."""
+    from fourfold import indexer
+
+    files = {f"pkg/module_{i}.py": f"from pkg.module_{(i + 1) % 50} import run_{(i + 1) % 50}\n"
+             + "".join(f"def run_{i}_{j}():\n    return run_{(i + 1) % 50}()\n\n" for j in range(150))
+             for i in range(50)}
+    assert sum(len(text) for text in files.values()) > 256 * 1024  # parsed on the pool
+    ff = Fourfold(make_tree(files))
+    written = []
+    resolve = indexer._start_resolving
+
+    def noting(store, repo_id, *args):
+        written.append(len(store.file_states(repo_id)))
+        return resolve(store, repo_id, *args)
+
+    monkeypatch.setattr(indexer, "_start_resolving", noting)
+    ff.index(workers=2, embed=False)
+    assert written == [50]
+    assert ff.references("run_3")  # and the graph was resolved
