@@ -220,15 +220,42 @@ class Fourfold:
               debounce_ms: int = 400, busy_wait_s: float = 30.0) -> None:
         """Keep the index fresh: index now, then again after every debounced batch of file
         changes, until `stop` is set or Ctrl-C. `on_index` gets each run's summary. While
-        another process indexes this folder, the run waits for it (up to busy_wait_s)."""
-        def run() -> None:
-            summary = self.index(embed=embed, wait_s=busy_wait_s)
-            if on_index:
-                on_index(summary)
+        another process indexes this folder, the run waits for it (up to busy_wait_s).
+        Files are watched from the start (in a thread), so a change made while a run
+        indexes is not missed: setting up the watches of a big tree takes seconds."""
+        stop = stop or threading.Event()
+        changed = threading.Event()
+        failures: list[BaseException] = []
 
-        run()
-        for _ in self.watch_changes(stop, debounce_ms):
-            run()
+        def note_changes() -> None:
+            try:
+                for _ in self.watch_changes(stop, debounce_ms):
+                    changed.set()
+            except BaseException as exc:  # raised again by the loop below
+                failures.append(exc)
+            finally:
+                stop.set()
+                changed.set()
+
+        watcher = threading.Thread(target=note_changes, name="fourfold-watch", daemon=True)
+        watcher.start()
+        try:
+            while True:
+                summary = self.index(embed=embed, wait_s=busy_wait_s)
+                if on_index:
+                    on_index(summary)
+                try:
+                    changed.wait()
+                except KeyboardInterrupt:
+                    return
+                changed.clear()
+                if failures:
+                    raise failures[0]
+                if stop.is_set():
+                    return
+        finally:
+            stop.set()
+            watcher.join(timeout=2)
 
     def is_indexed(self) -> bool:
         """Whether the repository this object serves has been indexed (completely once)."""

@@ -210,6 +210,32 @@ def test_watch_waits_for_another_indexer_then_indexes_the_change(make_tree):
     assert [m.path for m in ff.grep("edited_while_busy")] == ["a.py"]
 
 
+def test_watch_sees_a_change_made_while_its_first_run_indexes(make_tree):
+    """The files are watched from the start: a change saved before the first run returns
+    is indexed by the next one (watching only after the first run missed it)."""
+    root = make_tree({"a.py": "def alpha():\n    return 1\n"})
+    ff = Fourfold(root)
+    summaries, stop = [], threading.Event()
+
+    def on_index(summary) -> None:
+        summaries.append(summary)
+        if len(summaries) == 1:
+            (root / "a.py").write_text("def alpha():\n    return 'saved_during_the_run'\n")
+
+    watcher = threading.Thread(target=ff.watch, daemon=True,
+                               kwargs={"on_index": on_index, "stop": stop, "embed": False,
+                                       "debounce_ms": 50})
+    watcher.start()
+    deadline = time.monotonic() + 10
+    while not any(s.changed for s in summaries[1:]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.set()
+    watcher.join(timeout=5)
+    assert not watcher.is_alive()
+    assert [s.changed for s in summaries[1:] if s.changed] == [1]
+    assert [m.path for m in ff.grep("saved_during_the_run")] == ["a.py"]
+
+
 def test_parsed_records_cross_processes_whole():
     # the parser processes send these to the indexer; each pickles through its own __reduce__,
     # which must name every field (a field added later and left out would be lost)
