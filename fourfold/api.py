@@ -184,12 +184,16 @@ class Fourfold:
         return summary
 
     def _embedder_while_parsing(self) -> "Embedder | None":
-        """The embedder, where it is cheap enough to run in the parser processes."""
+        """The embedder, where it is cheap enough to run in the parser processes and the
+        index holds none of its vectors yet. Later runs embed after parsing, only the
+        chunks whose text has no vector yet (a changed file keeps most of its chunks)."""
         try:
             embedder = self.semantic.embedder
         except ModalityUnavailable:
             return None  # embed() says why
-        return embedder if getattr(embedder, "embeds_while_parsing", False) else None
+        if not getattr(embedder, "embeds_while_parsing", False):
+            return None
+        return embedder if self.store.vector_count(embedder.name) == 0 else None
 
     def embed(self, progress: Progress | None = None, summary: IndexSummary | None = None
               ) -> int:

@@ -312,6 +312,11 @@ def test_parser_processes_embed_what_they_parse_as_the_embedding_phase_would(mak
         vectors[workers] = dict(ff.store._conn().execute(
             "SELECT embed_hash, vec FROM vectors").fetchall())
         assert ff.search("parse the body of a request", modalities=["semantic"]).hits
+        if workers == 2:  # vectors held: later runs embed only chunks new to the index
+            for path in files:
+                (root / path).write_text(files[path] + f"def added_{path[11:-3]}():\n    pass\n")
+            again = ff.index(workers=2)
+            assert (again.changed, again.embedded, again.embedded_while_parsing) == (60, 60, 0)
         ff.close()
     assert len(vectors[2]) == 60 * 40 and vectors[2] == vectors[1]
 
