@@ -8,14 +8,14 @@ the graph (`store_graph`): the child's memory goes back to the system when it en
 """
 from __future__ import annotations
 
-import zlib
 from collections.abc import Container
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..model import Symbol
-from ..store.base import EdgeColumns, Resolution, Store, decode_references
+from ..store.base import (EdgeColumns, Resolution, Store, compress_references,
+                          decode_references, decompress_references)
 from .centrality import IndexedEdges, rank_indexed
 from .facts import FileFacts
 from .forked import Forked
@@ -49,7 +49,7 @@ class GraphFacts:
         self.files[path] = (language or "",
                             [Symbol(s.name, s.qualname, s.kind, 0, 0, parent=s.parent)
                              for s in symbols],
-                            zlib.compress(references.encode("utf-8", "surrogatepass"), 1))
+                            compress_references(references))
         if text is not None and is_extra_file(path):
             self.extra[path] = text
 
@@ -76,8 +76,8 @@ def stored_facts(store: Store, repo_id: int, facts: GraphFacts | None = None,
 
 def resolve_and_rank(facts: GraphFacts, parallel: bool = True) -> ResolvedGraph:
     # by path: where a name is ambiguous, the answer must not depend on where facts came from
-    files = {path: FileFacts(language, symbols, decode_references(
-                 zlib.decompress(references).decode("utf-8", "surrogatepass")))
+    files = {path: FileFacts(language, symbols,
+                             decode_references(decompress_references(references)))
              for path, (language, symbols, references) in sorted(facts.files.items())}
     edges = IndexedEdges.of(resolve_graph(files, extra_files=facts.extra or None,
                                           parallel=parallel), files)

@@ -809,8 +809,9 @@ SERIAL_ABOVE_REFERENCES = 1_000_000
 def resolve_uses(r: Resolver, files: dict[str, FileFacts], parallel: bool) -> list[Edge]:
     """Call and type-use edges. Every file resolves alone once the tables and bases are
     built, so on a large repository a forked copy of the resolver takes half the files: the
-    second core is otherwise idle (not on a huge one: see SERIAL_ABOVE_REFERENCES). Where no helper process can be had (one worker asked
-    for, a daemonic process, no fork, fork failing) all is resolved here."""
+    second core is otherwise idle (not on a huge one: see SERIAL_ABOVE_REFERENCES). Where
+    no helper process can be had (one worker asked for, a daemonic process, no fork, fork
+    failing) all is resolved here."""
     paths = list(files)
     total = sum(len(files[p].references) for p in paths)
     if (not parallel or not PARALLEL_REFERENCES <= total <= SERIAL_ABOVE_REFERENCES

@@ -3,6 +3,7 @@ the second implementation for team scale. Retrievers talk only to this interface
 from __future__ import annotations
 
 import json
+import zlib
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -66,6 +67,16 @@ def encode_references(references: list[Reference]) -> str:
 
 def decode_references(text: str) -> list[Reference]:
     return [Reference(*row) for row in json.loads(text)]
+
+
+def compress_references(text: str) -> bytes:
+    """encode_references' text, compressed (a fifth of the bytes) where it is kept long:
+    in the embedded index, and in graph facts held through a run."""
+    return zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
+
+
+def decompress_references(blob: bytes) -> str:
+    return zlib.decompress(blob).decode("utf-8", "surrogatepass")
 
 
 @dataclass(slots=True)

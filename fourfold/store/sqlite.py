@@ -11,7 +11,6 @@ import json
 import sqlite3
 import threading
 import time
-import zlib
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -20,6 +19,7 @@ from ..errors import FourfoldError, IndexDamagedError, IndexWriteError
 from ..model import Symbol
 from ..tokens import chunk_body, identifier_tokens, token_text
 from .base import (BM25_COLUMN_WEIGHTS, EdgeColumns, FileRecord, FileStamp, FileState,
+                   compress_references, decompress_references,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredEdge, StoredFile,
                    StoredSymbol, TokenRecord)
 from .index_dir import IndexLock
@@ -430,7 +430,7 @@ class SQLiteStore(Store):
                                        chunk.symbol, chunk.kind, chunk_hash))
                         chunk_tokens.append((chunk_id, path_tokens,
                                              token_text(chunk.symbol or ""), body_tokens))
-                    refs.append((document_id, _pack(rec.references)))
+                    refs.append((document_id, compress_references(rec.references)))
                 conn.execute(
                     "INSERT INTO files(repo_id, path, document_id, hash, size, mtime_ns, "
                     "ctime_ns, inode, language, flags) VALUES(?,?,?,?,?,?,?,?,?,?)",
@@ -474,7 +474,7 @@ class SQLiteStore(Store):
         spans = self._query("SELECT start_line, end_line, symbol, kind FROM chunks "
                             "WHERE document_id = ? ORDER BY id", (document_id,))
         refs = self._query("SELECT refs FROM file_refs WHERE document_id = ?", (document_id,))
-        return symbols, spans, _unpack(refs[0][0]) if refs else "[]"
+        return symbols, spans, decompress_references(refs[0][0]) if refs else "[]"
 
     def files(self, repo_id: int | None = None) -> list[StoredFile]:
         sql = f"SELECT {FILE_COLS} FROM files f"
@@ -637,7 +637,7 @@ class SQLiteStore(Store):
 
     # -- graph ----------------------------------------------------------------------------
     def raw_references(self, repo_id: int) -> list[tuple[str, str]]:
-        return [(path, _unpack(refs)) for path, refs in self._query(
+        return [(path, decompress_references(refs)) for path, refs in self._query(
             "SELECT f.path, r.refs FROM file_refs r JOIN files f "
             "ON f.document_id=r.document_id WHERE f.repo_id=?", (repo_id,))]
 
@@ -810,11 +810,3 @@ class SQLiteStore(Store):
             conn.execute("BEGIN IMMEDIATE")
             return conn.execute("UPDATE tokens SET revoked_at=? WHERE name=? AND revoked_at IS "
                                 "NULL", (when, name)).rowcount > 0
-
-
-def _pack(text: str) -> bytes:
-    return zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
-
-
-def _unpack(blob: bytes) -> str:
-    return zlib.decompress(blob).decode("utf-8", "surrogatepass")
