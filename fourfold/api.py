@@ -15,11 +15,12 @@ import threading
 import time
 from dataclasses import replace
 from functools import cached_property
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES
+from .discovery.watch import STEP_MS
 from . import navigation
 from .errors import FourfoldError, ModalityUnavailable, NotIndexedError, QueryError
 from .store import open_server_store, redacted
@@ -30,6 +31,7 @@ from .retrievers.text import GREP_TIME_BUDGET, ResultList, TextRetriever
 from .ranking.granularity import GRANULARITIES
 from .routing.engine import RANKINGS, SearchEngine, SearchOptions, SearchResponse
 from .routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
+from .store.base import codes_behind_setting, graph_behind_setting
 from .store.index_dir import DB_NAME, IndexLock, identity, prepare_index_dir, remove_database
 from .store.snapshot import Snapshots
 from .store.sqlite import SQLiteStore
@@ -38,7 +40,7 @@ from .access import Grant
 
 if TYPE_CHECKING:
     from .indexer import IndexSummary, Progress
-    from .store.base import RepoInfo
+    from .store.base import RepoInfo, Store
     from .retrievers.semantic import SemanticRetriever
     from .semantic.embedder import Embedder
 
@@ -50,6 +52,7 @@ INDEX_DIR_NAME = ".fourfold"
 RELATIONS = ("callers", "callees", "importers", "imports", "subclasses")  # related()'s step
 COORDINATOR = "coordinator"  # place_repository()'s name for the store's own server
 ALL_ROWS = 1 << 40  # a page size meaning every row (graph queries page their answers)
+CATCH_UP_POLL_S = 0.01  # how often catch_up() looks for a change that comes first
 
 
 def _repository_facts(r: "RepoInfo") -> dict:
@@ -165,10 +168,15 @@ class Fourfold:
 
     # -- indexing -------------------------------------------------------------------------
     def index(self, progress: Progress | None = None, workers: int | None = None,
-              embed: bool = True, wait_s: float = 0.0, verify: bool = False) -> IndexSummary:
+              embed: bool = True, wait_s: float = 0.0, verify: bool = False,
+              changed: Iterable[str] | None = None, graph_later: bool = False
+              ) -> IndexSummary:
         """Update text, structure and graph (committed first), then embed new chunks. While
         another process indexes the same folder, wait up to `wait_s` for it, then raise
-        IndexBusyError. `verify=True` re-reads every file, whatever its size and times say."""
+        IndexBusyError. `verify=True` re-reads every file, whatever its size and times say.
+        `changed`: the absolute paths a watcher saw change, the only ones looked at where
+        that is enough; `graph_later`: leave the graph (and the retaking of binary codes)
+        to catch_up(), so that the files answer as soon as they are written."""
         from .indexer import index_repository  # parsers: loaded when something is indexed
 
         if self.root is None:
@@ -177,7 +185,8 @@ class Fourfold:
             self.store, self.root, self.indexing_lock(wait_s), name=self.repository_name,
             skip_dirs=(str(self.index_dir),) if self.index_dir else (),
             max_file_bytes=self.max_file_bytes, workers=workers, progress=progress,
-            verify=verify, embedder=self._embedder_while_parsing() if embed else None)
+            verify=verify, changed=changed, graph_later=graph_later,
+            embedder=self._embedder_while_parsing() if embed and changed is None else None)
         self.store.set_setting(f"max_file_bytes:{self.root}", self.max_file_bytes)
         if embed:
             self.embed(progress, summary)
@@ -200,40 +209,126 @@ class Fourfold:
         """Embed every chunk that has no vector yet (cached by content; never twice), then
         take this repository's binary codes anew if its chunks changed (`summary`: the index
         run just made; None: assume they did)."""
-        from .semantic.indexing import embed_pending, refresh_codes
+        from .semantic.indexing import add_codes, embed_pending, refresh_codes
 
         started = time.perf_counter()
+        repo_id = self.repo_id()
+        # a run over a watcher's paths: only the chunks of those files
+        within = (self._chunk_ids(summary.changed_paths, repo_id)
+                  if summary is not None and summary.changed_paths is not None
+                  and repo_id is not None else None)
         try:
             model = self.semantic.embedder.name
-            count = embed_pending(self.store, self.semantic.embedder, progress=progress)
+            count = embed_pending(self.store, self.semantic.embedder, progress=progress,
+                                  within=within)
         except ModalityUnavailable as exc:
             if summary is not None:
                 summary.skipped[f"semantic unavailable: {exc}"] = 1
             return 0
-        repo_id = self.repo_id()
         changed = summary is None or count or summary.added or summary.changed or summary.deleted
         if repo_id is not None and (changed or self.store.code_mean(repo_id, model) is None):
-            refresh_codes(self.store, model, repo_id)
+            if within is not None and add_codes(self.store, model, repo_id, within):
+                self.store.set_setting(codes_behind_setting(repo_id, model), 1)
+            else:
+                refresh_codes(self.store, model, repo_id)
+                self.store.set_setting(codes_behind_setting(repo_id, model), 0)
         if summary is not None:
             summary.embedded += count
             summary.embed_seconds = time.perf_counter() - started
         return count
 
+    def _chunk_ids(self, paths: list[str], repo_id: int) -> list[int]:
+        files = (self.store.file_by_path(path, repo_id) for path in paths)
+        return [c.chunk_id for f in files if f is not None
+                for c in self.store.chunks_of_file(f.file_id)]
+
+    def behind(self) -> dict[str, bool]:
+        """What index runs with `graph_later` left for catch_up(): the graph, and binary
+        codes taken against an older mean of the repository's vectors."""
+        repo_id = self.repo_id()
+        if repo_id is None:
+            return {"graph": False, "codes": False}
+        return {"graph": bool(self.store.setting(graph_behind_setting(repo_id), 0)),
+                "codes": bool(self.store.setting(
+                    codes_behind_setting(repo_id, self._embedder_name()), 0))}
+
+    def _embedder_name(self) -> str:
+        try:
+            return self.semantic.embedder.name
+        except ModalityUnavailable:
+            return ""
+
+    def catch_up(self, wait_s: float = 0.0, interrupted: threading.Event | None = None
+                 ) -> bool:
+        """Do what index runs with `graph_later` left: resolve the graph, take the binary
+        codes anew. In a forked child where there can be one, given up (its writes rolled
+        back) as soon as `interrupted` is set: returns False then, else True."""
+        from .graph.forked import Forked
+
+        behind = self.behind()
+        if not any(behind.values()):
+            return True
+        if interrupted is not None and interrupted.is_set():
+            return False
+        repo_id, model = self.repo_id(), self._embedder_name()
+        with self.indexing_lock(wait_s):
+            child = Forked.start(self._catch_up_in, repo_id, model, behind["codes"])
+            if child is not None:
+                try:
+                    while not child.finished(CATCH_UP_POLL_S):
+                        if interrupted is not None and interrupted.is_set():
+                            child.close(wait=False)  # the change need not wait for its end
+                            return False
+                    done = child.result(False)
+                except BaseException:
+                    child.close()  # the child ignores Ctrl-C: its parent stops it
+                    raise
+                if done:
+                    return True
+            # no child could be had, or it died: here, where a failure is seen
+            return self._catch_up_in(repo_id, model, behind["codes"], self.store)
+
+    def _catch_up_in(self, repo_id: int, model: str, codes: bool,
+                     store: "Store | None" = None) -> bool:
+        """catch_up()'s work, on `store` (by default a connection of its own, as a forked
+        child needs): one process, so that a child given up leaves no helper running."""
+        from .indexer import catch_up_graph
+        from .semantic.indexing import refresh_codes
+
+        store = store or self._connect_again()
+        catch_up_graph(store, repo_id, nullcontext(), workers=1)  # the caller holds the lock
+        if codes:
+            refresh_codes(store, model, repo_id)
+            store.set_setting(codes_behind_setting(repo_id, model), 0)
+        return True
+
+    def _connect_again(self) -> "Store":
+        """The same index through a connection of its own."""
+        if self.store_url is not None:
+            return open_server_store(self.store_url)
+        return SQLiteStore(self.index_dir / DB_NAME)
+
     def watch(self, on_index: Callable[[IndexSummary], None] | None = None,
               stop: threading.Event | None = None, embed: bool = True,
               debounce_ms: int = 400, busy_wait_s: float = 30.0) -> None:
-        """Keep the index fresh: index now, then again after every debounced batch of file
-        changes, until `stop` is set or Ctrl-C. `on_index` gets each run's summary. While
-        another process indexes this folder, the run waits for it (up to busy_wait_s).
-        Files are watched from the start (in a thread), so a change made while a run
-        indexes is not missed: setting up the watches of a big tree takes seconds."""
+        """Keep the index fresh: index now, then after every debounced batch of file changes
+        index the changed files (text, structure, vectors; the graph and binary codes
+        catch up while nothing changes), until `stop` is set or Ctrl-C. `on_index` gets
+        each run's summary. While another process indexes this folder, the run waits for
+        it (up to busy_wait_s). Files are watched from the start (in a thread), so a
+        change made while a run indexes is not missed: setting up the watches of a big
+        tree takes seconds."""
         stop = stop or threading.Event()
         changed = threading.Event()
         failures: list[BaseException] = []
+        seen: set[str] = set()  # paths changed since the last run took them
+        seen_lock = threading.Lock()
 
         def note_changes() -> None:
             try:
-                for _ in self.watch_changes(stop, debounce_ms):
+                for changes in self.watch_changes(stop, debounce_ms):
+                    with seen_lock:
+                        seen.update(path for _, path in changes)
                     changed.set()
             except BaseException as exc:  # raised again by the loop below
                 failures.append(exc)
@@ -243,12 +338,17 @@ class Fourfold:
 
         watcher = threading.Thread(target=note_changes, name="fourfold-watch", daemon=True)
         watcher.start()
+        paths: set[str] | None = None  # the first run walks the whole tree
         try:
             while True:
-                summary = self.index(embed=embed, wait_s=busy_wait_s)
+                summary = self.index(embed=embed, wait_s=busy_wait_s, changed=paths,
+                                     graph_later=paths is not None)
                 if on_index:
                     on_index(summary)
                 try:
+                    # the graph and codes catch up while nothing changes; a change first
+                    while not changed.is_set() and not self.catch_up(busy_wait_s, changed):
+                        pass
                     changed.wait()
                 except KeyboardInterrupt:
                     return
@@ -257,6 +357,9 @@ class Fourfold:
                     raise failures[0]
                 if stop.is_set():
                     return
+                with seen_lock:
+                    paths = set(seen)
+                    seen.clear()
         finally:
             stop.set()
             watcher.join(timeout=2)
@@ -577,7 +680,9 @@ class Fourfold:
 
     def status(self) -> dict:
         repos = [_repository_facts(r) for r in self.store.repos()]
-        modalities = {"text": "ready", "structural": "ready", "graph": "ready"}
+        modalities = {"text": "ready", "structural": "ready",
+                      "graph": "building: catching up with changed files; answers use "
+                      "the graph as it was" if self.graph.behind() else "ready"}
         try:
             done, total = self.semantic.progress()
             modalities["semantic"] = ("ready" if done == total else "building") + \
@@ -716,6 +821,8 @@ class Fourfold:
                 continue
             try:
                 out[m] = "ready" if retriever.ready() else "building"
+                if getattr(retriever, "behind", lambda: False)():
+                    out[m] = "building: catching up with changed files"
                 progress = getattr(retriever, "progress", None)
                 if progress is not None:
                     done, total = progress()
@@ -824,7 +931,7 @@ class Fourfold:
                             include_neighbours)
 
     def watch_changes(self, stop: threading.Event | None = None, debounce_ms: int = 400,
-                      step_ms: int = 50):
+                      step_ms: int = STEP_MS):
         """Each debounced batch of file changes under root (the index folder's own writes
         left out) until `stop` is set; unlike watch(), indexing them is left to the caller."""
         from .discovery.watch import watch_changes

@@ -18,16 +18,17 @@ from dataclasses import dataclass, field
 from functools import partial
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING, AbstractSet, Callable, Iterator
+from typing import TYPE_CHECKING, AbstractSet, Callable, Iterable, Iterator
 
 from .discovery.flags import content_flags, path_flags
 from .discovery.languages import detect_language
 from .discovery.read import decode, parseable, read_bytes
-from .discovery.walk import DEFAULT_MAX_FILE_BYTES, FoundFile, walk
+from .discovery.walk import DEFAULT_MAX_FILE_BYTES, FoundFile, walk, walk_paths
 from .errors import FourfoldError
 from .parsing import parse_file, parser_fingerprint
 from .model import Chunk
-from .store.base import EdgeColumns, FileRecord, FileStamp, Store, encode_references
+from .store.base import (EdgeColumns, FileRecord, FileStamp, Store, encode_references,
+                         graph_behind_setting)
 from .tokens import chunk_body, token_text
 from .workers import quiet_worker
 
@@ -63,9 +64,18 @@ class IndexSummary:
     embedded_while_parsing: int = 0  # of those, embedded by the parser processes
     embed_seconds: float = 0.0  # the embedding phase after parsing
     skipped: dict[str, int] = field(default_factory=dict)
+    # a run over the paths a watcher reported: those of them it indexed; None: the whole tree
+    changed_paths: list[str] | None = None
+    graph_behind: bool = False  # the graph was left for later (see catch_up_graph)
 
     def to_dict(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        """Every field, but those of watch runs where they do not apply."""
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        if self.changed_paths is None:
+            del out["changed_paths"]
+        if not self.graph_behind:
+            del out["graph_behind"]
+        return out
 
 
 def chunk_hash(path: str, symbol: str | None, body: str) -> str:
@@ -236,13 +246,27 @@ def _parse_all(found: list[FoundFile], workers: int, references: bool,
 
 
 def _start_resolving(store: Store, repo_id: int, facts: "GraphFacts", gone: set[str],
-                     known: dict, shared: bool) -> "Forked | None":
-    """Resolve the graph in a forked child: the files just parsed (in `facts`) and what
-    the store holds of the others (`shared`: files written with a document it held)."""
+                     others: bool) -> "Forked | None":
+    """Resolve the graph in a forked child: the files just parsed (in `facts`) and, if
+    there may be `others`, what the store holds of the rest."""
     from .graph.build import start_resolving, stored_facts
-    if shared or any(path not in facts.files and path not in gone for path in known):
+    if others:
         stored_facts(store, repo_id, facts, skip=facts.files.keys() | gone)
     return start_resolving(facts)
+
+
+def catch_up_graph(store: Store, repo_id: int, lock: AbstractContextManager,
+                   workers: int | None = None) -> bool:
+    """Resolve the graph that runs with `graph_later` left behind, holding `lock`; False if
+    it was not behind. Answers see the new graph as after an index run."""
+    from .graph.build import rebuild_graph
+    with lock, _collector_paused():
+        if not store.setting(graph_behind_setting(repo_id), 0):
+            return False
+        rebuild_graph(store, repo_id, parallel=(workers or os.cpu_count() or 1) > 1)
+        store.set_setting(graph_behind_setting(repo_id), 0)
+        store.mark_indexed(repo_id, time.time(), store.parser_of(repo_id) or "")
+    return True
 
 
 def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContextManager,
@@ -250,11 +274,16 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
                      max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                      workers: int | None = None, progress: Progress | None = None,
                      build_graph: bool = True, verify: bool = False,
-                     embedder: "Embedder | None" = None) -> IndexSummary:
+                     embedder: "Embedder | None" = None, changed: Iterable[str] | None = None,
+                     graph_later: bool = False) -> IndexSummary:
     """Bring the index of one repository (`name`, by default the folder's name) up to date
     with its files on disk, holding `lock` (one indexer per repository) throughout.
     `embedder`: a model cheap enough for the parser processes, which then embed what they
     parse (when the files are parsed on the pool) while this process writes.
+
+    `changed`: absolute paths a watcher saw change; only they are looked at, unless only a
+    walk of the whole tree can tell what they mean (see walk_paths). `graph_later`: leave
+    the graph to catch_up_graph, so that the files answer as soon as they are written.
 
     `skip_dirs`: folders not to read (an index folder inside the repository);
     `build_graph=False` leaves references and the graph out (to measure what they cost);
@@ -267,14 +296,22 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
     workers = workers or os.cpu_count() or 1
     with lock, store.indexing_run(), _collector_paused():
         repo_id = store.ensure_repo(str(root_path), name or root_path.name)
-        report = walk(root_path, max_file_bytes=max_file_bytes, skip_dirs=skip_dirs)
-        summary.skipped = dict(report.skipped)
-        known = store.file_states(repo_id)
-        on_disk = {f.path for f in report.files}
-        deleted = [p for p in known if p not in on_disk]
         # what the files were read with; without references is another reading
         parser = parser_fingerprint() if build_graph else "without references " + parser_fingerprint()
-        reparse = bool(known) and store.parser_of(repo_id) != parser
+        before = store.parser_of(repo_id)
+        scoped = (walk_paths(root_path, changed, max_file_bytes, skip_dirs)
+                  if changed is not None and before == parser and not verify else None)
+        if scoped is not None:
+            report = scoped.report
+            known = store.file_states(repo_id, [f.path for f in report.files] + sorted(scoped.gone))
+            summary.changed_paths = [f.path for f in report.files]
+        else:
+            report = walk(root_path, max_file_bytes=max_file_bytes, skip_dirs=skip_dirs)
+            known = store.file_states(repo_id)
+        summary.skipped = dict(report.skipped)
+        on_disk = {f.path for f in report.files}
+        deleted = [p for p in known if p not in on_disk]
+        reparse = bool(known) and before != parser
         to_read = [f for f in report.files
                    if verify or reparse or f.path not in known or known[f.path].stamp != f.stamp]
         summary.files = len(report.files)
@@ -291,7 +328,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         # On the pool, what the graph reads of each parsed file is kept: resolution (in a
         # forked child) then reads only the other files back from the store.
         graph_facts = None
-        if build_graph and _on_pool(to_read, workers):
+        if build_graph and not graph_later and _on_pool(to_read, workers):
             from .graph.build import GraphFacts  # numpy/scipy: loaded only when needed
             graph_facts = GraphFacts()
         done = 0
@@ -312,8 +349,11 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             store.write_batch(repo_id, shared, [], [])
             shared = []
 
-        held = store.held_documents(repo_id, parser) if to_read else set()
-        parsed_elsewhere = store.parsed_hashes(parser) if to_read else set()
+        # What the store holds already, for a copy or another branch (a few changed files
+        # are parsed sooner than these sets are read from a big index).
+        look_up = bool(to_read) and (scoped is None or _on_pool(to_read, workers))
+        held = store.held_documents(repo_id, parser) if look_up else set()
+        parsed_elsewhere = store.parsed_hashes(parser) if look_up else set()
         found_by_path = {f.path: f for f in to_read}
         vectors: list[tuple[str, bytes, float]] = []
 
@@ -385,19 +425,27 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             flush()
             if progress:
                 progress("write", backlog - len(records), backlog)
-        if changed:
+        behind = build_graph and bool(store.setting(graph_behind_setting(repo_id), 0))
+        if build_graph and graph_later and (changed or behind):
+            store.set_setting(graph_behind_setting(repo_id), 1)
+            summary.graph_behind = True
+        elif changed or behind:
             if build_graph:
                 from .graph.build import rebuild_graph, store_graph  # numpy/scipy: when needed
                 # resolved in a forked child where the parse kept the facts: its memory goes
                 # back to the system when it ends
-                resolving = (_start_resolving(store, repo_id, graph_facts, gone, known,
-                                              bool(summary.shared))
+                others = (scoped is not None or bool(summary.shared) or behind
+                          or any(path not in graph_facts.files and path not in gone
+                                 for path in known)) if graph_facts is not None else True
+                resolving = (_start_resolving(store, repo_id, graph_facts, gone, others)
                              if graph_facts is not None else None)
                 graph = resolving.result() if resolving is not None else None
                 if graph is not None:
                     store_graph(store, repo_id, graph)
                 else:  # parsed here, or the child died
                     rebuild_graph(store, repo_id, parallel=workers > 1)
+                if behind:
+                    store.set_setting(graph_behind_setting(repo_id), 0)
             else:  # files were written without references: no edge may point into them
                 store.replace_graph(repo_id, EdgeColumns(), {}, {})
         store.mark_indexed(repo_id, time.time(), parser)

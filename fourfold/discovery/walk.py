@@ -12,6 +12,7 @@ import stat
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Iterable
 
 import pathspec
 from pathspec.patterns.gitignore import GitIgnorePatternError
@@ -124,6 +125,29 @@ def _within(path: str, base: str) -> bool:
     return path == base or path.startswith(base + os.sep)
 
 
+def _ignored(rel: str, is_dir: bool, specs: list[tuple[str, Spec]]) -> bool:
+    """Whether the rules of `specs` ((folder, rules) from the root down) ignore `rel`."""
+    result = False
+    for base, spec in specs:
+        sub = rel[len(base) + 1:] if base else rel
+        candidate = sub + "/" if is_dir else sub
+        verdict = spec.check_file(candidate)
+        if verdict.include is not None:
+            result = verdict.include
+    return result
+
+
+def _skip_reason(rel: str, name: str, size: int, max_file_bytes: int) -> str | None:
+    """Why a regular file that no ignore rule covers is not indexed, if it is not."""
+    if os.path.splitext(name)[1].lower() in BINARY_EXTENSIONS:
+        return "binary"
+    if size > max_file_bytes:
+        return "too large"
+    if len(rel.encode()) > MAX_PATH_BYTES:
+        return LONG_PATH
+    return None
+
+
 def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
          skip_dirs: tuple[str, ...] = ()) -> WalkReport:
     """List indexable files under root (sorted), honouring ignore files at every level."""
@@ -139,16 +163,6 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     # Symlinked folders inside the root, followed only once every real folder is walked:
     # (the link's folder, the target's real path, the link's relative path, ignore rules)
     linked: list[tuple[str, str, str, list[tuple[str, Spec]]]] = []
-
-    def ignored(rel: str, is_dir: bool, specs: list[tuple[str, Spec]]) -> bool:
-        result = False
-        for base, spec in specs:
-            sub = rel[len(base) + 1:] if base else rel
-            candidate = sub + "/" if is_dir else sub
-            verdict = spec.check_file(candidate)
-            if verdict.include is not None:
-                result = verdict.include
-        return result
 
     def visit(dir_abs: str, dir_rel: str, specs: list[tuple[str, Spec]]) -> None:
         """Walk a folder by its real path, `dir_abs`, listing its files under `dir_rel`."""
@@ -192,21 +206,17 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
             if stat.S_ISDIR(st.st_mode):
                 if entry.name in ALWAYS_SKIPPED_DIRS or real in skip_real:
                     continue
-                if ignored(rel, True, local):
+                if _ignored(rel, True, local):
                     report.skip("ignored")
                 elif is_link:
                     linked.append((dir_abs, real, rel, local))
                 else:
                     visit(real, rel, local)
             elif stat.S_ISREG(st.st_mode):
-                if ignored(rel, False, local):
-                    report.skip("ignored")
-                elif os.path.splitext(entry.name)[1].lower() in BINARY_EXTENSIONS:
-                    report.skip("binary")
-                elif st.st_size > max_file_bytes:
-                    report.skip("too large")
-                elif len(rel.encode()) > MAX_PATH_BYTES:
-                    report.skip(LONG_PATH)
+                reason = ("ignored" if _ignored(rel, False, local)
+                          else _skip_reason(rel, entry.name, st.st_size, max_file_bytes))
+                if reason:
+                    report.skip(reason)
                 else:
                     stamp = FileStamp(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
                     report.files.append(FoundFile(rel, real, stamp, max_file_bytes))
@@ -239,3 +249,97 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     if followed:  # the walk's own order: by path, one folder level after another
         report.files.sort(key=lambda f: f.path.split("/"))
     return report
+
+
+MAX_CHANGED_PATHS = 1000  # past this many changed paths, one walk of the tree is as quick
+
+
+@dataclass
+class ChangedFiles:
+    """What a walk would say of some changed paths only: `report` lists the indexable
+    files among them; `gone` the others (deleted, ignored, no longer indexable), each of
+    which may have been a folder."""
+
+    report: WalkReport
+    gone: set[str]
+
+
+def walk_paths(root: str | os.PathLike, paths: Iterable[str],
+               max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, skip_dirs: tuple[str, ...] = ()
+               ) -> ChangedFiles | None:
+    """The walk's verdict on just these absolute paths (a watcher's report of what changed),
+    by the same ignore rules and limits. None where only a whole walk can tell: an ignore
+    file changed, a folder appeared, a symlink is on the way, a path lies outside the root."""
+    root_path = Path(root).resolve()
+    root_real = str(root_path)
+    paths = set(paths)
+    if len(paths) > MAX_CHANGED_PATHS:
+        return None
+    skip_real = [os.path.realpath(d) for d in skip_dirs]
+    exclude = _spec(_read_patterns(root_path / ".git" / "info" / "exclude"))
+    # per folder: the rules its entries are checked by; False: ignored or gone; None: a link
+    folders: dict[str, list[tuple[str, Spec]] | bool | None] = {}
+
+    def rules_in(folder: str) -> list[tuple[str, Spec]] | bool | None:
+        if folder in folders:
+            return folders[folder]
+        rules: list[tuple[str, Spec]] | bool | None
+        if folder == "":
+            rules = [("", exclude)] if exclude else []
+        else:
+            rules = rules_in(folder.rsplit("/", 1)[0] if "/" in folder else "")
+            if isinstance(rules, list):
+                try:
+                    st = os.lstat(os.path.join(root_real, folder))
+                except OSError:
+                    st = None
+                if st is not None and stat.S_ISLNK(st.st_mode):
+                    rules = None
+                elif st is None or not stat.S_ISDIR(st.st_mode) or _ignored(folder, True, rules):
+                    rules = False
+        if isinstance(rules, list):
+            rules = list(rules)
+            for name in IGNORE_FILES:
+                spec = _spec(_read_patterns(Path(root_real, folder, name)))
+                if spec:
+                    rules.append((folder, spec))
+        folders[folder] = rules
+        return rules
+
+    changed = ChangedFiles(WalkReport(), set())
+    for path in sorted(paths):
+        absolute = os.path.abspath(path)
+        if not _within(absolute, root_real) or absolute == root_real:
+            return None
+        if any(_within(absolute, d) for d in skip_real):
+            continue
+        rel = os.path.relpath(absolute, root_real).replace(os.sep, "/")
+        parts = rel.split("/")
+        if rel == ".git/info/exclude" or parts[-1] in IGNORE_FILES:
+            return None
+        if ALWAYS_SKIPPED_DIRS & set(parts[:-1]):
+            continue
+        try:
+            rel.encode("utf-8")
+        except UnicodeEncodeError:  # never indexed
+            continue
+        rules = rules_in("/".join(parts[:-1]))
+        if rules is None:
+            return None
+        try:
+            st = os.lstat(absolute)
+        except OSError:
+            changed.gone.add(rel)
+            continue
+        if stat.S_ISLNK(st.st_mode) or stat.S_ISDIR(st.st_mode):
+            return None
+        reason = ("ignored" if rules is False or _ignored(rel, False, rules)
+                  else "not a regular file" if not stat.S_ISREG(st.st_mode)
+                  else _skip_reason(rel, parts[-1], st.st_size, max_file_bytes))
+        if reason:
+            changed.report.skip(reason)
+            changed.gone.add(rel)
+        else:
+            stamp = FileStamp(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            changed.report.files.append(FoundFile(rel, absolute, stamp, max_file_bytes))
+    return changed

@@ -14,9 +14,14 @@ from typing import Iterator
 from ..errors import FourfoldError
 
 
+# A batch ends once no change has come for a step (or the debounce time is up): an editor's
+# save is a few events within milliseconds, and a save waits for at most about two steps.
+STEP_MS = 20
+
+
 def watch_changes(root: str | os.PathLike, index_dir: str | os.PathLike | None,
                   stop: threading.Event | None = None, debounce_ms: int = 400,
-                  step_ms: int = 50) -> Iterator[set]:
+                  step_ms: int = STEP_MS) -> Iterator[set]:
     """Yield each debounced batch of watchfiles (Change, absolute path) pairs; ends when `stop` is set or
     on Ctrl-C. Changes inside `index_dir` (the index writing itself, when it is a folder
     that may lie inside `root`) are not reported."""

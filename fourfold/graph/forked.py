@@ -16,8 +16,8 @@ POLL_S = 0.2
 
 
 class Forked:
-    """A forked child computing `fn(*args)`. Call `result()` (or `close()`) exactly once:
-    the child is joined either way."""
+    """A forked child computing `fn(*args)`. Call `result()` or `close()` (which stops
+    it): the child is joined either way, and a second call does nothing more."""
 
     def __init__(self, process, receiver):
         self.process = process
@@ -41,6 +41,10 @@ class Forked:
         sender.close()
         return cls(process, receiver)
 
+    def finished(self, timeout: float) -> bool:
+        """Whether the result came, or the child ended without it, within `timeout` s."""
+        return self.receiver.poll(timeout) or not self.process.is_alive()
+
     def result(self, default: Any = None) -> Any:
         """What `fn` returned; `default` if the child died without sending it. Liveness is
         polled rather than waiting for end-of-file: a process forked meanwhile by another
@@ -56,11 +60,14 @@ class Forked:
         finally:
             self.close()
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
+        """Stop the child; `wait=False` does not wait for it to end (a big process takes a
+        while to free its memory), and multiprocessing reaps it later."""
         self.receiver.close()
         if self.process.is_alive():
             self.process.terminate()
-        self.process.join()
+        if wait:
+            self.process.join()
 
 
 def _send_result(fn: Callable[..., Any], args: tuple, sender, receiver) -> None:

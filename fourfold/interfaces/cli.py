@@ -145,9 +145,12 @@ def cmd_watch(args) -> int:
             print(json.dumps(summary.to_dict()), flush=True)
         elif runs == 1 or summary.added or summary.changed or summary.deleted:
             embedded = f", embedded {summary.embedded} chunks" if summary.embedded else ""
+            among = ("changed paths" if summary.changed_paths is not None
+                     else f"{summary.files} files")
+            later = "; the graph catches up next" if summary.graph_behind else ""
             print(f"{time.strftime('%H:%M:%S')}  {summary.added} added, {summary.changed} "
-                  f"changed, {summary.deleted} deleted of {summary.files} files in "
-                  f"{summary.seconds:.2f}s{embedded}", flush=True)
+                  f"changed, {summary.deleted} deleted of {among} in "
+                  f"{summary.seconds:.2f}s{embedded}{later}", flush=True)
 
     if not args.json:
         print(f"watching {ff.root} (index {ff.location}); Ctrl-C stops", file=sys.stderr)

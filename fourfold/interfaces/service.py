@@ -1,10 +1,11 @@
 """The index behind a server (the MCP tools and the web page), kept fresh while it runs.
 
-A `watchfiles` watcher (debounced) runs an incremental index in a background thread after
+A `watchfiles` watcher (debounced) indexes the changed files in a background thread after
 every batch of changes (a branch switch is one big batch); a tool call that arrives while
 such a batch is pending waits briefly for it, so answers reflect the files. Embeddings are
-computed in another background thread after each index, so a long embedding run never
-delays the next change while the other modalities answer. Full result lists are cached per
+computed in another background thread after each index, and then the graph catches up
+(Fourfold.catch_up, given up when the next change comes), so neither delays the next
+change while the other modalities answer. Full result lists are cached per
 query and index generation, so that paging through them is cheap.
 """
 import logging
@@ -12,11 +13,15 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from typing import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Callable
 
-from ..api import Fourfold
+from ..api import STEP_MS, Fourfold
 from ..errors import FourfoldError, IndexBusyError, QueryError
 from .caller import current_grant
+
+if TYPE_CHECKING:
+    from ..api import IndexSummary
 
 log = logging.getLogger("fourfold.mcp")
 
@@ -27,12 +32,25 @@ CATCH_UP_DELAY_S = 2.0    # with an index to answer from, the catch-up waits thi
 CACHED_QUERIES = 32
 
 
+def _merged(earlier: "IndexSummary | None", later: "IndexSummary") -> "IndexSummary":
+    """One summary whose embedding covers both runs: the changed paths of both, or the
+    whole tree where either run walked it."""
+    if earlier is None:
+        return later
+    whole = earlier.changed_paths is None or later.changed_paths is None
+    return replace(later, added=earlier.added + later.added,
+                   changed=earlier.changed + later.changed,
+                   deleted=earlier.deleted + later.deleted,
+                   changed_paths=None if whole else
+                   sorted(set(earlier.changed_paths) | set(later.changed_paths)))
+
+
 class Service:
     """Owns the Fourfold index, the watcher and embedder threads and the result cache."""
 
     def __init__(self, root: str | os.PathLike | None = ".",
                  index_dir: str | os.PathLike | None = None, watch: bool = True,
-                 debounce_ms: int = 400, step_ms: int = 50, embed: bool = True,
+                 debounce_ms: int = 400, step_ms: int = STEP_MS, embed: bool = True,
                  store_url: str | None = None):
         """`store_url`: answer from every repository of a server store; such a server
         never indexes or watches (indexers write with `fourfold index --store`), so any
@@ -57,8 +75,11 @@ class Service:
         self._answered = threading.Event()  # a tool call has been answered
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
-        self._embed_wanted = threading.Event()
-        self._embedder: threading.Thread | None = None
+        self._background_wanted = threading.Event()
+        self._background: threading.Thread | None = None
+        self._to_embed: "IndexSummary | None" = None  # what the runs since wrote, merged
+        self._changed_paths: set[str] = set()  # what the watcher saw, not yet indexed
+        self._change_seen = threading.Event()  # a catch-up of the graph gives way to it
         self._cache: OrderedDict[tuple, list] = OrderedDict()
         self._cache_lock = threading.Lock()
 
@@ -110,12 +131,17 @@ class Service:
         self._threads.append(thread)
         return thread
 
-    def index_now(self, reason: str, embed_now: bool = False) -> dict:
+    def index_now(self, reason: str, embed_now: bool = False,
+                  changed: set[str] | None = None) -> dict:
         """Index text, structure and graph now (incremental) and return the summary;
-        embeddings follow in the background unless `embed_now`."""
+        embeddings follow in the background unless `embed_now`. `changed`: the paths the
+        watcher saw; the graph then catches up in the background too."""
         with self._index_lock:
+            self._change_seen.clear()
             try:
-                summary = self.ff.index(embed=False, wait_s=BUSY_WAIT_S).to_dict()
+                run = self.ff.index(embed=False, wait_s=BUSY_WAIT_S, changed=changed,
+                                    graph_later=changed is not None)
+                summary = run.to_dict()
             except IndexBusyError as exc:
                 self.last_error = str(exc)
                 raise
@@ -131,36 +157,51 @@ class Service:
             self.last_error = None
             self.clear_cache()
         if self.embed_enabled and embed_now:
-            self.ff.embed()
+            self.ff.embed(summary=run)
             self.clear_cache()
-        elif self.embed_enabled:
-            self._embed_wanted.set()
+        elif self.embed_enabled or run.graph_behind:
             with self._state:
-                if self._embedder is None or not self._embedder.is_alive():
-                    self._embedder = self._spawn(self._embed_loop, "fourfold-embed")
+                self._to_embed = _merged(self._to_embed, run)
+                self._background_wanted.set()
+                if self._background is None or not self._background.is_alive():
+                    self._background = self._spawn(self._background_loop, "fourfold-background")
         return summary
 
-    def _embed_loop(self) -> None:
+    def _background_loop(self) -> None:
+        """After index runs: embed what they wrote, then let the graph catch up."""
         while not self._stop.is_set():
-            if not self._embed_wanted.wait(0.5):
+            if not self._background_wanted.wait(0.5):
                 continue
-            self._embed_wanted.clear()
+            self._background_wanted.clear()
             self.embedding = True
+            with self._state:
+                summary, self._to_embed = self._to_embed, None
             try:
-                if self.ff.embed():
+                if self.embed_enabled and summary is not None and self.ff.embed(summary=summary):
                     self.clear_cache()
             except Exception as exc:  # reported through repository_context
                 self.last_error = f"embedding failed: {exc}"
                 log.warning("embedding failed: %s", exc)
             finally:
                 self.embedding = False
+            try:
+                if not self._change_seen.is_set() and \
+                        self.ff.catch_up(BUSY_WAIT_S, self._change_seen):
+                    self.clear_cache()
+            except IndexBusyError:  # another indexer of the folder: the next change retries
+                pass
+            except Exception as exc:
+                self.last_error = f"the graph could not catch up: {exc}"
+                log.warning("the graph could not catch up: %s", exc)
 
     def _watch_loop(self) -> None:
         self.watching = True
         try:
-            for _ in self.ff.watch_changes(self._stop, self.debounce_ms, self.step_ms):
+            for changes in self.ff.watch_changes(self._stop, self.debounce_ms, self.step_ms):
                 with self._state:
                     self._dirty = True
+                    self._changed_paths.update(path for _, path in changes)
+                self._change_seen.set()
                 self._reindex_pending()
         except Exception as exc:  # watchfiles missing, or the watcher itself failed
             self.last_error = f"file watcher stopped: {exc}"
@@ -177,10 +218,12 @@ class Service:
                 return
             self._dirty = False
             self._reindexing = True
+            changed, self._changed_paths = self._changed_paths, set()
         try:
-            self.index_now("watch")
+            self.index_now("watch", changed=changed)
         except Exception:  # reported through last_error; still busy after BUSY_WAIT_S, the
-            pass  # other indexer of this folder reads the change, else the next change does
+            with self._state:  # other indexer of this folder reads the change, else the
+                self._changed_paths |= changed  # next change's run takes these paths too
         finally:
             with self._state:
                 self._reindexing = False

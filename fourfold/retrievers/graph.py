@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from ..errors import QueryError
 from ..model import Hit
 from ..query.model import Query
-from ..store.base import Resolution, Store, StoredEdge, StoredSymbol
+from ..store.base import Resolution, Store, StoredEdge, StoredSymbol, graph_behind_setting
 from .structural import StructuralRetriever
 
 Node = tuple[str, int]  # ("s", symbol_id) or ("f", file_id) for module-level code
@@ -86,6 +86,12 @@ class GraphRetriever:
 
     def ready(self) -> bool:
         return True
+
+    def behind(self) -> bool:
+        """Whether files were written since the graph was resolved: it catches up, and
+        answers use it as it was meanwhile."""
+        repo_id = self.scope()
+        return repo_id is not None and bool(self.store.setting(graph_behind_setting(repo_id), 0))
 
     # -- loading ----------------------------------------------------------------------
     def graph(self) -> LoadedGraph:

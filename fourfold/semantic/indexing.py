@@ -11,7 +11,7 @@ import os
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -123,14 +123,17 @@ def embed_records(records: list[FileRecord], embedder: Embedder) -> None:
 
 
 def embed_pending(store: Store, embedder: Embedder, cache: VectorCache | None = None,
-                  progress: Callable[[str, int, int], None] | None = None) -> int:
-    """Embed every chunk without a vector for this model; returns how many were embedded."""
+                  progress: Callable[[str, int, int], None] | None = None,
+                  within: Sequence[int] | None = None) -> int:
+    """Embed every chunk without a vector for this model (of `within`, chunk ids, if
+    given); returns how many were embedded."""
     cache = cache or VectorCache()
-    done, total = store.vector_progress(embedder.name)
+    done, total = store.vector_progress(embedder.name) if within is None else (0, len(within))
     embedded = 0
     last_id = 0
     while True:
-        pending = store.chunks_missing_vectors(embedder.name, EMBED_BATCH, after=last_id)
+        pending = store.chunks_missing_vectors(embedder.name, EMBED_BATCH, after=last_id,
+                                               within=within)
         if not pending:
             break
         last_id = pending[-1][0]
@@ -164,6 +167,10 @@ def load_vectors(store: Store, model: str, repo_id: int | None = None
     return np.asarray(ids, dtype=np.int64), matrix, np.asarray(scales, dtype=np.float32)
 
 
+def _unit_vectors(int8: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    return int8.astype(np.float32) * scales[:, None]
+
+
 def refresh_codes(store: Store, model: str, repo_id: int) -> int:
     """Take a repository's binary codes anew from its vectors: the sign bits after centring
     by the repository's mean vector (the mean moves as its code changes, so all of them are
@@ -171,9 +178,26 @@ def refresh_codes(store: Store, model: str, repo_id: int) -> int:
     ids, int8, scales = load_vectors(store, model, repo_id)
     if not len(ids):
         return 0
-    approx = int8.astype(np.float32) * scales[:, None]  # the unit vectors
+    approx = _unit_vectors(int8, scales)
     mean = approx.mean(axis=0)
     codes = to_codes(approx, mean)
     store.put_codes(repo_id, model, mean.astype(np.float32).tobytes(), ids.tolist(),
                     [row.tobytes() for row in codes])
     return len(ids)
+
+
+def add_codes(store: Store, model: str, repo_id: int, chunk_ids: Sequence[int]) -> bool:
+    """Give these chunks binary codes against the mean the repository's codes were taken
+    with: a few changed files need not move every code. False where there is no mean yet."""
+    mean = store.code_mean(repo_id, model)
+    if mean is None:
+        return False
+    found = store.vectors_of(model, chunk_ids)
+    if found:
+        ids = sorted(found)
+        int8 = np.frombuffer(b"".join(found[i][0] for i in ids), dtype=np.int8)
+        scales = np.asarray([found[i][1] for i in ids], dtype=np.float32)
+        codes = to_codes(_unit_vectors(int8.reshape(len(ids), -1), scales),
+                         np.frombuffer(mean, dtype=np.float32))
+        store.add_codes(repo_id, model, ids, [row.tobytes() for row in codes])
+    return True

@@ -198,6 +198,17 @@ class TokenRecord:
     revoked_at: float | None
 
 
+
+def graph_behind_setting(repo_id: int) -> str:
+    """The setting (1 or 0) that says an index run left the repository's graph for later."""
+    return f"graph_behind:{repo_id}"
+
+
+def codes_behind_setting(repo_id: int, model: str) -> str:
+    """The setting that says chunks got binary codes against an older mean of the
+    repository (add_codes), to be taken anew together later."""
+    return f"codes_behind:{repo_id}:{model}"
+
 class Store(ABC):
     """One index: repositories, files, contents, symbols, chunks, graph and vectors."""
 
@@ -242,7 +253,10 @@ class Store(ABC):
         """Changes whenever any repository finishes an index run; cheap to call per query."""
 
     @abstractmethod
-    def file_states(self, repo_id: int) -> dict[str, FileState]: ...
+    def file_states(self, repo_id: int, paths: Iterable[str] | None = None
+                    ) -> dict[str, FileState]:
+        """Every indexed file of the repository, or those of `paths`: each such path as a
+        file, and the files under it as a folder."""
 
     @abstractmethod
     def write_batch(self, repo_id: int, records: list[FileRecord], deleted: list[str],
@@ -359,9 +373,10 @@ class Store(ABC):
 
     # -- vectors ----------------------------------------------------------------------
     @abstractmethod
-    def chunks_missing_vectors(self, model: str, limit: int, after: int = 0
-                               ) -> list[tuple[int, str]]:
-        """(chunk id, chunk hash) of chunks with no vector yet for this model, by id > after."""
+    def chunks_missing_vectors(self, model: str, limit: int, after: int = 0,
+                               within: Sequence[int] | None = None) -> list[tuple[int, str]]:
+        """(chunk id, chunk hash) of chunks with no vector yet for this model, by id > after;
+        only those of `within` (chunk ids) if given."""
 
     @abstractmethod
     def put_vectors(self, model: str, rows: list[tuple[str, bytes, float]]) -> None:
@@ -382,6 +397,11 @@ class Store(ABC):
                   codes: Sequence[bytes]) -> None:
         """Replace a repository's binary codes for a model (the sign bits of each chunk's
         vector minus the repository's mean vector, packed) and that mean (float32)."""
+
+    @abstractmethod
+    def add_codes(self, repo_id: int, model: str, chunk_ids: Sequence[int],
+                  codes: Sequence[bytes]) -> None:
+        """Add or replace some chunks' codes, taken against the mean the store holds."""
 
     @abstractmethod
     def code_mean(self, repo_id: int, model: str) -> bytes | None:

@@ -436,7 +436,7 @@ BM25_B = 0.75
 
 # Methods that write: their failure keeps the last complete write and says so.
 _WRITES = frozenset({"ensure_repo", "mark_indexed", "mark_identity", "set_setting",
-                     "write_batch", "replace_graph", "put_vectors", "put_codes",
+                     "write_batch", "replace_graph", "put_vectors", "put_codes", "add_codes",
                      "put_token", "revoke_token", "indexing_run"})
 
 
@@ -892,11 +892,17 @@ class PostgresStore(Store):
     def generation(self) -> tuple:
         return tuple(self._query("SELECT id, indexed_at FROM repos ORDER BY id"))
 
-    def file_states(self, repo_id: int) -> dict[str, FileState]:
+    def file_states(self, repo_id: int, paths: Iterable[str] | None = None
+                    ) -> dict[str, FileState]:
+        sql = ("SELECT id, path, size, mtime_ns, ctime_ns, inode, hash FROM files "
+               "WHERE repo_id=%s")
+        if paths is None:
+            rows = self._query(sql, (repo_id,))
+        else:
+            rows = [row for path in paths for row in self._query(
+                sql + " AND (path = %s OR starts_with(path, %s))", (repo_id, path, path + "/"))]
         return {path: FileState(fid, FileStamp(size, mtime, ctime, inode), h)
-                for fid, path, size, mtime, ctime, inode, h in self._query(
-                    "SELECT id, path, size, mtime_ns, ctime_ns, inode, hash FROM files "
-                    "WHERE repo_id = %s", (repo_id,))}
+                for fid, path, size, mtime, ctime, inode, h in rows}
 
     @staticmethod
     def _stored_counts(cur: psycopg.Cursor, home: int, documents: list[int]
@@ -1383,9 +1389,13 @@ class PostgresStore(Store):
         return symbols, files
 
     # -- vectors ------------------------------------------------------------------------
-    def chunks_missing_vectors(self, model: str, limit: int, after: int = 0
-                               ) -> list[tuple[int, str]]:
+    def chunks_missing_vectors(self, model: str, limit: int, after: int = 0,
+                               within: Sequence[int] | None = None) -> list[tuple[int, str]]:
         reachable, params = self._reachable("c.repo_id")
+        if within is not None:
+            ids = list(within)
+            reachable += " AND c.repo_id = ANY(%s) AND c.id = ANY(%s)"
+            params = [*params, self._repos_of(ids), ids]
         return self._query(
             "SELECT c.id, c.embed_hash FROM chunks c LEFT JOIN vectors v ON v.model = %s AND "
             f"v.embed_hash = c.embed_hash WHERE v.embed_hash IS NULL AND c.id > %s{reachable} "
@@ -1433,6 +1443,15 @@ class PostgresStore(Store):
                        [(repo_id, model, cid, _bits(code)) for cid, code in zip(chunk_ids, codes)])
             cur.execute("INSERT INTO code_means VALUES(%s, %s, %s) ON CONFLICT (repo_id, model) "
                         "DO UPDATE SET mean = EXCLUDED.mean", (repo_id, model, mean))
+
+    def add_codes(self, repo_id: int, model: str, chunk_ids: Sequence[int],
+                  codes: Sequence[bytes]) -> None:
+        conn = self._conn()
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute("DELETE FROM chunk_codes WHERE repo_id = %s AND model = %s AND "
+                        "chunk_id = ANY(%s)", (repo_id, model, list(chunk_ids)))
+            self._copy(cur, "chunk_codes", "repo_id, model, chunk_id, code",
+                       [(repo_id, model, cid, _bits(code)) for cid, code in zip(chunk_ids, codes)])
 
     def code_mean(self, repo_id: int, model: str) -> bytes | None:
         rows = self._query("SELECT mean FROM code_means WHERE repo_id = %s AND model = %s",

@@ -337,11 +337,18 @@ class SQLiteStore(Store):
     def generation(self) -> tuple:
         return tuple(self._query("SELECT id, indexed_at FROM repos ORDER BY id"))
 
-    def file_states(self, repo_id: int) -> dict[str, FileState]:
+    def file_states(self, repo_id: int, paths: Iterable[str] | None = None
+                    ) -> dict[str, FileState]:
+        sql = ("SELECT id, path, size, mtime_ns, ctime_ns, inode, hash FROM files "
+               "WHERE repo_id=?")
+        if paths is None:
+            rows = self._query(sql, (repo_id,))
+        else:  # '0' follows '/': a folder's files sort between "folder/" and "folder0"
+            rows = [row for path in paths for row in self._query(
+                sql + " AND (path=? OR (path>? AND path<?))",
+                (repo_id, path, path + "/", path + "0"))]
         return {path: FileState(fid, FileStamp(size, mtime, ctime, inode), h)
-                for fid, path, size, mtime, ctime, inode, h in self._query(
-                    "SELECT id, path, size, mtime_ns, ctime_ns, inode, hash FROM files "
-                    "WHERE repo_id=?", (repo_id,))}
+                for fid, path, size, mtime, ctime, inode, h in rows}
 
     @staticmethod
     def _delete_document(conn: sqlite3.Connection, document_id: int) -> None:
@@ -384,8 +391,11 @@ class SQLiteStore(Store):
                                    "path=?", (repo_id, path)).fetchone()
                 if row:
                     file_id, document_id = row
-                    conn.execute("DELETE FROM codes WHERE repo_id=? AND chunk_id IN (SELECT id "
-                                 "FROM chunks WHERE document_id=?)", (repo_id, document_id))
+                    # by the whole key (every model has a mean): not a scan of all codes
+                    conn.execute("DELETE FROM codes WHERE repo_id=? AND model IN (SELECT model "
+                                 "FROM code_means WHERE repo_id=?) AND chunk_id IN (SELECT id "
+                                 "FROM chunks WHERE document_id=?)",
+                                 (repo_id, repo_id, document_id))
                     conn.execute("DELETE FROM files WHERE id=?", (file_id,))
                     left.append(document_id)
             if left:  # codes searched from memory are read again: some are gone
@@ -672,12 +682,16 @@ class SQLiteStore(Store):
         return symbols, files
 
     # -- vectors --------------------------------------------------------------------------
-    def chunks_missing_vectors(self, model: str, limit: int, after: int = 0
-                               ) -> list[tuple[int, str]]:
-        return self._query(
-            "SELECT c.id, c.embed_hash FROM chunks c LEFT JOIN vectors v ON v.model=? AND "
-            "v.embed_hash=c.embed_hash WHERE v.embed_hash IS NULL AND c.id>? "
-            "ORDER BY c.id LIMIT ?", (model, after, limit))
+    def chunks_missing_vectors(self, model: str, limit: int, after: int = 0,
+                               within: Sequence[int] | None = None) -> list[tuple[int, str]]:
+        sql = ("SELECT c.id, c.embed_hash FROM chunks c LEFT JOIN vectors v ON v.model=? AND "
+               "v.embed_hash=c.embed_hash WHERE v.embed_hash IS NULL AND c.id>?")
+        if within is None:
+            return self._query(sql + " ORDER BY c.id LIMIT ?", (model, after, limit))
+        ids = sorted(within)
+        return [row for start in range(0, len(ids), 500) for row in self._query(
+            sql + f" AND c.id IN ({_placeholders(len(ids[start:start + 500]))}) ORDER BY c.id",
+            (model, after, *ids[start:start + 500]))][:limit]
 
     def put_vectors(self, model: str, rows: list[tuple[str, bytes, float]]) -> None:
         conn = self._conn()
@@ -719,6 +733,16 @@ class SQLiteStore(Store):
             conn.execute("INSERT INTO code_means VALUES(?, ?, ?, 1) ON CONFLICT(repo_id, model) "
                          "DO UPDATE SET mean=excluded.mean, version=version + 1",
                          (repo_id, model, mean))
+
+    def add_codes(self, repo_id: int, model: str, chunk_ids: Sequence[int],
+                  codes: Sequence[bytes]) -> None:
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany("INSERT OR REPLACE INTO codes VALUES(?,?,?,?)",
+                             [(repo_id, model, cid, code) for cid, code in zip(chunk_ids, codes)])
+            conn.execute("UPDATE code_means SET version=version + 1 WHERE repo_id=? AND model=?",
+                         (repo_id, model))
 
     def code_mean(self, repo_id: int, model: str) -> bytes | None:
         rows = self._query("SELECT mean FROM code_means WHERE repo_id=? AND model=?",

@@ -4,7 +4,7 @@ import os
 
 from fourfold.discovery.flags import GENERATED, MINIFIED, TEST, VENDOR, content_flags, path_flags
 from fourfold.discovery.languages import detect_language
-from fourfold.discovery.walk import walk
+from fourfold.discovery.walk import walk, walk_paths
 
 
 def paths(report):
@@ -50,6 +50,53 @@ def test_symlink_loop_and_symlink_out_of_root(make_tree, tmp_path):
     assert report.skipped["symlink out of root"] == 2
     assert report.skipped["symlink loop"] == 1
 
+
+
+def test_walk_paths_says_what_the_walk_says_of_each_changed_path(make_tree):
+    files = {
+        ".gitignore": "*.log\nbuild/\n",
+        "app.py": "x = 1\n",
+        "debug.log": "noise\n",
+        "build/out.py": "y = 2\n",
+        "pkg/.gitignore": "secret.py\n!keep.log\n",
+        "pkg/secret.py": "s = 1\n",
+        "pkg/keep.log": "kept\n",
+        "pkg/mod.py": "m = 1\n",
+        "pkg/deep/er.py": "d = 1\n",
+        ".git/info/exclude": "local_only.py\n",
+        ".git/HEAD": "ref: refs/heads/main\n",
+        "local_only.py": "z = 1\n",
+        "image.png": "not really\n",
+        "big.py": "b = 1\n" * 200,
+    }
+    root = make_tree(files)
+    asked = [str(root / rel) for rel in files  # a changed ignore file takes a whole walk
+             if not rel.startswith(".git/") and not rel.endswith(".gitignore")]
+    asked += [str(root / "gone.py"), str(root / "pkg/gone_folder"), str(root / ".git/HEAD")]
+    changed = walk_paths(root, asked, max_file_bytes=1000)
+    whole = walk(root, max_file_bytes=1000)
+    assert paths(changed.report) == [p for p in paths(whole) if not p.endswith(".gitignore")]
+    assert changed.gone == {"debug.log", "build/out.py", "pkg/secret.py", "local_only.py",
+                            "image.png", "big.py", "gone.py", "pkg/gone_folder"}
+    stamps = {f.path: f.stamp for f in whole.files}
+    assert all(f.stamp == stamps[f.path] and f.abspath == str(root / f.path)
+               for f in changed.report.files)
+
+
+def test_walk_paths_leaves_to_a_walk_what_only_a_walk_can_tell(make_tree, tmp_path):
+    root = make_tree({"a.py": "x = 1\n", "pkg/b.py": "y = 2\n", "pkg/.gitignore": "c.py\n"})
+    outside = tmp_path / "elsewhere.py"
+    outside.write_text("z = 3\n")
+    os.symlink(root / "pkg", root / "linked")
+    assert walk_paths(root, [str(root / "a.py")]) is not None
+    assert walk_paths(root, [str(root / "pkg/.gitignore")]) is None  # the rules changed
+    assert walk_paths(root, [str(root / "pkg")]) is None  # a folder appeared or moved in
+    assert walk_paths(root, [str(root / "linked/b.py")]) is None  # through a symlink
+    assert walk_paths(root, [str(outside)]) is None
+    assert walk_paths(root, [str(root / f"f{i}.py") for i in range(1001)]) is None
+    index = root / "pkg"  # changes inside the index folder are not the repository's
+    quiet = walk_paths(root, [str(index / "b.py")], skip_dirs=(str(index),))
+    assert quiet is not None and not quiet.report.files and not quiet.gone
 
 def test_language_detection():
     assert detect_language("main.go") == "go"

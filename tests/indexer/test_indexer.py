@@ -342,3 +342,155 @@ def test_parsed_files_are_written_before_the_graph_is_resolved(make_tree, monkey
     ff.index(workers=2, embed=False)
     assert written == [50]
     assert ff.references("run_3")  # and the graph was resolved
+
+
+def test_a_run_over_changed_paths_reads_only_them(make_tree):
+    root = make_tree({"pkg/a.py": "def alpha():\n    return 1\n",
+                      "pkg/b.py": "def beta():\n    return alpha()\n",
+                      "old/c.py": "def gamma():\n    return 3\n",
+                      "old/d.py": "def delta():\n    return 4\n"})
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    (root / "pkg/a.py").write_text("def alpha():\n    return 'scoped_edit'\n")
+    (root / "pkg/b.py").write_text("def beta():\n    return 'not_reported'\n")
+    for name in ("c.py", "d.py"):
+        (root / "old" / name).unlink()
+    (root / "old").rmdir()
+    run = ff.index(embed=False, changed=[str(root / "pkg/a.py"), str(root / "old")])
+    assert run.changed_paths == ["pkg/a.py"] and run.read == 1
+    assert (run.changed, run.deleted) == (1, 2)
+    assert [m.path for m in ff.grep("scoped_edit")] == ["pkg/a.py"]
+    assert not ff.grep("not_reported")  # a change no watcher reported is not looked at
+    assert not ff.grep("gamma")
+    assert ff.index(embed=False).changed == 1  # a whole walk finds it
+    assert [m.path for m in ff.grep("not_reported")] == ["pkg/b.py"]
+
+
+def test_a_run_over_changed_paths_walks_the_tree_where_it_must(make_tree):
+    root = make_tree({"a.py": "x = 1\n", "skip.py": "y = 2\n"})
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    (root / ".gitignore").write_text("skip.py\n")
+    (root / "b.py").write_text("z = 'unreported_file'\n")
+    run = ff.index(embed=False, changed=[str(root / ".gitignore")])
+    assert run.changed_paths is None and run.added == 2 and run.deleted == 1
+    assert ff.grep("unreported_file") and not ff.grep("y = 2")
+
+
+def test_the_graph_left_for_later_catches_up(make_tree):
+    root = make_tree({"a.py": "def helper():\n    return 1\n",
+                      "b.py": "from a import helper\n\ndef main():\n    return helper()\n"})
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    (root / "c.py").write_text("from a import helper\n\ndef later():\n    return helper()\n")
+    run = ff.index(embed=False, changed=[str(root / "c.py")], graph_later=True)
+    assert run.graph_behind and run.added == 1
+    assert [m.path for m in ff.grep("def later")] == ["c.py"]  # answers at once
+    assert ff.behind()["graph"] and ff.status()["modalities"]["graph"].startswith("building")
+    callers = {r["symbol"] for r in ff.references("helper")["results"]}
+    assert callers == {"main"}  # the graph as it was
+    response = ff.search("who calls helper")
+    assert "catching up" in response.unavailable["graph"]
+    given_up = threading.Event()
+    given_up.set()  # a change came first: nothing is done, nothing is lost
+    assert ff.catch_up(interrupted=given_up) is False and ff.behind()["graph"]
+    assert ff.catch_up() is True and not ff.behind()["graph"]
+    assert {r["symbol"] for r in ff.references("helper")["results"]} == {"main", "later"}
+    assert ff.status()["modalities"]["graph"] == "ready"
+    assert "graph" not in ff.search("who calls helper").unavailable
+    # a whole run after one that left the graph behind resolves it, changed files or not
+    ff.index(embed=False, changed=[str(root / "c.py")], graph_later=True)
+    (root / "c.py").write_text("from a import helper\n\ndef renamed():\n    return helper()\n")
+    ff.index(embed=False, changed=[str(root / "c.py")], graph_later=True)
+    ff.index(embed=False)
+    assert not ff.behind()["graph"]
+    assert {r["symbol"] for r in ff.references("helper")["results"]} == {"main", "renamed"}
+
+
+def test_a_catch_up_given_up_midway_leaves_the_index_whole(make_tree, monkeypatch):
+    import multiprocessing
+
+    import fourfold.graph.build as build
+
+    root = make_tree({"a.py": "def helper():\n    return 1\n",
+                      "b.py": "from a import helper\n\ndef main():\n    return helper()\n"})
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    (root / "a.py").write_text("def helper():\n    return 'edited'\n")
+    ff.index(embed=False, changed=[str(root / "a.py")], graph_later=True)
+    resolve = build.rebuild_graph
+
+    def slow_rebuild(*args, **kwargs):  # a big repository's graph, in the forked child
+        time.sleep(30)
+        return resolve(*args, **kwargs)
+
+    monkeypatch.setattr(build, "rebuild_graph", slow_rebuild)
+    change = threading.Event()
+    threading.Timer(0.3, change.set).start()
+    started = time.perf_counter()
+    assert ff.catch_up(interrupted=change) is False
+    assert time.perf_counter() - started < 5
+    while multiprocessing.active_children() and time.perf_counter() - started < 5:
+        time.sleep(0.02)  # stopped, not waited for
+    assert not multiprocessing.active_children()
+    assert ff.behind()["graph"]
+    (root / "a.py").write_text("def helper():\n    return 'edited again'\n")
+    ff.index(embed=False, changed=[str(root / "a.py")], graph_later=True)  # not locked out
+    monkeypatch.setattr(build, "rebuild_graph", resolve)
+    assert ff.catch_up() and not ff.behind()["graph"]
+    assert [r["symbol"] for r in ff.references("helper")["results"]] == ["main"]
+    assert [m.path for m in ff.grep("'edited again'")] == ["a.py"]
+
+
+def test_changed_files_get_vectors_and_codes_without_retaking_every_code(make_tree):
+    root = make_tree({f"m{i}.py": f"def job_{i}(x):\n    return x * {i}\n" for i in range(20)})
+    ff = Fourfold(root)
+    ff.index()
+    repo_id, model = ff.repo_id(), ff.semantic.embedder.name
+    mean = ff.store.code_mean(repo_id, model)
+
+    def chunk_ids() -> set[int]:
+        return {c.chunk_id for f in ff.store.files(repo_id)
+                for c in ff.store.chunks_of_file(f.file_id)}
+
+    def coded() -> set[int]:
+        return set(ff.store.nearest_codes(repo_id, model, bytes(len(mean) // 32), 10_000))
+
+    (root / "m3.py").write_text("def parse_invoice_total(text):\n    return sum(text)\n")
+    (root / "new.py").write_text("def render_invoice_pdf(doc):\n    return doc\n")
+    run = ff.index(changed=[str(root / "m3.py"), str(root / "new.py")], graph_later=True)
+    assert run.embedded == 2
+    assert ff.store.code_mean(repo_id, model) == mean  # codes added, not all retaken
+    assert coded() == chunk_ids()  # the old chunks' codes went with them
+    assert ff.behind() == {"graph": True, "codes": True}
+    hits = ff.search("render invoice pdf", modalities=["semantic"]).hits
+    assert hits and hits[0].path == "new.py"
+    assert ff.catch_up() and ff.behind() == {"graph": False, "codes": False}
+    assert ff.store.code_mean(repo_id, model) != mean and coded() == chunk_ids()
+
+
+def test_a_forked_child_does_not_outlive_its_killed_parent():
+    import signal
+    import subprocess
+    import sys
+
+    def alive(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                return stat.read().split()[2] != "Z"  # a zombie has ended
+        except FileNotFoundError:
+            return False
+
+    program = ("import time\n"
+               "from fourfold.graph.forked import Forked\n"
+               "print(Forked.start(time.sleep, 60).process.pid, flush=True)\n"
+               "time.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True)
+    child = int(parent.stdout.readline())
+    assert alive(child)
+    os.kill(parent.pid, signal.SIGKILL)  # no chance to stop its child itself
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while alive(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(child)

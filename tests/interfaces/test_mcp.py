@@ -519,11 +519,19 @@ def test_freshness_under_running_server(tmp_path):
                 # edit
                 (root / "a.py").write_text("def alpha():\n    return 'freshly_edited'\n")
                 await until(client, "freshly_edited", 1)
-                # add
-                (root / "c.py").write_text("def gamma_added():\n    return 3\n")
+                # add: the file answers at once, the graph catches up after
+                (root / "c.py").write_text("from a import alpha\n\ndef gamma_added():\n"
+                                           "    return alpha()\n")
                 await until(client, "gamma_added", 1)
                 r = await call(client, "find_symbol", {"name": "gamma_added"})
                 assert r["results"][0]["path"] == "c.py"
+                assert svc.last_index["changed_paths"] == ["c.py"]
+                started = time.monotonic()
+                while not (await call(client, "dependency_search",
+                                      {"name": "alpha", "relation": "callers"}))["total"]:
+                    assert time.monotonic() - started < 5.0, "the graph did not catch up"
+                    await anyio.sleep(0.05)
+                assert not svc.ff.behind()["graph"]
                 # delete
                 (root / "b.py").unlink()
                 await until(client, "beta", 0)
@@ -532,7 +540,7 @@ def test_freshness_under_running_server(tmp_path):
                     (root / f"branch_{i}.py").write_text(f"def switched_{i}():\n    pass\n")
                 (root / "a.py").unlink()
                 await until(client, "def switched_", 20)
-                await until(client, "alpha", 0)
+                await until(client, "def alpha", 0)
         run(go)
     finally:
         svc.close()

@@ -83,6 +83,11 @@ def test_write_batch_round_trips_files_states_contents_symbols_chunks_and_refere
     assert store.file_states(repo) == {
         "pkg/a.py": FileState(a, FileStamp(30, 111, 222, 333), "hash-a"),
         "README.md": FileState(b, FileStamp(6, 1, 2, 3), "hash-b")}
+    # a path as a file, and as a folder; never as a prefix of a name
+    assert store.file_states(repo, ["pkg", "README.md", "pkg/a", "pk", "nowhere"]) == \
+        store.file_states(repo)
+    assert list(store.file_states(repo, ["pkg/a", "pk", "README"])) == []
+    assert list(store.file_states(repo, ["pkg/a.py"])) == ["pkg/a.py"]
     assert store.contents([a, b]) == {a: ALPHA, b: "hello\n"}
     assert store.contents([]) == {}
     assert store.content(a) == ALPHA and store.content(b + 99) == ""
@@ -251,6 +256,8 @@ def test_vectors_are_kept_per_model_and_chunk_hash(store):
     a, b = chunk_ids(store, repo)
     assert store.chunks_missing_vectors("m", 10) == [(a, "chunk-a"), (b, "chunk-b")]
     assert store.chunks_missing_vectors("m", 10, after=a) == [(b, "chunk-b")]
+    assert store.chunks_missing_vectors("m", 10, within=[b, b + 99]) == [(b, "chunk-b")]
+    assert store.chunks_missing_vectors("m", 10, within=[]) == []
     assert store.vector_progress("m") == (0, 2) and store.vector_count("m") == 0
     store.put_vectors("m", [("chunk-a", b"\x01\xff", 0.5)])
     store.put_vectors("m", [("chunk-a", b"\x02\x00", 0.25), ("other", b"\x03", 1.0)])
@@ -309,6 +316,10 @@ def test_binary_codes_are_searched_by_hamming_distance_per_repository(store):
     assert store.nearest_codes(first, "other-model", b"\x00", 5) == []
     store.put_codes(first, "m", b"mean2", [b], [b"\x0f"])  # replaced whole
     assert store.nearest_codes(first, "m", b"\xf0", 5) == [b]
+    store.add_codes(first, "m", [a, b], [b"\xf0", b"\xff"])  # added, one replaced
+    assert store.code_mean(first, "m") == b"mean2"
+    assert store.nearest_codes(first, "m", b"\xff", 5) == [b, a]
+    store.put_codes(first, "m", b"mean2", [b], [b"\x0f"])
     store.write_batch(first, [], ["README.md"], [])  # a deleted chunk takes its code along
     assert store.nearest_codes(first, "m", b"\xf0", 5) == []
     store.put_vectors("m", [("chunk-a", b"\x02\x00", 0.25)])
