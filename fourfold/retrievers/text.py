@@ -357,7 +357,8 @@ class TextRetriever:
         if not hits:
             return hits
         query_words = name_targets({singular(t) for t in terms})
-        names = self.snapshots.current().file_name_words
+        snapshot = self.snapshots.current()
+        names = snapshot.file_name_words
         unit = hits[0].score * STEM_BONUS
         best_in_file: dict[str, Hit] = {}
         for hit in hits:

@@ -34,6 +34,21 @@ class IndexSnapshot:
         return {f.path: name_words(f.path) for f in self._all_files}
 
     @cached_property
+    def file_position(self) -> dict[str, int]:
+        """path -> its place in the order the store lists files (file_name_words' order)."""
+        return {path: n for n, path in enumerate(self.file_name_words)}
+
+    @cached_property
+    def files_by_name_word(self) -> dict[str, list[str]]:
+        """A file-name word -> the paths whose names hold it: a question finds the files
+        it names without reading every name."""
+        found: dict[str, list[str]] = {}
+        for path, words in self.file_name_words.items():
+            for word in words:
+                found.setdefault(word, []).append(path)
+        return found
+
+    @cached_property
     def module_stems(self) -> dict[str, list[StoredFile]]:
         """A file's module name, normalised (application.js -> application) -> its files."""
         stems: dict[str, list[StoredFile]] = {}

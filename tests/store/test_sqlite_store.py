@@ -197,7 +197,10 @@ def test_full_text_indexes_drive_queries_of_one_repository(store, monkeypatch):
     monkeypatch.setattr(store, "_query", explained)
     repo = store.ensure_repo("/src/proj", "proj")
     store.trigram_candidates("beta", repo)
-    store.bm25_chunks(["beta"], 10, repo)
-    assert len(plans) == 2
-    for plan in plans:
+    store.bm25_chunks(["beta"], 10, repo)  # the only repository: ranked before any join
+    store.ensure_repo("/src/other", "other")
+    store.bm25_chunks(["beta"], 10, repo)  # one of two: each match joined to its file
+    assert len(plans) == 3
+    assert plans[1].startswith("MATERIALIZE t | SCAN chunk_tokens VIRTUAL TABLE"), plans[1]
+    for plan in (plans[0], plans[2]):
         assert plan.startswith("SCAN ") and "VIRTUAL TABLE" in plan.split(" | ")[0], plan
