@@ -418,8 +418,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             write_shared()
         if vectors:
             write_vectors()
-        # Everything parsed is written before the graph is worked on: an edit answers grep
-        # and search while the graph of a big repository takes its time.
+        # Everything parsed is written before the graph is worked on.
         backlog = len(records)
         while records or touched or deleted or skipped_paths:
             flush()
@@ -432,6 +431,10 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         elif changed or behind:
             if build_graph:
                 from .graph.build import rebuild_graph, store_graph  # numpy/scipy: when needed
+                # The files answer while the graph is resolved (a big repository's takes
+                # minutes); marked behind, it is resolved by the next run if this one stops.
+                store.set_setting(graph_behind_setting(repo_id), 1)
+                store.mark_indexed(repo_id, time.time(), parser)
                 # resolved in a forked child where the parse kept the facts: its memory goes
                 # back to the system when it ends
                 others = (scoped is not None or bool(summary.shared) or behind
@@ -444,8 +447,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
                     store_graph(store, repo_id, graph)
                 else:  # parsed here, or the child died
                     rebuild_graph(store, repo_id, parallel=workers > 1)
-                if behind:
-                    store.set_setting(graph_behind_setting(repo_id), 0)
+                store.set_setting(graph_behind_setting(repo_id), 0)
             else:  # files were written without references: no edge may point into them
                 store.replace_graph(repo_id, EdgeColumns(), {}, {})
         store.mark_indexed(repo_id, time.time(), parser)

@@ -494,3 +494,47 @@ def test_a_forked_child_does_not_outlive_its_killed_parent():
     while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(child)
+
+
+def test_the_files_answer_while_the_graph_is_resolved(make_tree, monkeypatch):
+    import fourfold.graph.build as build
+
+    root = make_tree({"a.py": "def helper():\n    return 1\n",
+                      "b.py": "from a import helper\n\ndef main():\n    return helper()\n"})
+    resolve = build.rebuild_graph
+    seen = []
+
+    def watched_rebuild(*args, **kwargs):  # another process asks meanwhile
+        other = Fourfold(root)
+        seen.append(([m.path for m in other.grep("def main")], other.behind()["graph"],
+                     other.status()["modalities"]["graph"]))
+        return resolve(*args, **kwargs)
+
+    monkeypatch.setattr(build, "rebuild_graph", watched_rebuild)
+    ff = Fourfold(root)
+    ff.index(embed=False)  # the first run: nothing answered before the files were written
+    assert seen == [(["b.py"], True, "building: catching up with changed files; answers "
+                                     "use the graph as it was")]
+    assert not ff.behind()["graph"] and ff.references("helper")["total"] == 1
+
+
+def test_a_run_stopped_while_resolving_leaves_the_graph_to_the_next(make_tree, monkeypatch):
+    import fourfold.graph.build as build
+
+    root = make_tree({"a.py": "def helper():\n    return 1\n",
+                      "b.py": "from a import helper\n\ndef main():\n    return helper()\n"})
+    resolve = build.rebuild_graph
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build, "rebuild_graph", stopped)
+    ff = Fourfold(root)
+    with pytest.raises(KeyboardInterrupt):
+        ff.index(embed=False)
+    assert ff.is_indexed() and ff.behind()["graph"]  # the files answer; the graph is owed
+    assert [m.path for m in ff.grep("def main")] == ["b.py"]
+    monkeypatch.setattr(build, "rebuild_graph", resolve)
+    run = ff.index(embed=False)
+    assert run.read == 0 and not ff.behind()["graph"]
+    assert ff.references("helper")["total"] == 1
