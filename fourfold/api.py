@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES
 from .discovery.watch import STEP_MS
 from . import navigation
-from .errors import FourfoldError, ModalityUnavailable, NotIndexedError, QueryError
+from .errors import (FourfoldError, IndexBusyError, ModalityUnavailable, NotIndexedError,
+                     QueryError)
 from .store import open_server_store, redacted
 from .ranking.priors import rank_definitions
 from .retrievers.graph import GraphRetriever
@@ -31,7 +32,7 @@ from .retrievers.text import GREP_TIME_BUDGET, ResultList, TextRetriever
 from .ranking.granularity import GRANULARITIES
 from .routing.engine import RANKINGS, SearchEngine, SearchOptions, SearchResponse
 from .routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
-from .store.base import codes_behind_setting, graph_behind_setting
+from .store.base import codes_behind_setting, graph_behind_setting, unfinished_note
 from .store.index_dir import DB_NAME, IndexLock, identity, prepare_index_dir, remove_database
 from .store.snapshot import Snapshots
 from .store.sqlite import SQLiteStore
@@ -369,9 +370,17 @@ class Fourfold:
         return self.repo_id() is not None
 
     def ensure_indexed(self, progress: Progress | None = None) -> IndexSummary | None:
-        """Index on first use; later calls reuse the index as it is."""
-        if self.repo_id() is None:
+        """Index on first use, or finish a first index that stopped; later calls reuse the
+        index as it is. While another process writes the first index, what it has written
+        answers (the answers say so)."""
+        repo_id = self.repo_id()
+        if repo_id is None:
             return self.index(progress)
+        if unfinished_note(self.store, repo_id):
+            try:
+                return self.index(progress)
+            except IndexBusyError:
+                return None
         return None
 
     def repo_id(self) -> int | None:
@@ -680,12 +689,14 @@ class Fourfold:
 
     def status(self) -> dict:
         repos = [_repository_facts(r) for r in self.store.repos()]
-        modalities = {"text": "ready", "structural": "ready",
-                      "graph": "building: catching up with changed files; answers use "
-                      "the graph as it was" if self.graph.behind() else "ready"}
+        modalities = {m: f"building: {why}" if why else "ready"
+                      for m, why in (("text", self.text.incomplete()),
+                                     ("structural", self.structural.incomplete()),
+                                     ("graph", self.graph.incomplete()))}
         try:
             done, total = self.semantic.progress()
-            modalities["semantic"] = ("ready" if done == total else "building") + \
+            ready = done == total and self.semantic.ready()  # vectors, then their codes
+            modalities["semantic"] = ("ready" if ready else "building") + \
                 f" ({done}/{total} chunks embedded, model {self.semantic.embedder.name})"
         except ModalityUnavailable as exc:
             modalities["semantic"] = f"unavailable: {exc}"
@@ -821,8 +832,9 @@ class Fourfold:
                 continue
             try:
                 out[m] = "ready" if retriever.ready() else "building"
-                if getattr(retriever, "behind", lambda: False)():
-                    out[m] = "building: catching up with changed files"
+                incomplete = getattr(retriever, "incomplete", lambda: None)()
+                if incomplete:
+                    out[m] = f"building: {incomplete}"
                 progress = getattr(retriever, "progress", None)
                 if progress is not None:
                     done, total = progress()

@@ -28,7 +28,7 @@ from .errors import FourfoldError
 from .parsing import parse_file, parser_fingerprint
 from .model import Chunk
 from .store.base import (EdgeColumns, FileRecord, FileStamp, Store, encode_references,
-                         graph_behind_setting)
+                         graph_behind_setting, unfinished_setting)
 from .tokens import chunk_body, token_text
 from .workers import quiet_worker
 
@@ -41,6 +41,7 @@ BATCH_FILES = 8  # files per write: short, so that the end of parsing is seen so
 SHARED_BATCH_FILES = 1000  # files per write of those whose document the store holds (a row each)
 PARALLEL_BYTES = 256 * 1024  # below this much changed source, parsing in-process is faster
 PENDING_BYTES = 16 * 1024 * 1024  # source of parsed files held back while more arrive
+ANSWERING_EVERY_S = 5.0  # a first index is marked answerable this often as it is written
 VECTOR_BATCH = 4096  # vectors the parser processes made, written at once
 CHUNKS_AHEAD = 4  # chunks of files a parser worker may have parsed before they are written
 
@@ -315,6 +316,14 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         to_read = [f for f in report.files
                    if verify or reparse or f.path not in known or known[f.path].stamp != f.stamp]
         summary.files = len(report.files)
+        # A repository never indexed to the end answers from what is written so far: it is
+        # marked indexed every few seconds, and says it is unfinished until this run ends.
+        unfinished = scoped is None and (
+            bool(store.setting(unfinished_setting(repo_id), 0))
+            or not any(r.repo_id == repo_id and r.indexed_at for r in store.repos(counts=False)))
+        if unfinished:
+            store.set_setting(unfinished_setting(repo_id), len(report.files))
+        answerable_at = time.monotonic() + ANSWERING_EVERY_S
         summary.bytes = sum(f.size for f in report.files)
         summary.unchanged = len(report.files) - len(to_read)
         summary.deleted = len(deleted)
@@ -335,12 +344,15 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
 
         def flush() -> None:
             """Write the next batch of pending records, and the pending deletions."""
-            nonlocal records, pending_bytes, touched, skipped_paths, deleted
+            nonlocal records, pending_bytes, touched, skipped_paths, deleted, answerable_at
             batch, records = records[:BATCH_FILES], records[BATCH_FILES:]
             if batch or touched or deleted or skipped_paths:
                 store.write_batch(repo_id, batch, deleted + skipped_paths, touched)
             pending_bytes -= sum(r.size for r in batch)
             touched, skipped_paths, deleted = [], [], []
+            if unfinished and time.monotonic() > answerable_at:
+                store.mark_indexed(repo_id, time.time(), parser)
+                answerable_at = time.monotonic() + ANSWERING_EVERY_S
 
         shared: list[FileRecord] = []  # written first, in big batches: a file row each
 
@@ -424,6 +436,8 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             flush()
             if progress:
                 progress("write", backlog - len(records), backlog)
+        if unfinished:
+            store.set_setting(unfinished_setting(repo_id), 0)
         behind = build_graph and bool(store.setting(graph_behind_setting(repo_id), 0))
         if build_graph and graph_later and (changed or behind):
             store.set_setting(graph_behind_setting(repo_id), 1)

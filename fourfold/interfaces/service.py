@@ -28,6 +28,7 @@ log = logging.getLogger("fourfold.mcp")
 FRESHNESS_WAIT_S = 3.0    # a tool call waits this long for a pending re-index
 BUSY_WAIT_S = 5.0         # an index run waits this long for another indexer of the folder
 FIRST_INDEX_WAIT_S = 25.0
+FIRST_INDEX_POLL_S = 0.25  # how often a call waiting for the first index looks for answers
 CATCH_UP_DELAY_S = 2.0    # with an index to answer from, the catch-up waits this long at most
 CACHED_QUERIES = 32
 
@@ -230,10 +231,14 @@ class Service:
                 self._state.notify_all()
 
     def await_fresh(self) -> None:
-        """Wait (briefly) for the first index and for changes the watcher has seen."""
-        if not self._ready.is_set() and not self._ready.wait(FIRST_INDEX_WAIT_S):
-            raise FourfoldError(f"the first index of {self.root} is still being built; "
-                                "retry in a few seconds")
+        """Wait (briefly) for the first index, until what it has written answers (a big
+        repository's first index marks its files answerable as it writes them), and for
+        changes the watcher has seen."""
+        deadline = time.monotonic() + FIRST_INDEX_WAIT_S
+        while not self._ready.wait(FIRST_INDEX_POLL_S) and self.ff.repo_id() is None:
+            if time.monotonic() > deadline:
+                raise FourfoldError(f"the first index of {self.root} is still being built; "
+                                    "retry in a few seconds")
         with self._state:
             self._state.wait_for(lambda: not self._dirty and not self._reindexing,
                                  timeout=FRESHNESS_WAIT_S)

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from ..errors import QueryError
 from ..model import Hit
 from ..query.model import Query
-from ..store.base import Resolution, Store, StoredEdge, StoredSymbol, graph_behind_setting
+from ..store.base import (Resolution, Store, StoredEdge, StoredSymbol, graph_behind_setting,
+                          unfinished_note)
 from .structural import StructuralRetriever
 
 Node = tuple[str, int]  # ("s", symbol_id) or ("f", file_id) for module-level code
@@ -92,6 +93,12 @@ class GraphRetriever:
         answers use it as it was meanwhile."""
         repo_id = self.scope()
         return repo_id is not None and bool(self.store.setting(graph_behind_setting(repo_id), 0))
+
+    def incomplete(self) -> str | None:
+        """What answers miss meanwhile: a first index still written, a graph behind."""
+        return unfinished_note(self.store, self.scope()) or (
+            "catching up with changed files: answers use the graph as it was"
+            if self.behind() else None)
 
     # -- loading ----------------------------------------------------------------------
     def graph(self) -> LoadedGraph:

@@ -11,7 +11,7 @@ from functools import lru_cache
 
 from ..model import FUNCTION_KINDS, REEXPORT, Hit
 from ..query.filters import kinds_named
-from ..store.base import Store, StoredFile, StoredSymbol
+from ..store.base import Store, StoredFile, StoredSymbol, unfinished_note
 from ..store.snapshot import Snapshots
 from ..tokens import identifier_tokens, normalise_name, query_words, singular, sub_words
 from ..query.model import Query
@@ -95,6 +95,9 @@ class StructuralRetriever:
 
     def ready(self) -> bool:
         return True
+
+    def incomplete(self) -> str | None:
+        return unfinished_note(self.store, self.snapshots.scope())
 
     def definitions(self, name: str, kind: str | None = None, repo_id: int | None = None,
                     path_glob: str | None = None, limit: int = 50,

@@ -13,7 +13,7 @@ import re2
 
 from ..errors import QueryError
 from ..model import Hit
-from ..store.base import RequiredText, Store, StoredFile
+from ..store.base import RequiredText, Store, StoredFile, unfinished_note
 from ..store.snapshot import Snapshots
 from ..tokens import name_match, name_targets, name_words, query_terms, singular
 from ..query.model import Query
@@ -242,6 +242,9 @@ class TextRetriever:
 
     def ready(self) -> bool:
         return True
+
+    def incomplete(self) -> str | None:
+        return unfinished_note(self.store, self.snapshots.scope())
 
     # -- exact search -------------------------------------------------------------------
     def grep(self, pattern: str, regex: bool = False, case_sensitive: bool = False,

@@ -112,9 +112,9 @@ class SearchEngine:
                 response.unavailable[modality] = "still being built"
                 return []
             hits = retriever.search(query, limit)
-            if getattr(retriever, "behind", lambda: False)():
-                response.unavailable[modality] = ("catching up with changed files: answers "
-                                                  "use the graph as it was")
+            incomplete = getattr(retriever, "incomplete", lambda: None)()
+            if incomplete:
+                response.unavailable[modality] = incomplete
             if getattr(hits, "partial", False):  # the text modality's ResultList
                 response.unavailable[modality] = "partial: the scan stopped at its time budget"
             if query.filters != NO_FILTERS:

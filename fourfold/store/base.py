@@ -204,6 +204,19 @@ def graph_behind_setting(repo_id: int) -> str:
     return f"graph_behind:{repo_id}"
 
 
+def unfinished_setting(repo_id: int) -> str:
+    """The setting that holds how many files the repository's first complete index will
+    hold, while that index is written (0 once complete): it answers meanwhile."""
+    return f"unfinished:{repo_id}"
+
+
+def unfinished_note(store: "Store", repo_id: int | None) -> str | None:
+    """What answers miss while the repository's first index is written; None once done."""
+    total = store.setting(unfinished_setting(repo_id), 0) if repo_id is not None else 0
+    return (f"the first index is still being written ({total:,} files in all): answers use "
+            "the files written so far") if total else None
+
+
 def codes_behind_setting(repo_id: int, model: str) -> str:
     """The setting that says chunks got binary codes against an older mean of the
     repository (add_codes), to be taken anew together later."""

@@ -513,7 +513,7 @@ def test_the_files_answer_while_the_graph_is_resolved(make_tree, monkeypatch):
     monkeypatch.setattr(build, "rebuild_graph", watched_rebuild)
     ff = Fourfold(root)
     ff.index(embed=False)  # the first run: nothing answered before the files were written
-    assert seen == [(["b.py"], True, "building: catching up with changed files; answers "
+    assert seen == [(["b.py"], True, "building: catching up with changed files: answers "
                                      "use the graph as it was")]
     assert not ff.behind()["graph"] and ff.references("helper")["total"] == 1
 
@@ -538,3 +538,38 @@ def test_a_run_stopped_while_resolving_leaves_the_graph_to_the_next(make_tree, m
     run = ff.index(embed=False)
     assert run.read == 0 and not ff.behind()["graph"]
     assert ff.references("helper")["total"] == 1
+
+
+def test_a_first_index_answers_while_it_is_written_and_is_finished_later(make_tree,
+                                                                         monkeypatch):
+    import fourfold.indexer as indexer
+    from fourfold.store.sqlite import SQLiteStore
+
+    root = make_tree({f"m{i:02}.py": f"def unit_{i}():\n    return 'token_{i}'\n"
+                      for i in range(40)})
+    monkeypatch.setattr(indexer, "ANSWERING_EVERY_S", 0.0)  # marked answerable at each batch
+    write, batches = SQLiteStore.write_batch, []
+
+    def stopped_midway(self, *args):
+        batches.append(args)
+        if len(batches) == 3:
+            raise KeyboardInterrupt  # Ctrl-C while the first index is written
+        return write(self, *args)
+
+    monkeypatch.setattr(SQLiteStore, "write_batch", stopped_midway)
+    with pytest.raises(KeyboardInterrupt):
+        Fourfold(root).index(embed=False, workers=1)
+    monkeypatch.setattr(SQLiteStore, "write_batch", write)
+    other = Fourfold(root)
+    assert other.is_indexed()  # what was written answers
+    assert [m.path for m in other.grep("token_3'")] == ["m03.py"]
+    assert not other.grep("token_39")
+    response = other.search("token_3")
+    assert "still being written (40 files in all)" in response.unavailable["text"]
+    assert other.status()["modalities"]["text"].startswith("building: the first index")
+    finished = other.ensure_indexed()  # a search finishes what was stopped
+    assert finished is not None and finished.added == 40 - 16
+    assert [m.path for m in other.grep("token_39")] == ["m39.py"]
+    assert "text" not in other.search("token_3").unavailable
+    assert other.status()["modalities"]["text"] == "ready"
+    assert other.ensure_indexed() is None
