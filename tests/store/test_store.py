@@ -3,6 +3,8 @@ files written and read back whole, replaced and deleted, atomically; text candid
 symbols, packed edges, centrality and vectors."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from fourfold.errors import FourfoldError
@@ -146,9 +148,10 @@ def test_a_failed_batch_writes_nothing(store):
     repo = store.ensure_repo("/src/proj", "proj")
     store.write_batch(repo, [readme_record()], [], [])
     broken = alpha_record()
-    broken.text = None  # contents.text is NOT NULL: the batch fails part way
+    # chunks.start_line is NOT NULL: the batch fails part way, after the file's text
+    broken.chunks = [replace(broken.chunks[0], start_line=None)]
     with pytest.raises(FourfoldError,
-                       match=r"contents\.text|\"text\" of relation \"contents(_local)?\""):
+                       match=r"chunks\.start_line|\"start_line\" of relation \"chunks"):
         store.write_batch(repo, [broken], ["README.md"], [])
     [readme] = store.files()
     assert readme.path == "README.md"
