@@ -424,8 +424,8 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             if progress:
                 progress("parse", done, len(to_read))
         # a file that became binary or unreadable leaves the index as a deleted one does
-        changed = bool(summary.added or summary.changed or reparse
-                       or any(path in known for path in gone))
+        files_changed = bool(summary.added or summary.changed or reparse
+                             or any(path in known for path in gone))
         if shared:
             write_shared()
         if vectors:
@@ -439,10 +439,10 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         if unfinished:
             store.set_setting(unfinished_setting(repo_id), 0)
         behind = build_graph and bool(store.setting(graph_behind_setting(repo_id), 0))
-        if build_graph and graph_later and (changed or behind):
+        if build_graph and graph_later and (files_changed or behind):
             store.set_setting(graph_behind_setting(repo_id), 1)
             summary.graph_behind = True
-        elif changed or behind:
+        elif files_changed or behind:
             if build_graph:
                 from .graph.build import rebuild_graph, store_graph  # numpy/scipy: when needed
                 # The files answer while the graph is resolved (a big repository's takes
