@@ -29,7 +29,7 @@ FRESHNESS_WAIT_S = 3.0    # a tool call waits this long for a pending re-index
 BUSY_WAIT_S = 5.0         # an index run waits this long for another indexer of the folder
 FIRST_INDEX_WAIT_S = 25.0
 FIRST_INDEX_POLL_S = 0.25  # how often a call waiting for the first index looks for answers
-CATCH_UP_DELAY_S = 2.0    # with an index to answer from, the catch-up waits this long at most
+START_INDEX_DELAY_S = 2.0  # with an index to answer from, the start's index waits this long at most
 CACHED_QUERIES = 32
 
 
@@ -89,8 +89,8 @@ class Service:
         """Start the watcher and bring the index up to date (in the background unless block;
         block also waits for the embeddings).
 
-        With an existing index, queries are answered at once from it, and the catch-up index
-        starts once the first call has been answered (or after CATCH_UP_DELAY_S): the
+        With an existing index, queries are answered at once from it, and the start's index
+        run begins once the first call has been answered (or after START_INDEX_DELAY_S): the
         client's first answer does not share the CPU with it, nor with the embedder it
         starts (numpy, the model). Without an index, queries wait for the first index (up to
         a bound)."""
@@ -104,24 +104,24 @@ class Service:
         if block:
             self.index_now("start", embed_now=True)
         elif self._ready.is_set():
-            self._spawn(self._catch_up, "fourfold-index")
+            self._spawn(self._index_at_start, "fourfold-index")
         else:
             self._spawn(lambda: self.index_now("start"), "fourfold-index")
         return self
 
-    def _catch_up(self) -> None:
-        self._answered.wait(CATCH_UP_DELAY_S)
+    def _index_at_start(self) -> None:
+        self._answered.wait(START_INDEX_DELAY_S)
         if not self._stop.is_set():
             self.index_now("start")
 
     def answered(self) -> None:
-        """Note that a tool call has been answered (the catch-up index may start)."""
+        """Note that a tool call has been answered (the start's index run may begin)."""
         self._answered.set()
 
     def close(self) -> None:
         """Stop the threads and close the index."""
         self._stop.set()
-        self._answered.set()  # wakes a catch-up still waiting, which then stops
+        self._answered.set()  # wakes the start's index run still waiting, which then stops
         for thread in self._threads:
             thread.join(timeout=5)
         self.ff.close()

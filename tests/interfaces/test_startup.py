@@ -51,7 +51,7 @@ def test_grep_on_an_indexed_folder_loads_no_scipy_or_models(make_tree):
 def test_mcp_server_answers_text_and_symbols_without_heavy_modules(make_tree):
     """The MCP server's SDK, its start and a first text or symbol answer need no numpy,
     scipy or model (the embedder is left out: it starts in the background, after the
-    catch-up index that waits for the first answer)."""
+    index run at start that waits for the first answer)."""
     from fourfold import Fourfold
     root = make_tree({"a.py": "def handler():\n    return 'START_MARKER'\n"})
     Fourfold(root).index(embed=False)
