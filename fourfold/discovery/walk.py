@@ -137,6 +137,28 @@ def _ignored(rel: str, is_dir: bool, specs: list[tuple[str, Spec]]) -> bool:
     return result
 
 
+def _root_rules(root_path: Path) -> list[tuple[str, Spec]]:
+    """The rules every path of the tree is checked by: .git/info/exclude."""
+    exclude = _spec(_read_patterns(root_path / ".git" / "info" / "exclude"))
+    return [("", exclude)] if exclude else []
+
+
+def _with_ignore_files(rules: list[tuple[str, Spec]], folder_abs: str, folder_rel: str
+                       ) -> list[tuple[str, Spec]]:
+    """The rules a folder's entries are checked by: those above, then its own files'."""
+    local = list(rules)
+    for name in IGNORE_FILES:
+        spec = _spec(_read_patterns(Path(folder_abs) / name))
+        if spec:
+            local.append((folder_rel, spec))
+    return local
+
+
+def _found(rel: str, path: str, st: os.stat_result, max_file_bytes: int) -> FoundFile:
+    return FoundFile(rel, path, FileStamp(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino),
+                     max_file_bytes)
+
+
 def _skip_reason(rel: str, name: str, size: int, max_file_bytes: int) -> str | None:
     """Why a regular file that no ignore rule covers is not indexed, if it is not."""
     if os.path.splitext(name)[1].lower() in BINARY_EXTENSIONS:
@@ -155,10 +177,6 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     root_real = str(root_path)
     report = WalkReport()
     skip_real = {os.path.realpath(d) for d in skip_dirs}
-    root_specs: list[tuple[str, Spec]] = []
-    exclude = _spec(_read_patterns(root_path / ".git" / "info" / "exclude"))
-    if exclude:
-        root_specs.append(("", exclude))
     visited: set[tuple[int, int]] = set()
     # Symlinked folders inside the root, followed only once every real folder is walked:
     # (the link's folder, the target's real path, the link's relative path, ignore rules)
@@ -176,11 +194,7 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
             report.skip("symlink loop")
             return
         visited.add(key)
-        local = list(specs)
-        for name in IGNORE_FILES:
-            spec = _spec(_read_patterns(Path(dir_abs) / name))
-            if spec:
-                local.append((dir_rel, spec))
+        local = _with_ignore_files(specs, dir_abs, dir_rel)
         try:
             entries = sorted(os.scandir(dir_abs), key=lambda e: e.name)
         except OSError:
@@ -218,12 +232,11 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                 if reason:
                     report.skip(reason)
                 else:
-                    stamp = FileStamp(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-                    report.files.append(FoundFile(rel, real, stamp, max_file_bytes))
+                    report.files.append(_found(rel, real, st, max_file_bytes))
             else:
                 report.skip("not a regular file")
 
-    visit(root_real, "", root_specs)
+    visit(root_real, "", _root_rules(root_path))
     # A linked folder whose target was walked is left out (its files are listed under their
     # real paths); one whose target was not (ignored, or under an ignored folder) is walked
     # through the link, so that what the link brings in stays found.
@@ -276,7 +289,6 @@ def walk_paths(root: str | os.PathLike, paths: Iterable[str],
     if len(paths) > MAX_CHANGED_PATHS:
         return None
     skip_real = [os.path.realpath(d) for d in skip_dirs]
-    exclude = _spec(_read_patterns(root_path / ".git" / "info" / "exclude"))
     # per folder: the rules its entries are checked by; False: ignored or gone; None: a link
     folders: dict[str, list[tuple[str, Spec]] | bool | None] = {}
 
@@ -285,7 +297,7 @@ def walk_paths(root: str | os.PathLike, paths: Iterable[str],
             return folders[folder]
         rules: list[tuple[str, Spec]] | bool | None
         if folder == "":
-            rules = [("", exclude)] if exclude else []
+            rules = _root_rules(root_path)
         else:
             rules = rules_in(folder.rsplit("/", 1)[0] if "/" in folder else "")
             if isinstance(rules, list):
@@ -298,11 +310,7 @@ def walk_paths(root: str | os.PathLike, paths: Iterable[str],
                 elif st is None or not stat.S_ISDIR(st.st_mode) or _ignored(folder, True, rules):
                     rules = False
         if isinstance(rules, list):
-            rules = list(rules)
-            for name in IGNORE_FILES:
-                spec = _spec(_read_patterns(Path(root_real, folder, name)))
-                if spec:
-                    rules.append((folder, spec))
+            rules = _with_ignore_files(rules, os.path.join(root_real, folder), folder)
         folders[folder] = rules
         return rules
 
@@ -340,6 +348,5 @@ def walk_paths(root: str | os.PathLike, paths: Iterable[str],
             changed.report.skip(reason)
             changed.gone.add(rel)
         else:
-            stamp = FileStamp(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-            changed.report.files.append(FoundFile(rel, absolute, stamp, max_file_bytes))
+            changed.report.files.append(_found(rel, absolute, st, max_file_bytes))
     return changed
