@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import replace
 from functools import cached_property
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
@@ -32,7 +32,7 @@ from .retrievers.text import GREP_TIME_BUDGET, ResultList, TextRetriever
 from .ranking.granularity import GRANULARITIES
 from .routing.engine import RANKINGS, SearchEngine, SearchOptions, SearchResponse
 from .routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
-from .store.base import codes_behind_setting, graph_behind_setting, unfinished_note
+from .store.base import codes_behind_setting, unfinished_note
 from .store.index_dir import DB_NAME, IndexLock, identity, prepare_index_dir, remove_database
 from .store.snapshot import Snapshots
 from .store.sqlite import SQLiteStore
@@ -249,7 +249,7 @@ class Fourfold:
         repo_id = self.repo_id()
         if repo_id is None:
             return {"graph": False, "codes": False}
-        return {"graph": bool(self.store.setting(graph_behind_setting(repo_id), 0)),
+        return {"graph": self.graph.behind(),
                 "codes": bool(self.store.setting(
                     codes_behind_setting(repo_id, self._embedder_name()), 0))}
 
@@ -297,7 +297,7 @@ class Fourfold:
         from .semantic.indexing import refresh_codes
 
         store = store or self._connect_again()
-        catch_up_graph(store, repo_id, nullcontext(), workers=1)  # the caller holds the lock
+        catch_up_graph(store, repo_id)  # the caller holds the lock
         if codes:
             refresh_codes(store, model, repo_id)
             store.set_setting(codes_behind_setting(repo_id, model), 0)

@@ -256,15 +256,15 @@ def _start_resolving(store: Store, repo_id: int, facts: "GraphFacts", gone: set[
     return start_resolving(facts)
 
 
-def catch_up_graph(store: Store, repo_id: int, lock: AbstractContextManager,
-                   workers: int | None = None) -> bool:
-    """Resolve the graph that runs with `graph_later` left behind, holding `lock`; False if
-    it was not behind. Answers see the new graph as after an index run."""
+def catch_up_graph(store: Store, repo_id: int) -> bool:
+    """Resolve, in this one process, the graph that runs with `graph_later` left behind;
+    False if it was not behind. The caller holds the index lock. Answers see the new graph
+    as after an index run."""
     from .graph.build import rebuild_graph
-    with lock, _collector_paused():
+    with _collector_paused():
         if not store.setting(graph_behind_setting(repo_id), 0):
             return False
-        rebuild_graph(store, repo_id, parallel=(workers or os.cpu_count() or 1) > 1)
+        rebuild_graph(store, repo_id, parallel=False)
         store.set_setting(graph_behind_setting(repo_id), 0)
         store.mark_indexed(repo_id, time.time(), store.parser_of(repo_id) or "")
     return True
@@ -451,12 +451,15 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
                 store.mark_indexed(repo_id, time.time(), parser)
                 # resolved in a forked child where the parse kept the facts: its memory goes
                 # back to the system when it ends
-                others = (scoped is not None or bool(summary.shared) or behind
-                          or any(path not in graph_facts.files and path not in gone
-                                 for path in known)) if graph_facts is not None else True
-                resolving = (_start_resolving(store, repo_id, graph_facts, gone, others)
-                             if graph_facts is not None else None)
-                graph = resolving.result() if resolving is not None else None
+                graph = None
+                if graph_facts is not None:
+                    # the store holds files the parse did not keep: a run over changed
+                    # paths knows only those, others were shared or are unchanged
+                    others = (scoped is not None or bool(summary.shared)
+                              or any(path not in graph_facts.files and path not in gone
+                                     for path in known))
+                    resolving = _start_resolving(store, repo_id, graph_facts, gone, others)
+                    graph = resolving.result() if resolving is not None else None
                 if graph is not None:
                     store_graph(store, repo_id, graph)
                 else:  # parsed here, or the child died
