@@ -11,7 +11,7 @@ import numpy as np
 
 from ..model import Hit
 from ..semantic.binary import search as binary_search
-from ..semantic.binary import to_codes
+from ..semantic.binary import from_int8, to_codes
 from ..semantic.embedder import Embedder, embed_query
 from ..semantic.indexing import embedding_texts
 from ..store.base import Store
@@ -62,12 +62,11 @@ class SemanticRetriever:
         ids = [cid for cid in candidates if cid in vectors]
         if not ids:
             return []
-        int8 = np.frombuffer(b"".join(vectors[cid][0] for cid in ids),
-                             dtype=np.int8).reshape(len(ids), -1)
-        scales = np.array([vectors[cid][1] for cid in ids], dtype=np.float32)
+        int8, approx = from_int8([vectors[cid][0] for cid in ids],
+                                 [vectors[cid][1] for cid in ids])
         # the candidates in chunk id order, as the whole repository's codes are ranked: the
         # same Hamming ties, the same rescoring
-        codes = to_codes(int8.astype(np.float32) * scales[:, None], mean)
+        codes = to_codes(approx, mean)
         idx, scores = binary_search(vector, codes, int8, mean, k=limit, rescore_n=len(ids))
         return [(ids[i], float(s)) for i, s in zip(idx, scores)]
 

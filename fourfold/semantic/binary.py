@@ -58,6 +58,13 @@ def to_int8(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return q, scale.astype(np.float32)
 
 
+def from_int8(rows: list[bytes], scales: list[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Stored to_int8 rows (as bytes) and their scales: the int8 matrix, and the vectors it
+    approximates."""
+    int8 = np.frombuffer(b"".join(rows), dtype=np.int8).reshape(len(rows), -1)
+    return int8, int8.astype(np.float32) * np.asarray(scales, dtype=np.float32)[:, None]
+
+
 def hamming_distances(query_code: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """Hamming distance (uint16, shape (n,)) from one packed code to every row of ``codes``."""
     q = np.ascontiguousarray(query_code, dtype=np.uint8).reshape(-1)

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..store.base import FileRecord, Store
-from .binary import to_codes, to_int8
+from .binary import from_int8, to_codes, to_int8
 from .embedder import Embedder
 from .embedding_text import chunk_text_for_embedding
 
@@ -156,32 +156,17 @@ def embed_pending(store: Store, embedder: Embedder, cache: VectorCache | None = 
     return embedded
 
 
-def load_vectors(store: Store, model: str, repo_id: int | None = None
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(chunk ids, int8 matrix, per-row scales) of every embedded chunk (of one repository)."""
-    ids, blobs, scales = store.vectors(model, repo_id)
-    if not ids:
-        return (np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.int8),
-                np.zeros(0, dtype=np.float32))
-    matrix = np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(len(ids), -1)
-    return np.asarray(ids, dtype=np.int64), matrix, np.asarray(scales, dtype=np.float32)
-
-
-def _unit_vectors(int8: np.ndarray, scales: np.ndarray) -> np.ndarray:
-    return int8.astype(np.float32) * scales[:, None]
-
-
 def refresh_codes(store: Store, model: str, repo_id: int) -> int:
     """Take a repository's binary codes anew from its vectors: the sign bits after centring
     by the repository's mean vector (the mean moves as its code changes, so all of them are
     retaken together). Returns how many chunks have a code."""
-    ids, int8, scales = load_vectors(store, model, repo_id)
-    if not len(ids):
+    ids, rows, scales = store.vectors(model, repo_id)
+    if not ids:
         return 0
-    approx = _unit_vectors(int8, scales)
+    _, approx = from_int8(rows, scales)
     mean = approx.mean(axis=0)
     codes = to_codes(approx, mean)
-    store.put_codes(repo_id, model, mean.astype(np.float32).tobytes(), ids.tolist(),
+    store.put_codes(repo_id, model, mean.astype(np.float32).tobytes(), ids,
                     [row.tobytes() for row in codes])
     return len(ids)
 
@@ -195,9 +180,7 @@ def add_codes(store: Store, model: str, repo_id: int, chunk_ids: Sequence[int]) 
     found = store.vectors_of(model, chunk_ids)
     if found:
         ids = sorted(found)
-        int8 = np.frombuffer(b"".join(found[i][0] for i in ids), dtype=np.int8)
-        scales = np.asarray([found[i][1] for i in ids], dtype=np.float32)
-        codes = to_codes(_unit_vectors(int8.reshape(len(ids), -1), scales),
-                         np.frombuffer(mean, dtype=np.float32))
+        _, approx = from_int8([found[i][0] for i in ids], [found[i][1] for i in ids])
+        codes = to_codes(approx, np.frombuffer(mean, dtype=np.float32))
         store.add_codes(repo_id, model, ids, [row.tobytes() for row in codes])
     return True
