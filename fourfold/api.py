@@ -832,7 +832,7 @@ class Fourfold:
                 continue
             try:
                 out[m] = "ready" if retriever.ready() else "building"
-                incomplete = getattr(retriever, "incomplete", lambda: None)()
+                incomplete = retriever.incomplete()
                 if incomplete:
                     out[m] = f"building: {incomplete}"
                 progress = getattr(retriever, "progress", None)

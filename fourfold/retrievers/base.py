@@ -19,6 +19,11 @@ class Retriever(Protocol):
         """False while the modality's index is still being built."""
         ...
 
+    def incomplete(self) -> str | None:
+        """Why answers may miss something though the modality is ready (the index is
+        being completed meanwhile); None when nothing is missing."""
+        ...
+
 
 def path_ok(path: str, glob: str | None) -> bool:
     """No glob, or a path inside it."""

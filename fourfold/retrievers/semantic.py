@@ -48,6 +48,9 @@ class SemanticRetriever:
         repo_id = self.scope()
         return repo_id is not None and self.store.code_mean(repo_id, self.embedder.name) is not None
 
+    def incomplete(self) -> str | None:
+        return None  # what is not embedded yet: progress()
+
     def nearest(self, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
         """(chunk id, cosine) of the chunks nearest a query vector."""
         repo_id, model = self.scope(), self.embedder.name

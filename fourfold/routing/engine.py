@@ -112,7 +112,7 @@ class SearchEngine:
                 response.unavailable[modality] = "still being built"
                 return []
             hits = retriever.search(query, limit)
-            incomplete = getattr(retriever, "incomplete", lambda: None)()
+            incomplete = retriever.incomplete()
             if incomplete:
                 response.unavailable[modality] = incomplete
             if getattr(hits, "partial", False):  # the text modality's ResultList

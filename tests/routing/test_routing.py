@@ -204,6 +204,9 @@ class FakeRetriever:
     def ready(self):
         return True
 
+    def incomplete(self):
+        return None
+
     def search(self, query: Query, limit: int):
         self.calls += 1
         return [Hit(x.path, x.start_line, x.end_line, x.score, symbol=x.symbol)
