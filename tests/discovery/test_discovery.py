@@ -11,21 +11,25 @@ def paths(report):
     return sorted(f.path for f in report.files)
 
 
+# ignore rules at every level: each file's own, the folder's, .fourfoldignore, git's exclude
+IGNORE_RULES_TREE = {
+    ".gitignore": "*.log\nbuild/\n",
+    "app.py": "x = 1\n",
+    "debug.log": "noise\n",
+    "build/out.py": "y = 2\n",
+    "pkg/.gitignore": "secret.py\n!keep.log\n",
+    "pkg/secret.py": "s = 1\n",
+    "pkg/keep.log": "kept\n",
+    "pkg/mod.py": "m = 1\n",
+    ".fourfoldignore": "docs/\n",
+    "docs/readme.md": "# doc\n",
+    ".git/info/exclude": "local_only.py\n",
+    "local_only.py": "z = 1\n",
+}
+
+
 def test_gitignore_at_every_level_and_own_ignore_file(make_tree):
-    root = make_tree({
-        ".gitignore": "*.log\nbuild/\n",
-        "app.py": "x = 1\n",
-        "debug.log": "noise\n",
-        "build/out.py": "y = 2\n",
-        "pkg/.gitignore": "secret.py\n!keep.log\n",
-        "pkg/secret.py": "s = 1\n",
-        "pkg/keep.log": "kept\n",
-        "pkg/mod.py": "m = 1\n",
-        ".fourfoldignore": "docs/\n",
-        "docs/readme.md": "# doc\n",
-        ".git/info/exclude": "local_only.py\n",
-        "local_only.py": "z = 1\n",
-    })
+    root = make_tree(IGNORE_RULES_TREE)
     assert paths(walk(root)) == [".fourfoldignore", ".gitignore", "app.py", "pkg/.gitignore",
                                  "pkg/keep.log", "pkg/mod.py"]
 
@@ -53,31 +57,23 @@ def test_symlink_loop_and_symlink_out_of_root(make_tree, tmp_path):
 
 
 def test_walk_paths_says_what_the_walk_says_of_each_changed_path(make_tree):
-    files = {
-        ".gitignore": "*.log\nbuild/\n",
-        "app.py": "x = 1\n",
-        "debug.log": "noise\n",
-        "build/out.py": "y = 2\n",
-        "pkg/.gitignore": "secret.py\n!keep.log\n",
-        "pkg/secret.py": "s = 1\n",
-        "pkg/keep.log": "kept\n",
-        "pkg/mod.py": "m = 1\n",
-        "pkg/deep/er.py": "d = 1\n",
-        ".git/info/exclude": "local_only.py\n",
-        ".git/HEAD": "ref: refs/heads/main\n",
-        "local_only.py": "z = 1\n",
-        "image.png": "not really\n",
-        "big.py": "b = 1\n" * 200,
-    }
+    files = {**IGNORE_RULES_TREE, "pkg/deep/er.py": "d = 1\n",
+             ".git/HEAD": "ref: refs/heads/main\n", "image.png": "not really\n",
+             "big.py": "b = 1\n" * 200}
     root = make_tree(files)
-    asked = [str(root / rel) for rel in files  # a changed ignore file takes a whole walk
-             if not rel.startswith(".git/") and not rel.endswith(".gitignore")]
+
+    def ignore_file(rel: str) -> bool:  # a changed one takes a whole walk
+        return rel.rsplit("/", 1)[-1] in (".gitignore", ".fourfoldignore")
+
+    asked = [str(root / rel) for rel in files
+             if not rel.startswith(".git/") and not ignore_file(rel)]
     asked += [str(root / "gone.py"), str(root / "pkg/gone_folder"), str(root / ".git/HEAD")]
     changed = walk_paths(root, asked, max_file_bytes=1000)
     whole = walk(root, max_file_bytes=1000)
-    assert paths(changed.report) == [p for p in paths(whole) if not p.endswith(".gitignore")]
+    assert paths(changed.report) == [p for p in paths(whole) if not ignore_file(p)]
     assert changed.gone == {"debug.log", "build/out.py", "pkg/secret.py", "local_only.py",
-                            "image.png", "big.py", "gone.py", "pkg/gone_folder"}
+                            "docs/readme.md", "image.png", "big.py", "gone.py",
+                            "pkg/gone_folder"}
     stamps = {f.path: f.stamp for f in whole.files}
     assert all(f.stamp == stamps[f.path] and f.abspath == str(root / f.path)
                for f in changed.report.files)
