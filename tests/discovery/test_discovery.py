@@ -4,7 +4,7 @@ import os
 
 from fourfold.discovery.flags import GENERATED, MINIFIED, TEST, VENDOR, content_flags, path_flags
 from fourfold.discovery.languages import detect_language
-from fourfold.discovery.walk import walk, walk_paths
+from fourfold.discovery.walk import BAD_NAME, walk, walk_paths
 
 
 def paths(report):
@@ -93,6 +93,15 @@ def test_walk_paths_leaves_to_a_walk_what_only_a_walk_can_tell(make_tree, tmp_pa
     index = root / "pkg"  # changes inside the index folder are not the repository's
     quiet = walk_paths(root, [str(index / "b.py")], skip_dirs=(str(index),))
     assert quiet is not None and not quiet.report.files and not quiet.gone
+    os.symlink(outside, root / "link.py")  # a file through a symlink: the walk decides
+    assert walk_paths(root, [str(root / "link.py")]) is None
+    bad = os.path.join(os.fsencode(root), b"bad\xff.py")  # never indexed: not UTF-8
+    with open(bad, "wb") as handle:
+        handle.write(b"x = 1\n")
+    unnamed = walk_paths(root, [os.fsdecode(bad)])
+    assert unnamed is not None and not unnamed.report.files and not unnamed.gone
+    assert BAD_NAME in walk(root).skipped
+
 
 def test_language_detection():
     assert detect_language("main.go") == "go"
