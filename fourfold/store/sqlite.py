@@ -25,14 +25,17 @@ from .base import (BM25_COLUMN_WEIGHTS, EdgeColumns, FileRecord, FileStamp, File
                    RepoInfo, RequiredText, Store, StoredChunk, StoredEdge, StoredFile,
                    StoredSymbol, TokenRecord)
 from .index_dir import IndexLock
-from .sql_common import CHUNK_COLS, FILE_COLS, SYMBOL_COLS, clear_errors, packed, unpacked
+from .sql_common import (CHUNK_COLS, FILE_COLS, clear_errors, packed, symbol_columns,
+                         unpacked)
 
-SCHEMA_VERSION = 11  # 2: trigram index without positions; 3: contentless chunk tokens;
+SCHEMA_VERSION = 12  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
 # 5: a repository's edges packed in one row; 6: files keep their ctime and inode;
 # 7: an edge's resolution (how sure it is) instead of a resolved flag; 8: binary codes kept;
 # 9: what is read from a file's path and content kept once per document, shared by files;
-# 10: symbol tokens in one b-tree, raw references compressed; 11: file texts compressed
+# 10: symbol tokens in one b-tree, raw references compressed; 11: file texts compressed;
+# 12: symbol tokens in FTS5, edges compressed, a qualified name kept only where it differs,
+# vectors keyed without a rowid
 
 # A document is what the index derives from one path with one content, read by one parser:
 # its text, symbols, chunks and references. A file is a repository's path at a document, so
@@ -59,17 +62,22 @@ CREATE INDEX IF NOT EXISTS files_document ON files(document_id);
 CREATE TABLE IF NOT EXISTS contents(document_id INTEGER PRIMARY KEY, text BLOB NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS content_trigrams USING fts5(
     text, content='', tokenize='trigram', detail='none');
+-- qualname and qualname_lower are NULL where they equal name and name_lower (98 % of the
+-- kernel's symbols), so only the others are in the qualified-name index.
 CREATE TABLE IF NOT EXISTS symbols(
     id INTEGER PRIMARY KEY, document_id INTEGER NOT NULL, name TEXT NOT NULL,
-    name_lower TEXT NOT NULL, qualname TEXT NOT NULL, qualname_lower TEXT NOT NULL,
+    name_lower TEXT NOT NULL, qualname TEXT, qualname_lower TEXT,
     kind TEXT NOT NULL, start_line INTEGER NOT NULL, end_line INTEGER NOT NULL,
     signature TEXT, doc TEXT, parent TEXT);
 CREATE INDEX IF NOT EXISTS symbols_document ON symbols(document_id);
 CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name_lower);
-CREATE INDEX IF NOT EXISTS symbols_qualname ON symbols(qualname_lower);
--- One b-tree, no rowid: a symbol's rows are found again from its name (see identifier_tokens).
-CREATE TABLE IF NOT EXISTS symbol_tokens(
-    token TEXT NOT NULL, symbol_id INTEGER NOT NULL, PRIMARY KEY(token, symbol_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS symbols_qualname ON symbols(qualname_lower)
+    WHERE qualname_lower IS NOT NULL;
+-- A symbol's name tokens (symbol_token_text), its rowid the symbol's id: FTS5 keeps each
+-- token's ids as compressed deltas, a sixth of a b-tree of (token, id) rows. Contentless:
+-- a row is deleted by handing back the tokens, made again from the symbol's name.
+CREATE VIRTUAL TABLE IF NOT EXISTS symbol_tokens USING fts5(
+    tokens, content='', detail='none', columnsize=0, tokenize="ascii tokenchars '_'");
 CREATE TABLE IF NOT EXISTS chunks(
     id INTEGER PRIMARY KEY, document_id INTEGER NOT NULL, start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL, symbol TEXT, kind TEXT NOT NULL, embed_hash TEXT);
@@ -83,11 +91,12 @@ CREATE TABLE IF NOT EXISTS file_refs(document_id INTEGER PRIMARY KEY, refs BLOB 
 -- Edges are only written whole (a graph rebuild) and read whole (the graph retriever keeps
 -- them in memory): one row per repository, each integer column packed as 64-bit values
 -- (-1 for none) and the strings as one JSON list, writes 25,000 edges in milliseconds where
--- a row per edge took a fifth of a second.
+-- a row per edge took a fifth of a second. Every column is LZ4-compressed: ids and lines
+-- repeat, so the kernel's 386 MB of edges take a tenth of that.
 CREATE TABLE IF NOT EXISTS edges(
     repo_id INTEGER PRIMARY KEY, src_file BLOB NOT NULL, src_symbol BLOB NOT NULL,
     dst_file BLOB NOT NULL, dst_symbol BLOB NOT NULL, line BLOB NOT NULL,
-    resolution BLOB NOT NULL, kinds_names TEXT NOT NULL);
+    resolution BLOB NOT NULL, kinds_names BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS symbol_rank(
     repo_id INTEGER NOT NULL, symbol_id INTEGER NOT NULL, rank REAL,
     PRIMARY KEY(repo_id, symbol_id));
@@ -103,8 +112,10 @@ CREATE TABLE IF NOT EXISTS code_means(
     PRIMARY KEY(repo_id, model));
 CREATE TABLE IF NOT EXISTS vectors(
     model TEXT NOT NULL, embed_hash TEXT NOT NULL, vec BLOB NOT NULL, scale REAL NOT NULL,
-    PRIMARY KEY(model, embed_hash));
+    PRIMARY KEY(model, embed_hash)) WITHOUT ROWID;
 """
+
+SYMBOL_COLS = symbol_columns(qualname="coalesce(s.qualname, s.name)")
 
 KEPT_TABLES = ("tokens",)  # not derived from the files: a new schema keeps them
 
@@ -143,20 +154,41 @@ def trigram_match(required: RequiredText) -> str:
     return "(" + joiner.join(trigram_match(p) for p in parts) + ")"
 
 
+def _symbol_token(token: str) -> str:
+    """A name token as the symbol token index stores it: itself when it is made of
+    lower-case ASCII letters, digits and inner underscores (nearly always), else '_' and its
+    UTF-8 bytes in hex, so that the index's tokenizer keeps it whole. A token never starts
+    with '_' (identifier_tokens strips them), so the two forms never meet."""
+    if token.isascii() and token.replace("_", "").isalnum() and token == token.lower():
+        return token
+    return "_" + token.encode("utf-8", "surrogatepass").hex()
+
+
+def symbol_token_text(name: str) -> str:
+    """What the symbol token index holds for a symbol of this name."""
+    return " ".join(_symbol_token(t) for t in identifier_tokens(name))
+
+
+def _symbol_tokens_match(tokens: Iterable[str], joiner: str) -> str:
+    return "(" + f" {joiner} ".join(f'"{_symbol_token(t)}"' for t in tokens) + ")"
+
+
 def _placeholders(n: int) -> str:
     return ",".join("?" * n)
 
 
 def _pack_edges(edges: EdgeColumns) -> tuple:
     """The columns of an edges row (see the schema)."""
-    return (packed(edges.src_file), packed(edges.src_symbol), packed(edges.dst_file),
-            packed(edges.dst_symbol), packed(edges.line),
-            bytes(bytearray(map(int, edges.resolution))),
-            json.dumps([list(edges.kind), list(edges.name)]))
+    return tuple(lz4.block.compress(column) for column in (
+        packed(edges.src_file), packed(edges.src_symbol), packed(edges.dst_file),
+        packed(edges.dst_symbol), packed(edges.line),
+        bytes(bytearray(map(int, edges.resolution))),
+        json.dumps([list(edges.kind), list(edges.name)]).encode()))
 
 
 def _unpack_edges(row: tuple) -> list[StoredEdge]:
-    src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds_names = row
+    src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds_names = map(
+        lz4.block.decompress, row)
     kinds, names = json.loads(kinds_names)
     return [StoredEdge(kind, sf, None if ss < 0 else ss, None if df < 0 else df,
                        None if ds < 0 else ds, ln, name, res)
@@ -384,10 +416,10 @@ class SQLiteStore(Store):
                      "SELECT id, start_line, end_line, symbol FROM chunks WHERE document_id=?",
                      (document_id,)).fetchall()])
         conn.execute("DELETE FROM contents WHERE document_id=?", (document_id,))
-        conn.executemany("DELETE FROM symbol_tokens WHERE token=? AND symbol_id=?", [
-            (token, symbol_id) for symbol_id, name in conn.execute(
-                "SELECT id, name FROM symbols WHERE document_id=?", (document_id,)).fetchall()
-            for token in set(identifier_tokens(name))])
+        conn.executemany(
+            "INSERT INTO symbol_tokens(symbol_tokens, rowid, tokens) VALUES('delete', ?, ?)",
+            [(symbol_id, symbol_token_text(name)) for symbol_id, name in conn.execute(
+                "SELECT id, name FROM symbols WHERE document_id=?", (document_id,)).fetchall()])
         conn.execute("DELETE FROM symbols WHERE document_id=?", (document_id,))
         conn.execute("DELETE FROM chunks WHERE document_id=?", (document_id,))
         conn.execute("DELETE FROM file_refs WHERE document_id=?", (document_id,))
@@ -440,11 +472,14 @@ class SQLiteStore(Store):
                                  (document_id, rec.text))
                     for sym in rec.symbols:
                         symbol_id += 1
-                        symbols.append((symbol_id, document_id, sym.name, sym.name.lower(),
-                                        sym.qualname, sym.qualname.lower(), sym.kind,
-                                        sym.start_line, sym.end_line, sym.signature, sym.doc,
-                                        sym.parent))
-                        symbol_tokens += [(t, symbol_id) for t in set(identifier_tokens(sym.name))]
+                        name_lower, qualname_lower = sym.name.lower(), sym.qualname.lower()
+                        symbols.append((
+                            symbol_id, document_id, sym.name, name_lower,
+                            None if sym.qualname == sym.name else sym.qualname,
+                            None if qualname_lower == name_lower else qualname_lower,
+                            sym.kind, sym.start_line, sym.end_line, sym.signature, sym.doc,
+                            sym.parent))
+                        symbol_tokens.append((symbol_id, symbol_token_text(sym.name)))
                     path_tokens = token_text(rec.path)
                     for chunk, body_tokens, chunk_hash in zip(rec.chunks, rec.chunk_tokens,
                                                               rec.chunk_hashes):
@@ -463,7 +498,7 @@ class SQLiteStore(Store):
                 "INSERT INTO symbols(id, document_id, name, name_lower, qualname, "
                 "qualname_lower, kind, start_line, end_line, signature, doc, parent) "
                 "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", symbols)
-            conn.executemany("INSERT INTO symbol_tokens(token, symbol_id) VALUES(?, ?)",
+            conn.executemany("INSERT INTO symbol_tokens(rowid, tokens) VALUES(?, ?)",
                              symbol_tokens)
             conn.executemany("INSERT INTO chunks(id, document_id, start_line, end_line, symbol, "
                              "kind, embed_hash) VALUES(?,?,?,?,?,?,?)", chunks)
@@ -492,8 +527,8 @@ class SQLiteStore(Store):
             return None
         document_id = rows[0][0]
         symbols = [Symbol(*row) for row in self._query(
-            "SELECT name, qualname, kind, start_line, end_line, signature, doc, parent "
-            "FROM symbols WHERE document_id = ? ORDER BY id", (document_id,))]
+            "SELECT name, coalesce(qualname, name), kind, start_line, end_line, signature, "
+            "doc, parent FROM symbols WHERE document_id = ? ORDER BY id", (document_id,))]
         spans = self._query("SELECT start_line, end_line, symbol, kind FROM chunks "
                             "WHERE document_id = ? ORDER BY id", (document_id,))
         refs = self._query("SELECT refs FROM file_refs WHERE document_id = ?", (document_id,))
@@ -629,25 +664,26 @@ class SQLiteStore(Store):
         for t in tokens:
             params += [t, t + "\uffff"]
         return self._symbols_where(
-            f"(s.id IN (SELECT symbol_id FROM symbol_tokens WHERE token IN "
-            f"({_placeholders(len(tokens))})) OR {prefix})", tokens + params, repo_id, limit)
+            f"(s.id IN (SELECT rowid FROM symbol_tokens WHERE symbol_tokens MATCH ?) "
+            f"OR {prefix})", [_symbol_tokens_match(tokens, "OR")] + params, repo_id, limit)
 
     def symbols_with_words(self, words: Iterable[str], whole: str, repo_id: int | None = None,
                            limit: int = 2000) -> list[StoredSymbol]:
         words = sorted({w.lower() for w in words if w})
         if not words:
             return []
+        match = (_symbol_tokens_match(words, "AND") + " OR "
+                 + _symbol_tokens_match([whole.lower()], "OR"))
         return self._symbols_where(
-            f"s.id IN (SELECT symbol_id FROM symbol_tokens WHERE token IN "
-            f"({_placeholders(len(words))}) GROUP BY symbol_id HAVING count(DISTINCT token)=? "
-            f"UNION SELECT symbol_id FROM symbol_tokens WHERE token=?)",
-            words + [len(words), whole.lower()], repo_id, limit)
+            "s.id IN (SELECT rowid FROM symbol_tokens WHERE symbol_tokens MATCH ?)",
+            [match], repo_id, limit)
 
     def symbols_of_file(self, file_id: int) -> list[StoredSymbol]:
         return self._symbols_where("f.id=? ORDER BY s.start_line", [file_id], None)
 
     def graph_symbols(self, repo_id: int) -> list[tuple[int, str, str, str, str, str | None]]:
-        return self._query("SELECT s.id, f.path, s.name, s.qualname, s.kind, s.parent "
+        return self._query("SELECT s.id, f.path, s.name, coalesce(s.qualname, s.name), "
+                           "s.kind, s.parent "
                            "FROM symbols s JOIN files f ON f.document_id=s.document_id "
                            "WHERE f.repo_id=? "
                            "ORDER BY s.id", (repo_id,))

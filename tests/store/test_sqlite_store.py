@@ -105,7 +105,8 @@ def test_a_document_shared_by_two_branches_is_written_once_and_kept_while_one_ho
     rows = "SELECT (SELECT count(*) FROM documents), (SELECT count(*) FROM chunks), " \
            "(SELECT count(*) FROM files)"
     assert conn.execute(rows).fetchone() == (1, 1, 2)
-    derived = "SELECT (SELECT count(*) FROM symbol_tokens), (SELECT count(*) FROM file_refs)"
+    derived = ("SELECT (SELECT count(*) FROM symbol_tokens WHERE symbol_tokens MATCH 'alpha'), "
+               "(SELECT count(*) FROM file_refs)")
     assert conn.execute(derived).fetchone()[0] > 0
     assert [s.path for s in store.symbols_named(["alpha"], feature)] == ["pkg/a.py"]
     assert store.raw_references(feature) == store.raw_references(main) != []
@@ -117,7 +118,8 @@ def test_a_document_shared_by_two_branches_is_written_once_and_kept_while_one_ho
     assert conn.execute(rows).fetchone() == (0, 0, 0)
     assert conn.execute(derived).fetchone() == (0, 0)  # found again from the symbol's name
     assert store.trigram_candidates("alpha") == [] and store.bm25_chunks(["beta"], 5) == []
-    for table in ("chunk_tokens", "content_trigrams"):  # raises if an index disagrees
+    for table in ("chunk_tokens", "content_trigrams", "symbol_tokens"):  # raises if an index
+        # disagrees
         conn.execute(f"INSERT INTO {table}({table}) VALUES('integrity-check')")
     shared.document_held = True  # its document is gone: refused, not written half
     with pytest.raises(FourfoldError, match="index again"):

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from fourfold.errors import FourfoldError
-from fourfold.model import Chunk, Reference
+from fourfold.model import Chunk, Reference, Symbol
 from fourfold.store.base import (EdgeColumns, FileStamp, FileState, RepoInfo, Resolution,
                                  StoredChunk, StoredEdge, StoredFile, StoredSymbol, TokenRecord,
                                  decode_references)
@@ -232,6 +232,35 @@ def test_symbols_by_token_and_with_words(store):
     assert {s.name for s in store.symbols_with_words(["x"], "lrucache")} == {"LruCache"}
     assert store.symbols_with_words([], "lrucache") == []
     assert [s.name for s in store.symbols_named(["configparser"], repo)] == ["ConfigParser"]
+
+
+
+def test_symbols_of_any_name_are_found_by_their_tokens_and_qualified_names(store):
+    """Names outside ASCII identifiers, and qualified names that equal the name or not, come
+    back as written, are found by token and by qualified name, and leave nothing behind."""
+    repo = store.ensure_repo("/src/proj", "proj")
+    names = [("größeBerechnen", "größeBerechnen"), ("$scope", "$scope"),
+             ("operator<<", "Stream.operator<<"), ("parse", "Config.parse"),
+             ("Parse", "Parse")]
+    record = replace(alpha_record(), path="odd.py", hash="hash-odd", symbols=[
+        Symbol(name, qualname, "function", 1, 2, None, None, None)
+        for name, qualname in names])
+    store.write_batch(repo, [record], [], [])
+    assert sorted((s.name, s.qualname) for s in store.symbols_named(["parse"])) == [
+        ("Parse", "Parse"), ("parse", "Config.parse")]
+    assert [s.name for s in store.symbols_named(["config.parse"])] == ["parse"]
+    assert [s.name for s in store.symbols_named(["stream.operator<<"])] == ["operator<<"]
+    assert {s.name for s in store.symbols_by_token(["größe"])} == {"größeBerechnen"}
+    assert {s.name for s in store.symbols_by_token(["größeberechnen"])} == {"größeBerechnen"}
+    assert {s.name for s in store.symbols_by_token(["$scope"])} == {"$scope"}
+    assert {s.name for s in store.symbols_with_words(["x"], "größeberechnen")} == {
+        "größeBerechnen"}
+    assert {s.name for s in store.symbols_with_words(["x"], "operator<<")} == {"operator<<"}
+    assert [(s.name, s.qualname) for s in store.symbols_of_file(
+        store.file_by_path("odd.py").file_id)] == names
+    store.write_batch(repo, [], ["odd.py"], [])
+    assert store.symbols_by_token(["größe", "$scope", "parse"]) == []
+    assert store.symbols_named(["config.parse"]) == []
 
 
 # -- edges and centrality --------------------------------------------------------------------
