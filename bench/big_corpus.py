@@ -160,12 +160,15 @@ def index(args: argparse.Namespace) -> None:
                    "--index-dir", str(INDEX), "--json", *(["--no-embed"] if args.no_embed else [])]
         started = time.perf_counter()
         process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
-        peak = [0, 0]  # anonymous, all
+        peak = [0, 0, 0.0]  # anonymous, all, seconds into the run of the anonymous peak
         stop = threading.Event()
 
         def sample() -> None:
             while not stop.is_set():
-                peak[:] = map(max, peak, tree_memory(process.pid))
+                anonymous, total = tree_memory(process.pid)
+                if anonymous > peak[0]:
+                    peak[0], peak[2] = anonymous, time.perf_counter() - started
+                peak[1] = max(peak[1], total)
                 stop.wait(1.0)  # reading smaps costs CPU: not too often
 
         sampler = threading.Thread(target=sample)
@@ -181,8 +184,9 @@ def index(args: argparse.Namespace) -> None:
         runs.append((seconds, peak[0], stored))
         read = summary.get("bytes") or size
         print(f"index{' (no vectors)' if args.no_embed else ''}: {seconds:.1f} s wall, peak "
-              f"memory {peak[0] / 2**20:.0f} MiB anonymous, {peak[1] / 2**20:.0f} MiB with "
-              f"mapped files (process and workers, proportional); index {stored / 1e6:.0f} MB "
+              f"memory {peak[0] / 2**20:.0f} MiB anonymous ({peak[2]:.0f} s into the run), "
+              f"{peak[1] / 2**20:.0f} MiB with mapped files (process and workers, "
+              f"proportional); index {stored / 1e6:.0f} MB "
               f"= {stored / read:.2f}x the {read / 1e6:.0f} MB read; "
               + json.dumps({k: summary[k] for k in ("files", "seconds", "embedded",
                                                     "embed_seconds") if k in summary}))

@@ -8,6 +8,7 @@ the graph (`store_graph`): the child's memory goes back to the system when it en
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Container
 from dataclasses import dataclass, field
 
@@ -46,10 +47,18 @@ class GraphFacts:
 
     def add(self, path: str, language: str | None, symbols: list[Symbol], references: str,
             text: str | None = None) -> None:
-        self.files[path] = (language or "",
-                            [Symbol(s.name, s.qualname, s.kind, 0, 0, parent=s.parent)
-                             for s in symbols],
-                            compress_references(references))
+        # One string object where a name recurs (a qualified name equal to the name, a
+        # parent named again by each member, kinds): a big repository's symbols are held
+        # for the whole run.
+        same: dict[str, str] = {}
+        kept = []
+        for s in symbols:
+            name = same.setdefault(s.name, s.name)
+            kept.append(Symbol(name, same.setdefault(s.qualname, s.qualname),
+                               sys.intern(s.kind), 0, 0,
+                               parent=None if s.parent is None
+                               else same.setdefault(s.parent, s.parent)))
+        self.files[path] = (language or "", kept, compress_references(references))
         if text is not None and is_extra_file(path):
             self.extra[path] = text
 

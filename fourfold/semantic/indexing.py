@@ -21,6 +21,7 @@ from .embedder import Embedder
 from .embedding_text import chunk_text_for_embedding
 
 EMBED_BATCH = 256
+CODE_BLOCK = 65536  # vectors turned into codes at a time (64 MiB of float32 at 256 dimensions)
 
 
 def shared_cache_path() -> Path:
@@ -163,11 +164,13 @@ def refresh_codes(store: Store, model: str, repo_id: int) -> int:
     ids, rows, scales = store.vectors(model, repo_id)
     if not ids:
         return 0
-    _, approx = from_int8(rows, scales)
-    mean = approx.mean(axis=0)
-    codes = to_codes(approx, mean)
-    store.put_codes(repo_id, model, mean.astype(np.float32).tobytes(), ids,
-                    [row.tobytes() for row in codes])
+    # Block by block: the kernel's 1.47 million vectors as float32 would take 1.5 GB a copy.
+    blocks = [slice(start, start + CODE_BLOCK) for start in range(0, len(ids), CODE_BLOCK)]
+    total = sum(from_int8(rows[b], scales[b])[1].sum(axis=0, dtype=np.float64) for b in blocks)
+    mean = (total / len(ids)).astype(np.float32)
+    codes = [row.tobytes() for b in blocks for row in to_codes(from_int8(rows[b], scales[b])[1],
+                                                               mean)]
+    store.put_codes(repo_id, model, mean.tobytes(), ids, codes)
     return len(ids)
 
 

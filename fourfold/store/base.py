@@ -66,7 +66,12 @@ def encode_references(references: list[Reference]) -> str:
 
 
 def decode_references(text: str) -> list[Reference]:
-    return [Reference(*row) for row in json.loads(text)]
+    # One string object per distinct kind, name and enclosing symbol: a file's references
+    # repeat them, and a big repository's graph holds millions of references at once.
+    same: dict[str, str] = {}
+    return [Reference(same.setdefault(kind, kind), same.setdefault(name, name), line,
+                      None if source is None else same.setdefault(source, source))
+            for kind, name, line, source in json.loads(text)]
 
 
 def compress_references(text: str) -> bytes:

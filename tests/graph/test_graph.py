@@ -711,3 +711,32 @@ def test_edges_from_a_file_the_store_lacks_are_not_written(tmp_path):
     [kept] = store.all_edges(repo)
     assert (kept.kind, kept.line, kept.name, kept.dst_file) == ("call", 1, "g", None)
 
+
+
+def test_graph_facts_hold_one_string_per_recurring_name():
+    """A big repository's symbols and references are held at once: a name that recurs in a
+    file (a qualified name equal to the name, a parent, a callee, an enclosing symbol) is
+    one object, and nothing else about them changes."""
+    from fourfold.store.base import decode_references, encode_references
+    from fourfold.model import Reference
+
+    def fresh(text: str) -> str:  # an equal string that is another object, as parsers give
+        return "".join(list(text))
+
+    parsed = [Symbol("Cache", fresh("Cache"), "class", 1, 9),
+              Symbol("get", fresh("Cache.get"), fresh("method"), 2, 3, parent=fresh("Cache")),
+              Symbol("put", fresh("Cache.put"), fresh("method"), 4, 5, parent=fresh("Cache"))]
+    facts = build_module.GraphFacts()
+    facts.add("a.py", "python", parsed, "[]")
+    symbols = facts.files["a.py"][1]
+    assert [(s.name, s.qualname, s.kind, s.parent) for s in symbols] == [
+        (s.name, s.qualname, s.kind, s.parent) for s in parsed]
+    assert symbols[0].qualname is symbols[0].name is symbols[1].parent is symbols[2].parent
+    assert symbols[1].kind is symbols[2].kind
+    refs = decode_references(encode_references(
+        [Reference("call", "helper", 2, "caller_0"), Reference("call", "helper", 3, "caller_0"),
+         Reference("import", "os", 1, None)]))
+    assert refs == [Reference("call", "helper", 2, "caller_0"),
+                    Reference("call", "helper", 3, "caller_0"), Reference("import", "os", 1)]
+    assert refs[0].name is refs[1].name and refs[0].source is refs[1].source
+    assert refs[0].kind is refs[1].kind

@@ -275,6 +275,29 @@ def test_reindex_embeds_only_new_chunks_and_reuses_the_shared_cache(make_tree, m
     assert hits and hits[0].path == "m3.py"
 
 
+def test_codes_taken_block_by_block_equal_codes_taken_at_once(make_tree, monkeypatch):
+    """refresh_codes reads the vectors a block at a time (bounded memory on a big
+    repository): the same mean and the same sign bits as the whole matrix gives."""
+    from fourfold import Fourfold
+    from fourfold.semantic import indexing
+
+    root = make_tree({f"m{i}.py": f"def handler_{i}(request, n):\n    return send({i} * n)\n"
+                      for i in range(23)})
+    ff = Fourfold(root)
+    ff.index()
+    repo_id, model = ff.repo_id(), ff.semantic.embedder.name
+    ids, rows, scales = ff.store.vectors(model, repo_id)
+    _, approx = binary.from_int8(rows, scales)
+    mean = approx.mean(axis=0)
+    monkeypatch.setattr(indexing, "CODE_BLOCK", 4)  # 23 vectors: five whole blocks, one part
+    assert indexing.refresh_codes(ff.store, model, repo_id) == len(ids) == 23
+    stored_mean = np.frombuffer(ff.store.code_mean(repo_id, model), dtype=np.float32)
+    np.testing.assert_allclose(stored_mean, mean, rtol=1e-5, atol=1e-7)
+    stored = dict(ff.store._conn().execute(
+        "SELECT chunk_id, code FROM codes WHERE repo_id=? AND model=?", (repo_id, model)))
+    assert stored == {i: row.tobytes() for i, row in zip(ids, binary.to_codes(approx, mean))}
+
+
 # ---------------------------------------------------------------- similar code
 
 SIMILAR_TREE = {
