@@ -44,6 +44,7 @@ PENDING_BYTES = 16 * 1024 * 1024  # source of parsed files held back while more 
 ANSWERING_EVERY_S = 5.0  # a first index is marked answerable this often as it is written
 VECTOR_BATCH = 4096  # vectors the parser processes made, written at once
 CHUNKS_AHEAD = 4  # chunks of files a parser worker may have parsed before they are written
+MERGE_AFTER_FILES = 1000  # files written by a run before the store merges its text indexes
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
@@ -436,6 +437,8 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             flush()
             if progress:
                 progress("write", backlog - len(records), backlog)
+        if summary.added + summary.changed - summary.shared >= MERGE_AFTER_FILES:
+            store.merge_text_indexes()
         if unfinished:
             store.set_setting(unfinished_setting(repo_id), 0)
         behind = build_graph and bool(store.setting(graph_behind_setting(repo_id), 0))

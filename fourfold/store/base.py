@@ -242,6 +242,11 @@ class Store(ABC):
     def mark_indexed(self, repo_id: int, when: float, parser: str) -> None:
         """Record a finished index run and the parser version its files were read with."""
 
+    def merge_text_indexes(self) -> None:
+        """After a run that wrote many files: merge what it left in indexes that a later
+        change updates in place, so that the first small change does not pay for it. A
+        store without such indexes does nothing."""
+
     @abstractmethod
     def parser_of(self, repo_id: int) -> str | None:
         """The parser version of the repository's last finished index run."""

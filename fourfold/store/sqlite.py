@@ -375,6 +375,15 @@ class SQLiteStore(Store):
             conn.execute("UPDATE repos SET indexed_at=? WHERE id=?", (when, repo_id))
             conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (f"parser:{repo_id}", parser))
 
+    def merge_text_indexes(self) -> None:
+        # A bulk load leaves the symbol token index in many segments, and the commit of the
+        # next edit merged them (0.9 s on the kernel's, against 40 ms an edit once merged).
+        # The chunk and trigram indexes showed no such cost.
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO symbol_tokens(symbol_tokens) VALUES('optimize')")
+
     def parser_of(self, repo_id: int) -> str | None:
         rows = self._query("SELECT value FROM meta WHERE key=?", (f"parser:{repo_id}",))
         return rows[0][0] if rows else None

@@ -573,3 +573,22 @@ def test_a_first_index_answers_while_it_is_written_and_is_finished_later(make_tr
     assert "text" not in other.search("token_3").unavailable
     assert other.status()["modalities"]["text"] == "ready"
     assert other.ensure_indexed() is None
+
+
+@pytest.mark.parametrize("merge_after", [1, 10_000])
+def test_a_large_run_merges_the_symbol_token_index(make_tree, monkeypatch, merge_after):
+    """A run that wrote many files leaves the symbol token index merged (one segment: fewer
+    rows), so the next edit's commit has nothing of the bulk load left to merge; a smaller
+    run leaves it as written. Lookups are the same either way."""
+    from fourfold import indexer
+
+    monkeypatch.setattr(indexer, "BATCH_FILES", 1)  # a segment per file
+    monkeypatch.setattr(indexer, "MERGE_AFTER_FILES", merge_after)
+    root = make_tree({f"m{i}.py": f"def parse_job_{i}(x):\n    return x\n" for i in range(12)})
+    ff = Fourfold(root)
+    ff.index(workers=1)
+    conn = ff.store._conn()
+    leaves = conn.execute("SELECT count(*) FROM symbol_tokens_data").fetchone()[0]
+    assert (leaves <= 3) == (merge_after == 1), leaves
+    conn.execute("INSERT INTO symbol_tokens(symbol_tokens) VALUES('integrity-check')")
+    assert len(ff.store.symbols_by_token(["job"])) == 12
