@@ -13,6 +13,8 @@ from ..errors import QueryError
 # Symbols and chunks belong to a document (s.document_id, c.document_id), shared by the
 # files of every branch that holds it: they are read joined to the file (f) that asks.
 FILE_COLS = "f.id, f.repo_id, f.path, f.language, f.flags"
+
+
 def symbol_columns(qualname: str = "s.qualname") -> str:
     """A StoredSymbol's columns; a store may keep the qualified name in its own way."""
     return (f"s.id, f.id, f.path, s.name, {qualname}, s.kind, s.start_line, s.end_line, "

@@ -62,8 +62,8 @@ CREATE INDEX IF NOT EXISTS files_document ON files(document_id);
 CREATE TABLE IF NOT EXISTS contents(document_id INTEGER PRIMARY KEY, text BLOB NOT NULL);
 CREATE VIRTUAL TABLE IF NOT EXISTS content_trigrams USING fts5(
     text, content='', tokenize='trigram', detail='none');
--- qualname and qualname_lower are NULL where they equal name and name_lower (98 % of the
--- kernel's symbols), so only the others are in the qualified-name index.
+-- qualname and qualname_lower are NULL where they equal name and name_lower (nearly always),
+-- so only the others are in the qualified-name index.
 CREATE TABLE IF NOT EXISTS symbols(
     id INTEGER PRIMARY KEY, document_id INTEGER NOT NULL, name TEXT NOT NULL,
     name_lower TEXT NOT NULL, qualname TEXT, qualname_lower TEXT,
@@ -91,8 +91,8 @@ CREATE TABLE IF NOT EXISTS file_refs(document_id INTEGER PRIMARY KEY, refs BLOB 
 -- Edges are only written whole (a graph rebuild) and read whole (the graph retriever keeps
 -- them in memory): one row per repository, each integer column packed as 64-bit values
 -- (-1 for none) and the strings as one JSON list, writes 25,000 edges in milliseconds where
--- a row per edge took a fifth of a second. Every column is LZ4-compressed: ids and lines
--- repeat, so the kernel's 386 MB of edges take a tenth of that.
+-- a row per edge took a fifth of a second. Every column is LZ4-compressed (ids and lines
+-- repeat): a fifth of the bytes.
 CREATE TABLE IF NOT EXISTS edges(
     repo_id INTEGER PRIMARY KEY, src_file BLOB NOT NULL, src_symbol BLOB NOT NULL,
     dst_file BLOB NOT NULL, dst_symbol BLOB NOT NULL, line BLOB NOT NULL,
@@ -376,9 +376,8 @@ class SQLiteStore(Store):
             conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (f"parser:{repo_id}", parser))
 
     def merge_text_indexes(self) -> None:
-        # A bulk load leaves the symbol token index in many segments, and the commit of the
-        # next edit merged them (0.9 s on the kernel's, against 40 ms an edit once merged).
-        # The chunk and trigram indexes showed no such cost.
+        # A bulk load leaves the symbol token index in many segments, which the commit of the
+        # next small change would otherwise merge (docs/benchmarks.md, schema 12).
         conn = self._conn()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
