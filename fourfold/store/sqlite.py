@@ -28,14 +28,14 @@ from .index_dir import IndexLock
 from .sql_common import (CHUNK_COLS, FILE_COLS, clear_errors, packed, symbol_columns,
                          unpacked)
 
-SCHEMA_VERSION = 12  # 2: trigram index without positions; 3: contentless chunk tokens;
+SCHEMA_VERSION = 13  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
 # 5: a repository's edges packed in one row; 6: files keep their ctime and inode;
 # 7: an edge's resolution (how sure it is) instead of a resolved flag; 8: binary codes kept;
 # 9: what is read from a file's path and content kept once per document, shared by files;
 # 10: symbol tokens in one b-tree, raw references compressed; 11: file texts compressed;
 # 12: symbol tokens in FTS5, edges compressed, a qualified name kept only where it differs,
-# vectors keyed without a rowid
+# vectors keyed without a rowid; 13: codes and symbol ranks keyed without a rowid
 
 # A document is what the index derives from one path with one content, read by one parser:
 # its text, symbols, chunks and references. A file is a repository's path at a document, so
@@ -99,14 +99,14 @@ CREATE TABLE IF NOT EXISTS edges(
     resolution BLOB NOT NULL, kinds_names BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS symbol_rank(
     repo_id INTEGER NOT NULL, symbol_id INTEGER NOT NULL, rank REAL,
-    PRIMARY KEY(repo_id, symbol_id));
+    PRIMARY KEY(repo_id, symbol_id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS file_rank(file_id INTEGER PRIMARY KEY, repo_id INTEGER, rank REAL);
 CREATE TABLE IF NOT EXISTS tokens(
     token_hash TEXT PRIMARY KEY, name TEXT NOT NULL, scope TEXT NOT NULL, repositories TEXT,
     created_at REAL NOT NULL, revoked_at REAL);
 CREATE TABLE IF NOT EXISTS codes(
     repo_id INTEGER NOT NULL, model TEXT NOT NULL, chunk_id INTEGER NOT NULL, code BLOB NOT NULL,
-    PRIMARY KEY(repo_id, model, chunk_id));
+    PRIMARY KEY(repo_id, model, chunk_id)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS code_means(
     repo_id INTEGER NOT NULL, model TEXT NOT NULL, mean BLOB NOT NULL, version INTEGER NOT NULL,
     PRIMARY KEY(repo_id, model));
