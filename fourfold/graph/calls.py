@@ -179,6 +179,9 @@ class Resolver:
             self.local_names[p] = ln
         self.bases: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
         self.scoped_imports = {p for p, imps in imports.items() if any(i.scope for i in imps)}
+        # resolve_site's answers and scopes, for the sites of one file (the file resolved now:
+        # files are resolved one after another, and no other file asks again)
+        self._sites_of: str | None = None
         self._calls: dict[tuple, Found] = {}
         self._unique_members: dict[tuple, Hit | None] = {}
         self._star_tables: dict[str, list[tuple[str, FileTable]]] = {}  # via_star's files
@@ -495,6 +498,8 @@ class Resolver:
                      ) -> Found:
         """resolve_call, remembered per (file, deciding scope, name): once the bases are
         known, a name means the same from every method of a class."""
+        if path != self._sites_of:  # not held for the whole repository: no other file asks
+            self._sites_of, self._calls, self._contexts = path, {}, {}
         scope = self._contexts.get((path, src), _UNSET)
         if scope is _UNSET:
             scope = self._contexts[(path, src)] = self.context(self.tables[path], src)
