@@ -182,11 +182,11 @@ class Resolver:
         # resolve_site's answers and scopes, for the sites of one file (the file resolved now:
         # files are resolved one after another, and no other file asks again)
         self._sites_of: str | None = None
-        self._calls: dict[tuple, Found] = {}
+        self._calls: dict[tuple[str | None, str, bool], Found] = {}  # (scope, name, types)
+        self._contexts: dict[str | None, str | None] = {}  # a site's symbol -> its scope
         self._unique_members: dict[tuple, Hit | None] = {}
         self._star_tables: dict[str, list[tuple[str, FileTable]]] = {}  # via_star's files
         self._members: dict[tuple, Hit | None] | None = None  # set once bases are known
-        self._contexts: dict[tuple[str, str | None], str | None] = {}
         self._packages: dict[tuple[str, str], dict[str, list[tuple[str, Symbol]]]] = {}
         # what the code says of the types of names: variables by (path, scope), attributes
         # by (path, type qualname), return types by (path, function qualname)
@@ -500,10 +500,10 @@ class Resolver:
         known, a name means the same from every method of a class."""
         if path != self._sites_of:  # not held for the whole repository: no other file asks
             self._sites_of, self._calls, self._contexts = path, {}, {}
-        scope = self._contexts.get((path, src), _UNSET)
+        scope = self._contexts.get(src, _UNSET)
         if scope is _UNSET:
-            scope = self._contexts[(path, src)] = self.context(self.tables[path], src)
-        key = (path, scope, name, types_only)
+            scope = self._contexts[src] = self.context(self.tables[path], src)
+        key = (scope, name, types_only)
         found = self._calls.get(key, _UNSET)  # most names are asked once: no KeyError to raise
         if found is _UNSET:
             found = self._calls[key] = self.resolve_call(path, scope, name, types_only)

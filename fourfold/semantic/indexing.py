@@ -164,7 +164,8 @@ def refresh_codes(store: Store, model: str, repo_id: int) -> int:
     ids, rows, scales = store.vectors(model, repo_id)
     if not ids:
         return 0
-    # Block by block: the kernel's 1.47 million vectors as float32 would take 1.5 GB a copy.
+    # Block by block, each block's floats made once for the mean and once for the codes:
+    # the kernel's 1.47 million vectors as float32 would take 1.5 GB a copy.
     blocks = [slice(start, start + CODE_BLOCK) for start in range(0, len(ids), CODE_BLOCK)]
     total = sum(from_int8(rows[b], scales[b])[1].sum(axis=0, dtype=np.float64) for b in blocks)
     mean = (total / len(ids)).astype(np.float32)
