@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import shutil
 import stat
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ from ..errors import FourfoldError, IndexBusyError
 
 DB_NAME = "index.sqlite"
 LOCK_NAME = "index.lock"
+CHUNK_INDEX_NAME = "chunk-index"  # the BM25 index's folder (store/chunk_index.py)
 IGNORE_NAME = ".gitignore"
 # the database and the files SQLite keeps beside it
 DB_FILES = (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", DB_NAME + "-journal")
@@ -112,15 +114,19 @@ def identity(index_dir: Path) -> str:
 
 
 def remove_database(index_dir: Path) -> None:
-    """Delete the database and SQLite's files beside it (to start an empty index)."""
-    for name in DB_FILES:
+    """Delete the database, SQLite's files beside it and the chunk index (to start an empty
+    index)."""
+    for name in (*DB_FILES, CHUNK_INDEX_NAME):
+        path = index_dir / name
         try:
-            os.unlink(index_dir / name)
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                shutil.rmtree(path)  # removes links inside, never what they point to
+            else:
+                os.unlink(path)
         except FileNotFoundError:
             pass
         except OSError as exc:
-            raise FourfoldError(f"cannot remove {index_dir / name}: {exc.strerror or exc}"
-                                ) from exc
+            raise FourfoldError(f"cannot remove {path}: {exc.strerror or exc}") from exc
 
 
 class IndexLock:

@@ -1,9 +1,10 @@
 """Embedded default store: one SQLite database (WAL) in the index folder.
 
-Contents carry an FTS5 trigram index (literal and regex prefilter); chunks carry an FTS5
-index of identifier-split tokens (BM25); symbols, references, edges, centrality and
-int8 vectors are plain tables. Every connection is per thread, so retrievers can run
-concurrently and readers keep working while an indexer writes.
+Contents carry an FTS5 trigram index (literal and regex prefilter); the chunks'
+identifier-split tokens are ranked by BM25 in a Tantivy index beside the database
+(chunk_index.py); symbols, references, edges, centrality and int8 vectors are plain tables.
+Every connection is per thread, so retrievers can run concurrently and readers keep working
+while an indexer writes.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import json
 import sqlite3
 import threading
 import time
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -20,22 +21,24 @@ import lz4.block
 from ..errors import FourfoldError, IndexDamagedError, IndexWriteError
 from ..model import Symbol
 from ..tokens import chunk_body, identifier_tokens, token_text
-from .base import (BM25_COLUMN_WEIGHTS, EdgeColumns, FileRecord, FileStamp, FileState,
+from .base import (EdgeColumns, FileRecord, FileStamp, FileState,
                    compress_references, decompress_references,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredEdge, StoredFile,
                    StoredSymbol, TokenRecord)
+from .chunk_index import FOLDER_NAME as CHUNK_INDEX_FOLDER, ChunkIndex, weighted_text
 from .index_dir import IndexLock
 from .sql_common import (CHUNK_COLS, FILE_COLS, clear_errors, packed, symbol_columns,
                          unpacked)
 
-SCHEMA_VERSION = 13  # 2: trigram index without positions; 3: contentless chunk tokens;
+SCHEMA_VERSION = 14  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
 # 5: a repository's edges packed in one row; 6: files keep their ctime and inode;
 # 7: an edge's resolution (how sure it is) instead of a resolved flag; 8: binary codes kept;
 # 9: what is read from a file's path and content kept once per document, shared by files;
 # 10: symbol tokens in one b-tree, raw references compressed; 11: file texts compressed;
 # 12: symbol tokens in FTS5, edges compressed, a qualified name kept only where it differs,
-# vectors keyed without a rowid; 13: codes and symbol ranks keyed without a rowid
+# vectors keyed without a rowid; 13: codes and symbol ranks keyed without a rowid;
+# 14: chunk tokens in a Tantivy index beside the database
 
 # A document is what the index derives from one path with one content, read by one parser:
 # its text, symbols, chunks and references. A file is a repository's path at a document, so
@@ -82,8 +85,6 @@ CREATE TABLE IF NOT EXISTS chunks(
     id INTEGER PRIMARY KEY, document_id INTEGER NOT NULL, start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL, symbol TEXT, kind TEXT NOT NULL, embed_hash TEXT);
 CREATE INDEX IF NOT EXISTS chunks_document ON chunks(document_id);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunk_tokens USING fts5(
-    path, symbol, body, content='', tokenize="porter unicode61 tokenchars '_'");
 -- Raw references are only ever read all at once (graph rebuild): one JSON row per file of
 -- [kind, name, line, source] lists writes and reads ten times faster than a row per reference.
 -- Compressed (zlib): a fifth of the bytes.
@@ -208,6 +209,10 @@ class SQLiteStore(Store):
         self._codes: dict[tuple, tuple] = {}  # (repository, model) -> (version, ids, codes)
         self._codes_lock = threading.Lock()
         self._readonly = readonly
+        self._chunk_index = ChunkIndex(Path(self.db_path).parent / CHUNK_INDEX_FOLDER)
+        self._chunk_index_token: str | None = None  # the folder's, once checked by a writer
+        self._chunk_index_unsynced = False  # this process wrote chunks not yet committed there
+        self._in_run = 0
         conn = self._conn()
         if not readonly:
             version = self._schema_version(conn)
@@ -328,6 +333,8 @@ class SQLiteStore(Store):
         return int(row[0]) if row else None
 
     def close(self) -> None:
+        if not self._in_run:
+            self._chunk_index.close()
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
@@ -369,6 +376,7 @@ class SQLiteStore(Store):
         return out
 
     def mark_indexed(self, repo_id: int, when: float, parser: str) -> None:
+        self._publish_chunk_index()  # what is marked answerable is searchable by its words
         conn = self._conn()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
@@ -405,24 +413,11 @@ class SQLiteStore(Store):
 
     @staticmethod
     def _delete_document(conn: sqlite3.Connection, document_id: int) -> None:
-        row = conn.execute("SELECT c.text, d.path FROM contents c JOIN documents d ON "
-                           "d.id=c.document_id WHERE c.document_id=?", (document_id,)).fetchone()
+        row = conn.execute("SELECT text FROM contents WHERE document_id=?",
+                           (document_id,)).fetchone()
         if row is not None:
-            text, path = unpack_text(row[0]), row[1]
             conn.execute("INSERT INTO content_trigrams(content_trigrams, rowid, text) "
-                         "VALUES('delete', ?, ?)", (document_id, text))
-            # The chunk token index keeps no copy of what it indexed (a fifth of the index),
-            # so deleting from it means handing back the same tokens, rebuilt from the text.
-            lines = text.split("\n")
-            path_tokens = token_text(path)
-            conn.executemany(
-                "INSERT INTO chunk_tokens(chunk_tokens, rowid, path, symbol, body) "
-                "VALUES('delete', ?, ?, ?, ?)",
-                [(cid, path_tokens, token_text(symbol or ""),
-                  token_text(chunk_body(lines, start, end)))
-                 for cid, start, end, symbol in conn.execute(
-                     "SELECT id, start_line, end_line, symbol FROM chunks WHERE document_id=?",
-                     (document_id,)).fetchall()])
+                         "VALUES('delete', ?, ?)", (document_id, unpack_text(row[0])))
         conn.execute("DELETE FROM contents WHERE document_id=?", (document_id,))
         conn.executemany(
             "INSERT INTO symbol_tokens(symbol_tokens, rowid, tokens) VALUES('delete', ?, ?)",
@@ -435,6 +430,7 @@ class SQLiteStore(Store):
 
     def write_batch(self, repo_id: int, records: list[FileRecord], deleted: list[str],
                     touched: list[tuple[str, FileStamp]]) -> None:
+        self._sync_chunk_index()
         conn = self._conn()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
@@ -461,7 +457,7 @@ class SQLiteStore(Store):
             # per batch (the index lock makes this the only writer).
             symbol_id = conn.execute("SELECT coalesce(max(id), 0) FROM symbols").fetchone()[0]
             chunk_id = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]
-            symbols, symbol_tokens, chunks, chunk_tokens, refs = [], [], [], [], []
+            symbols, symbol_tokens, chunks, chunk_texts, refs = [], [], [], [], []
             for rec in records:
                 held = conn.execute("SELECT id FROM documents WHERE path=? AND hash=? AND "
                                     "parser=?", (rec.path, rec.hash, rec.parser)).fetchone()
@@ -494,8 +490,8 @@ class SQLiteStore(Store):
                         chunk_id += 1
                         chunks.append((chunk_id, document_id, chunk.start_line, chunk.end_line,
                                        chunk.symbol, chunk.kind, chunk_hash))
-                        chunk_tokens.append((chunk_id, path_tokens,
-                                             token_text(chunk.symbol or ""), body_tokens))
+                        chunk_texts.append((chunk_id, document_id, weighted_text(
+                            path_tokens, token_text(chunk.symbol or ""), body_tokens)))
                     refs.append((document_id, compress_references(rec.references)))
                 conn.execute(
                     "INSERT INTO files(repo_id, path, document_id, hash, size, mtime_ns, "
@@ -510,13 +506,20 @@ class SQLiteStore(Store):
                              symbol_tokens)
             conn.executemany("INSERT INTO chunks(id, document_id, start_line, end_line, symbol, "
                              "kind, embed_hash) VALUES(?,?,?,?,?,?,?)", chunks)
-            conn.executemany("INSERT INTO chunk_tokens(rowid, path, symbol, body) "
-                             "VALUES(?,?,?,?)", chunk_tokens)
             conn.executemany("INSERT INTO file_refs(document_id, refs) VALUES(?,?)", refs)
-            for document_id in left:
-                if conn.execute("SELECT 1 FROM files WHERE document_id=? LIMIT 1",
-                                (document_id,)).fetchone() is None:
-                    self._delete_document(conn, document_id)
+            dropped = [document_id for document_id in dict.fromkeys(left)
+                       if conn.execute("SELECT 1 FROM files WHERE document_id=? LIMIT 1",
+                                       (document_id,)).fetchone() is None]
+            for document_id in dropped:
+                self._delete_document(conn, document_id)
+            if (dropped or chunk_texts) and not self._chunk_index_unsynced:
+                conn.execute("INSERT OR REPLACE INTO meta VALUES('chunk_index', '')")
+        if dropped or chunk_texts:
+            self._chunk_index_unsynced = True
+            self._chunk_index.delete_documents(dropped)
+            self._chunk_index.add(chunk_texts)
+            if not self._in_run:
+                self._publish_chunk_index()
 
     # -- documents shared by branches and copies -----------------------------------------------
     def parsed_hashes(self, parser: str) -> set[str]:
@@ -596,31 +599,23 @@ class SQLiteStore(Store):
 
     def bm25_chunks(self, terms: Sequence[str], limit: int, repo_id: int | None = None
                     ) -> list[tuple[StoredChunk, float]]:
-        if not terms:
+        if not terms or limit <= 0:
             return []
-        match = " OR ".join(_fts_phrase(t) for t in terms)
-        # Column weights: a query word in the path or symbol name says more than one in a body.
-        w = ", ".join(str(x) for x in BM25_COLUMN_WEIGHTS)
-        # Ranking inside the full-text index first joins only the winners; restricted to a
-        # repository, every match is joined to find its repository (twice the time on
-        # 1.5 M chunks), which an index holding one repository need not do.
-        if repo_id and self._query("SELECT count(*) FROM repos")[0][0] > 1:
-            sql = (f"SELECT {CHUNK_COLS}, -bm25(chunk_tokens, {w}) AS score "
-                   "FROM chunk_tokens JOIN chunks c ON c.id=chunk_tokens.rowid "
-                   "JOIN files f ON f.document_id=c.document_id WHERE chunk_tokens MATCH ? "
-                   f"AND +f.repo_id=? ORDER BY bm25(chunk_tokens, {w}) LIMIT ?")
-            params: tuple = (match, repo_id, limit)
-        else:
-            sql = (f"SELECT {CHUNK_COLS}, -t.score FROM (SELECT rowid, "
-                   f"bm25(chunk_tokens, {w}) AS score FROM chunk_tokens WHERE chunk_tokens "
-                   "MATCH ? ORDER BY score LIMIT ?) t JOIN chunks c ON c.id=t.rowid "
-                   "JOIN files f ON f.document_id=c.document_id ORDER BY t.score")
-            params = (match, limit)
-        try:
-            rows = self._query(sql, params)
-        except sqlite3.OperationalError as exc:
-            raise FourfoldError(f"text query could not run: {exc}") from exc
-        return [(StoredChunk(*row[:8]), row[8]) for row in rows]
+        # In an index of several repositories the best chunks may lie in the others: more
+        # are asked for until enough are this repository's, or there are no more.
+        several = bool(repo_id) and self._query("SELECT count(*) FROM repos")[0][0] > 1
+        wanted = limit * 4 if several else limit
+        while True:
+            ranked = self._chunk_index.search(terms, wanted)
+            found: dict[int, list[StoredChunk]] = {}
+            for chunk in self.chunks([chunk_id for chunk_id, _ in ranked],
+                                     repo_id if several else None):
+                found.setdefault(chunk.chunk_id, []).append(chunk)  # one per file holding it
+            out = [(chunk, score) for chunk_id, score in ranked
+                   for chunk in found.get(chunk_id, ())]
+            if len(out) >= limit or len(ranked) < wanted:
+                return out[:limit]
+            wanted *= 4
 
     def chunks(self, chunk_ids: Iterable[int], repo_id: int | None = None
                ) -> list[StoredChunk]:
@@ -851,14 +846,68 @@ class SQLiteStore(Store):
         """The index folder's lock: one indexer per embedded index, whatever the repository."""
         return IndexLock(Path(self.db_path).parent, wait_s)
 
-    def indexing_run(self) -> AbstractContextManager:
+    @contextmanager
+    def indexing_run(self):
         """Each batch commits on its own: a run interrupted on one machine keeps what it
-        wrote, and every file is at its old or its new version (readers keep reading)."""
-        return nullcontext()
+        wrote, and every file is at its old or its new version (readers keep reading). The
+        chunk index is brought in line with the database first, and committed at the end
+        (also when the run is stopped: what it holds then was committed to the database)."""
+        self._sync_chunk_index()
+        self._in_run += 1
+        try:
+            yield
+        finally:
+            self._in_run -= 1
+            try:
+                self._publish_chunk_index()
+            finally:
+                if not self._in_run:
+                    self._chunk_index.close()
+
+    def _set_chunk_index_mark(self, value: str) -> None:
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT OR REPLACE INTO meta VALUES('chunk_index', ?)", (value,))
+
+    def _sync_chunk_index(self) -> None:
+        """Under the index folder's lock: the chunk index matches the database, or is made
+        again from it. The database records the folder's token while the two agree, and ''
+        while a write to both is under way."""
+        if self._chunk_index_token is not None:
+            return
+        recorded = self._query("SELECT value FROM meta WHERE key='chunk_index'")
+        token = self._chunk_index.token()
+        if token is None or not recorded or recorded[0][0] != token:
+            self._set_chunk_index_mark("")
+            token = self._chunk_index.recreate()
+            conn = self._conn()
+            for document_id, path, packed_text in conn.execute(
+                    "SELECT d.id, d.path, c.text FROM documents d JOIN contents c ON "
+                    "c.document_id=d.id"):
+                lines, path_tokens = unpack_text(packed_text).split("\n"), token_text(path)
+                self._chunk_index.add(
+                    (chunk_id, document_id, weighted_text(
+                        path_tokens, token_text(symbol or ""),
+                        token_text(chunk_body(lines, start, end))))
+                    for chunk_id, start, end, symbol in conn.execute(
+                        "SELECT id, start_line, end_line, symbol FROM chunks WHERE "
+                        "document_id=?", (document_id,)))
+            self._chunk_index.commit()
+            self._set_chunk_index_mark(token)
+        self._chunk_index_token = token
+
+    def _publish_chunk_index(self) -> None:
+        """Commit what this process handed to the chunk index, and record that the two agree."""
+        self._chunk_index.commit()
+        if self._chunk_index_unsynced:
+            self._set_chunk_index_mark(self._chunk_index_token)
+            self._chunk_index_unsynced = False
 
     def size_bytes(self) -> int:
         folder, name = Path(self.db_path).parent, Path(self.db_path).name
-        return sum(p.stat().st_size for p in folder.glob(name + "*"))
+        return (sum(p.stat().st_size for p in folder.glob(name + "*"))
+                + self._chunk_index.size_bytes())
 
     # -- access tokens --------------------------------------------------------------------
     def put_token(self, token: TokenRecord) -> None:

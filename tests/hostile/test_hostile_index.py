@@ -66,6 +66,30 @@ def test_shipped_dangling_symlinks_create_nothing_outside(make_tree, tmp_path, n
     assert main(["grep", "APP_MARKER", str(root)]) == 0
 
 
+def test_shipped_chunk_index_folder_is_never_written_through(make_tree, tmp_path, victim):
+    """The BM25 index is a folder of Tantivy's files beside the database: a repository can
+    ship it as a symlink, or ship links named like the files Tantivy opens for writing."""
+    linked = make_tree(CODE, name="linked")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (linked / ".fourfold").mkdir()
+    os.symlink(elsewhere, linked / ".fourfold" / "chunk-index")
+    planted = make_tree(CODE, name="planted")
+    (planted / ".fourfold" / "chunk-index").mkdir(parents=True)
+    for name in (".tantivy-writer.lock", ".tantivy-meta.lock", "meta.json", ".managed.json",
+                 "fourfold-token"):
+        os.symlink(victim, planted / ".fourfold" / "chunk-index" / name)
+    for root in (linked, planted):
+        assert main(["index", str(root), "--no-embed"]) == 0
+        assert Fourfold(root).search("handler request", modalities=("text",)).hits[0].path \
+            == "src/app.py"
+        folder = root / ".fourfold" / "chunk-index"
+        assert folder.is_dir() and not folder.is_symlink()
+        assert not any(p.is_symlink() for p in folder.iterdir())
+    assert list(elsewhere.iterdir()) == []
+    assert victim.read_text() == "precious\n"
+
+
 def test_index_folder_that_is_a_symlink_is_refused(make_tree, tmp_path, capsys):
     root = make_tree(CODE)
     elsewhere = tmp_path / "elsewhere"
@@ -96,6 +120,7 @@ def test_shipped_index_is_never_served(make_tree, tmp_path, capsys):
     assert main(["grep", "APP_MARKER", str(root)]) == 0
     ff = Fourfold(root)
     assert ff.notes == []  # rebuilt here: trusted from now on
+    assert [h.path for h in ff.search("token shipped row", modalities=("text",)).hits] == []
     assert [r["root"] for r in ff.status()["repositories"]] == [str(root)]
 
 

@@ -1,5 +1,6 @@
-"""What only the PostgreSQL store does: it ranks and filters text as the SQLite store does
-(BM25 scores, stems, trigram candidates), takes hostile text as data, migrates its schema
+"""What only the PostgreSQL store does: it ranks text as FTS5's bm25() does and as the
+embedded store's Tantivy index mostly does, filters text as the SQLite store does (stems,
+trigram candidates), takes hostile text as data, migrates its schema
 under a lock, tells repositories apart by name, and reports a server that is down or a
 connection lost mid-write clearly, never with the password of the URL."""
 from __future__ import annotations
@@ -14,7 +15,7 @@ import psycopg
 import pytest
 
 from fourfold.errors import FourfoldError, IndexBusyError, IndexWriteError
-from fourfold.store.base import FileRecord, FileStamp
+from fourfold.store.base import BM25_COLUMN_WEIGHTS, FileRecord, FileStamp, StoredChunk
 from fourfold.store.postgres import SCHEMA_VERSION, PostgresStore, index_terms
 from fourfold.store.sqlite import SQLiteStore
 from fourfold.tokens import token_text
@@ -66,11 +67,33 @@ def _ties_grouped(ranked) -> list[tuple[float, set]]:
     return groups
 
 
-def test_bm25_ranks_and_scores_as_sqlite_fts5(both):
-    sqlite_store, postgres_store = both
+def _fts5_bm25(terms: list[str], limit: int) -> list[tuple[StoredChunk, float]]:
+    """SQLite FTS5's own bm25() with the store's column weights, over the corpus's chunks:
+    the formula the PostgreSQL store follows."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(path, symbol, body, "
+                 "tokenize=\"porter unicode61 tokenchars '_'\")")
+    chunks = []
+    for record in corpus_records():
+        for chunk, body in zip(record.chunks, record.chunk_tokens):
+            chunks.append(StoredChunk(len(chunks) + 1, 0, record.path, chunk.start_line,
+                                      chunk.end_line, chunk.symbol, chunk.kind, 0))
+            conn.execute("INSERT INTO t(rowid, path, symbol, body) VALUES(?,?,?,?)",
+                         (len(chunks), token_text(record.path), token_text(chunk.symbol or ""),
+                          body))
+    weights = ", ".join(str(w) for w in BM25_COLUMN_WEIGHTS)
+    match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    return [(chunks[rowid - 1], score) for rowid, score in conn.execute(
+        f"SELECT rowid, -bm25(t, {weights}) FROM t WHERE t MATCH ? "
+        f"ORDER BY bm25(t, {weights}) LIMIT ?", (match, limit))]
+
+
+def test_bm25_ranks_and_scores_as_sqlite_fts5(store):
+    store.write_batch(store.ensure_repo("/src/proj", "proj"), corpus_records(), [], [])
+    postgres_store = store
     worst = 0.0
     for terms in BM25_QUERIES:
-        expected = sqlite_store.bm25_chunks(terms, 1000)
+        expected = _fts5_bm25(terms, 1000)
         got = postgres_store.bm25_chunks(terms, 1000)
         assert expected, terms
         assert [keys for _, keys in _ties_grouped(got)] == \
@@ -468,3 +491,17 @@ def test_an_indexing_run_is_seen_whole_or_not_at_all(store, postgres_url):
     assert reader.generation() == ((repo, 2.0),)  # all of it at once
     assert [f.path for f in reader.files()] == ["pkg/a.py"]
     reader.close()
+
+
+def test_the_embedded_and_the_server_store_agree_on_the_best_chunks(both):
+    """Two BM25 formulas over the same weighted counts (the embedded index weighs length
+    and rare terms as Tantivy does, the server as FTS5 does): the same chunks match, and
+    mostly the same come first."""
+    sqlite_store, postgres_store = both
+    same_first = 0
+    for terms in BM25_QUERIES:
+        embedded = [(c.path, c.start_line) for c, _ in sqlite_store.bm25_chunks(terms, 1000)]
+        server = [(c.path, c.start_line) for c, _ in postgres_store.bm25_chunks(terms, 1000)]
+        assert sorted(embedded) == sorted(server), terms
+        same_first += embedded[0] == server[0]
+    assert same_first >= 0.8 * len(BM25_QUERIES)

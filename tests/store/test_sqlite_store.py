@@ -82,16 +82,15 @@ def test_changed_and_deleted_files_leave_no_words_behind(make_tree):
     assert ff.search("frobnicate widget", **text_only).hits[0].path == "a.py"
     (root / "a.py").write_text("def other_name(size):\n    return size + 1\n")
     ff.index(embed=False)
-    conn = ff.store._conn()
-    count = "SELECT count(*) FROM chunk_tokens WHERE chunk_tokens MATCH ?"
-    assert conn.execute(count, ("frobnicate",)).fetchone()[0] == 0
-    assert conn.execute(count, ("other",)).fetchone()[0] == 1
+    chunk_index = ff.store._chunk_index
+    assert chunk_index.search(["frobnicate"], 10) == []
+    assert len(chunk_index.search(["other"], 10)) == 1
     assert ff.search("frobnicate widget", **text_only).hits == []
     (root / "b.py").unlink()
     ff.index(embed=False)
-    assert conn.execute(count, ("quux_marker",)).fetchone()[0] == 0
-    # FTS5's integrity check raises if the index and its rows disagree
-    conn.execute("INSERT INTO chunk_tokens(chunk_tokens) VALUES('integrity-check')")
+    assert chunk_index.search(["quux_marker"], 10) == []
+    held = {chunk_id for chunk_id, _ in chunk_index.search(["size", "def"], 100)}
+    assert held == {row[0] for row in ff.store._query("SELECT id FROM chunks")} != set()
 
 
 def test_a_document_shared_by_two_branches_is_written_once_and_kept_while_one_holds_it(store):
@@ -118,9 +117,9 @@ def test_a_document_shared_by_two_branches_is_written_once_and_kept_while_one_ho
     assert conn.execute(rows).fetchone() == (0, 0, 0)
     assert conn.execute(derived).fetchone() == (0, 0)  # found again from the symbol's name
     assert store.trigram_candidates("alpha") == [] and store.bm25_chunks(["beta"], 5) == []
-    for table in ("chunk_tokens", "content_trigrams", "symbol_tokens"):  # raises if an index
-        # disagrees
+    for table in ("content_trigrams", "symbol_tokens"):  # raises if an index disagrees
         conn.execute(f"INSERT INTO {table}({table}) VALUES('integrity-check')")
+    assert store._chunk_index.search(["alpha", "beta"], 10) == []
     shared.document_held = True  # its document is gone: refused, not written half
     with pytest.raises(FourfoldError, match="index again"):
         store.write_batch(feature, [shared], [], [])
@@ -178,11 +177,10 @@ def test_required_text_becomes_an_fts5_trigram_expression():
     assert long.count(" AND ") == 11  # at most MAX_TRIGRAMS, spread over the literal
 
 
-def test_a_written_chunk_is_in_the_fts5_index_at_once(store):
+def test_a_written_chunk_is_in_the_chunk_index_at_once(store):
     repo = store.ensure_repo("/src/proj", "proj")
-    store.write_batch(repo, [alpha_record()], [], [])
-    assert store._conn().execute("SELECT count(*) FROM chunk_tokens WHERE chunk_tokens "
-                                 "MATCH 'alpha'").fetchone() == (1,)
+    store.write_batch(repo, [alpha_record()], [], [])  # outside an indexing run: committed
+    assert [c.path for c, _ in store.bm25_chunks(["alpha"], 5)] == ["pkg/a.py"]
 
 
 def test_full_text_indexes_drive_queries_of_one_repository(store, monkeypatch):
@@ -197,12 +195,6 @@ def test_full_text_indexes_drive_queries_of_one_repository(store, monkeypatch):
                                                              params)))
         return query(sql, params)
     monkeypatch.setattr(store, "_query", explained)
-    repo = store.ensure_repo("/src/proj", "proj")
-    store.trigram_candidates("beta", repo)
-    store.bm25_chunks(["beta"], 10, repo)  # the only repository: ranked before any join
-    store.ensure_repo("/src/other", "other")
-    store.bm25_chunks(["beta"], 10, repo)  # one of two: each match joined to its file
-    assert len(plans) == 3
-    assert plans[1].startswith("MATERIALIZE t | SCAN chunk_tokens VIRTUAL TABLE"), plans[1]
-    for plan in (plans[0], plans[2]):
-        assert plan.startswith("SCAN ") and "VIRTUAL TABLE" in plan.split(" | ")[0], plan
+    store.trigram_candidates("beta", store.ensure_repo("/src/proj", "proj"))
+    assert len(plans) == 1
+    assert plans[0].startswith("SCAN ") and "VIRTUAL TABLE" in plans[0].split(" | ")[0], plans

@@ -1,0 +1,224 @@
+"""The embedded store's BM25 index of chunks: a Tantivy index in a folder beside the database.
+
+FTS5 scores every chunk that holds any word of a question, which on a big repository takes
+most of a search's time; Tantivy keeps each term's postings in blocks with their best
+score and skips the blocks that cannot reach the top (block-max WAND). The database stays
+the record: Tantivy holds, per chunk, its id, its document's id and its tokens weighted by
+where they occur, and can always be made again from the database.
+
+Consistency without a transaction across both: each write batch commits the database first,
+marking the chunk index unsynced in the same transaction, then hands its changes to the
+Tantivy writer; a commit of the writer clears the mark. A writer finding the mark set, or a
+folder that does not carry the database's token (a new or discarded database, a folder
+shipped with a repository), rebuilds the index from the database.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import stat
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import tantivy
+
+from ..errors import FourfoldError
+from .base import BM25_COLUMN_WEIGHTS
+from .index_dir import CHUNK_INDEX_NAME as FOLDER_NAME
+
+TOKEN_NAME = "fourfold-token"  # the database's token for this folder, written by fourfold
+WRITER_HEAP_BYTES = 64 * 1024 * 1024
+MAX_TOKEN_BYTES = 255  # a longer "word" (an encoded blob) is no term anyone searches for
+
+# FTS5's column weights become repetitions: a token in the path counts thrice, in the
+# symbol's name five times, as the PostgreSQL store weighs the same counts.
+_REPEATS = tuple(int(w) for w in BM25_COLUMN_WEIGHTS)
+
+
+def weighted_text(path_tokens: str, symbol_tokens: str, body_tokens: str) -> str:
+    parts = [path_tokens] * _REPEATS[0] + [symbol_tokens] * _REPEATS[1] + [body_tokens] * _REPEATS[2]
+    return " ".join(p for p in parts if p)
+
+
+def _analyzer() -> tantivy.TextAnalyzer:
+    # Tokens arrive split and lower-cased (fourfold.tokens); only stems are made here.
+    return (tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace())
+            .filter(tantivy.Filter.remove_long(MAX_TOKEN_BYTES))
+            .filter(tantivy.Filter.stemmer("english")).build())
+
+
+def _schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_integer_field("chunk", stored=False, indexed=False, fast=True)
+    builder.add_integer_field("document", stored=False, indexed=True, fast=False)
+    builder.add_text_field("text", stored=False, tokenizer_name="code", index_option="freq")
+    return builder.build()
+
+
+class ChunkIndex:
+    """One folder's Tantivy index. Readers reload it when its meta file changes (another
+    process may be the writer); the writer exists only while an indexing run holds the
+    index folder's lock."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self._schema = _schema()
+        self._analyzer = _analyzer()
+        self._index: tantivy.Index | None = None
+        self._seen: tuple | None = None  # the meta file's stat when last loaded
+        self._writer: tantivy.IndexWriter | None = None
+        self._pending = False  # changes handed to the writer and not committed yet
+        self._lock = threading.Lock()
+
+    # -- reading --------------------------------------------------------------------------
+    def search(self, terms: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        """(chunk id, BM25 score) of the best `limit` chunks holding any of the terms."""
+        stems = dict.fromkeys(s for t in terms for s in self._analyzer.analyze(t))
+        if not stems or limit <= 0:
+            return []
+        searcher = self._searcher()
+        if searcher is None:
+            return []
+        query = tantivy.Query.boolean_query(
+            [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "text", s))
+             for s in stems])
+        try:
+            hits = searcher.search(query, limit, count=False).hits
+            ids = searcher.fast_field_values("chunk", [address for _, address in hits])
+        except ValueError as exc:
+            raise FourfoldError(f"text query could not run: {exc}") from exc
+        return [(chunk_id, score) for (score, _), chunk_id in zip(hits, ids)]
+
+    def _searcher(self) -> tantivy.Searcher | None:
+        try:
+            st = os.stat(self.folder / "meta.json")
+        except FileNotFoundError:
+            return None
+        seen = (st.st_ino, st.st_mtime_ns, st.st_size)
+        with self._lock:
+            if self._index is None or seen != self._seen:
+                # A writer in another process may remove the files of segments it merged
+                # between our reading the meta file and opening them: one retry.
+                for attempt in (1, 2):
+                    try:
+                        self._load()
+                        break
+                    except ValueError as exc:
+                        if attempt == 2:
+                            raise FourfoldError(
+                                f"the text index in {self.folder} cannot be read ({exc}); "
+                                "`fourfold index` makes it again") from exc
+                self._seen = seen
+            return self._index.searcher()
+
+    def _load(self) -> None:
+        if self._index is None:
+            index = tantivy.Index.open(str(self.folder))
+            index.register_tokenizer("code", self._analyzer)
+            index.config_reader(reload_policy="Manual")
+            self._index = index
+        else:
+            self._index.reload()
+
+    # -- writing (under the index folder's lock) -----------------------------------------
+    def token(self) -> str | None:
+        """The token written into the folder by the last rebuild, if the folder is sound
+        and its index opens."""
+        try:
+            self._check_folder()
+            with open(self.folder / TOKEN_NAME, "rb", opener=_no_follow) as handle:
+                token = handle.read(200).decode("ascii", "replace")
+            with self._lock:
+                self._load()
+            return token
+        except (FileNotFoundError, NotADirectoryError, UnsafeFolder, ValueError):
+            return None
+
+    def _check_folder(self) -> None:
+        """Ours and with nothing to write through: no symlink, no foreign owner."""
+        st = os.lstat(self.folder)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            raise UnsafeFolder(self.folder)
+        with os.scandir(self.folder) as entries:
+            for entry in entries:
+                if not entry.is_file(follow_symlinks=False):
+                    raise UnsafeFolder(entry.path)
+
+    def recreate(self) -> str:
+        """Empty the folder (whatever was there) and start an index; returns its new token."""
+        self.close()
+        try:
+            st = os.lstat(self.folder)
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(self.folder)  # removes links inside, never what they point to
+            else:
+                os.unlink(self.folder)
+        except FileNotFoundError:
+            pass
+        os.mkdir(self.folder, 0o755)
+        token = secrets.token_hex(16)
+        index = tantivy.Index(self._schema, path=str(self.folder))
+        index.register_tokenizer("code", self._analyzer)
+        index.config_reader(reload_policy="Manual")
+        with open(self.folder / TOKEN_NAME, "x", encoding="ascii") as handle:
+            handle.write(token)
+        with self._lock:
+            self._index, self._seen = index, None
+        return token
+
+    def _the_writer(self) -> tantivy.IndexWriter:
+        if self._writer is None:
+            self._check_folder()
+            with self._lock:
+                if self._index is None:
+                    self._load()
+                index = self._index
+            self._writer = index.writer(WRITER_HEAP_BYTES, 1)
+        return self._writer
+
+    def delete_documents(self, document_ids: Iterable[int]) -> None:
+        writer = self._the_writer()
+        for document_id in document_ids:
+            writer.delete_documents_by_term("document", document_id)
+            self._pending = True
+
+    def add(self, rows: Iterable[tuple[int, int, str]]) -> None:
+        """(chunk id, document id, weighted text) rows."""
+        writer = self._the_writer()
+        for chunk_id, document_id, text in rows:
+            writer.add_document(tantivy.Document(chunk=chunk_id, document=document_id, text=text))
+            self._pending = True
+
+    def commit(self) -> bool:
+        """Publish what the writer holds; True when something was committed."""
+        if self._writer is None or not self._pending:
+            return False
+        self._writer.commit()
+        self._pending = False
+        return True
+
+    def close(self) -> None:
+        """Let the writer finish its merges and go (what was not committed is dropped)."""
+        writer, pending = self._writer, self._pending
+        self._writer, self._pending = None, False
+        if writer is not None:
+            if pending:
+                writer.rollback()
+            writer.wait_merging_threads()
+
+    def size_bytes(self) -> int:
+        try:
+            return sum(e.stat(follow_symlinks=False).st_size for e in os.scandir(self.folder)
+                       if e.is_file(follow_symlinks=False))
+        except FileNotFoundError:
+            return 0
+
+
+class UnsafeFolder(Exception):
+    """The chunk index folder holds something fourfold did not make: it is rebuilt."""
+
+
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)

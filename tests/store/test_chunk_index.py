@@ -1,0 +1,101 @@
+"""The embedded store's BM25 index (a Tantivy folder beside the database): kept in step
+with the database across processes, runs that stop midway and indexes of several
+repositories."""
+from __future__ import annotations
+
+import pytest
+
+from fourfold.errors import FourfoldError
+from fourfold.store.sqlite import SQLiteStore
+from tests.store.records import alpha_record, corpus_records, python_record
+
+
+@pytest.fixture
+def db(tmp_path):
+    return tmp_path / "index.sqlite"
+
+
+def _paths(store: SQLiteStore, terms: list[str], limit: int = 10, repo_id=None) -> list[str]:
+    return [chunk.path for chunk, _ in store.bm25_chunks(terms, limit, repo_id)]
+
+
+def test_a_run_stopped_between_the_database_and_the_chunk_index_is_rebuilt(db):
+    store = SQLiteStore(db)
+    repo = store.ensure_repo("/src/proj", "proj")
+    run = store.indexing_run()
+    run.__enter__()
+    store.write_batch(repo, corpus_records(), [], [])  # committed to the database only
+    store._chunk_index.close()  # the process dies: what the writer held is lost
+    store.close()
+
+    reopened = SQLiteStore(db)
+    assert reopened._query("SELECT value FROM meta WHERE key='chunk_index'") == [("",)]
+    assert _paths(reopened, ["parse", "config"]) == []  # not searchable yet
+    with reopened.indexing_run():  # the next run finds the mark and rebuilds
+        pass
+    found = _paths(reopened, ["parse", "config"])
+    assert found and found[0].startswith("config/")
+    assert reopened._query("SELECT value FROM meta WHERE key='chunk_index'") == \
+        [(reopened._chunk_index.token(),)]
+    reopened.close()
+
+
+def test_a_reader_sees_what_another_process_committed(db):
+    reader, writer = SQLiteStore(db), SQLiteStore(db)  # two connections, two Tantivy handles
+    assert _paths(reader, ["alpha"]) == []
+    repo = writer.ensure_repo("/src/proj", "proj")
+    with writer.indexing_run():
+        writer.write_batch(repo, [alpha_record()], [], [])
+        assert _paths(reader, ["alpha"]) == []  # not committed while the run goes on
+    assert _paths(reader, ["alpha"]) == ["pkg/a.py"]
+    with writer.indexing_run():
+        writer.write_batch(repo, [], ["pkg/a.py"], [])
+    assert _paths(reader, ["alpha"]) == []
+    reader.close()
+    writer.close()
+
+
+def test_a_repository_is_answered_from_its_own_chunks_when_others_rank_higher(db):
+    store = SQLiteStore(db)
+    busy, quiet = store.ensure_repo("/src/busy", "busy"), store.ensure_repo("/src/quiet", "quiet")
+    strong = "def widget_{i}():\n    return widget_frame(widget_size, widget_{i})\n"
+    store.write_batch(busy, [python_record(f"w{i}.py", strong.format(i=i)) for i in range(60)],
+                      [], [])
+    store.write_batch(quiet, [python_record("q.py", "def other():\n    return widget\n")],
+                      [], [])
+    assert "q.py" not in _paths(store, ["widget"], 5)  # across both: the busy ones first
+    assert _paths(store, ["widget"], 5, quiet) == ["q.py"]
+    assert len(_paths(store, ["widget"], 5, busy)) == 5
+    store.close()
+
+
+def test_a_schema_change_starts_the_chunk_index_anew(db):
+    store = SQLiteStore(db)
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, [alpha_record()], [], [])
+    token = store._chunk_index.token()
+    store._conn().execute("UPDATE meta SET value='1' WHERE key='schema_version'")
+    store.close()
+    rebuilt = SQLiteStore(db)  # an older layout: dropped, to be indexed again
+    with rebuilt.indexing_run():
+        pass
+    assert rebuilt._chunk_index.token() not in (None, token)
+    assert _paths(rebuilt, ["alpha"]) == []
+    rebuilt.close()
+
+
+def test_a_chunk_index_that_does_not_open_is_reported_then_made_again(db):
+    store = SQLiteStore(db)
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, [alpha_record()], [], [])
+    store.close()
+    folder = db.parent / "chunk-index"
+    (folder / "meta.json").write_text("{not json")
+    reader = SQLiteStore(db)
+    with pytest.raises(FourfoldError, match=r"text index in .* cannot be read .*"
+                                            r"`fourfold index` makes it again"):
+        reader.bm25_chunks(["alpha"], 5)
+    with reader.indexing_run():
+        pass
+    assert _paths(reader, ["alpha"]) == ["pkg/a.py"]
+    reader.close()
