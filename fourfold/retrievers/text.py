@@ -368,10 +368,15 @@ class TextRetriever:
             best_in_file.setdefault(hit.path, hit)
         for path, hit in best_in_file.items():
             hit.score += unit * name_match(names.get(path, ()), query_words)
-        missing = [p for p, words in names.items() if p not in best_in_file
-                   and name_match(words, query_words) == 1.0 and path_ok(p, query.filters.path_glob)]
+        # a file named wholly by the question holds one of its words: found through them,
+        # not by matching every file's name
+        named = {p for word in query_words for p in snapshot.files_by_name_word.get(word, ())}
+        missing = sorted((p for p in named if p not in best_in_file
+                          and name_match(names[p], query_words) == 1.0
+                          and path_ok(p, query.filters.path_glob)),
+                         key=snapshot.file_position.__getitem__)
         for path in missing[:20]:
-            stored = self.store.file_by_path(path, query.filters.repo_id)
+            stored = snapshot.files.get(path)
             chunks = self.store.chunks_of_file(stored.file_id) if stored else []
             if chunks:
                 first = next((c for c in chunks if c.symbol), chunks[0])
