@@ -24,6 +24,11 @@ KIND_PRIORITY = {"class": 0, "struct": 0, "interface": 0, "trait": 0, "enum": 0,
 _SPLIT = re.compile(r"\.|::|#|->|/")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 MAX_SPELLED = 3
+# Bounds on the names a sentence's words are looked up in: every pair of at most 12 words
+# (66 pairs; a longer text is a pasted one), then names holding any one word.
+MAX_PAIRED_WORDS = 12
+PAIRED_NAMES = 5000
+ONE_WORD_NAMES = 1000
 # A name a pasted text mentions points somewhere only when few definitions share it
 # ("get", "save" are defined everywhere).
 MAX_DEFINITIONS_OF_MENTION = 3
@@ -142,8 +147,16 @@ class StructuralRetriever:
         """Definitions whose name the sentence spells out, word by word: "database dialect
         interface" -> DatabaseDialect. Full coverage of a longer name ranks first."""
         wanted = query_words(text)
+        # Names holding two or more of the words are the few that rank first, and are found
+        # whatever their number; a name holding one is read up to a bound (a big repository
+        # holds a common word in tens of thousands of names, and their order is arbitrary).
+        found = (self.store.symbols_with_two_words(wanted, repo_id, limit=PAIRED_NAMES)
+                 if 2 <= len(wanted) <= MAX_PAIRED_WORDS else [])
+        seen = {s.symbol_id for s in found}
+        found += [s for s in self.store.symbols_by_token(wanted, repo_id, limit=ONE_WORD_NAMES)
+                  if s.symbol_id not in seen]
         scored = []
-        for s in self.store.symbols_by_token(wanted, repo_id, limit=5000):
+        for s in found:
             if s.kind == REEXPORT or not path_ok(s.path, path_glob):
                 continue  # a sentence describes what code does: re-exports do nothing
             words = _name_words(s.name)

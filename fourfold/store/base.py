@@ -355,6 +355,12 @@ class Store(ABC):
         """Symbols whose name contains any of the given sub-word tokens or starts with them."""
 
     @abstractmethod
+    def symbols_with_two_words(self, words: Iterable[str], repo_id: int | None = None,
+                               limit: int = 2000) -> list[StoredSymbol]:
+        """Symbols whose name holds at least two of the words as tokens: the few a sentence
+        may spell out, found whatever number of names hold one of its words."""
+
+    @abstractmethod
     def symbols_with_words(self, words: Iterable[str], whole: str, repo_id: int | None = None,
                            limit: int = 2000) -> list[StoredSymbol]:
         """Symbols whose name has every one of the words, or is the token `whole`: the

@@ -1306,6 +1306,17 @@ class PostgresStore(Store):
             f"SELECT symbol_id FROM symbol_tokens WHERE token = ANY(%s){in_repo}{prefixes}",
             params, repo_id, limit)
 
+    def symbols_with_two_words(self, words: Iterable[str], repo_id: int | None = None,
+                               limit: int = 2000) -> list[StoredSymbol]:
+        words = sorted({w.lower() for w in _storable(words) if w})
+        if len(words) < 2:
+            return []
+        in_repo, mine = self._repository_filter(self._home(repo_id) if repo_id else None)
+        return self._symbols_by_ids(
+            f"SELECT symbol_id FROM symbol_tokens WHERE token = ANY(%s){in_repo} "
+            "GROUP BY symbol_id HAVING count(DISTINCT token) >= 2", [words, *mine], repo_id,
+            limit)
+
     def symbols_with_words(self, words: Iterable[str], whole: str, repo_id: int | None = None,
                            limit: int = 2000) -> list[StoredSymbol]:
         words = sorted({w.lower() for w in _storable(words) if w})

@@ -8,6 +8,7 @@ while an indexer writes.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 import threading
@@ -669,6 +670,17 @@ class SQLiteStore(Store):
         return self._symbols_where(
             f"(s.id IN (SELECT rowid FROM symbol_tokens WHERE symbol_tokens MATCH ?) "
             f"OR {prefix})", [_symbol_tokens_match(tokens, "OR")] + params, repo_id, limit)
+
+    def symbols_with_two_words(self, words: Iterable[str], repo_id: int | None = None,
+                               limit: int = 2000) -> list[StoredSymbol]:
+        words = sorted({w.lower() for w in words if w})
+        if len(words) < 2:
+            return []
+        pairs = " OR ".join(_symbol_tokens_match(pair, "AND")
+                            for pair in itertools.combinations(words, 2))
+        return self._symbols_where(
+            "s.id IN (SELECT rowid FROM symbol_tokens WHERE symbol_tokens MATCH ?)",
+            [pairs], repo_id, limit)
 
     def symbols_with_words(self, words: Iterable[str], whole: str, repo_id: int | None = None,
                            limit: int = 2000) -> list[StoredSymbol]:

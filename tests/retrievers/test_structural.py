@@ -101,6 +101,22 @@ def test_an_identifier_spelled_in_a_question_names_its_definition(make_tree):
         "RequestParts", "RequestBody", "Request", "from_parts"]
 
 
+def test_a_name_spelled_by_two_words_is_found_among_many_holding_one(make_tree, monkeypatch):
+    """A big repository holds a common word in more names than are read: the names that
+    hold two of the question's words are looked up on their own, so they still come."""
+    from fourfold.retrievers import structural as module
+    monkeypatch.setattr(module, "ONE_WORD_NAMES", 20)
+    many = "".join(f"def task_helper_{i}():\n    pass\n" for i in range(60))
+    root = make_tree({"a_tasks.py": many,
+                      "z_sched.py": "def pick_next_task():\n    pass\n"})
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    found = ff.engine.retrievers["structural"].named_by(
+        "how does the scheduler pick the next task", None, None, 5)
+    assert found[0][0].name == "pick_next_task"
+    assert len(found) == 5
+
+
 def test_an_exact_definition_keeps_its_style_variants_and_drops_partial_names(make_tree):
     root = make_tree({
         "reader.py": "class JsonReader:\n    pass\n\n\ndef json_reader():\n    pass\n\n\n"

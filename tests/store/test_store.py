@@ -263,6 +263,23 @@ def test_symbols_of_any_name_are_found_by_their_tokens_and_qualified_names(store
     assert store.symbols_named(["config.parse"]) == []
 
 
+def test_names_holding_two_of_the_words_are_found_apart_from_those_holding_one(store):
+    repo = store.ensure_repo("/src/proj", "proj")
+    names = ["pick_next_task", "next_task", "task_run", "run", "next", "runTask",
+             "taskRunner", "pick"]
+    record = replace(alpha_record(), path="sched.c", hash="hash-sched", symbols=[
+        Symbol(name, name, "function", 1, 2, None, None, None) for name in names])
+    store.write_batch(repo, [record], [], [])
+    assert sorted(s.name for s in store.symbols_with_two_words(["pick", "next", "task"])) == \
+        ["next_task", "pick_next_task"]
+    assert sorted(s.name for s in store.symbols_with_two_words(["run", "task"])) == \
+        ["runTask", "task_run"]  # taskRunner holds "runner", not "run"
+    assert store.symbols_with_two_words(["task"]) == []
+    assert len(store.symbols_with_two_words(["pick", "next", "task"], limit=1)) == 1
+    other = store.ensure_repo("/src/other", "other")
+    assert store.symbols_with_two_words(["pick", "next", "task"], other) == []
+
+
 # -- edges and centrality --------------------------------------------------------------------
 def test_stored_edges_come_back_whole_per_repository(store):
     first, second = store.ensure_repo("/a", "a"), store.ensure_repo("/b", "b")
