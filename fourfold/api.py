@@ -262,9 +262,9 @@ class Fourfold:
     def catch_up(self, wait_s: float = 0.0, interrupted: threading.Event | None = None
                  ) -> bool:
         """Do what index runs with `graph_later` left: resolve the graph, take the binary
-        codes anew. In a forked child where there can be one, given up (its writes rolled
+        codes anew. In a child process where there can be one, given up (its writes rolled
         back) as soon as `interrupted` is set: returns False then, else True."""
-        from .graph.forked import Forked
+        from .graph.forked import Spawned
 
         behind = self.behind()
         if not any(behind.values()):
@@ -273,7 +273,9 @@ class Fourfold:
             return False
         repo_id, model = self.repo_id(), self._embedder_name()
         with self.indexing_lock(wait_s):
-            child = Forked.start(self._catch_up_in, repo_id, model, behind["codes"])
+            db_path = None if self.store_url else str(self.index_dir / DB_NAME)
+            child = Spawned.start(_catch_up_elsewhere, self.store_url, db_path, repo_id, model,
+                                  behind["codes"])
             if child is not None:
                 try:
                     while not child.finished(CATCH_UP_POLL_S):
@@ -287,27 +289,7 @@ class Fourfold:
                 if done:
                     return True
             # no child could be had, or it died: here, where a failure is seen
-            return self._catch_up_in(repo_id, model, behind["codes"], self.store)
-
-    def _catch_up_in(self, repo_id: int, model: str, codes: bool,
-                     store: "Store | None" = None) -> bool:
-        """catch_up()'s work, on `store` (by default a connection of its own, as a forked
-        child needs): one process, so that a child given up leaves no helper running."""
-        from .indexer import catch_up_graph
-        from .semantic.indexing import refresh_codes
-
-        store = store or self._connect_again()
-        catch_up_graph(store, repo_id)  # the caller holds the lock
-        if codes:
-            refresh_codes(store, model, repo_id)
-            store.set_setting(codes_behind_setting(repo_id, model), 0)
-        return True
-
-    def _connect_again(self) -> "Store":
-        """The same index through a connection of its own."""
-        if self.store_url is not None:
-            return open_server_store(self.store_url)
-        return SQLiteStore(self.index_dir / DB_NAME)
+            return _catch_up(self.store, repo_id, model, behind["codes"])
 
     def watch(self, on_index: Callable[[IndexSummary], None] | None = None,
               stop: threading.Event | None = None, embed: bool = True,
@@ -1003,3 +985,26 @@ class Fourfold:
                             "code": [{"line": n, "text": lines[n - 1]}
                                      for n in range(max(1, h.start_line), stop + 1)]})
         return {"total": len(results), "capped": capped, "results": results}
+
+
+def _catch_up(store: "Store", repo_id: int, model: str, codes: bool) -> bool:
+    """catch_up()'s work, in one process, so that a child given up leaves no helper running;
+    the caller holds the index lock."""
+    from .indexer import catch_up_graph
+    from .semantic.indexing import refresh_codes
+
+    catch_up_graph(store, repo_id)
+    if codes:
+        refresh_codes(store, model, repo_id)
+        store.set_setting(codes_behind_setting(repo_id, model), 0)
+    return True
+
+
+def _catch_up_elsewhere(store_url: str | None, db_path: str | None, repo_id: int, model: str,
+                        codes: bool) -> bool:
+    """_catch_up in a child process, on a connection of its own to the same index."""
+    store = open_server_store(store_url) if store_url else SQLiteStore(db_path)
+    try:
+        return _catch_up(store, repo_id, model, codes)
+    finally:
+        store.close()

@@ -4,10 +4,20 @@ Graph resolution reads large in-memory tables: a forked child sees them without 
 copied or pickled, and only its result travels back. Where no child can be had (no fork on
 this platform, a daemonic process, fork failing) `Forked.start` returns None and the caller
 does the work itself.
+
+A child that opens the index itself needs none of this process's memory, and must not have
+its locks: a fork copies a lock another thread holds (SQLite's, while a question is
+answered) as held for ever. Such a child is a new interpreter (`Spawned`), given its
+function and arguments pickled.
 """
 from __future__ import annotations
 
 import multiprocessing
+import os
+import pickle
+import select
+import subprocess
+import sys
 from typing import Any, Callable
 
 from ..workers import quiet_worker
@@ -83,3 +93,61 @@ def _send_result(fn: Callable[..., Any], args: tuple, sender, receiver) -> None:
         pass
     finally:
         sender.close()
+
+
+class Spawned:
+    """A new interpreter computing `fn(*args)`, with Forked's calls. The function must be
+    importable by name; the child takes this process's module search path."""
+
+    def __init__(self, process: subprocess.Popen):
+        self.process = process
+
+    @classmethod
+    def start(cls, fn: Callable[..., Any], *args) -> "Spawned | None":
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-c", "from fourfold.graph.forked import _serve; _serve()"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
+        except OSError:
+            return None
+        try:
+            pickle.dump(sys.path, process.stdin)
+            pickle.dump((fn, args), process.stdin)
+            process.stdin.close()
+        except OSError:  # it died at once
+            process.kill()
+            process.wait()
+            return None
+        return cls(process)
+
+    def finished(self, timeout: float) -> bool:
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        return bool(ready) or self.process.poll() is not None
+
+    def result(self, default: Any = None) -> Any:
+        try:
+            data = self.process.stdout.read()
+            return pickle.loads(data) if self.process.wait() == 0 and data else default
+        except (OSError, pickle.UnpicklingError, EOFError):
+            return default
+        finally:
+            self.close()
+
+    def close(self, wait: bool = True) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+        if wait:
+            self.process.wait()
+        self.process.stdout.close()
+
+
+def _serve() -> None:
+    """A Spawned child: its result goes to the stdout it was given; anything else the work
+    prints goes to stderr."""
+    quiet_worker()
+    result_out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.path[:] = pickle.load(sys.stdin.buffer)
+    fn, args = pickle.load(sys.stdin.buffer)
+    pickle.dump(fn(*args), result_out)
+    result_out.close()

@@ -407,10 +407,29 @@ def test_the_graph_left_for_later_catches_up(make_tree):
     assert {r["symbol"] for r in ff.references("helper")["results"]} == {"main", "renamed"}
 
 
-def test_a_catch_up_given_up_midway_leaves_the_index_whole(make_tree, monkeypatch):
-    import multiprocessing
+def slow_catch_up(*args):
+    """A big repository's catch-up: what the child process runs in the test below."""
+    import fourfold.api
+    time.sleep(30)
+    return fourfold.api._catch_up_elsewhere(*args)
 
-    import fourfold.graph.build as build
+
+def _serving_children() -> list[int]:
+    """This process's children that run a Spawned function."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as stat, open(f"/proc/{entry}/cmdline") as cmd:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+                if parent == os.getpid() and "fourfold.graph.forked" in cmd.read():
+                    found.append(int(entry))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def test_a_catch_up_given_up_midway_leaves_the_index_whole(make_tree, monkeypatch):
+    import fourfold.api
 
     root = make_tree({"a.py": "def helper():\n    return 1\n",
                       "b.py": "from a import helper\n\ndef main():\n    return helper()\n"})
@@ -418,25 +437,21 @@ def test_a_catch_up_given_up_midway_leaves_the_index_whole(make_tree, monkeypatc
     ff.index(embed=False)
     (root / "a.py").write_text("def helper():\n    return 'edited'\n")
     ff.index(embed=False, changed=[str(root / "a.py")], graph_later=True)
-    resolve = build.rebuild_graph
-
-    def slow_rebuild(*args, **kwargs):  # a big repository's graph, in the forked child
-        time.sleep(30)
-        return resolve(*args, **kwargs)
-
-    monkeypatch.setattr(build, "rebuild_graph", slow_rebuild)
+    original = fourfold.api._catch_up_elsewhere
+    monkeypatch.setattr(fourfold.api, "_catch_up_elsewhere", slow_catch_up)
+    monkeypatch.setattr(fourfold.api, "_catch_up", None)  # the work is the child's alone
     change = threading.Event()
-    threading.Timer(0.3, change.set).start()
+    threading.Timer(1.0, change.set).start()
     started = time.perf_counter()
     assert ff.catch_up(interrupted=change) is False
     assert time.perf_counter() - started < 5
-    while multiprocessing.active_children() and time.perf_counter() - started < 5:
+    while _serving_children() and time.perf_counter() - started < 5:
         time.sleep(0.02)  # stopped, not waited for
-    assert not multiprocessing.active_children()
+    assert not _serving_children()
     assert ff.behind()["graph"]
     (root / "a.py").write_text("def helper():\n    return 'edited again'\n")
     ff.index(embed=False, changed=[str(root / "a.py")], graph_later=True)  # not locked out
-    monkeypatch.setattr(build, "rebuild_graph", resolve)
+    monkeypatch.setattr(fourfold.api, "_catch_up_elsewhere", original)
     assert ff.catch_up() and not ff.behind()["graph"]
     assert [r["symbol"] for r in ff.references("helper")["results"]] == ["main"]
     assert [m.path for m in ff.grep("'edited again'")] == ["a.py"]
