@@ -44,6 +44,7 @@ PENDING_BYTES = 16 * 1024 * 1024  # source of parsed files held back while more 
 ANSWERING_EVERY_S = 5.0  # a first index is marked answerable this often as it is written
 VECTOR_BATCH = 4096  # vectors the parser processes made, written at once
 CHUNKS_AHEAD = 4  # chunks of files a parser worker may have parsed before they are written
+POOL_STOP_S = 5.0  # how long the parser pool may take to stop before its workers are killed
 MERGE_AFTER_FILES = 1000  # files written by a run before the store merges its text indexes
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -227,8 +228,9 @@ def _parse_all(found: list[FoundFile], workers: int, references: bool,
     chunks = [found[i:i + size] for i in range(0, len(found), size)]
     read = partial(_read_files, references=references)
     # a forked worker inherits the sets: initargs are not pickled under fork
-    with ctx.Pool(workers, initializer=_start_worker,
-                  initargs=(parsed_elsewhere, held, embedder)) as pool:
+    pool = ctx.Pool(workers, initializer=_start_worker,
+                    initargs=(parsed_elsewhere, held, embedder))
+    try:
         # At most a few chunks a worker are parsed ahead of the writer: when writing is
         # the slower side, results would otherwise pile up in memory without bound.
         in_flight: deque = deque()
@@ -245,6 +247,22 @@ def _parse_all(found: list[FoundFile], workers: int, references: bool,
             arrived = bool(in_flight) and in_flight[0].ready()
             for i, result in enumerate(chunk):
                 yield result, arrived or i < len(chunk) - 1
+    finally:
+        _stop_pool(pool)
+
+
+def _stop_pool(pool) -> None:
+    """Pool.terminate can wait for ever when the run stops while a worker is sending a
+    result (a signal, an error): it waits on the queues' locks and pipes. It gets a few
+    seconds in a thread of its own; then the workers are killed, which ends the wait or
+    leaves it to that thread alone."""
+    stopper = threading.Thread(target=pool.terminate, name="fourfold-pool-stop", daemon=True)
+    stopper.start()
+    stopper.join(POOL_STOP_S)
+    if stopper.is_alive():
+        for process in pool._pool:  # the pool's worker processes (no public accessor)
+            process.kill()
+        stopper.join(POOL_STOP_S)
 
 
 def _start_resolving(store: Store, repo_id: int, facts: "GraphFacts", gone: set[str],
