@@ -141,6 +141,25 @@ def test_static_model_sums_many_texts_as_it_sums_one():
     assert not together[0].any()  # an empty text has no tokens: a zero vector, not NaN
 
 
+def test_static_model_reads_the_token_ids_the_tokenizer_gives():
+    """Plain text is split and its words' ids remembered rather than tokenized whole: the
+    same ids, in the same order, cut at the same length, for code, prose, non-ASCII text,
+    control characters, over-long words and texts past max_tokens."""
+    from fourfold.semantic.embedder import with_identifier_words
+    emb = load_embedder("static")
+    texts = ["static int tcp_retransmit_timer(struct sock *sk) {\n\treturn -EINVAL;\r\n}",
+             "def parseConfig(path):  # HTTPServer's max_retries=3.5e-2 [a]{b}<c>~`|\\^@$%&!?",
+             "naïve café — größe 日本語 façade", "bell\x07 and\x0bform\x0cfeed\x00nul",
+             "x" * 150 + " " + "ab" * 60, "", "   \n\t ",
+             " ".join(f"word{i} + ident_{i}" for i in range(400)),
+             "Ωmega".join(["plain words"] * 300)]
+    flat, starts = emb.token_ids(texts)
+    for i, text in enumerate(texts):
+        expected = emb._tok.encode(with_identifier_words(text), add_special_tokens=False).ids
+        assert flat[starts[i]:starts[i + 1]].tolist() == expected[:emb.max_tokens], text[:40]
+    assert starts[8] - starts[7] == emb.max_tokens
+
+
 def test_chunk_text_layout_and_cut():
     body = "def parse_config(path):\n\n    data = open(path).read()\n    return json.loads(data)\n"
     t = chunk_text_for_embedding("src/app/config.py", "Loader.parseConfig",
