@@ -111,7 +111,7 @@ class Spawned:
         except OSError:
             return None
         try:
-            pickle.dump(sys.path, process.stdin)
+            pickle.dump((os.getpid(), sys.path), process.stdin)
             pickle.dump((fn, args), process.stdin)
             process.stdin.close()
         except OSError:  # it died at once
@@ -144,10 +144,10 @@ class Spawned:
 def _serve() -> None:
     """A Spawned child: its result goes to the stdout it was given; anything else the work
     prints goes to stderr."""
-    quiet_worker()
+    parent_pid, sys.path[:] = pickle.load(sys.stdin.buffer)
+    quiet_worker(parent_pid)
     result_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
-    sys.path[:] = pickle.load(sys.stdin.buffer)
     fn, args = pickle.load(sys.stdin.buffer)
     pickle.dump(fn(*args), result_out)
     result_out.close()
