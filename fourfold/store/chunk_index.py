@@ -38,7 +38,8 @@ _REPEATS = tuple(int(w) for w in BM25_COLUMN_WEIGHTS)
 
 
 def weighted_text(path_tokens: str, symbol_tokens: str, body_tokens: str) -> str:
-    parts = [path_tokens] * _REPEATS[0] + [symbol_tokens] * _REPEATS[1] + [body_tokens] * _REPEATS[2]
+    parts = ([path_tokens] * _REPEATS[0] + [symbol_tokens] * _REPEATS[1]
+             + [body_tokens] * _REPEATS[2])
     return " ".join(p for p in parts if p)
 
 
@@ -191,13 +192,11 @@ class ChunkIndex:
             writer.add_document(tantivy.Document(chunk=chunk_id, document=document_id, text=text))
             self._pending = True
 
-    def commit(self) -> bool:
-        """Publish what the writer holds; True when something was committed."""
-        if self._writer is None or not self._pending:
-            return False
-        self._writer.commit()
-        self._pending = False
-        return True
+    def commit(self) -> None:
+        """Publish what the writer holds."""
+        if self._writer is not None and self._pending:
+            self._writer.commit()
+            self._pending = False
 
     def close(self) -> None:
         """Let the writer finish its merges and go (what was not committed is dropped)."""
