@@ -54,10 +54,13 @@ DEFAULT_MODEL = "static-fit"
 GATHER_TOKENS = 16_384  # token vectors a static embedding sums at once (dim x 4 bytes each)
 SPARSE_FROM_TEXTS = 16  # texts embedded at once from which a sparse product sums them
 WORD_CACHE = 100_000  # words whose token ids a static embedder keeps (a few MB)
+SEGMENT_CACHE = 200_000  # and runs of identifier characters (tens of MB)
 # The tokenizer's own split of plain ASCII text (BERT's: whitespace apart, each punctuation
-# character a word), and what its normaliser would change or drop (control characters,
-# anything beyond ASCII): such a text goes to the tokenizer whole.
+# character a word); runs of identifier characters, inside which alone identifiers are
+# expanded into their words; and what the tokenizer's normaliser would change or drop
+# (control characters, anything beyond ASCII): such a text goes to the tokenizer whole.
 _WORD = re.compile(r"[A-Za-z0-9]+|[^\sA-Za-z0-9]")
+_SEGMENT = re.compile(r"[A-Za-z0-9_]+|[^\sA-Za-z0-9_]")
 _NOT_PLAIN = re.compile(r"[^\t\n\r\x20-\x7e]")
 ALIASES = {"default": DEFAULT_MODEL, "minilm": "minilm", "minilm-int8": "minilm",
            "all-minilm-l6-v2": "minilm", "static": DEFAULT_MODEL,
@@ -248,19 +251,22 @@ class StaticEmbedder:
         self.vocabulary_size = int(emb.shape[0])
         self.max_tokens = max_tokens
         self._word_ids = lru_cache(maxsize=WORD_CACHE)(self._encode_word)
+        self._segment_ids = lru_cache(maxsize=SEGMENT_CACHE)(self._encode_segment)
 
     def token_ids(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """What the model reads of each text, compound identifiers followed by their words,
         at most max_tokens each: the token ids of every text in a row (`flat`) and where
         each text's start (`starts`, one more than the texts).
 
-        Code repeats its words: a plain text is split as the tokenizer splits it and each
-        word's ids are remembered, five times faster than the tokenizer and the same ids."""
-        texts = [with_identifier_words(t or "") for t in texts]
+        Code repeats its names: a plain text is cut at the tokenizer's boundaries and each
+        piece's ids (its identifiers' words included) are remembered, several times faster
+        than the tokenizer and the same ids."""
+        texts = [t or "" for t in texts]
         rows: list[list[int] | None] = [None if _NOT_PLAIN.search(t) else self._plain_ids(t)
                                         for t in texts]
         others = [i for i, row in enumerate(rows) if row is None]
-        encs = self._tok.encode_batch([texts[i] for i in others], add_special_tokens=False)
+        encs = self._tok.encode_batch([with_identifier_words(texts[i]) for i in others],
+                                      add_special_tokens=False)
         for i, enc in zip(others, encs):
             rows[i] = enc.ids[:self.max_tokens]
         lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
@@ -272,11 +278,17 @@ class StaticEmbedder:
 
     def _plain_ids(self, text: str) -> list[int]:
         ids: list[int] = []
-        for word in _WORD.findall(text):
-            ids += self._word_ids(word)
+        for segment in _SEGMENT.findall(text):
+            ids += self._segment_ids(segment)
             if len(ids) >= self.max_tokens:
                 return ids[:self.max_tokens]
         return ids
+
+    def _encode_segment(self, segment: str) -> tuple[int, ...]:
+        # a run of identifier characters is bounded by the tokenizer's boundaries, and
+        # with_identifier_words expands an identifier within its run only
+        return tuple(i for word in _WORD.findall(with_identifier_words(segment))
+                     for i in self._word_ids(word))
 
     def _encode_word(self, word: str) -> tuple[int, ...]:
         return tuple(self._tok.encode(word, add_special_tokens=False).ids)
