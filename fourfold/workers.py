@@ -20,7 +20,8 @@ def quiet_worker(parent_pid: int | None = None) -> None:
     if sys.platform == "linux":  # nor does it outlive a parent killed before it could stop it
         ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
         # a parent killed before the line above leaves the signal unsent: gone already
-        if parent_pid is None and multiprocessing.parent_process() is not None:
-            parent_pid = multiprocessing.parent_process().pid
+        started_by = multiprocessing.parent_process()
+        if parent_pid is None and started_by is not None:
+            parent_pid = started_by.pid
         if parent_pid is not None and os.getppid() != parent_pid:
             os._exit(1)

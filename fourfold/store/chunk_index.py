@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
-import stat
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -25,8 +23,9 @@ from pathlib import Path
 import tantivy
 
 from ..errors import FourfoldError
+from ..tokens import token_text
 from .base import BM25_COLUMN_WEIGHTS
-from .index_dir import CHUNK_INDEX_NAME as FOLDER_NAME
+from .index_dir import CHUNK_INDEX_NAME as FOLDER_NAME, UnsafeIndexDir, check_folder, remove_entry
 
 TOKEN_NAME = "fourfold-token"  # the database's token for this folder, written by fourfold
 WRITER_HEAP_BYTES = 64 * 1024 * 1024
@@ -37,8 +36,10 @@ MAX_TOKEN_BYTES = 255  # a longer "word" (an encoded blob) is no term anyone sea
 _REPEATS = tuple(int(w) for w in BM25_COLUMN_WEIGHTS)
 
 
-def weighted_text(path_tokens: str, symbol_tokens: str, body_tokens: str) -> str:
-    parts = ([path_tokens] * _REPEATS[0] + [symbol_tokens] * _REPEATS[1]
+def weighted_text(path_tokens: str, symbol: str | None, body_tokens: str) -> str:
+    """What Tantivy indexes of a chunk: its path's and body's tokens (token_text) and its
+    symbol's name, each repeated by its weight."""
+    parts = ([path_tokens] * _REPEATS[0] + [token_text(symbol or "")] * _REPEATS[1]
              + [body_tokens] * _REPEATS[2])
     return " ".join(p for p in parts if p)
 
@@ -116,12 +117,14 @@ class ChunkIndex:
 
     def _load(self) -> None:
         if self._index is None:
-            index = tantivy.Index.open(str(self.folder))
-            index.register_tokenizer("code", self._analyzer)
-            index.config_reader(reload_policy="Manual")
-            self._index = index
+            self._index = self._prepared(tantivy.Index.open(str(self.folder)))
         else:
             self._index.reload()
+
+    def _prepared(self, index: tantivy.Index) -> tantivy.Index:
+        index.register_tokenizer("code", self._analyzer)
+        index.config_reader(reload_policy="Manual")  # reloaded when the meta file changes
+        return index
 
     # -- writing (under the index folder's lock) -----------------------------------------
     def token(self) -> str | None:
@@ -134,35 +137,24 @@ class ChunkIndex:
             with self._lock:
                 self._load()
             return token
-        except (FileNotFoundError, NotADirectoryError, UnsafeFolder, ValueError):
+        except (FileNotFoundError, NotADirectoryError, UnsafeIndexDir, ValueError):
             return None
 
     def _check_folder(self) -> None:
         """Ours and with nothing to write through: no symlink, no foreign owner."""
-        st = os.lstat(self.folder)
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
-            raise UnsafeFolder(self.folder)
+        check_folder(self.folder)
         with os.scandir(self.folder) as entries:
             for entry in entries:
                 if not entry.is_file(follow_symlinks=False):
-                    raise UnsafeFolder(entry.path)
+                    raise UnsafeIndexDir(f"refusing {entry.path}: it is not a plain file")
 
     def recreate(self) -> str:
         """Empty the folder (whatever was there) and start an index; returns its new token."""
         self.close()
-        try:
-            st = os.lstat(self.folder)
-            if stat.S_ISDIR(st.st_mode):
-                shutil.rmtree(self.folder)  # removes links inside, never what they point to
-            else:
-                os.unlink(self.folder)
-        except FileNotFoundError:
-            pass
+        remove_entry(self.folder)
         os.mkdir(self.folder, 0o755)
         token = secrets.token_hex(16)
-        index = tantivy.Index(self._schema, path=str(self.folder))
-        index.register_tokenizer("code", self._analyzer)
-        index.config_reader(reload_policy="Manual")
+        index = self._prepared(tantivy.Index(self._schema, path=str(self.folder)))
         with open(self.folder / TOKEN_NAME, "x", encoding="ascii") as handle:
             handle.write(token)
         with self._lock:
@@ -213,10 +205,6 @@ class ChunkIndex:
                        if e.is_file(follow_symlinks=False))
         except FileNotFoundError:
             return 0
-
-
-class UnsafeFolder(Exception):
-    """The chunk index folder holds something fourfold did not make: it is rebuilt."""
 
 
 def _no_follow(path: str, flags: int) -> int:

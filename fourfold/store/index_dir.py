@@ -33,7 +33,7 @@ class UnsafeIndexDir(FourfoldError):
     """The index folder (or a file in it) is not one fourfold may write through."""
 
 
-def _check_dir(path: Path) -> os.stat_result:
+def check_folder(path: Path) -> os.stat_result:
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode):
         raise UnsafeIndexDir(
@@ -66,7 +66,7 @@ def prepare_index_dir(index_dir: Path, root: Path) -> None:
                     os.mkdir(folder, 0o755)
                 except FileExistsError:
                     pass
-                _check_dir(folder)
+                check_folder(folder)
         for name in OWN_FILES:
             path = index_dir / name
             try:
@@ -117,16 +117,21 @@ def remove_database(index_dir: Path) -> None:
     """Delete the database, SQLite's files beside it and the chunk index (to start an empty
     index)."""
     for name in (*DB_FILES, CHUNK_INDEX_NAME):
-        path = index_dir / name
-        try:
-            if stat.S_ISDIR(os.lstat(path).st_mode):
-                shutil.rmtree(path)  # removes links inside, never what they point to
-            else:
-                os.unlink(path)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            raise FourfoldError(f"cannot remove {path}: {exc.strerror or exc}") from exc
+        remove_entry(index_dir / name)
+
+
+def remove_entry(path: Path) -> None:
+    """Remove a file, a link (never what it points to) or a folder with all it holds, if
+    there is one."""
+    try:
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            shutil.rmtree(path)  # removes links inside, never what they point to
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise FourfoldError(f"cannot remove {path}: {exc.strerror or exc}") from exc
 
 
 class IndexLock:

@@ -246,27 +246,30 @@ class SQLiteStore(Store):
 
     def identity(self) -> str | None:
         """What `mark_identity` recorded: the folder this database was built in."""
-        rows = self._query("SELECT value FROM meta WHERE key='index_identity'")
-        return rows[0][0] if rows else None
+        return self._meta("index_identity")
 
     def mark_identity(self, identity: str) -> None:
-        conn = self._conn()
-        with conn:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("INSERT OR REPLACE INTO meta VALUES('index_identity', ?)", (identity,))
+        self._put_meta("index_identity", identity)
 
     def is_empty(self) -> bool:
         return not self._query("SELECT 1 FROM repos LIMIT 1")
 
     def setting(self, key: str, default: int) -> int:
-        rows = self._query("SELECT value FROM meta WHERE key=?", (f"setting:{key}",))
-        return int(rows[0][0]) if rows else default
+        value = self._meta(f"setting:{key}")
+        return int(value) if value is not None else default
 
     def set_setting(self, key: str, value: int) -> None:
+        self._put_meta(f"setting:{key}", str(value))
+
+    def _meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key=?", (key,))
+        return rows[0][0] if rows else None
+
+    def _put_meta(self, key: str, value: str) -> None:
         conn = self._conn()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
-            conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (f"setting:{key}", str(value)))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (key, value))
 
     def _create(self, conn: sqlite3.Connection) -> None:
         """Create the schema. An index is derived data, so any other layout (older, or
@@ -492,7 +495,7 @@ class SQLiteStore(Store):
                         chunks.append((chunk_id, document_id, chunk.start_line, chunk.end_line,
                                        chunk.symbol, chunk.kind, chunk_hash))
                         chunk_texts.append((chunk_id, document_id, weighted_text(
-                            path_tokens, token_text(chunk.symbol or ""), body_tokens)))
+                            path_tokens, chunk.symbol, body_tokens)))
                     refs.append((document_id, compress_references(rec.references)))
                 conn.execute(
                     "INSERT INTO files(repo_id, path, document_id, hash, size, mtime_ns, "
@@ -876,22 +879,15 @@ class SQLiteStore(Store):
                 if not self._in_run:
                     self._chunk_index.close()
 
-    def _set_chunk_index_mark(self, value: str) -> None:
-        conn = self._conn()
-        with conn:
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("INSERT OR REPLACE INTO meta VALUES('chunk_index', ?)", (value,))
-
     def _sync_chunk_index(self) -> None:
         """Under the index folder's lock: the chunk index matches the database, or is made
         again from it. The database records the folder's token while the two agree, and ''
         while a write to both is under way."""
         if self._chunk_index_token is not None:
             return
-        recorded = self._query("SELECT value FROM meta WHERE key='chunk_index'")
         token = self._chunk_index.token()
-        if token is None or not recorded or recorded[0][0] != token:
-            self._set_chunk_index_mark("")
+        if token is None or self._meta("chunk_index") != token:
+            self._put_meta("chunk_index", "")
             token = self._chunk_index.recreate()
             conn = self._conn()
             for document_id, path, packed_text in conn.execute(
@@ -900,20 +896,19 @@ class SQLiteStore(Store):
                 lines, path_tokens = unpack_text(packed_text).split("\n"), token_text(path)
                 self._chunk_index.add(
                     (chunk_id, document_id, weighted_text(
-                        path_tokens, token_text(symbol or ""),
-                        token_text(chunk_body(lines, start, end))))
+                        path_tokens, symbol, token_text(chunk_body(lines, start, end))))
                     for chunk_id, start, end, symbol in conn.execute(
                         "SELECT id, start_line, end_line, symbol FROM chunks WHERE "
                         "document_id=?", (document_id,)))
             self._chunk_index.commit()
-            self._set_chunk_index_mark(token)
+            self._put_meta("chunk_index", token)
         self._chunk_index_token = token
 
     def _publish_chunk_index(self) -> None:
         """Commit what this process handed to the chunk index, and record that the two agree."""
         self._chunk_index.commit()
         if self._chunk_index_unsynced:
-            self._set_chunk_index_mark(self._chunk_index_token)
+            self._put_meta("chunk_index", self._chunk_index_token)
             self._chunk_index_unsynced = False
 
     def size_bytes(self) -> int:
