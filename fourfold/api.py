@@ -105,6 +105,7 @@ class Fourfold:
         self.root = Path(root).resolve() if root is not None else None
         if self.root is not None and not self.root.is_dir():
             raise FourfoldError(f"{root}: no such folder")
+        _utf8_path(self.root, "rename the folder")
         self.store_url = store_url
         self.repository_name = repository or (self.root.name if self.root else None)
         self._named = repository is not None
@@ -122,6 +123,7 @@ class Fourfold:
                 raise FourfoldError("give the folder whose embedded index to use, or --store")
             self.index_dir = (Path(index_dir).resolve() if index_dir
                               else self.root / INDEX_DIR_NAME)
+            _utf8_path(self.index_dir, "keep the index elsewhere with --index-dir")
             prepare_index_dir(self.index_dir, self.root)
             if rebuild:
                 self._discard_database()
@@ -1008,3 +1010,15 @@ def _catch_up_elsewhere(store_url: str | None, db_path: str | None, repo_id: int
         return _catch_up(store, repo_id, model, codes)
     finally:
         store.close()
+
+
+def _utf8_path(path: Path | None, way_out: str) -> None:
+    """The index keeps paths as UTF-8 text (the repository's root, the folder it was built
+    in; Tantivy opens its folder by a UTF-8 name): another name is refused at once."""
+    if path is None:
+        return
+    try:
+        os.fsencode(path).decode("utf-8")
+    except UnicodeDecodeError:
+        raise FourfoldError(f"{ascii(str(path))} is not a valid UTF-8 path, which fourfold "
+                            f"needs; {way_out}") from None

@@ -90,6 +90,24 @@ def test_shipped_chunk_index_folder_is_never_written_through(make_tree, tmp_path
     assert victim.read_text() == "precious\n"
 
 
+def test_a_folder_named_outside_utf8_is_refused_clearly(make_tree, tmp_path, capsys):
+    """The index keeps paths as UTF-8 and Tantivy opens its folder by a UTF-8 name: a root
+    or an index folder named otherwise gets one clear line, and nothing is created."""
+    root = make_tree(CODE)
+    odd_index = os.fsdecode(os.fsencode(tmp_path) + b"/index-\xff")
+    assert main(["index", str(root), "--no-embed", "--index-dir", odd_index]) == 2
+    err = capsys.readouterr().err
+    assert "is not a valid UTF-8 path" in err and "--index-dir" in err
+    assert "Traceback" not in err and not os.path.exists(odd_index)
+    odd_root = os.fsdecode(os.fsencode(tmp_path) + b"/repo-\xff")
+    shutil.copytree(root, odd_root)
+    assert main(["index", odd_root, "--no-embed", "--index-dir", str(tmp_path / "idx")]) == 2
+    err = capsys.readouterr().err
+    assert "is not a valid UTF-8 path" in err and "rename the folder" in err
+    assert not (tmp_path / "idx").exists()
+    assert main(["index", str(root), "--no-embed"]) == 0  # a UTF-8 one is indexed as ever
+
+
 def test_index_folder_that_is_a_symlink_is_refused(make_tree, tmp_path, capsys):
     root = make_tree(CODE)
     elsewhere = tmp_path / "elsewhere"
