@@ -240,7 +240,6 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     # A linked folder whose target was walked is left out (its files are listed under their
     # real paths); one whose target was not (ignored, or under an ignored folder) is walked
     # through the link, so that what the link brings in stays found.
-    followed = False
     while linked:
         parent, target, rel, specs = linked.pop(0)
         inside = os.path.relpath(target, root_real).split(os.sep)
@@ -257,10 +256,11 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
             if (st.st_dev, st.st_ino) in visited:
                 report.skip(LINKED_FOLDER)
             else:
-                followed = True
                 visit(target, rel, specs)
-    if followed:  # the walk's own order: by path, one folder level after another
-        report.files.sort(key=lambda f: f.path.split("/"))
+    # By path as strings sort (the walk's order puts "a/b/c" before "a/b.c"): the store
+    # lists files so, and a new index numbers its documents in this order, which lets a
+    # limited grep read the trigram index in that order and stop early.
+    report.files.sort(key=lambda f: f.path)
     return report
 
 

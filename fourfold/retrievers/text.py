@@ -6,6 +6,8 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 import re._parser as sre_parse  # the stdlib regex parser, used only to find required literals
 from dataclasses import dataclass
 
@@ -157,9 +159,35 @@ def compile_regex(pattern: str, case_sensitive: bool = True):
     return regex
 
 
+def _literal_find(literal: str) -> Callable[[str, int], int]:
+    return lambda text, pos: text.find(literal, pos)
+
+
+def _re_find(pattern: re.Pattern) -> Callable[[str, int], int]:
+    def find(text: str, pos: int) -> int:
+        found = pattern.search(text, pos)
+        return -1 if found is None else found.start()
+    return find
+
+
+_UNANCHORED = re2._Anchor.UNANCHORED
+
+
+def _re2_find(regex) -> Callable[[bytes, int], int]:
+    """The next match of an RE2 regex, asked through its binding's own match call: the
+    module's `search` wraps each hit in a Match object through a generator, a third of a
+    common pattern's grep (google-re2 is pinned; tests/retrievers/test_text.py checks
+    regex lines against Python's re)."""
+    match = regex._regexp.Match
+    return lambda text, pos: match(_UNANCHORED, text, pos, len(text))[0][0]
+
+
 STEM_BONUS = 1.0  # × the best BM25 score, for a file whose whole name the query spells out
 
-GREP_READ_BATCH = 256  # files read from the store at once; a limit stops reading early
+GREP_READ_BATCH = 256  # files read from the store at once
+GREP_LIMITED_READ = 32  # the same when a limit may stop the grep after a few files
+GREP_KEPT_FILES = 2048  # a grep's first files whose texts are kept in the cache
+GREP_LIST_PAGE = 256  # candidate files first listed when a limit is given (then 4x more)
 CONTENT_CACHE_BYTES = 256 << 20
 
 
@@ -175,9 +203,10 @@ class ContentCache:
         self._size = 0
         self._lock = threading.Lock()  # modalities and MCP calls run in threads
 
-    def get(self, files: list[tuple[StoredFile, str]], utf8: bool = False
+    def get(self, files: list[tuple[StoredFile, str]], utf8: bool = False, keep: bool = True
             ) -> dict[int, str | bytes]:
-        """file id -> text (or its UTF-8 bytes, for RE2); "" for a file gone meanwhile."""
+        """file id -> text (or its UTF-8 bytes, for RE2); "" for a file gone meanwhile.
+        `keep`: texts read from the store are kept for later calls."""
         out: dict[int, str | bytes] = {}
         missing = []
         with self._lock:
@@ -204,7 +233,8 @@ class ContentCache:
                     if utf8:
                         entry[2] = _utf8(entry[1])
                     out[fid] = entry[2] if utf8 else entry[1]
-                    self._put(fid, entry)
+                    if keep:
+                        self._put(fid, entry)
                 self._shrink()
         return out
 
@@ -258,42 +288,65 @@ class TextRetriever:
             return ResultList()  # no line holds a newline
         deadline = time.monotonic() + (self.time_budget if time_budget is None else time_budget)
         if regex:
-            matcher = compile_regex(pattern, case_sensitive)
             required = regex_required(pattern)
-            if whole_word:
-                matcher = compile_regex(rf"\b(?:{pattern})\b", case_sensitive)
+            find = _re2_find(compile_regex(rf"\b(?:{pattern})\b" if whole_word else pattern,
+                                           case_sensitive))
         else:
             required = literal_required(pattern)
-            if whole_word:
-                matcher = re.compile(rf"(?<!\w){re.escape(pattern)}(?!\w)",
-                                     0 if case_sensitive else re.IGNORECASE)
-            elif case_sensitive:
-                matcher = None
+            if whole_word or not case_sensitive:
+                find = _re_find(re.compile(
+                    rf"(?<!\w){re.escape(pattern)}(?!\w)" if whole_word else re.escape(pattern),
+                    0 if case_sensitive else re.IGNORECASE))
             else:
-                matcher = re.compile(re.escape(pattern), re.IGNORECASE)
+                find = _literal_find(pattern)
         out = ResultList()
-        # With a limit, the first files are listed first: a common pattern's first page
-        # then costs neither listing nor objects for every file that holds it.
-        candidates, last = self._candidates(required, repo_id, path_glob, None,
-                                            None if limit is None else GREP_READ_BATCH)
-        start = 0
-        while start < len(candidates) or last is not None:
-            if start >= len(candidates):  # the first page is read: list the rest
-                candidates, last = self._candidates(required, repo_id, path_glob, last, None)
-                start = 0
-                continue
-            batch = candidates[start:start + GREP_READ_BATCH]
-            start += GREP_READ_BATCH
-            texts = self._texts.get(batch, utf8=regex)
+        batches = (self._limited_batches(required, repo_id, path_glob, regex) if limit
+                   else self._all_batches(required, repo_id, path_glob, regex))
+        for batch, texts in batches:
             for stored, _ in batch:
                 if time.monotonic() > deadline:
                     out.partial = True
                     return out
-                out.extend(self._lines(stored, texts[stored.file_id], pattern, matcher))
-            if limit is not None and len(out) >= limit:
-                del out[limit:]
-                return out
+                out.extend(self._lines(stored, texts[stored.file_id], find))
+                if limit and len(out) >= limit:
+                    del out[limit:]
+                    return out
         return out
+
+    def _limited_batches(self, required: RequiredText | None, repo_id: int | None,
+                         path_glob: str | None, utf8: bool) -> Iterator[tuple[list, dict]]:
+        """Candidate files with their texts, a few at a time, listed a page at a time and
+        each page larger than the last: a common pattern's first lines then cost neither
+        listing nor reading every file that holds it."""
+        page = GREP_LIST_PAGE
+        candidates, last = self._candidates(required, repo_id, path_glob, None, page)
+        while True:
+            for start in range(0, len(candidates), GREP_LIMITED_READ):
+                batch = candidates[start:start + GREP_LIMITED_READ]
+                yield batch, self._texts.get(batch, utf8=utf8)
+            if last is None:
+                return
+            page *= 4
+            candidates, last = self._candidates(required, repo_id, path_glob, last, page)
+
+    def _all_batches(self, required: RequiredText | None, repo_id: int | None,
+                     path_glob: str | None, utf8: bool) -> Iterator[tuple[list, dict]]:
+        """Every candidate file with its text, a batch at a time; the next batch is read in
+        a thread while this one is searched (SQLite and LZ4 let go of the interpreter while
+        they work). Only the first files' texts are kept in the cache: a grep through more
+        than it holds would otherwise replace every text in it, for no later hit."""
+        candidates, _ = self._candidates(required, repo_id, path_glob, None, None)
+        with ThreadPoolExecutor(1) as reader:
+            ahead = None
+            for start in range(0, len(candidates), GREP_READ_BATCH):
+                batch = candidates[start:start + GREP_READ_BATCH]
+                texts = reader.submit(self._texts.get, batch, utf8,
+                                      keep=start < GREP_KEPT_FILES)
+                if ahead is not None:
+                    yield ahead[0], ahead[1].result()
+                ahead = (batch, texts)
+            if ahead is not None:
+                yield ahead[0], ahead[1].result()
 
     def _candidates(self, required: RequiredText | None, repo_id: int | None,
                     path_glob: str | None, after: str | None, limit: int | None
@@ -307,33 +360,26 @@ class TextRetriever:
         return listed, last
 
     @staticmethod
-    def _lines(stored: StoredFile, text: str | bytes, pattern: str, matcher
+    def _lines(stored: StoredFile, text: str | bytes, find: Callable[[str | bytes, int], int]
                ) -> list[LineMatch]:
-        """The matching lines of one file; text is str, or UTF-8 bytes for RE2 matchers.
-        No match spans a newline (see compile_regex), so a match marks its line; the search
-        goes on from the next line, as a line is reported once."""
+        """The matching lines of one file, found by `find(text, from)` (the start of the next
+        match, or -1); text is str, or UTF-8 bytes for RE2. No match spans a newline (see
+        compile_regex), so a match marks its line; the search goes on from the next line,
+        as a line is reported once."""
         utf8 = isinstance(text, bytes)
         newline, cr = (b"\n", b"\r") if utf8 else ("\n", "\r")
         out: list[LineMatch] = []
-        line_no, counted, pos = 1, 0, 0
-        while pos < len(text):
-            if matcher is None:
-                start = text.find(pattern, pos)
-                if start < 0:
-                    break
-            else:
-                m = matcher.search(text, pos)
-                if m is None:
-                    break
-                start = m.start()
-                if start == len(text) and text.endswith(newline):
-                    break  # an empty match after the final newline is not a line
+        line_no, counted, pos, size = 1, 0, 0, len(text)
+        while pos < size:
+            start = find(text, pos)
+            if start < 0 or (start == size and text.endswith(newline)):
+                break  # an empty match after the final newline is not a line
             line_no += text.count(newline, counted, start)
             counted = start
             line_start = text.rfind(newline, 0, start) + 1
             line_end = text.find(newline, start)
             if line_end < 0:
-                line_end = len(text)
+                line_end = size
             line = text[line_start:line_end].rstrip(cr)
             out.append(LineMatch(stored.path, line_no,
                                  line.decode("utf-8", "surrogatepass") if utf8 else line,

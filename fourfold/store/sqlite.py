@@ -8,12 +8,15 @@ while an indexer writes.
 """
 from __future__ import annotations
 
+import bisect
 import itertools
 import json
+import os
 import sqlite3
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -199,6 +202,61 @@ def _unpack_edges(row: tuple) -> list[StoredEdge]:
                 unpacked(dst_symbol), unpacked(line), names, resolution)]
 
 
+FILES_VERSION = "files_version"  # meta key: a new random value whenever files change
+MAX_LATE_FILES = 4096  # past this many files out of document order, candidates are sorted
+
+
+@dataclass(slots=True)
+class _DocumentOrder:
+    """A repository's files (or every one's) by document id. A new index numbers its
+    documents in path order, so most files are in both orders at once (`files`, with their
+    `documents` and `paths`, each ascending); the others (edited or added later, mostly)
+    are `late`: (document id, file, content hash), by path."""
+
+    version: str
+    documents: list[int]
+    files: list[tuple[StoredFile, str]]
+    paths: list[str]
+    late: list[tuple[int, StoredFile, str]]
+
+
+def _longest_ordered(paths: list[str]) -> list[int]:
+    """The positions of a longest run of `paths`, not necessarily adjacent, in ascending
+    order (patience sorting)."""
+    tails: list[str] = []  # tails[k]: the least last path of an ascending run of k + 1
+    tail_at: list[int] = []
+    before = [-1] * len(paths)
+    for n, path in enumerate(paths):
+        k = bisect.bisect_right(tails, path)
+        if k == len(tails):
+            tails.append(path)
+            tail_at.append(n)
+        else:
+            tails[k] = path
+            tail_at[k] = n
+        before[n] = tail_at[k - 1] if k else -1
+    run: list[int] = []
+    n = tail_at[-1] if tail_at else -1
+    while n >= 0:
+        run.append(n)
+        n = before[n]
+    return run[::-1]
+
+
+def _spans(ids: list[int], gap: int = 1024, most: int = 32) -> list[tuple[int, int]]:
+    """Ascending ids as a few (low, high) ranges that hold them all: a trigram query over
+    a range of document ids reads only that part of each trigram's list."""
+    spans: list[list[int]] = []
+    for n in ids:
+        if spans and n - spans[-1][1] <= gap:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    if len(spans) > most:
+        return [(ids[0], ids[-1])]
+    return [(low, high) for low, high in spans]
+
+
 CONNECT_WAIT_S = 30.0  # as long as a statement waits for a lock (busy_timeout)
 
 
@@ -214,6 +272,7 @@ class SQLiteStore(Store):
         self._chunk_index_token: str | None = None  # the folder's, once checked by a writer
         self._chunk_index_unsynced = False  # this process wrote chunks not yet committed there
         self._in_run = 0
+        self._document_orders: dict[int | None, _DocumentOrder] = {}  # by repository
         conn = self._conn()
         if not readonly:
             version = self._schema_version(conn)
@@ -516,6 +575,8 @@ class SQLiteStore(Store):
                                        (document_id,)).fetchone() is None]
             for document_id in dropped:
                 self._delete_document(conn, document_id)
+            conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)",
+                         (FILES_VERSION, os.urandom(8).hex()))
             if (dropped or chunk_texts) and not self._chunk_index_unsynced:
                 conn.execute("INSERT OR REPLACE INTO meta VALUES('chunk_index', '')")
         if dropped or chunk_texts:
@@ -576,6 +637,10 @@ class SQLiteStore(Store):
                 sql += " AND f.repo_id=?"
                 params = (repo_id,)
         else:
+            if limit is not None:
+                listed = self._listed_in_order(required, repo_id, after, limit)
+                if listed is not None:
+                    return listed
             sql = (f"SELECT {FILE_COLS}, f.hash FROM content_trigrams t "
                    "JOIN files f ON f.document_id=t.rowid WHERE content_trigrams MATCH ?")
             params = (trigram_match(required),)
@@ -590,6 +655,66 @@ class SQLiteStore(Store):
             sql += " LIMIT ?"
             params += (limit,)
         return [(StoredFile(*row[:5]), row[5]) for row in self._query(sql, params)]
+
+    def _listed_in_order(self, required: RequiredText, repo_id: int | None, after: str | None,
+                         limit: int) -> list[tuple[StoredFile, str]] | None:
+        """The first `limit` files after `after` by path that hold what is required, read
+        from the trigram index in document order and stopping there (a common pattern's
+        whole candidate list costs tens of milliseconds on a large repository); None where
+        too many files are out of document order for that to pay."""
+        order = self._document_order(repo_id)
+        if len(order.late) > MAX_LATE_FILES:
+            return None
+        match = trigram_match(required)
+        found: list[tuple[StoredFile, str]] = []
+        start = bisect.bisect_right(order.paths, after) if after is not None else 0
+        lowest = order.documents[start] if start < len(order.documents) else None
+        while lowest is not None:
+            rowids = [row[0] for row in self._query(
+                "SELECT rowid FROM content_trigrams WHERE content_trigrams MATCH ? AND "
+                "rowid >= ? ORDER BY rowid LIMIT ?", (match, lowest, limit))]
+            for rowid in rowids:
+                at = bisect.bisect_left(order.documents, rowid, start)
+                while at < len(order.documents) and order.documents[at] == rowid:
+                    found.append(order.files[at])
+                    at += 1
+            lowest = rowids[-1] + 1 if len(rowids) == limit and len(found) < limit else None
+        del found[limit:]
+        # Files out of document order that hold it, up to the last path found in order
+        # (or all, when fewer were found): they are few, and numbered last, nearly always.
+        bound = found[-1][0].path if len(found) == limit else None
+        late = [entry for entry in order.late if (after is None or entry[1].path > after)
+                and (bound is None or entry[1].path <= bound)]
+        if late:
+            held = {row[0] for low, high in _spans(sorted(d for d, _, _ in late))
+                    for row in self._query(
+                        "SELECT rowid FROM content_trigrams WHERE content_trigrams MATCH ? AND "
+                        "rowid BETWEEN ? AND ?", (match, low, high))}
+            found = sorted(found + [(f, h) for document, f, h in late if document in held],
+                           key=lambda entry: entry[0].path)[:limit]
+        return found
+
+    def _document_order(self, repo_id: int | None) -> _DocumentOrder:
+        version = self._meta(FILES_VERSION) or ""
+        order = self._document_orders.get(repo_id)
+        if order is not None and order.version == version:
+            return order
+        sql = (f"SELECT f.document_id, {FILE_COLS}, f.hash FROM files f"
+               + (" WHERE f.repo_id=?" if repo_id else "") + " ORDER BY f.document_id, f.path")
+        rows = self._query(sql, (repo_id,) if repo_id else ())
+        ordered = set(_longest_ordered([row[3] for row in rows]))
+        order = _DocumentOrder(version, [], [], [], [])
+        for n, row in enumerate(rows):
+            listed = (StoredFile(*row[1:6]), row[6])
+            if n in ordered:
+                order.documents.append(row[0])
+                order.files.append(listed)
+                order.paths.append(row[3])
+            else:
+                order.late.append((row[0], *listed))
+        order.late.sort(key=lambda entry: entry[1].path)
+        self._document_orders[repo_id] = order
+        return order
 
     def contents(self, file_ids: Iterable[int]) -> dict[int, str]:
         ids = list(file_ids)

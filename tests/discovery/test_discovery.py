@@ -103,6 +103,15 @@ def test_walk_paths_leaves_to_a_walk_what_only_a_walk_can_tell(make_tree, tmp_pa
     assert BAD_NAME in walk(root).skipped
 
 
+def test_the_walk_lists_files_as_their_paths_sort(make_tree):
+    # "a/b.c" < "a/b/c" < "a/b0": a folder's own order would put "b/" before "b.c"
+    root = make_tree({"a/b/c.py": "", "a/b.c": "", "a/b0.py": "", "a/b-c/d.py": "",
+                      "a/bc/e.py": "", "z.py": ""})
+    listed = [f.path for f in walk(root).files]
+    assert listed == sorted(listed) == ["a/b-c/d.py", "a/b.c", "a/b/c.py", "a/b0.py",
+                                        "a/bc/e.py", "z.py"]
+
+
 def test_language_detection():
     assert detect_language("main.go") == "go"
     assert detect_language("App.TSX") == "tsx"

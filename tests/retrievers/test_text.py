@@ -184,9 +184,24 @@ def test_content_cache_stays_within_budget_and_never_keeps_a_vanished_file(make_
     assert cache.get([(ghost, "h")]) == {999_999: ""} and 999_999 not in cache._texts
 
 
+def test_a_grep_through_many_files_keeps_only_its_first_texts(make_tree, monkeypatch):
+    """A grep reads the next batch of texts while it searches this one, and keeps only its
+    first files' texts: one through more files than the cache holds would replace them all."""
+    import fourfold.retrievers.text as text
+    monkeypatch.setattr(text, "GREP_READ_BATCH", 4)
+    monkeypatch.setattr(text, "GREP_KEPT_FILES", 8)
+    ff = Fourfold(make_tree({f"m{i:02}.py": f"a = {i}\nneedle = {i}\n" for i in range(30)}))
+    ff.index(embed=False)
+    assert [(m.path, m.line) for m in ff.grep("needle")] == [
+        (f"m{i:02}.py", 2) for i in range(30)]
+    kept = {f.path for f in ff.store.files() if f.file_id in ff.text._texts._texts}
+    assert kept == {f"m{i:02}.py" for i in range(8)}
+
+
 def test_a_grep_limit_reads_past_the_first_listed_files(make_tree):
-    """With a limit, the first candidate files are listed first, then the rest after the
-    last of them: the lines are those of a grep without a limit, cut, under a glob too."""
+    """With a limit, candidate files are listed a page at a time, each after the last
+    path of the one before: the lines are those of a grep without a limit, cut, under a
+    glob too."""
     files = {f"pkg{i % 3}/mod{i:03}.py": f"x = {i}\nvalue = 'needle {i}'\nneedle_{i} = 1\n"
              for i in range(600)}
     ff = Fourfold(make_tree(files))

@@ -214,3 +214,28 @@ CORPUS = {
 
 def corpus_records() -> list[FileRecord]:
     return [python_record(path, source) for path, source in CORPUS.items()]
+
+
+def needle_record(path: str, text: str) -> FileRecord:
+    return FileRecord(path, FileStamp(len(text), 1, 1, 1), f"hash-{path}-{text}", None, 0, text,
+                      [], [Chunk(1, 1, text.strip(), None, "text")], "[]", [text.strip()],
+                      [f"chunk-{path}-{text}"])
+
+
+def write_out_of_order(store) -> tuple[int, int]:
+    """Two repositories whose files hold "needle" or "hay": the first's written out of path
+    order in batches, then some edited, deleted and added (new documents, numbered last);
+    the second shares 20 of the first's documents. Returns their ids."""
+    first, second = store.ensure_repo("/a", "a"), store.ensure_repo("/b", "b")
+    scrambled = [f"d{n % 5}/f{(n * 7) % 40:02}.py" for n in range(40)]
+    for start in range(0, 40, 8):
+        store.write_batch(first, [needle_record(p, "needle\n" if n % 3 else "hay\n")
+                                  for n, p in enumerate(scrambled[start:start + 8], start)],
+                          [], [])
+    store.write_batch(second, [needle_record(p, "needle\n") for p in sorted(scrambled)[:20]],
+                      [], [])
+    store.write_batch(first, [needle_record(p, "needle again\n") for p in sorted(scrambled)[::6]],
+                      ["d4/f39.py", "d0/f00.py"], [])
+    store.write_batch(first, [needle_record("a/first.py", "needle\n"),
+                              needle_record("e/last.py", "needle\n")], [], [])
+    return first, second

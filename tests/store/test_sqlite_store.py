@@ -10,7 +10,7 @@ import pytest
 from fourfold import Fourfold
 from fourfold.errors import FourfoldError, IndexDamagedError, IndexWriteError
 from fourfold.store.sqlite import SCHEMA_VERSION, SQLiteStore, trigram_match
-from tests.store.records import alpha_record
+from tests.store.records import alpha_record, write_out_of_order
 
 
 @pytest.fixture
@@ -198,3 +198,27 @@ def test_full_text_indexes_drive_queries_of_one_repository(store, monkeypatch):
     store.trigram_candidates("beta", store.ensure_repo("/src/proj", "proj"))
     assert len(plans) == 1
     assert plans[0].startswith("SCAN ") and "VIRTUAL TABLE" in plans[0].split(" | ")[0], plans
+
+
+def test_a_limited_listing_reads_the_trigram_index_in_document_order(store, monkeypatch):
+    """A common pattern's first files: the trigram index read by document id, as far as
+    needed, not every candidate sorted by path; too many files out of document order and
+    the candidates are sorted after all, with the same answer."""
+    first, _ = write_out_of_order(store)
+    statements = []
+    query = store._query
+
+    def recorded(sql, params=()):
+        statements.append(sql)
+        return query(sql, params)
+    monkeypatch.setattr(store, "_query", recorded)
+    expected = [f.path for f, _ in store.trigram_candidates("needle", first)][:5]
+    statements.clear()
+    assert [f.path for f, _ in store.trigram_candidates("needle", first, limit=5)] == expected
+    matches = [sql for sql in statements if "MATCH" in sql]
+    assert matches and all("ORDER BY f.path" not in sql for sql in matches)
+    assert "LIMIT" in matches[0] and store._document_order(first).late  # edits came last
+    monkeypatch.setattr("fourfold.store.sqlite.MAX_LATE_FILES", 0)
+    statements.clear()
+    assert [f.path for f, _ in store.trigram_candidates("needle", first, limit=5)] == expected
+    assert any("ORDER BY f.path" in sql for sql in statements if "MATCH" in sql)

@@ -14,7 +14,8 @@ from fourfold.store.base import (EdgeColumns, FileStamp, FileState, RepoInfo, Re
                                  decode_references)
 from fourfold.store.postgres import PostgresStore
 from fourfold.store.sqlite import SQLiteStore
-from tests.store.records import ALPHA, alpha_record, corpus_records, readme_record
+from tests.store.records import (ALPHA, alpha_record, corpus_records, readme_record,
+                                 write_out_of_order)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -187,6 +188,32 @@ def test_trigram_candidates_follow_and_or_trees_case_insensitively(store):
     assert paths(("and", ["alpha", "hello"])) == []
     assert paths(("and", ["alpha", ("or", ["nothing", "beta"])])) == ["pkg/a.py"]
     assert paths("zzz") == []
+
+
+def test_a_limited_listing_is_the_first_files_by_path_whatever_order_they_came_in(store):
+    """Pages of candidates (`limit`, then `after` the last path) put together are the whole
+    listing, in path order: with files written out of path order, edited and deleted since
+    (new documents, numbered last), in two repositories sharing some documents."""
+    first, second = write_out_of_order(store)
+    for repo in (first, second):
+        whole = [f.path for f, _ in store.trigram_candidates("needle", repo)]
+        assert whole == sorted(whole) and len(whole) >= 20
+        assert "a/first.py" in whole or repo == second
+        for limit in (1, 3, 8, 100):
+            paged: list[str] = []
+            after = None
+            while True:
+                page = store.trigram_candidates("needle", repo, after=after, limit=limit)
+                assert all(f.repo_id == repo for f, _ in page) and len(page) <= limit
+                paged += [f.path for f, _ in page]
+                if len(page) < limit:
+                    break
+                after = page[-1][0].path
+            assert paged == whole, (repo, limit)
+    both = [f.path for f, _ in store.trigram_candidates("needle")]
+    for limit in (1, 5, 30):
+        assert [f.path for f, _ in store.trigram_candidates("needle", limit=limit)] == \
+            both[:limit]
 
 
 def test_bm25_ranks_name_and_path_words_above_body_words(store):
