@@ -187,7 +187,7 @@ STEM_BONUS = 1.0  # × the best BM25 score, for a file whose whole name the quer
 GREP_READ_BATCH = 256  # files read from the store at once
 GREP_LIMITED_READ = 32  # the same when a limit may stop the grep after a few files
 GREP_KEPT_FILES = 2048  # a grep's first files whose texts are kept in the cache
-GREP_LIST_PAGE = 256  # candidate files first listed when a limit is given (then 4x more)
+GREP_LIST_PAGE = 64  # candidate files first listed when a limit is given (then 4x more)
 CONTENT_CACHE_BYTES = 256 << 20
 
 

@@ -209,15 +209,15 @@ MAX_LATE_FILES = 4096  # past this many files out of document order, candidates 
 @dataclass(slots=True)
 class _DocumentOrder:
     """A repository's files (or every one's) by document id. A new index numbers its
-    documents in path order, so most files are in both orders at once (`files`, with their
-    `documents` and `paths`, each ascending); the others (edited or added later, mostly)
-    are `late`: (document id, file, content hash), by path."""
+    documents in path order, so most files are in both orders at once (their `documents`,
+    `file_ids` and `paths`, documents and paths each ascending); the others (edited or
+    added later, mostly) are `late`: (document id, file id, path), by path."""
 
     version: str
     documents: list[int]
-    files: list[tuple[StoredFile, str]]
+    file_ids: list[int]
     paths: list[str]
-    late: list[tuple[int, StoredFile, str]]
+    late: list[tuple[int, int, str]]
 
 
 def _longest_ordered(paths: list[str]) -> list[int]:
@@ -666,7 +666,7 @@ class SQLiteStore(Store):
         if len(order.late) > MAX_LATE_FILES:
             return None
         match = trigram_match(required)
-        found: list[tuple[StoredFile, str]] = []
+        found: list[tuple[str, int]] = []  # (path, file id)
         start = bisect.bisect_right(order.paths, after) if after is not None else 0
         lowest = order.documents[start] if start < len(order.documents) else None
         while lowest is not None:
@@ -676,43 +676,48 @@ class SQLiteStore(Store):
             for rowid in rowids:
                 at = bisect.bisect_left(order.documents, rowid, start)
                 while at < len(order.documents) and order.documents[at] == rowid:
-                    found.append(order.files[at])
+                    found.append((order.paths[at], order.file_ids[at]))
                     at += 1
             lowest = rowids[-1] + 1 if len(rowids) == limit and len(found) < limit else None
         del found[limit:]
         # Files out of document order that hold it, up to the last path found in order
         # (or all, when fewer were found): they are few, and numbered last, nearly always.
-        bound = found[-1][0].path if len(found) == limit else None
-        late = [entry for entry in order.late if (after is None or entry[1].path > after)
-                and (bound is None or entry[1].path <= bound)]
+        bound = found[-1][0] if len(found) == limit else None
+        late = [entry for entry in order.late if (after is None or entry[2] > after)
+                and (bound is None or entry[2] <= bound)]
         if late:
             held = {row[0] for low, high in _spans(sorted(d for d, _, _ in late))
                     for row in self._query(
                         "SELECT rowid FROM content_trigrams WHERE content_trigrams MATCH ? AND "
                         "rowid BETWEEN ? AND ?", (match, low, high))}
-            found = sorted(found + [(f, h) for document, f, h in late if document in held],
-                           key=lambda entry: entry[0].path)[:limit]
-        return found
+            found = sorted(found + [(path, file_id) for document, file_id, path in late
+                                    if document in held])[:limit]
+        ids = [file_id for _, file_id in found]
+        listed = {row[0]: (StoredFile(*row[:5]), row[5]) for row in self._query(
+            f"SELECT {FILE_COLS}, f.hash FROM files f WHERE f.id IN ({_placeholders(len(ids))})",
+            ids)} if ids else {}
+        return [listed[file_id] for file_id in ids]
 
     def _document_order(self, repo_id: int | None) -> _DocumentOrder:
         version = self._meta(FILES_VERSION) or ""
         order = self._document_orders.get(repo_id)
         if order is not None and order.version == version:
             return order
-        sql = (f"SELECT f.document_id, {FILE_COLS}, f.hash FROM files f"
-               + (" WHERE f.repo_id=?" if repo_id else "") + " ORDER BY f.document_id, f.path")
+        sql = ("SELECT f.document_id, f.id, f.path FROM files f"
+               + (" WHERE f.repo_id=?" if repo_id else "") + " ORDER BY f.document_id")
         rows = self._query(sql, (repo_id,) if repo_id else ())
-        ordered = set(_longest_ordered([row[3] for row in rows]))
-        order = _DocumentOrder(version, [], [], [], [])
-        for n, row in enumerate(rows):
-            listed = (StoredFile(*row[1:6]), row[6])
-            if n in ordered:
-                order.documents.append(row[0])
-                order.files.append(listed)
-                order.paths.append(row[3])
-            else:
-                order.late.append((row[0], *listed))
-        order.late.sort(key=lambda entry: entry[1].path)
+        # files of one document (in several repositories) by path: sorted here, as SQLite
+        # would sort every row again for them
+        rows.sort(key=lambda row: (row[0], row[2]))
+        paths = [row[2] for row in rows]
+        ordered = (range(len(rows)) if paths == sorted(paths)  # a new index: all of them
+                   else _longest_ordered(paths))
+        order = _DocumentOrder(version, [rows[n][0] for n in ordered],
+                               [rows[n][1] for n in ordered], [paths[n] for n in ordered], [])
+        if len(ordered) < len(rows):
+            kept = set(ordered)
+            order.late = sorted((rows[n] for n in range(len(rows)) if n not in kept),
+                                key=lambda row: row[2])
         self._document_orders[repo_id] = order
         return order
 
