@@ -400,6 +400,16 @@ class Store(ABC):
         """(symbol_id -> rank, file_id -> rank) of one repository (or every one); PageRank ×
         node count, 1.0 = average."""
 
+    def ranks_by_name(self, repo_id: int | None = None
+                      ) -> tuple[dict[tuple[str, str], float], dict[str, float]]:
+        """centrality() keyed as hits name things: ((path, qualname) -> rank, path -> rank).
+        A store may read them in one query instead."""
+        symbol_rank, file_rank = self.centrality(repo_id)
+        paths = {f.file_id: f.path for f in self.files(repo_id)}
+        return ({(s.path, s.qualname): symbol_rank[s.symbol_id]
+                 for s in self.symbols_by_id(symbol_rank) if s.file_id in paths},
+                {paths[fid]: rank for fid, rank in file_rank.items() if fid in paths})
+
     # -- vectors ----------------------------------------------------------------------
     @abstractmethod
     def chunks_missing_vectors(self, model: str, limit: int, after: int = 0,

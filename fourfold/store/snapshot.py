@@ -124,14 +124,8 @@ class IndexSnapshot:
     @cached_property
     def centrality(self) -> dict:
         """path and (path, symbol) -> PageRank relative to an average node."""
-        symbol_rank, file_rank = self.store.centrality(self.repo_id)
-        paths = {f.file_id: f.path for f in self.files.values()}
-        out: dict = {paths[fid]: rank
-                                   for fid, rank in file_rank.items() if fid in paths}
-        for s in self.store.symbols_by_id(symbol_rank):
-            if s.file_id in paths:
-                out[(s.path, s.qualname)] = symbol_rank[s.symbol_id]
-        return out
+        symbols, files = self.store.ranks_by_name(self.repo_id)
+        return {**files, **symbols}
 
     @cached_property
     def _symbol_kinds(self) -> dict[tuple[str, str], str]:
