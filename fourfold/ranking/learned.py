@@ -68,11 +68,12 @@ def candidate_features(hits: list[Hit], query: Query, snapshot: IndexSnapshot
         file_rows[path] = (len(members), sum(hits[i].score for i in members), members[0] + 1,
                            declared / max(declared + implemented, 1), math.log1p(len(definitions)))
     rows = []
+    ranks = snapshot.centrality(per_file)
     for i, hit in enumerate(hits):
         flags = snapshot.file_flags.get(hit.path, 0)
-        centrality = (snapshot.centrality.get((hit.path, hit.symbol)) if hit.symbol else None)
+        centrality = ranks.get((hit.path, hit.symbol)) if hit.symbol else None
         if centrality is None:
-            centrality = snapshot.centrality.get(hit.path, 0.0)
+            centrality = ranks.get(hit.path, 0.0)
         folders = frozenset(w for part in hit.path.split("/")[:-1] for w in sub_words(part))
         symbol_words = _words(hit.symbol.rsplit(".", 1)[-1]) if hit.symbol else frozenset()
         kind = hit.kind or ""

@@ -212,7 +212,8 @@ class SearchEngine:
         snapshot = self.snapshot()
         # a question about code; a named symbol or string is the structural modality's to rank
         named = question_words(query.text) if query.intent == UNDERSTAND_CODE else None
-        hits = apply_priors(hits, snapshot.file_flags, snapshot.centrality, query.wants_tests,
+        hits = apply_priors(hits, snapshot.file_flags,
+                            snapshot.centrality(hit.path for hit in hits), query.wants_tests,
                             boost=options.boost, wants_prose=query.wants_prose, named=named)
         learned = options.ranking == "learned" and self.learned.applies_to(query)
         if learned:

@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Iterable, NamedTuple, Sequence
+from typing import Collection, Iterable, NamedTuple, Sequence
 
 from ..errors import FourfoldError
 from ..model import Chunk, Reference, Symbol
@@ -400,15 +400,16 @@ class Store(ABC):
         """(symbol_id -> rank, file_id -> rank) of one repository (or every one); PageRank ×
         node count, 1.0 = average."""
 
-    def ranks_by_name(self, repo_id: int | None = None
-                      ) -> tuple[dict[tuple[str, str], float], dict[str, float]]:
-        """centrality() keyed as hits name things: ((path, qualname) -> rank, path -> rank).
-        A store may read them in one query instead."""
+    def ranks_of_files(self, repo_id: int | None, paths: Collection[str]
+                       ) -> tuple[dict[tuple[str, str], float], dict[str, float]]:
+        """centrality() of these files and their symbols, keyed as hits name them:
+        ((path, qualname) -> rank, path -> rank). Read here from every rank of the
+        repository; a store may ask for these files only."""
         symbol_rank, file_rank = self.centrality(repo_id)
-        paths = {f.file_id: f.path for f in self.files(repo_id)}
+        ids = {f.file_id: f.path for f in self.files(repo_id) if f.path in paths}
         return ({(s.path, s.qualname): symbol_rank[s.symbol_id]
-                 for s in self.symbols_by_id(symbol_rank) if s.file_id in paths},
-                {paths[fid]: rank for fid, rank in file_rank.items() if fid in paths})
+                 for s in self.symbols_by_id(symbol_rank) if s.file_id in ids},
+                {ids[fid]: rank for fid, rank in file_rank.items() if fid in ids})
 
     # -- vectors ----------------------------------------------------------------------
     @abstractmethod

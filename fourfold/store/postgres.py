@@ -16,7 +16,7 @@ import unicodedata
 from collections import Counter
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, Collection, Iterable, Iterator, Sequence
 
 import psycopg
 import snowballstemmer
@@ -1398,6 +1398,22 @@ class PostgresStore(Store):
         symbols = dict(self._query("SELECT symbol_id, rank FROM symbol_rank" + mine, params))
         files = dict(self._query("SELECT file_id, rank FROM file_rank" + mine, params))
         return symbols, files
+
+    def ranks_of_files(self, repo_id: int | None, paths: Collection[str]
+                       ) -> tuple[dict[tuple[str, str], float], dict[str, float]]:
+        if not repo_id:  # every repository: each reads its home's documents
+            return super().ranks_of_files(repo_id, paths)
+        # every table by its repository, so that a shard's partitions are the only ones read
+        listed = sorted(paths)
+        symbols = self._query(
+            "SELECT f.path, s.qualname, r.rank FROM files f JOIN symbols s ON "
+            "s.document_id = f.document_id AND s.repo_id = %s JOIN symbol_rank r ON "
+            "r.symbol_id = s.id AND r.repo_id = %s WHERE f.repo_id = %s AND "
+            "f.path = ANY(%s)", (self._home(repo_id), repo_id, repo_id, listed))
+        files = self._query("SELECT f.path, r.rank FROM files f JOIN file_rank r ON "
+                            "r.file_id = f.id AND r.repo_id = %s WHERE f.repo_id = %s AND "
+                            "f.path = ANY(%s)", (repo_id, repo_id, listed))
+        return {(path, qualname): rank for path, qualname, rank in symbols}, dict(files)
 
     # -- vectors ------------------------------------------------------------------------
     def chunks_missing_vectors(self, model: str, limit: int, after: int = 0,

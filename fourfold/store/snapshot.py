@@ -5,7 +5,7 @@ carry them; a query runs in one repository, where a path names one file."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cached_property
 
 from ..discovery.flags import PROSE, PROSE_LANGUAGES, TEST
@@ -19,6 +19,9 @@ class IndexSnapshot:
         self.generation = generation
         self.repo_id = repo_id  # None: every repository
         self._definitions: dict[str, list[StoredSymbol]] = {}
+        self._ranks: dict = {}  # centrality(): path and (path, symbol) -> rank
+        self._ranked: set[str] = set()  # the paths whose ranks are in it
+        self._lock = threading.Lock()
 
     @cached_property
     def _all_files(self) -> list[StoredFile]:
@@ -121,11 +124,18 @@ class IndexSnapshot:
                                            or f.language in PROSE_LANGUAGES else 0)
                 for f in self.files.values()}
 
-    @cached_property
-    def centrality(self) -> dict:
-        """path and (path, symbol) -> PageRank relative to an average node."""
-        symbols, files = self.store.ranks_by_name(self.repo_id)
-        return {**files, **symbols}
+    def centrality(self, paths: Iterable[str]) -> dict:
+        """path and (path, symbol) -> PageRank relative to an average node, for these files
+        at least: each file's ranks are read once, when first asked for (a question's hits
+        name a few hundred files; the kernel's ranks are 780,000)."""
+        missing = {p for p in paths if p not in self._ranked}
+        if missing:
+            symbols, files = self.store.ranks_of_files(self.repo_id, missing)
+            with self._lock:
+                self._ranks.update(files)
+                self._ranks.update(symbols)
+                self._ranked |= missing
+        return self._ranks
 
     @cached_property
     def _symbol_kinds(self) -> dict[tuple[str, str], str]:

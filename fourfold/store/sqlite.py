@@ -18,7 +18,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Collection, Iterable, Sequence
 
 import lz4.block
 
@@ -881,18 +881,24 @@ class SQLiteStore(Store):
         files = dict(self._query("SELECT file_id, rank FROM file_rank" + mine, params))
         return symbols, files
 
-    def ranks_by_name(self, repo_id: int | None = None
-                      ) -> tuple[dict[tuple[str, str], float], dict[str, float]]:
-        # joined here: reading every ranked symbol whole took 37 ms of a one-shot search on
-        # a 2,000-file repository
-        mine, params = (" WHERE r.repo_id=?", (repo_id,)) if repo_id else ("", ())
-        symbols = self._query(
-            "SELECT f.path, coalesce(s.qualname, s.name), r.rank FROM symbol_rank r "
-            "JOIN symbols s ON s.id=r.symbol_id JOIN files f ON f.document_id=s.document_id "
-            "AND f.repo_id=r.repo_id" + mine, params)
-        files = self._query("SELECT f.path, r.rank FROM file_rank r JOIN files f ON "
-                            "f.id=r.file_id" + mine, params)
-        return {(path, qualname): rank for path, qualname, rank in symbols}, dict(files)
+    def ranks_of_files(self, repo_id: int | None, paths: Collection[str]
+                       ) -> tuple[dict[tuple[str, str], float], dict[str, float]]:
+        symbols: dict[tuple[str, str], float] = {}
+        files: dict[str, float] = {}
+        listed = sorted(paths)
+        mine, params = (" AND f.repo_id=?", (repo_id,)) if repo_id else ("", ())
+        for start in range(0, len(listed), 500):
+            part = listed[start:start + 500]
+            where = f"f.path IN ({_placeholders(len(part))})" + mine
+            # CROSS JOIN keeps this order: SQLite would start from every rank of the
+            # repository (0.31 s on the kernel, against a millisecond from the files)
+            symbols.update(((path, qualname), rank) for path, qualname, rank in self._query(
+                "SELECT f.path, coalesce(s.qualname, s.name), r.rank FROM files f CROSS JOIN "
+                "symbols s ON s.document_id=f.document_id CROSS JOIN symbol_rank r ON "
+                f"r.repo_id=f.repo_id AND r.symbol_id=s.id WHERE {where}", (*part, *params)))
+            files.update(self._query("SELECT f.path, r.rank FROM files f JOIN file_rank r ON "
+                                     f"r.file_id=f.id WHERE {where}", (*part, *params)))
+        return symbols, files
 
     # -- vectors --------------------------------------------------------------------------
     def chunks_missing_vectors(self, model: str, limit: int, after: int = 0,

@@ -471,6 +471,26 @@ def test_centrality_of_files_and_symbols(indexed):
         ("py/pkg/models.py", "write", True)]
 
 
+def test_a_snapshot_reads_the_ranks_of_the_files_asked_for_once(indexed, monkeypatch):
+    from fourfold.store.snapshot import IndexSnapshot
+    store = indexed.store
+    snapshot = IndexSnapshot(store, store.generation(), store.repos()[0].repo_id)
+    asked = []
+    ranks_of_files = store.ranks_of_files
+    monkeypatch.setattr(store, "ranks_of_files",
+                        lambda repo, paths: asked.append(set(paths)) or ranks_of_files(repo, paths))
+    central = indexed.map(limit=10_000)
+    models = "py/pkg/models.py"
+    ranks = snapshot.centrality([models])
+    assert round(ranks[models], 6) == next(
+        f["rank"] for f in central["files"] if f["path"] == models)  # map() rounds them
+    assert round(ranks[(models, "User.save")], 6) == next(
+        s["rank"] for s in central["symbols"] if (s["path"], s["symbol"]) == (models, "User.save"))
+    assert all(key == models or key[0] == models for key in ranks)  # no other file's
+    snapshot.centrality([models, "py/pkg/service.py"])
+    assert asked == [{models}, {"py/pkg/service.py"}]  # each file read once
+
+
 def test_impact_limit_bounds_output():
     adj = {0: set(range(1, 5001))}
     for i in range(1, 5001):

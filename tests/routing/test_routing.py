@@ -221,7 +221,8 @@ def engine(**hits):
 
 def facts(file_flags=None, centrality=None):
     """A stand-in for the index snapshot the filter and ranking stages read."""
-    return SimpleNamespace(file_flags=file_flags or {}, centrality=centrality or {},
+    return SimpleNamespace(file_flags=file_flags or {},
+                           centrality=lambda paths: centrality or {},
                            definitions=lambda path: [])
 
 

@@ -325,7 +325,7 @@ def test_stored_edges_come_back_whole_per_repository(store):
     assert store.centrality() == ({}, {})
 
 
-def test_ranks_come_back_by_path_and_qualified_name(store):
+def test_the_ranks_of_some_files_come_back_by_path_and_qualified_name(store):
     repo, other = store.ensure_repo("/src/proj", "proj"), store.ensure_repo("/src/other", "o")
     store.write_batch(repo, [alpha_record(), readme_record()], [], [])
     store.write_batch(other, [alpha_record()], [], [])  # the same document, another file
@@ -333,10 +333,12 @@ def test_ranks_come_back_by_path_and_qualified_name(store):
     files = {f.path: f.file_id for f in store.files(repo)}
     store.replace_graph(repo, EdgeColumns(), {alpha.symbol_id: 2.5},
                         {files["pkg/a.py"]: 1.5, files["README.md"]: 0.5})
-    assert store.ranks_by_name(repo) == ({("pkg/a.py", "alpha"): 2.5},
-                                         {"pkg/a.py": 1.5, "README.md": 0.5})
-    assert store.ranks_by_name(other) == ({}, {})
-    assert store.ranks_by_name() == store.ranks_by_name(repo)
+    both = {"pkg/a.py", "README.md"}
+    assert store.ranks_of_files(repo, both) == ({("pkg/a.py", "alpha"): 2.5},
+                                                {"pkg/a.py": 1.5, "README.md": 0.5})
+    assert store.ranks_of_files(repo, {"README.md", "gone.py"}) == ({}, {"README.md": 0.5})
+    assert store.ranks_of_files(other, both) == ({}, {})
+    assert store.ranks_of_files(None, both) == store.ranks_of_files(repo, both)
 
 
 # -- vectors -------------------------------------------------------------------------------
