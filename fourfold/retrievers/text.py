@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 import re._parser as sre_parse  # the stdlib regex parser, used only to find required literals
 from dataclasses import dataclass
+from functools import cached_property
 
 import re2
 
@@ -270,6 +271,12 @@ class TextRetriever:
         self._texts = ContentCache(store)
         self.time_budget = GREP_TIME_BUDGET
 
+    @cached_property
+    def _reader(self) -> ThreadPoolExecutor:
+        """The one thread that reads a whole grep's next texts: it keeps its connection to
+        the store from one grep to the next."""
+        return ThreadPoolExecutor(1, thread_name_prefix="fourfold-grep-reader")
+
     def ready(self) -> bool:
         return True
 
@@ -288,9 +295,11 @@ class TextRetriever:
             return ResultList()  # no line holds a newline
         deadline = time.monotonic() + (self.time_budget if time_budget is None else time_budget)
         if regex:
+            regex_program = compile_regex(pattern, case_sensitive)  # checked as written
+            if whole_word:
+                regex_program = compile_regex(rf"\b(?:{pattern})\b", case_sensitive)
+            find = _re2_find(regex_program)
             required = regex_required(pattern)
-            find = _re2_find(compile_regex(rf"\b(?:{pattern})\b" if whole_word else pattern,
-                                           case_sensitive))
         else:
             required = literal_required(pattern)
             if whole_word or not case_sensitive:
@@ -300,15 +309,15 @@ class TextRetriever:
             else:
                 find = _literal_find(pattern)
         out = ResultList()
-        batches = (self._limited_batches(required, repo_id, path_glob, regex) if limit
-                   else self._all_batches(required, repo_id, path_glob, regex))
+        batches = (self._all_batches(required, repo_id, path_glob, regex) if limit is None
+                   else self._limited_batches(required, repo_id, path_glob, regex))
         for batch, texts in batches:
             for stored, _ in batch:
                 if time.monotonic() > deadline:
                     out.partial = True
                     return out
                 out.extend(self._lines(stored, texts[stored.file_id], find))
-                if limit and len(out) >= limit:
+                if limit is not None and len(out) >= limit:
                     del out[limit:]
                     return out
         return out
@@ -336,17 +345,16 @@ class TextRetriever:
         they work). Only the first files' texts are kept in the cache: a grep through more
         than it holds would otherwise replace every text in it, for no later hit."""
         candidates, _ = self._candidates(required, repo_id, path_glob, None, None)
-        with ThreadPoolExecutor(1) as reader:
-            ahead = None
-            for start in range(0, len(candidates), GREP_READ_BATCH):
-                batch = candidates[start:start + GREP_READ_BATCH]
-                texts = reader.submit(self._texts.get, batch, utf8,
-                                      keep=start < GREP_KEPT_FILES)
-                if ahead is not None:
-                    yield ahead[0], ahead[1].result()
-                ahead = (batch, texts)
+        ahead = None
+        for start in range(0, len(candidates), GREP_READ_BATCH):
+            batch = candidates[start:start + GREP_READ_BATCH]
+            texts = self._reader.submit(self._texts.get, batch, utf8,
+                                        keep=start < GREP_KEPT_FILES)
             if ahead is not None:
                 yield ahead[0], ahead[1].result()
+            ahead = (batch, texts)
+        if ahead is not None:
+            yield ahead[0], ahead[1].result()
 
     def _candidates(self, required: RequiredText | None, repo_id: int | None,
                     path_glob: str | None, after: str | None, limit: int | None

@@ -106,6 +106,10 @@ def test_invalid_regex_and_empty_pattern_are_clear_errors(stdlib_corpus):
         ff.grep("(?<=a)b", regex=True)  # lookbehind: RE2 refuses, linear time guaranteed
     with pytest.raises(QueryError, match="empty"):
         ff.grep("")
+    # checked as written: wrapped for whole words, "a)|(b" would read as a valid regex
+    with pytest.raises(QueryError, match=r"invalid regular expression 'json\)\|\(load'"):
+        ff.grep("json)|(load", regex=True, whole_word=True)
+    assert ff.grep("json", limit=0) == []
 
 
 def test_ranked_search_prefers_identifier_and_path_matches(make_tree):
