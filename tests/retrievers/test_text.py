@@ -218,3 +218,23 @@ def test_a_grep_limit_reads_past_the_first_listed_files(make_tree):
     assert len(under) == 400 and all(path.startswith("pkg1/") for path, _ in under)
     assert [(m.path, m.line) for m in ff.grep("needle", path_glob="pkg1/**", limit=390)] == \
         under[:390]
+
+
+def test_a_new_snapshot_splits_only_the_file_names_it_has_not_seen(make_tree, monkeypatch):
+    import fourfold.store.snapshot as snapshot_module
+    root = make_tree({"src/json_array.py": "x = 1\n", "src/http_client.py": "y = 2\n"})
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    first = ff.snapshots.current()
+    assert first.file_name_words["src/json_array.py"] == ("json", "array")
+    (root / "src" / "url_parser.py").write_text("z = 3\n")
+    ff.index(embed=False)
+    split = []
+    words = snapshot_module.name_words
+    monkeypatch.setattr(snapshot_module, "name_words", lambda p: split.append(p) or words(p))
+    second = ff.snapshots.current()
+    assert second is not first
+    assert second.file_name_words == {"src/http_client.py": ("http", "client"),
+                                      "src/json_array.py": ("json", "array"),
+                                      "src/url_parser.py": ("url", "parser")}
+    assert split == ["src/url_parser.py"]
