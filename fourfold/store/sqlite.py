@@ -662,10 +662,29 @@ class SQLiteStore(Store):
         from the trigram index in document order and stopping there (a common pattern's
         whole candidate list costs tens of milliseconds on a large repository); None where
         too many files are out of document order for that to pay."""
-        order = self._document_order(repo_id)
-        if len(order.late) > MAX_LATE_FILES:
-            return None
-        match = trigram_match(required)
+        with self._one_state():
+            order = self._document_order(repo_id)
+            if len(order.late) > MAX_LATE_FILES:
+                return None
+            return self._listed_from(order, trigram_match(required), after, limit)
+
+    @contextmanager
+    def _one_state(self):
+        """Reads in this block see one state of the database (a read transaction: in WAL
+        mode a writer goes on meanwhile), as several statements must agree."""
+        conn = self._conn()
+        if conn.in_transaction:
+            yield
+            return
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if conn.in_transaction:
+                conn.execute("COMMIT")
+
+    def _listed_from(self, order: _DocumentOrder, match: str, after: str | None, limit: int
+                     ) -> list[tuple[StoredFile, str]]:
         found: list[tuple[str, int]] = []  # (path, file id)
         start = bisect.bisect_right(order.paths, after) if after is not None else 0
         lowest = order.documents[start] if start < len(order.documents) else None

@@ -222,3 +222,29 @@ def test_a_limited_listing_reads_the_trigram_index_in_document_order(store, monk
     statements.clear()
     assert [f.path for f, _ in store.trigram_candidates("needle", first, limit=5)] == expected
     assert any("ORDER BY f.path" in sql for sql in statements if "MATCH" in sql)
+
+
+def test_a_limited_listing_reads_one_state_of_the_index(tmp_path, monkeypatch):
+    """The listing takes several statements (the files' order, the trigram index, the
+    files' rows); another process writing between them must not make them disagree."""
+    store = SQLiteStore(tmp_path / "index.sqlite")
+    first, _ = write_out_of_order(store)
+    expected = [f.path for f, _ in store.trigram_candidates("needle", first)][:5]
+    writer = sqlite3.connect(tmp_path / "index.sqlite", isolation_level=None)
+    order_of = store._document_order
+
+    def then_written(repo_id):
+        order = order_of(repo_id)
+        # another process deletes two of the files meanwhile, as a write batch does
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute(f"DELETE FROM files WHERE path IN ('{expected[0]}', '{expected[1]}')")
+        writer.execute("INSERT OR REPLACE INTO meta VALUES('files_version', 'another')")
+        writer.execute("COMMIT")
+        return order
+    monkeypatch.setattr(store, "_document_order", then_written)
+    assert [f.path for f, _ in store.trigram_candidates("needle", first, limit=5)] == expected
+    monkeypatch.undo()
+    now = [f.path for f, _ in store.trigram_candidates("needle", first)][:5]
+    assert [f.path for f, _ in store.trigram_candidates("needle", first, limit=5)] == now
+    assert expected[0] not in now
+    writer.close()
