@@ -229,7 +229,9 @@ def _rg(pattern: str, regex: bool, first: int | None = None) -> tuple[float, int
     """(seconds, matching lines) of one ripgrep process over the tree, as fourfold reads it
     (ignore rules, no hidden files, files up to 2 MiB); with `first`, until that many lines
     have come."""
-    command = ["rg", "-n", "--max-filesize", "2M", "-g", "!.fourfold",
+    # --no-ignore-parent: the corpus lies inside this project's checkout, whose .gitignore
+    # (build/, ...) ripgrep would otherwise apply to the kernel's tree
+    command = ["rg", "-n", "--no-ignore-parent", "--max-filesize", "2M", "-g", "!.fourfold",
                *([] if regex else ["-F"]), "--", pattern, "."]
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=TREE, stdout=subprocess.PIPE)

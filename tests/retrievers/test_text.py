@@ -238,3 +238,11 @@ def test_a_new_snapshot_splits_only_the_file_names_it_has_not_seen(make_tree, mo
                                       "src/json_array.py": ("json", "array"),
                                       "src/url_parser.py": ("url", "parser")}
     assert split == ["src/url_parser.py"]
+
+
+def test_regex_classes_know_ascii_as_the_readme_says(make_tree):
+    ff = Fourfold(make_tree({"doc.rst": "基本单元是u64。\nplain u64 here\nxu64\n"}))
+    ff.index(embed=False)
+    lines = lambda pattern: [m.line for m in ff.grep(pattern, regex=True)]  # noqa: E731
+    assert lines(r"\bu64\b") == [1, 2]  # 是 is no ASCII word character
+    assert lines(r"[\pL\pN_]u64") == [1, 3]  # a letter of any script before it
