@@ -248,3 +248,13 @@ def test_a_limited_listing_reads_one_state_of_the_index(tmp_path, monkeypatch):
     assert [f.path for f, _ in store.trigram_candidates("needle", first, limit=5)] == now
     assert expected[0] not in now
     writer.close()
+
+
+def test_ids_become_a_few_ranges_and_paths_a_longest_ordered_run():
+    from fourfold.store.sqlite import _longest_ordered, _spans
+    assert _spans([3, 5, 2000, 2001, 9000]) == [(3, 5), (2000, 2001), (9000, 9000)]
+    assert _spans(list(range(0, 40 * 2000, 2000))) == [(0, 78000)]  # too many: one range
+    paths = ["a", "z", "b", "c", "y", "d"]
+    run = _longest_ordered(paths)
+    assert [paths[n] for n in run] == ["a", "b", "c", "d"]
+    assert _longest_ordered([]) == [] and _longest_ordered(["x", "x"]) == [0, 1]
