@@ -712,9 +712,12 @@ class SQLiteStore(Store):
             found = sorted(found + [(path, file_id) for document, file_id, path in late
                                     if document in held])[:limit]
         ids = [file_id for _, file_id in found]
-        listed = {row[0]: (StoredFile(*row[:5]), row[5]) for row in self._query(
-            f"SELECT {FILE_COLS}, f.hash FROM files f WHERE f.id IN ({_placeholders(len(ids))})",
-            ids)} if ids else {}
+        listed: dict[int, tuple[StoredFile, str]] = {}
+        for start in range(0, len(ids), 500):  # pages grow past SQLite's bound on variables
+            part = ids[start:start + 500]
+            listed.update((row[0], (StoredFile(*row[:5]), row[5])) for row in self._query(
+                f"SELECT {FILE_COLS}, f.hash FROM files f WHERE f.id IN "
+                f"({_placeholders(len(part))})", part))
         return [listed[file_id] for file_id in ids]
 
     def _document_order(self, repo_id: int | None) -> _DocumentOrder:

@@ -10,7 +10,7 @@ import pytest
 from fourfold import Fourfold
 from fourfold.errors import FourfoldError, IndexDamagedError, IndexWriteError
 from fourfold.store.sqlite import SCHEMA_VERSION, SQLiteStore, trigram_match
-from tests.store.records import alpha_record, write_out_of_order
+from tests.store.records import alpha_record, needle_record, write_out_of_order
 
 
 @pytest.fixture
@@ -258,3 +258,14 @@ def test_ids_become_a_few_ranges_and_paths_a_longest_ordered_run():
     run = _longest_ordered(paths)
     assert [paths[n] for n in run] == ["a", "b", "c", "d"]
     assert _longest_ordered([]) == [] and _longest_ordered(["x", "x"]) == [0, 1]
+
+
+def test_a_long_limited_listing_stays_within_sqlites_bound_on_variables(store):
+    """A limited grep's pages grow 4x each; its last ones list more files than one SQLite
+    statement may name."""
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, [needle_record(f"m{n:04}.py", "needle\n") for n in range(1200)],
+                      [], [])
+    store._conn().setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
+    listed = store.trigram_candidates("needle", repo, limit=1100)
+    assert [f.path for f, _ in listed] == [f"m{n:04}.py" for n in range(1100)]
