@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from ..tokens import query_words
+from ..tokens import STOPWORDS, query_words
 from .filters import Filters
 from .mentions import Mentions, mentions_of
 
@@ -18,6 +18,7 @@ QUESTION_MAX_WORDS = 12
 # for no tests.
 _TEST_WORDS = re.compile(r"(?<![A-Za-z])(?:[Tt]est(?:s|ing|ed)?|TESTS?|[Ss]pecs?|[Uu]nit_?tests?|"
                          r"[Pp]ytest)(?![a-z])")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Questions about documentation or configuration keep prose files at full rank.
 _PROSE_WORDS = re.compile(r"(?i)\b(docs?|documentation|readme|changelog|guide|tutorial|"
                           r"config(uration)?|settings?|ya?ml|json|toml|markdown|html|css|"
@@ -52,6 +53,12 @@ class Query:
     def mentions(self) -> Mentions:
         """The files, frames and code names a pasted text names (none for a question)."""
         return mentions_of(self.text) if self.pasted else Mentions()
+
+    @cached_property
+    def identifiers(self) -> frozenset[str]:
+        """Every identifier-shaped word of the text as written, stopwords aside: a
+        definition of one of these names is one the question names."""
+        return frozenset(w for w in _IDENTIFIER.findall(self.text) if w.lower() not in STOPWORDS)
 
     @property
     def wants_tests(self) -> bool:

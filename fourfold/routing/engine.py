@@ -220,5 +220,5 @@ class SearchEngine:
             hits = self.learned.rerank(hits, query, snapshot)
             learned = self.learned.failure is None
         hits = to_granularity(hits, options.granularity or GRANULARITY[query.intent],
-                              snapshot.definitions, support=not learned)
+                              snapshot.definitions, support=not learned, named=query.identifiers)
         return hits[:options.limit]

@@ -6,6 +6,7 @@ import pytest
 from fourfold import Fourfold
 from fourfold.errors import QueryError
 from fourfold.model import Hit
+from fourfold.ranking import granularity
 from fourfold.ranking.granularity import by_function, enclosing_definition
 from tests.conftest import write_tree
 
@@ -84,6 +85,39 @@ def test_a_span_in_a_class_body_answers_with_the_class(ff):
         ("UrlValidator", 6, 17), ("UrlValidator.__call__", 10, 13), (None, 3, 3)]
     # the window's score went to the method it overlaps most, as support
     assert out[1].score == pytest.approx(0.8 + 0.25 * 0.4)
+
+
+def test_definitions_the_question_names_follow_the_first_answers(ff, monkeypatch):
+    monkeypatch.setattr(granularity, "NAMED_AFTER", 1)
+    definitions = {path: ff.snapshots.current().definitions(path) for path in FILES}
+    hits = [Hit("app/validators.py", 11, 12, 0.9),  # in UrlValidator.__call__
+            Hit("app/views.py", 5, 6, 0.5),  # in check_url
+            Hit("app/validators.py", 21, 22, 0.2)]  # in validate_email
+    # scheme_of had no span; validate_email had the last; names of other files, dunders
+    # and words no definition has change nothing
+    named = frozenset({"scheme_of", "validate_email", "__call__", "url", "Parser"})
+    out = by_function(hits, definitions.__getitem__, named=named)
+    assert [h.symbol for h in out] == ["UrlValidator.__call__", "UrlValidator.scheme_of",
+                                       "validate_email", "check_url"]
+    assert [h.score for h in out] == sorted((h.score for h in out), reverse=True)
+    assert (out[1].start_line, out[1].end_line, out[1].kind) == (15, 17, "method")
+    # nothing named: the order is the spans' own
+    assert [h.symbol for h in by_function(hits, definitions.__getitem__)] == [
+        "UrlValidator.__call__", "check_url", "validate_email"]
+
+
+def test_a_search_places_the_definition_its_question_names(ff, monkeypatch):
+    question = "an email address is no url, validate_email says; see check_url"
+
+    def symbols() -> list[str]:
+        hits = ff.search(question, granularity="function", modalities=("text",)).hits
+        return [h.symbol for h in hits[:3]]
+
+    monkeypatch.setattr(granularity, "NAMED_AFTER", 1)
+    monkeypatch.setattr(granularity, "NAMED_FILES", 0)  # the stage off: by words alone
+    assert symbols() == ["validate_email", "UrlValidator.__call__", "check_url"]
+    monkeypatch.setattr(granularity, "NAMED_FILES", 2)
+    assert symbols() == ["validate_email", "check_url", "UrlValidator.__call__"]
 
 
 def test_an_unknown_granularity_is_a_clear_error(ff):

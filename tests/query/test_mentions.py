@@ -123,3 +123,9 @@ def test_a_hostile_text_is_read_in_linear_time(text):
     started = time.perf_counter()
     mentions_of(text[:32_000])
     assert time.perf_counter() - started < 0.5
+
+
+def test_a_question_names_every_identifier_it_spells_but_stopwords():
+    query = Query("Why does URLValidator.clean get the url_parts of a __call__?")
+    assert query.identifiers == {"URLValidator", "clean", "url_parts", "__call__"}
+    assert Query("how is it done").identifiers == {"done"}
