@@ -8,6 +8,7 @@ the graph (`store_graph`): the child's memory goes back to the system when it en
 """
 from __future__ import annotations
 
+import ctypes
 import sys
 from collections.abc import Container
 from dataclasses import dataclass, field
@@ -101,8 +102,25 @@ def resolve_and_rank(facts: GraphFacts, parallel: bool = True) -> ResolvedGraph:
 
 def start_resolving(facts: GraphFacts) -> Forked | None:
     """Resolve and rank in a forked child; None where no child can be had. Its `result()`
-    is the ResolvedGraph, or None if the child died."""
-    return Forked.start(resolve_and_rank, facts)
+    is the ResolvedGraph, or None if the child died. Once the child has them, `facts` are
+    emptied here: the child holds its copy for the minutes a big repository's resolution
+    takes, and two copies were most of the indexing run's peak memory."""
+    child = Forked.start(resolve_and_rank, facts)
+    if child is not None:
+        facts.files.clear()
+        facts.extra.clear()
+        release_freed_memory()
+    return child
+
+
+def release_freed_memory() -> None:
+    """Hand memory freed in bulk back to the system: glibc's allocator keeps it for this
+    process otherwise (about a third of a big repository's facts, measured)."""
+    if sys.platform == "linux":
+        try:
+            ctypes.CDLL(None).malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc
+            pass
 
 
 def store_graph(store: Store, repo_id: int, graph: ResolvedGraph) -> int:

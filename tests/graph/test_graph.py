@@ -659,9 +659,19 @@ def test_graph_resolved_while_files_are_written_equals_a_rebuild(make_tree, monk
     def no_fallback(*args, **kwargs):
         raise AssertionError("the child's graph was not used")
     monkeypatch.setattr(build_module, "rebuild_graph", no_fallback)
+    facts_held = []  # files of the facts in this process, as the child starts and after
+    real_start = build_module.start_resolving
+
+    def start(facts):
+        before = len(facts.files)
+        child = real_start(facts)
+        facts_held.append((before, len(facts.files)))
+        return child
+    monkeypatch.setattr(build_module, "start_resolving", start)
     ff = Fourfold(make_tree(_all_fixtures()))
     ff.index(workers=2, embed=False)
     assert marker.read_text() == "yes"
+    assert facts_held[0][0] > 0 and facts_held == [(facts_held[0][0], 0)]  # the child's only
     resolved_meanwhile = _stored_graph(ff)
     assert [len(part) for part in resolved_meanwhile] == [60, 38, 21]  # edges, symbol, file ranks
     rebuild(ff.store, ff.store.repos()[0].repo_id, parallel=False)
