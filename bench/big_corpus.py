@@ -6,7 +6,8 @@
                                               time, peak memory of the process and its
                                               workers, index bytes against source bytes
     python bench/big_corpus.py query          fused search p50 / p95, warm, in-process
-    python bench/big_corpus.py grep           fourfold grep against ripgrep, same files
+    python bench/big_corpus.py grep [--any-case]
+                                              fourfold grep against ripgrep, same files
     python bench/big_corpus.py edit           a one-file edit under `fourfold watch`: how
                                               long until grep finds the new line
 
@@ -225,14 +226,15 @@ def query(args: argparse.Namespace) -> None:
         print(f"  {question!r}: " + ", ".join(f"{h.path}:{h.start_line}" for h in top))
 
 
-def _rg(pattern: str, regex: bool, first: int | None = None) -> tuple[float, int]:
+def _rg(pattern: str, regex: bool, first: int | None = None, any_case: bool = False
+        ) -> tuple[float, int]:
     """(seconds, matching lines) of one ripgrep process over the tree, as fourfold reads it
     (ignore rules, no hidden files, files up to 2 MiB); with `first`, until that many lines
-    have come."""
+    have come; `any_case`: ripgrep -i."""
     # --no-ignore-parent: the corpus lies inside this project's checkout, whose .gitignore
     # (build/, ...) ripgrep would otherwise apply to the kernel's tree
     command = ["rg", "-n", "--no-ignore-parent", "--max-filesize", "2M", "-g", "!.fourfold",
-               *([] if regex else ["-F"]), "--", pattern, "."]
+               *([] if regex else ["-F"]), *(["-i"] if any_case else []), "--", pattern, "."]
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=TREE, stdout=subprocess.PIPE)
     lines = 0
@@ -248,18 +250,19 @@ def _rg(pattern: str, regex: bool, first: int | None = None) -> tuple[float, int
 
 def grep(args: argparse.Namespace) -> None:
     ff = _open()
+    case_sensitive, any_case = not args.any_case, args.any_case
     cases = ([("rare literals", p, False) for p in RARE_LITERALS]
              + [("rare regexes", p, True) for p in RARE_REGEXES])
     for label in ("rare literals", "rare regexes"):
         ours, theirs = [], []
         for _, pattern, regex in (c for c in cases if c[0] == label):
-            found = ff.grep(pattern, regex=regex, case_sensitive=True, time_budget=600)
+            found = ff.grep(pattern, regex=regex, case_sensitive=case_sensitive, time_budget=600)
             rounds_ours, rounds_rg = [], []
             for _ in range(args.rounds):
                 started = time.perf_counter()
-                ff.grep(pattern, regex=regex, case_sensitive=True, time_budget=600)
+                ff.grep(pattern, regex=regex, case_sensitive=case_sensitive, time_budget=600)
                 rounds_ours.append(time.perf_counter() - started)
-                seconds, count = _rg(pattern, regex)
+                seconds, count = _rg(pattern, regex, any_case=any_case)
                 rounds_rg.append(seconds)
             ours.append(statistics.median(rounds_ours))
             theirs.append(statistics.median(rounds_rg))
@@ -273,15 +276,15 @@ def grep(args: argparse.Namespace) -> None:
               f"{statistics.median(theirs) / statistics.median(ours):.1f}x")
     for pattern, regex in COMMON:
         started = time.perf_counter()
-        found = ff.grep(pattern, regex=regex, case_sensitive=True, time_budget=600)
+        found = ff.grep(pattern, regex=regex, case_sensitive=case_sensitive, time_budget=600)
         whole = time.perf_counter() - started
-        rg_whole, count = _rg(pattern, regex)
+        rg_whole, count = _rg(pattern, regex, any_case=any_case)
         firsts, rg_firsts = [], []
         for _ in range(args.rounds):  # the median: the first also lists the files' order
             started = time.perf_counter()
-            ff.grep(pattern, regex=regex, case_sensitive=True, limit=100)
+            ff.grep(pattern, regex=regex, case_sensitive=case_sensitive, limit=100)
             firsts.append(time.perf_counter() - started)
-            rg_firsts.append(_rg(pattern, regex, first=100)[0])
+            rg_firsts.append(_rg(pattern, regex, first=100, any_case=any_case)[0])
         first, rg_first = statistics.median(firsts), statistics.median(rg_firsts)
         note = "" if count == len(found) else f" (ripgrep {count} lines)"
         print(f"{pattern!r}: {len(found)} lines{note}; whole result fourfold {whole:.2f} s, "
@@ -343,6 +346,8 @@ def main() -> None:
     run = commands.add_parser("grep")
     run.add_argument("--rounds", type=int, default=3)
     run.add_argument("--verbose", action="store_true")
+    run.add_argument("--any-case", action="store_true",
+                     help="every pattern in any case: fourfold's default, ripgrep -i")
     run.set_defaults(run=grep)
     run = commands.add_parser("edit")
     run.add_argument("--rounds", type=int, default=3)

@@ -160,6 +160,19 @@ def compile_regex(pattern: str, case_sensitive: bool = True):
     return regex
 
 
+def compile_folded_literal(literal: str):
+    """RE2 finding a literal whatever its case, on UTF-8 bytes: Python's re with IGNORECASE
+    cannot skip ahead to the literal, and took several times as long through a big
+    repository (docs/benchmarks.md)."""
+    options = re2.Options()
+    options.log_errors = False
+    options.literal = True
+    options.case_sensitive = False
+    options.never_nl = True
+    options.never_capture = True
+    return re2.compile(literal.encode("utf-8", "surrogatepass"), options)
+
+
 def _literal_find(literal: str) -> Callable[[str, int], int]:
     return lambda text, pos: text.find(literal, pos)
 
@@ -302,15 +315,17 @@ class TextRetriever:
             required = regex_required(pattern)
         else:
             required = literal_required(pattern)
-            if whole_word or not case_sensitive:
-                find = _re_find(re.compile(
-                    rf"(?<!\w){re.escape(pattern)}(?!\w)" if whole_word else re.escape(pattern),
-                    0 if case_sensitive else re.IGNORECASE))
-            else:
+            if whole_word:  # Python's \w knows every script; RE2's \b only ASCII
+                find = _re_find(re.compile(rf"(?<!\w){re.escape(pattern)}(?!\w)",
+                                           0 if case_sensitive else re.IGNORECASE))
+            elif case_sensitive:
                 find = _literal_find(pattern)
+            else:
+                find = _re2_find(compile_folded_literal(pattern))
+        utf8 = regex or not (whole_word or case_sensitive)
         out = ResultList()
-        batches = (self._all_batches(required, repo_id, path_glob, regex) if limit is None
-                   else self._limited_batches(required, repo_id, path_glob, regex))
+        batches = (self._all_batches(required, repo_id, path_glob, utf8) if limit is None
+                   else self._limited_batches(required, repo_id, path_glob, utf8))
         for batch, texts in batches:
             for stored, _ in batch:
                 if time.monotonic() > deadline:

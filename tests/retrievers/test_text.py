@@ -246,3 +246,36 @@ def test_regex_classes_know_ascii_as_the_readme_says(make_tree):
     lines = lambda pattern: [m.line for m in ff.grep(pattern, regex=True)]  # noqa: E731
     assert lines(r"\bu64\b") == [1, 2]  # 是 is no ASCII word character
     assert lines(r"[\pL\pN_]u64") == [1, 3]  # a letter of any script before it
+
+
+FOLDED = ("Straße und STRASSE\n"
+          "ÄPFEL, Äpfel und äpfel\n"
+          "ſtatic int long-s\n"
+          "STATIC INT x;\n"
+          "a Kelvin sign: 3 K\n"
+          "x.*[y] stays literal\n"
+          "X.*[Y] too\n"
+          "nothing here\n")
+
+
+@pytest.mark.parametrize("pattern", ["äpfel", "static int", "k", "x.*[y]", "straße", "ß"])
+def test_a_literal_in_any_case_finds_the_lines_python_folds_to_it(make_tree, pattern):
+    """Any-case literals are found by RE2 on UTF-8 bytes: the same lines as Python's re
+    with IGNORECASE on the text, letters outside ASCII included."""
+    import re
+
+    ff = Fourfold(make_tree({"notes.txt": FOLDED}))
+    ff.index(embed=False)
+    expected = [n for n, line in enumerate(FOLDED.split("\n")[:-1], 1)
+                if re.search(re.escape(pattern), line, re.IGNORECASE)]
+    assert expected
+    assert [m.line for m in ff.grep(pattern)] == expected
+    assert [m.line for m in ff.grep(pattern, limit=1)] == expected[:1]
+
+
+@pytest.mark.parametrize("case_sensitive", [False, True])
+def test_a_literal_utf8_cannot_carry_is_a_clear_error(make_tree, case_sensitive):
+    ff = Fourfold(make_tree({"a.txt": "plain text\n"}))
+    ff.index(embed=False)
+    with pytest.raises(QueryError, match="not valid UTF-8"):
+        ff.grep("te\ud800xt", case_sensitive=case_sensitive)
