@@ -177,10 +177,50 @@ def _literal_find(literal: str) -> Callable[[str, int], int]:
     return lambda text, pos: text.find(literal, pos)
 
 
-def _re_find(pattern: re.Pattern) -> Callable[[str, int], int]:
-    def find(text: str, pos: int) -> int:
-        found = pattern.search(text, pos)
-        return -1 if found is None else found.start()
+def _literal_span(literal: str) -> Callable[[str, int], tuple[int, int]]:
+    def span(text: str, pos: int) -> tuple[int, int]:
+        start = text.find(literal, pos)
+        return start, start + len(literal)
+    return span
+
+
+def _re2_span(regex) -> Callable[[bytes, int], tuple[int, int]]:
+    match = regex._regexp.Match
+    return lambda text, pos: match(_UNANCHORED, text, pos, len(text))[0]
+
+
+def _is_word(char: str) -> bool:
+    """A word character as Python's regexes know it: a letter or digit of any script, or
+    the underscore (RE2's word boundary knows ASCII only, so whole words are checked here)."""
+    return char.isalnum() or char == "_"
+
+
+def _char_before(text: str | bytes, at: int) -> str:
+    if isinstance(text, str):
+        return text[at - 1] if at > 0 else ""
+    start = at - 1
+    while start > max(at - 4, 0) and text[start] & 0xC0 == 0x80:  # UTF-8 continuation bytes
+        start -= 1
+    return text[max(start, 0):at].decode("utf-8", "replace")[-1:]
+
+
+def _char_at(text: str | bytes, at: int) -> str:
+    if isinstance(text, str):
+        return text[at] if at < len(text) else ""
+    return text[at:at + 4].decode("utf-8", "replace")[:1]
+
+
+def _whole_words(span: Callable[[str | bytes, int], tuple[int, int]]
+                 ) -> Callable[[str | bytes, int], int]:
+    """The next match with no word character just before or after it (grep -w)."""
+    def find(text: str | bytes, pos: int) -> int:
+        while True:
+            start, end = span(text, pos)
+            if start < 0:
+                return -1
+            if not _is_word(_char_before(text, start)) and not _is_word(_char_at(text, end)):
+                return start
+            pos = start + 1
     return find
 
 
@@ -315,14 +355,13 @@ class TextRetriever:
             required = regex_required(pattern)
         else:
             required = literal_required(pattern)
-            if whole_word:  # Python's \w knows every script; RE2's \b only ASCII
-                find = _re_find(re.compile(rf"(?<!\w){re.escape(pattern)}(?!\w)",
-                                           0 if case_sensitive else re.IGNORECASE))
-            elif case_sensitive:
-                find = _literal_find(pattern)
+            if case_sensitive:
+                find = (_whole_words(_literal_span(pattern)) if whole_word
+                        else _literal_find(pattern))
             else:
-                find = _re2_find(compile_folded_literal(pattern))
-        utf8 = regex or not (whole_word or case_sensitive)
+                folded = compile_folded_literal(pattern)
+                find = _whole_words(_re2_span(folded)) if whole_word else _re2_find(folded)
+        utf8 = regex or not case_sensitive
         out = ResultList()
         batches = (self._all_batches(required, repo_id, path_glob, utf8) if limit is None
                    else self._limited_batches(required, repo_id, path_glob, utf8))

@@ -279,3 +279,29 @@ def test_a_literal_utf8_cannot_carry_is_a_clear_error(make_tree, case_sensitive)
     ff.index(embed=False)
     with pytest.raises(QueryError, match="not valid UTF-8"):
         ff.grep("te\ud800xt", case_sensitive=case_sensitive)
+
+
+WORDS = ("foo bar\n"
+         "foo_bar foobar barfoo\n"
+         "éfoo föo FOO\n"
+         "(foo) foo1 1foo\n"
+         "x.foo.y Foo-Bar\n"
+         "ﬀoo ǅfoo İfoo\n"
+         "foo\n")
+
+
+@pytest.mark.parametrize("pattern", ["foo", "Foo", "(foo)", "foo)", "bar"])
+@pytest.mark.parametrize("case_sensitive", [True, False])
+def test_whole_words_are_python_s_word_boundaries(make_tree, pattern, case_sensitive):
+    """-w: no letter or digit of any script, nor an underscore, just before or after the
+    match, as Python's (?<!\\w) and (?!\\w) say, in either case."""
+    import re
+
+    ff = Fourfold(make_tree({"words.txt": WORDS}))
+    ff.index(embed=False)
+    whole = re.compile(rf"(?<!\w){re.escape(pattern)}(?!\w)",
+                       0 if case_sensitive else re.IGNORECASE)
+    expected = [n for n, line in enumerate(WORDS.split("\n")[:-1], 1) if whole.search(line)]
+    assert expected
+    assert [m.line for m in ff.grep(pattern, whole_word=True,
+                                    case_sensitive=case_sensitive)] == expected
