@@ -21,6 +21,7 @@ GRANULARITIES = (FILE, SPAN, FUNCTION)
 
 CONTAINER_KINDS = frozenset({"class", "struct", "enum", "interface", "trait", "impl", "object",
                              "record", "protocol", "module"})
+UNIT_KINDS = FUNCTION_KINDS | CONTAINER_KINDS  # what a function answer can be
 FILE_SUPPORT = 0.25  # chosen on the development sets (docs/benchmarks.md)
 # A definition's score is its best span's plus this share of its other spans': the same
 # reasoning (and value) as a file's support.
@@ -80,10 +81,11 @@ def enclosing_definition(hit: Hit, definitions: list[StoredSymbol]) -> StoredSym
 
 
 def by_function(hits: list[Hit], definitions_of: Callable[[str], list[StoredSymbol]],
-                support: float = DEFINITION_SUPPORT, named: AbstractSet[str] = frozenset()
-                ) -> list[Hit]:
+                support: float = DEFINITION_SUPPORT, named: AbstractSet[str] = frozenset(),
+                kinds: AbstractSet[str] = frozenset()) -> list[Hit]:
     """One hit per definition the spans lie in, best first (see the module's doc); `named`:
-    the names the question spells out (Query.identifiers)."""
+    the names the question spells out (Query.identifiers); `kinds`: the only definition
+    kinds the question allows, if any."""
     best: dict[tuple, Hit] = {}
     rest: dict[tuple, float] = {}
     for hit in hits:
@@ -104,12 +106,13 @@ def by_function(hits: list[Hit], definitions_of: Callable[[str], list[StoredSymb
     for key, extra in rest.items():
         best[key].score += support * extra
     ranked = sorted(best.values(), key=lambda h: -h.score)
-    return with_named_definitions(ranked, definitions_of, named) if named else ranked
+    return with_named_definitions(ranked, definitions_of, named, kinds) if named else ranked
 
 
 def with_named_definitions(ranked: list[Hit],
                            definitions_of: Callable[[str], list[StoredSymbol]],
-                           named: AbstractSet[str]) -> list[Hit]:
+                           named: AbstractSet[str], kinds: AbstractSet[str] = frozenset()
+                           ) -> list[Hit]:
     """Function answers with the definitions the question names in their first files
     placed right after the first NAMED_AFTER answers (found there or not): an issue that
     names `URLValidator` or `deconstruct` often asks about that definition of the file
@@ -125,7 +128,8 @@ def with_named_definitions(ranked: list[Hit],
         for symbol in definitions_of(path):
             name = symbol.qualname.rsplit(".", 1)[-1]
             key = (path, symbol.qualname, symbol.start_line)
-            if name not in named or name.startswith("__") or key in seen:
+            if (name not in named or name.startswith("__") or key in seen
+                    or symbol.kind not in UNIT_KINDS or (kinds and symbol.kind not in kinds)):
                 continue
             seen.add(key)
             hit = found.get(key) or Hit(path, symbol.start_line, symbol.end_line, 0.0,
@@ -139,12 +143,14 @@ def with_named_definitions(ranked: list[Hit],
 
 def to_granularity(hits: list[Hit], granularity: str,
                    definitions_of: Callable[[str], list[StoredSymbol]], support: bool = True,
-                   named: AbstractSet[str] = frozenset()) -> list[Hit]:
+                   named: AbstractSet[str] = frozenset(), kinds: AbstractSet[str] = frozenset()
+                   ) -> list[Hit]:
     """`support`: a file's (or definition's) other hits add to its best one; off when a
-    learned ranking has already weighed them. `named`: the names the question spells out,
-    for function answers."""
+    learned ranking has already weighed them. `named`, `kinds`: the names the question
+    spells out and the definition kinds it allows, for function answers."""
     if granularity == FILE:
         return best_per_file(with_file_support(hits) if support else hits)
     if granularity == FUNCTION:
-        return by_function(hits, definitions_of, DEFINITION_SUPPORT if support else 0.0, named)
+        return by_function(hits, definitions_of, DEFINITION_SUPPORT if support else 0.0, named,
+                           kinds)
     return hits

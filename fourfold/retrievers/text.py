@@ -160,21 +160,38 @@ def compile_regex(pattern: str, case_sensitive: bool = True):
     return regex
 
 
+# Python's IGNORECASE takes i, I, İ and ı for one letter; RE2's case folding does not
+_DOTTED_I = "iIİı"
+FOLDED_MAX_CHARS = 256  # a longer literal outgrows RE2's DFA memory: Python's re finds it
+
+
 def compile_folded_literal(literal: str):
-    """RE2 finding a literal whatever its case, on UTF-8 bytes: Python's re with IGNORECASE
-    cannot skip ahead to the literal, and took several times as long through a big
-    repository (docs/benchmarks.md)."""
+    """RE2 finding a literal whatever its case, as Python's IGNORECASE would, on UTF-8
+    bytes: Python's re cannot skip ahead to the literal, and took several times as long
+    through a big repository (docs/benchmarks.md). None for a literal over
+    FOLDED_MAX_CHARS or one UTF-8 cannot carry (a lone surrogate)."""
+    if len(literal) > FOLDED_MAX_CHARS or any("\ud800" <= char <= "\udfff" for char in literal):
+        return None
     options = re2.Options()
     options.log_errors = False
-    options.literal = True
     options.case_sensitive = False
     options.never_nl = True
     options.never_capture = True
-    return re2.compile(literal.encode("utf-8", "surrogatepass"), options)
+    pattern = "".join(f"[{_DOTTED_I}]" if char in _DOTTED_I
+                      else f"\\x{ord(char):02x}" if char.isascii() and not char.isalnum()
+                      else char for char in literal)
+    return re2.compile(pattern.encode("utf-8"), options)
 
 
 def _literal_find(literal: str) -> Callable[[str, int], int]:
     return lambda text, pos: text.find(literal, pos)
+
+
+def _re_find(pattern: re.Pattern) -> Callable[[str, int], int]:
+    def find(text: str, pos: int) -> int:
+        found = pattern.search(text, pos)
+        return -1 if found is None else found.start()
+    return find
 
 
 def _literal_span(literal: str) -> Callable[[str, int], tuple[int, int]]:
@@ -210,17 +227,27 @@ def _char_at(text: str | bytes, at: int) -> str:
     return text[at:at + 4].decode("utf-8", "replace")[:1]
 
 
+_NOT_ASCII_WORD = re.compile(r"[^A-Za-z0-9_]")
+_NOT_ASCII_WORD_BYTE = re.compile(rb"[^A-Za-z0-9_]")
+
+
 def _whole_words(span: Callable[[str | bytes, int], tuple[int, int]]
                  ) -> Callable[[str | bytes, int], int]:
-    """The next match with no word character just before or after it (grep -w)."""
+    """The next match with no word character just before or after it (grep -w). After a
+    match inside a word, the search goes on past the run of ASCII word characters it
+    starts in: no match starting within that run has a non-word character before it."""
     def find(text: str | bytes, pos: int) -> int:
+        skip = _NOT_ASCII_WORD_BYTE if isinstance(text, bytes) else _NOT_ASCII_WORD
         while True:
             start, end = span(text, pos)
             if start < 0:
                 return -1
             if not _is_word(_char_before(text, start)) and not _is_word(_char_at(text, end)):
                 return start
-            pos = start + 1
+            past = skip.search(text, start)
+            if past is None:
+                return -1
+            pos = past.start() + 1
     return find
 
 
@@ -355,13 +382,17 @@ class TextRetriever:
             required = regex_required(pattern)
         else:
             required = literal_required(pattern)
-            if case_sensitive:
+            folded = None if case_sensitive else compile_folded_literal(pattern)
+            if folded is not None:
+                find = _whole_words(_re2_span(folded)) if whole_word else _re2_find(folded)
+            elif case_sensitive:
                 find = (_whole_words(_literal_span(pattern)) if whole_word
                         else _literal_find(pattern))
             else:
-                folded = compile_folded_literal(pattern)
-                find = _whole_words(_re2_span(folded)) if whole_word else _re2_find(folded)
-        utf8 = regex or not case_sensitive
+                find = _re_find(re.compile(
+                    rf"(?<!\w){re.escape(pattern)}(?!\w)" if whole_word else re.escape(pattern),
+                    re.IGNORECASE))
+        utf8 = regex or folded is not None
         out = ResultList()
         batches = (self._all_batches(required, repo_id, path_glob, utf8) if limit is None
                    else self._limited_batches(required, repo_id, path_glob, utf8))

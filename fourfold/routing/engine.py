@@ -220,5 +220,6 @@ class SearchEngine:
             hits = self.learned.rerank(hits, query, snapshot)
             learned = self.learned.failure is None
         hits = to_granularity(hits, options.granularity or GRANULARITY[query.intent],
-                              snapshot.definitions, support=not learned, named=query.identifiers)
+                              snapshot.definitions, support=not learned, named=query.identifiers,
+                              kinds=query.filters.kinds)
         return hits[:options.limit]

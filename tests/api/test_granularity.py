@@ -95,10 +95,15 @@ def test_definitions_the_question_names_follow_the_first_answers(ff, monkeypatch
             Hit("app/validators.py", 21, 22, 0.2)]  # in validate_email
     # scheme_of had no span; validate_email had the last; names of other files, dunders
     # and words no definition has change nothing
-    named = frozenset({"scheme_of", "validate_email", "__call__", "url", "Parser"})
+    # a variable (SCHEMES) is no function answer
+    named = frozenset({"scheme_of", "validate_email", "__call__", "url", "Parser", "SCHEMES"})
     out = by_function(hits, definitions.__getitem__, named=named)
     assert [h.symbol for h in out] == ["UrlValidator.__call__", "UrlValidator.scheme_of",
                                        "validate_email", "check_url"]
+    # a question asking for methods only gets no function raised
+    assert [h.symbol for h in by_function(hits, definitions.__getitem__, named=named,
+                                          kinds=frozenset({"method"}))] == [
+        "UrlValidator.__call__", "UrlValidator.scheme_of", "check_url", "validate_email"]
     assert [h.score for h in out] == sorted((h.score for h in out), reverse=True)
     assert (out[1].start_line, out[1].end_line, out[1].kind) == (15, 17, "method")
     # nothing named: the order is the spans' own

@@ -255,10 +255,13 @@ FOLDED = ("Straße und STRASSE\n"
           "a Kelvin sign: 3 K\n"
           "x.*[y] stays literal\n"
           "X.*[Y] too\n"
-          "nothing here\n")
+          "nothing here\n"
+          "İnt x; ınt y\n"
+          "a \\E and a \\Q, a tab\tand a dollar $\n")
 
 
-@pytest.mark.parametrize("pattern", ["äpfel", "static int", "k", "x.*[y]", "straße", "ß"])
+@pytest.mark.parametrize("pattern", ["äpfel", "static int", "k", "x.*[y]", "straße", "ß", "int",
+                                     "ı", "\\e and", "tab\tand a dollar $", "x" * 300])
 def test_a_literal_in_any_case_finds_the_lines_python_folds_to_it(make_tree, pattern):
     """Any-case literals are found by RE2 on UTF-8 bytes: the same lines as Python's re
     with IGNORECASE on the text, letters outside ASCII included."""
@@ -268,7 +271,7 @@ def test_a_literal_in_any_case_finds_the_lines_python_folds_to_it(make_tree, pat
     ff.index(embed=False)
     expected = [n for n, line in enumerate(FOLDED.split("\n")[:-1], 1)
                 if re.search(re.escape(pattern), line, re.IGNORECASE)]
-    assert expected
+    assert expected or len(pattern) > 256
     assert [m.line for m in ff.grep(pattern)] == expected
     assert [m.line for m in ff.grep(pattern, limit=1)] == expected[:1]
 
@@ -305,3 +308,12 @@ def test_whole_words_are_python_s_word_boundaries(make_tree, pattern, case_sensi
     assert expected
     assert [m.line for m in ff.grep(pattern, whole_word=True,
                                     case_sensitive=case_sensitive)] == expected
+
+
+@pytest.mark.parametrize("case_sensitive", [True, False])
+def test_a_whole_word_inside_long_words_is_found_where_it_stands_alone(make_tree,
+                                                                       case_sensitive):
+    text = ("a" * 100_000 + " xa ax a_a\n") * 3 + "ǅa é a\n" + "a" * 100_000 + "\n"
+    ff = Fourfold(make_tree({"long.txt": text}))
+    ff.index(embed=False)
+    assert [m.line for m in ff.grep("a", whole_word=True, case_sensitive=case_sensitive)] == [4]
