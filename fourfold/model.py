@@ -82,6 +82,8 @@ class Hit:
     file_support: float = 0.0  # added for the file's other hits (granularity.with_file_support)
     # the learned ranking's score and the features that moved it most (ranking/learned.py)
     learned: dict[str, float] = field(default_factory=dict)
+    # a definition the question names, placed after the first function answers (granularity.py)
+    named: bool = False
 
     def to_dict(self) -> dict:
         out = {
@@ -107,4 +109,6 @@ class Hit:
             out["file_support"] = round(self.file_support, 6)
         if self.learned:
             out["learned"] = {k: round(v, 4) for k, v in self.learned.items()}
+        if self.named:
+            out["named"] = True
         return out

@@ -134,7 +134,7 @@ def with_named_definitions(ranked: list[Hit],
             seen.add(key)
             hit = found.get(key) or Hit(path, symbol.start_line, symbol.end_line, 0.0,
                                         symbol=symbol.qualname, kind=symbol.kind)
-            raised.append(replace(hit, score=score))
+            raised.append(replace(hit, score=score, named=True))
     if not raised:
         return ranked
     return kept + raised + [h for h in ranked[NAMED_AFTER:]

@@ -123,6 +123,9 @@ def test_a_search_places_the_definition_its_question_names(ff, monkeypatch):
     assert symbols() == ["validate_email", "UrlValidator.__call__", "check_url"]
     monkeypatch.setattr(granularity, "NAMED_FILES", 2)
     assert symbols() == ["validate_email", "check_url", "UrlValidator.__call__"]
+    hits = ff.search(question, granularity="function", modalities=("text",)).hits
+    assert [h.named for h in hits[:3]] == [False, True, False]
+    assert hits[1].to_dict()["named"] is True and "named" not in hits[0].to_dict()
 
 
 def test_an_unknown_granularity_is_a_clear_error(ff):

@@ -82,6 +82,15 @@ def test_search_explain_shows_routing_votes_and_priors(project):
     assert set(hit["ranks"]) == set(hit["contributions"]) and hit["factors"]["file_name"] == 1.5
 
 
+def test_explain_says_a_function_answer_was_named_in_the_question(capsys):
+    from fourfold.interfaces.cli import _print_hit_explanation
+    from fourfold.model import Hit
+
+    _print_hit_explanation(Hit("app/config.py", 3, 9, 0.1, symbol="parse", named=True))
+    assert capsys.readouterr().out == (
+        "    = no votes · named in the question: placed after the first answers\n")
+
+
 def test_grep_exit_codes_and_regex_errors(project):
     assert fourfold("index", str(project))[0] == 0
     code, out, _ = fourfold("grep", "econnrefused", str(project))
