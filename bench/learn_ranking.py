@@ -34,7 +34,8 @@ from fourfold import Fourfold, SearchOptions  # noqa: E402
 from fourfold.model import Hit  # noqa: E402
 from fourfold.store.base import StoredSymbol  # noqa: E402
 from fourfold.query.model import Query  # noqa: E402
-from fourfold.ranking.granularity import enclosing_definition, to_granularity  # noqa: E402
+from fourfold.ranking.granularity import (UNIT_KINDS, enclosing_definition,  # noqa: E402
+                                          to_granularity)
 from fourfold.ranking.learned import FEATURES, INTENTS, MODEL_PATH, candidate_features  # noqa: E402
 from fourfold.routing.engine import GRANULARITY  # noqa: E402
 
@@ -122,8 +123,15 @@ def _dump_queries(ff: Fourfold, dataset: str, fold: int, queries: list[dict], ou
             if rows:
                 d["x"] = [None if isinstance(v, float) and math.isnan(v) else v for v in rows[i]]
             candidates.append(d)
+        # what the function stage reads: the names the question spells out, and every
+        # definition a function answer can be of the candidates' files
+        definitions = {path: [[d.qualname, d.start_line, d.end_line, d.kind]
+                              for d in snapshot.definitions(path) if d.kind in UNIT_KINDS]
+                       for path in dict.fromkeys(c["path"] for c in candidates)}
         out.write(json.dumps({"id": q["id"], "dataset": dataset, "fold": fold,
-                              "intent": response.intent, "candidates": candidates}) + "\n")
+                              "intent": response.intent, "candidates": candidates,
+                              "identifiers": sorted(Query(q["query"]).identifiers),
+                              "definitions": definitions}) + "\n")
 
 
 def dump() -> None:
@@ -182,17 +190,12 @@ def fit(records: list[dict], drop: set[str] = frozenset()):
 
 
 def _definitions(record: dict) -> dict[str, list[StoredSymbol]]:
-    """Per path, the definitions the record's candidates lie in, as the dump kept them:
-    all the granularity stage reads of the index (the definition a span is credited to
-    is always among them)."""
-    found: dict[str, dict[tuple, StoredSymbol]] = defaultdict(dict)
-    for c in record["candidates"]:
-        if c["unit"]:
-            qualname, start, end, kind = c["unit"]
-            found[c["path"]][(qualname, start)] = StoredSymbol(
-                0, 0, c["path"], qualname.rsplit(".", 1)[-1], qualname, kind, start, end, "",
-                "", None, 0, None)
-    return {path: list(units.values()) for path, units in found.items()}
+    """Per path of the record's candidates, the definitions a function answer can be, as
+    the dump kept them: all the granularity stage reads of the index."""
+    return {path: [StoredSymbol(0, 0, path, qualname.rsplit(".", 1)[-1], qualname, kind,
+                                start, end, "", "", None, 0, None)
+                   for qualname, start, end, kind in found]
+            for path, found in record["definitions"].items()}
 
 
 def _results(record: dict, model=None, keep=None, granularity: str | None = None) -> list[dict]:
@@ -216,7 +219,7 @@ def _results(record: dict, model=None, keep=None, granularity: str | None = None
     granularity = granularity or GRANULARITY[record["intent"]]
     definitions = _definitions(record)
     out = to_granularity(hits, granularity, lambda path: definitions.get(path, []),
-                         support=not learned)
+                         support=not learned, named=frozenset(record["identifiers"]))
     return [{"path": h.path, "start_line": h.start_line, "end_line": h.end_line,
              "symbol": h.symbol} for h in out[:10 if granularity != "function" else 20]]
 
