@@ -22,34 +22,32 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 sys.path.insert(0, str(BENCH))
 import datasets  # noqa: E402
+import eval as evaluation  # noqa: E402  (bench/eval.py: the same indexes and queries)
 
-from fourfold import Fourfold, SearchOptions  # noqa: E402
+from fourfold import SearchOptions  # noqa: E402
 from fourfold.ranking import granularity  # noqa: E402
 
 sys.path.insert(0, str(datasets.DATA_DIR))
 import score as reference  # noqa: E402  (the reference scorer's own function Acc@k)
 
-INDEXES = BENCH / ".cache" / "indexes"
 OFF = (0, 0)
 GRID = [OFF, *itertools.product((3, 4, 5, 6, 7), (1, 2, 3, 5))]  # (after, files)
 
 
 def answers(setting: tuple[int, int]) -> dict[str, list[dict]]:
+    """Every issue's function answers under one setting, indexed and asked as `eval.py
+    train --granularity function` does."""
     granularity.NAMED_AFTER, granularity.NAMED_FILES = setting
     by_tree: dict[Path, list[dict]] = defaultdict(list)
     for inst in datasets.train_instances():
         by_tree[inst["tree"]].append(inst)
-    out = {}
+    results: list[dict] = []
     for tree, instances in sorted(by_tree.items()):
-        ff = Fourfold(tree, index_dir=INDEXES / "releases" / tree.name)
-        ff.index()
-        for inst in instances:
-            hits = ff.search(inst["query"], SearchOptions(granularity="function")).hits
-            out[inst["instance_id"]] = [{"path": h.path, "start_line": h.start_line,
-                                         "end_line": h.end_line, "symbol": h.symbol}
-                                        for h in hits]
+        ff = evaluation.open_index("releases", tree.name, tree, {})
+        evaluation.run_queries(ff, [(i["instance_id"], i["query"]) for i in instances],
+                               SearchOptions(granularity="function"), results, [], {})
         ff.close()
-    return out
+    return {r["id"]: r["results"] for r in results}
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ _PATH = re.compile(r"(?<![\w/.-])(?:\.{0,2}/)?(?:[\w.-]+/)+[\w.-]+\.[A-Za-z]\w{0
 # Every pattern here runs in linear time on a hostile 32,000-character text: no nested
 # quantifier can split one run of characters two ways, and a URL scheme is bounded.
 _DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # an identifier-shaped word
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]{0,20}://\S+")
 # dotted words that are not code: abbreviations, versions, host names
 _NOT_CODE = re.compile(r"^(?:e\.g|i\.e|etc|vs|www)\b|\.(?:com|org|net|io|html?)$", re.I)
@@ -76,7 +76,7 @@ def mentions_of(text: str) -> Mentions:
         word = m.group(0)
         if not (_NOT_CODE.search(word) or any(word in p for p in paths)):
             counts[word] = counts.get(word, 0) + 1
-    for m in _WORD.finditer(prose):
+    for m in IDENTIFIER.finditer(prose):
         word = m.group(0)
         called = prose[m.end():m.end() + 1] == "("
         if called or _is_code_name(word):

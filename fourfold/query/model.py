@@ -7,7 +7,7 @@ from functools import cached_property
 
 from ..tokens import STOPWORDS, query_words
 from .filters import Filters
-from .mentions import Mentions, mentions_of
+from .mentions import IDENTIFIER, Mentions, mentions_of
 
 # A question of more distinct words than this (stopwords aside) is a pasted text: an issue,
 # a traceback, a log. It names tests, docs and files in passing; they are not what it asks
@@ -18,7 +18,6 @@ QUESTION_MAX_WORDS = 12
 # for no tests.
 _TEST_WORDS = re.compile(r"(?<![A-Za-z])(?:[Tt]est(?:s|ing|ed)?|TESTS?|[Ss]pecs?|[Uu]nit_?tests?|"
                          r"[Pp]ytest)(?![a-z])")
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Questions about documentation or configuration keep prose files at full rank.
 _PROSE_WORDS = re.compile(r"(?i)\b(docs?|documentation|readme|changelog|guide|tutorial|"
                           r"config(uration)?|settings?|ya?ml|json|toml|markdown|html|css|"
@@ -58,7 +57,7 @@ class Query:
     def identifiers(self) -> frozenset[str]:
         """Every identifier-shaped word of the text as written, stopwords aside: a
         definition of one of these names is one the question names."""
-        return frozenset(w for w in _IDENTIFIER.findall(self.text) if w.lower() not in STOPWORDS)
+        return frozenset(w for w in IDENTIFIER.findall(self.text) if w.lower() not in STOPWORDS)
 
     @property
     def wants_tests(self) -> bool:

@@ -201,11 +201,6 @@ def _literal_span(literal: str) -> Callable[[str, int], tuple[int, int]]:
     return span
 
 
-def _re2_span(regex) -> Callable[[bytes, int], tuple[int, int]]:
-    match = regex._regexp.Match
-    return lambda text, pos: match(_UNANCHORED, text, pos, len(text))[0]
-
-
 def _is_word(char: str) -> bool:
     """A word character as Python's regexes know it: a letter or digit of any script, or
     the underscore (RE2's word boundary knows ASCII only, so whole words are checked here)."""
@@ -261,6 +256,12 @@ def _re2_find(regex) -> Callable[[bytes, int], int]:
     regex lines against Python's re)."""
     match = regex._regexp.Match
     return lambda text, pos: match(_UNANCHORED, text, pos, len(text))[0][0]
+
+
+def _re2_span(regex) -> Callable[[bytes, int], tuple[int, int]]:
+    """(start, end) of the next match, as _re2_find asks it; (-1, -1) for none."""
+    match = regex._regexp.Match
+    return lambda text, pos: match(_UNANCHORED, text, pos, len(text))[0]
 
 
 STEM_BONUS = 1.0  # × the best BM25 score, for a file whose whole name the query spells out
