@@ -251,7 +251,7 @@ class StaticEmbedder:
         self.vocabulary_size = int(emb.shape[0])
         self.max_tokens = max_tokens
         self._word_ids = lru_cache(maxsize=WORD_CACHE)(self._encode_word)
-        self._segment_ids = lru_cache(maxsize=SEGMENT_CACHE)(self._encode_segment)
+        self._segments: dict[str, tuple[int, ...]] = {}  # a segment -> its ids
 
     def token_ids(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """What the model reads of each text, compound identifiers followed by their words,
@@ -277,12 +277,20 @@ class StaticEmbedder:
         return flat, starts
 
     def _plain_ids(self, text: str) -> list[int]:
-        ids: list[int] = []
-        for segment in _SEGMENT.findall(text):
-            ids += self._segment_ids(segment)
-            if len(ids) >= self.max_tokens:
-                return ids[:self.max_tokens]
-        return ids
+        segments = _SEGMENT.findall(text)
+        known = self._segments
+        try:  # the segments' ids looked up by C calls: indexing reads every chunk
+            ids = list(itertools.chain.from_iterable(map(known.__getitem__, segments)))
+        except KeyError:
+            if len(known) > SEGMENT_CACHE:
+                known.clear()
+            ids = []
+            for segment in segments:
+                found = known.get(segment)
+                if found is None:
+                    found = known[segment] = self._encode_segment(segment)
+                ids += found
+        return ids[:self.max_tokens]
 
     def _encode_segment(self, segment: str) -> tuple[int, ...]:
         # a run of identifier characters is bounded by the tokenizer's boundaries, and
