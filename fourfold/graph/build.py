@@ -18,10 +18,10 @@ import numpy as np
 from ..model import Symbol
 from ..store.base import (EdgeColumns, Resolution, Store, compress_references,
                           decode_references, decompress_references)
-from .centrality import IndexedEdges, rank_indexed
+from .centrality import EdgeBuilder, IndexedEdges, rank_indexed
 from .facts import FileFacts
 from .forked import Forked
-from .resolve import resolve_graph
+from .resolve import resolve_into
 
 EXTRA_FILES = ("go.mod",)  # read by import resolution (Go module path)
 
@@ -89,8 +89,11 @@ def resolve_and_rank(facts: GraphFacts, parallel: bool = True) -> ResolvedGraph:
     files = {path: FileFacts(language, symbols,
                              decode_references(decompress_references(references)))
              for path, (language, symbols, references) in sorted(facts.files.items())}
-    edges = IndexedEdges.of(resolve_graph(files, extra_files=facts.extra or None,
-                                          parallel=parallel), files)
+    builder = EdgeBuilder(files)
+    resolve_into(builder.add, files, extra_files=facts.extra or None, parallel=parallel)
+    edges = builder.finish()
+    del files, builder  # the decoded references: ranking's arrays may take their place
+    release_freed_memory()
     symbol_scores, file_scores = rank_indexed(edges)
     n_symbols = max(len(symbol_scores), 1)
     n_files = max(len(file_scores), 1)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import posixpath
 from collections import defaultdict
+from collections.abc import Callable, Iterator
 
 from ..model import Symbol
 from ..store.base import Resolution
@@ -37,6 +38,8 @@ from .languages.base import Language
 
 SELF_NAMES = frozenset({"self", "this", "cls", "$this", "@", "Self", "static", "me"})
 SUPER_NAMES = frozenset({"super", "parent", "base"})
+PACKAGES_KEPT = 64  # folders whose names same_package keeps indexed at once
+
 # Method names so common on built-in types that a repo-unique definition is no evidence.
 COMMON_METHODS = frozenset("""
 get set put pop push append extend insert remove discard clear copy update keys values items
@@ -81,10 +84,27 @@ def target(hit: Target) -> Hit | None:
     return hit if hit is not None and hit != EXTERNAL else None
 
 
-class FileTable:
-    """A file's definitions, indexed by qualname, by name, at top level and by parent."""
+def _add_one(index: dict, key, value) -> None:
+    """index[key] is the one value given for key, or a list of all, in order: most names are
+    defined once, and a list per name cost a big repository's resolution hundreds of MB."""
+    held = index.get(key)
+    if held is None:
+        index[key] = value
+    elif type(held) is list:
+        held.append(value)
+    else:
+        index[key] = [held, value]
 
-    __slots__ = ("path", "language", "fam", "by_qual", "by_name", "top", "members", "dir")
+
+def _all_of(held) -> tuple | list:
+    """What _add_one gave a key: every value, in order."""
+    return () if held is None else held if type(held) is list else (held,)
+
+
+class FileTable:
+    """A file's definitions, indexed by qualname, by name and by parent."""
+
+    __slots__ = ("path", "language", "fam", "by_qual", "_by_name", "members", "dir")
 
     def __init__(self, path: str, facts: FileFacts, language: Language):
         self.path = path
@@ -92,16 +112,28 @@ class FileTable:
         self.fam = language.family
         self.dir = posixpath.dirname(path)
         self.by_qual: dict[str, Symbol] = {}
-        self.by_name: dict[str, list[Symbol]] = defaultdict(list)
-        self.top: dict[str, Symbol] = {}
+        self._by_name: dict[str, Symbol | list[Symbol]] = {}  # see named()
         self.members: dict[str, list[Symbol]] = defaultdict(list)  # parent qualname -> members
         for s in facts.symbols:
             self.by_qual.setdefault(s.qualname, s)
-            self.by_name[s.name].append(s)
-            if s.parent is None:
-                self.top.setdefault(s.name, s)
-            else:
+            _add_one(self._by_name, s.name, s)
+            if s.parent is not None:
                 self.members[s.parent].append(s)
+
+    def named(self, name: str) -> tuple[Symbol, ...] | list[Symbol]:
+        """The definitions called `name`, in file order."""
+        held = self._by_name.get(name)  # _all_of, inlined: resolution asks this most
+        return () if held is None else held if type(held) is list else (held,)
+
+    def defines(self, name: str) -> bool:
+        return name in self._by_name
+
+    def names(self) -> Iterator[tuple[str, tuple[Symbol, ...] | list[Symbol]]]:
+        return ((name, _all_of(held)) for name, held in self._by_name.items())
+
+    def top_level(self, name: str) -> Symbol | None:
+        """The first definition called `name` outside any other."""
+        return next((s for s in self.named(name) if s.parent is None), None)
 
 
 def find_exported(tables: dict[str, FileTable], bindings: dict[str, list[Binding]], path: str,
@@ -111,10 +143,10 @@ def find_exported(tables: dict[str, FileTable], bindings: dict[str, list[Binding
     t = tables.get(path)
     if t is None:
         return None
-    s = t.top.get(name)
+    s = t.top_level(name)
     if s is not None:
         return path, s.qualname
-    cands = t.by_name.get(name)
+    cands = t.named(name)
     if cands:
         return path, cands[0].qualname
     if depth >= 4:
@@ -155,19 +187,20 @@ class Resolver:
         self.imports = imports
         self.mods = mods
         self.tables = tables
-        # repo-wide name index per family: name -> [(path, symbol)]
-        self.names: dict[tuple[str, str], list[tuple[str, Symbol]]] = defaultdict(list)
+        # repo-wide name index per family: family -> name -> the paths of the files that
+        # define it (see _add_one); their tables say which definitions
+        self._names: dict[str, dict[str, str | list[str]]] = {}
         # members by the parent's simple name (methods in Go/Rust/Swift live outside the type)
         self.members_by_parent: dict[tuple[str, str], list[tuple[str, Symbol]]] = \
             defaultdict(list)
         for p, t in self.tables.items():
+            names = self._names.setdefault(t.fam, {})
+            for name, _ in t.names():
+                _add_one(names, name, p)
             for s in files[p].symbols:
-                self.names[(t.fam, s.name)].append((p, s))
                 if s.parent:
                     self.members_by_parent[(t.fam, parent_name(s.parent))].append((p, s))
-        # every defined name, whatever its language: most names looked up (`len`, `str`,
-        # a local variable before `.method()`) are defined nowhere and need no search
-        self.defined = {name for _, name in self.names}
+        self._name_indexes = list(self._names.values())
         self.local_names: dict[str, dict[str, list[Binding]]] = {}
         for p, imps in imports.items():
             ln: dict[str, list[Binding]] = defaultdict(list)
@@ -187,7 +220,7 @@ class Resolver:
         self._unique_members: dict[tuple, Hit | None] = {}
         self._star_tables: dict[str, list[tuple[str, FileTable]]] = {}  # via_star's files
         self._members: dict[tuple, Hit | None] | None = None  # set once bases are known
-        self._packages: dict[tuple[str, str], dict[str, list[tuple[str, Symbol]]]] = {}
+        self._packages: dict[tuple[str, str], dict[str, str | list[str]]] = {}
         # what the code says of the types of names: variables by (path, scope), attributes
         # by (path, type qualname), return types by (path, function qualname)
         self.variables: dict[tuple[str, str | None], dict[str, list[TypeFact]]] = \
@@ -230,6 +263,21 @@ class Resolver:
             self.variables[(path, scope)][var].append(fact)
 
     # -- types and their members
+    def definitions(self, fam: str, name: str) -> tuple | list:
+        """(path, symbol) of each definition of `name` in the family's files."""
+        names = self._names.get(fam)
+        if names is None:
+            return ()
+        return [(p, s) for p in _all_of(names.get(name)) for s in self.tables[p].named(name)]
+
+    def is_defined(self, name: str) -> bool:
+        """Whether any file of any language defines `name`: most names looked up (`len`,
+        `str`, a local variable before `.method()`) are defined nowhere and need no search."""
+        for names in self._name_indexes:
+            if name in names:
+                return True
+        return False
+
     def enclosing_type(self, t: FileTable, qual: str | None) -> Symbol | None:
         seen = 0
         while qual and seen < 32:
@@ -289,7 +337,7 @@ class Resolver:
 
     # -- plain names
     def in_file(self, t: FileTable, name: str, src: str | None, types_only: bool):
-        cands = t.by_name.get(name)
+        cands = t.named(name)
         if not cands:
             return None
         ok = [s for s in cands
@@ -324,8 +372,8 @@ class Resolver:
                 if s is not None:
                     return (imp.paths[0], s) if not types_only or s.kind in TYPE_KINDS else None
             for p in imp.paths:
-                s = self.tables[p].top.get(imp.member) \
-                    or next(iter(self.tables[p].by_name.get(imp.member, ())), None)
+                s = self.tables[p].top_level(imp.member) \
+                    or next(iter(self.tables[p].named(imp.member)), None)
                 if s is not None:
                     return (p, s) if not types_only or s.kind in TYPE_KINDS else None
             return EXTERNAL
@@ -340,36 +388,44 @@ class Resolver:
                 if imp.member == ALL or (imp.member is not None and imp.paths and imp.alias is None)
                 for p in imp.paths if p in self.tables]
         for p, t in tables:
-            if name in t.by_name:
+            if t.defines(name):
                 s = self.in_file(t, name, None, types_only)
                 if s is not None:
                     return p, s
         return None
 
-    def _package_names(self, t: FileTable) -> dict[str, list[tuple[str, Symbol]]]:
-        """name -> top-level definitions in the files of t's folder and language family,
-        built once per package: a Java package of hundreds of files is asked thousands of
-        times."""
+    def _package_names(self, t: FileTable) -> dict[str, str | list[str]]:
+        """name -> the files of t's folder and language family that define it at top level
+        (see _add_one), built once per package: a Java package of hundreds of files is
+        asked thousands of times. Files are resolved in path order, so a folder's are
+        near each other: only the last few folders' are kept (every folder's held a second
+        copy of a C repository's names)."""
         key = (t.dir, t.fam)
         index = self._packages.get(key)
         if index is None:
-            index = defaultdict(list)
+            index = {}
             for p in self.mods.by_dir.get(t.dir, ()):
                 u = self.tables[p]
                 if u.fam != t.fam:
                     continue
-                for name, symbols in u.by_name.items():
-                    index[name].extend((p, s) for s in symbols if s.parent is None)
+                for name, symbols in u.names():
+                    if any(s.parent is None for s in symbols):
+                        _add_one(index, name, p)
+            if len(self._packages) >= PACKAGES_KEPT:
+                self._packages.clear()
             self._packages[key] = index
         return index
 
     def same_package(self, t: FileTable, name: str, types_only: bool):
         if not t.language.same_package:
             return None
-        for p, s in self._package_names(t).get(name, ()):
-            if p != t.path and (s.kind in TYPE_KINDS if types_only
-                                else s.kind not in NON_CALLABLE):
-                return p, s
+        for p in _all_of(self._package_names(t).get(name)):
+            if p == t.path:
+                continue
+            for s in self.tables[p].named(name):
+                if s.parent is None and (s.kind in TYPE_KINDS if types_only
+                                         else s.kind not in NON_CALLABLE):
+                    return p, s
         return None
 
     def unique(self, fam: str, name: str, types_only: bool, methods: bool):
@@ -377,7 +433,7 @@ class Resolver:
         elsewhere, if there is exactly one."""
         if len(name) < 3:
             return None
-        cands = self.names.get((fam, name), ())
+        cands = self.definitions(fam, name)
         ok = []
         for p, s in cands:
             if s.parent is not None:
@@ -399,7 +455,7 @@ class Resolver:
     def lookup(self, path: str, src: str | None, name: str, types_only: bool = False
                ) -> Found:
         """Resolve a plain (unqualified) name seen in `path` inside symbol `src`."""
-        if name not in self.defined and name not in self.local_names.get(path, ()):
+        if not self.is_defined(name) and name not in self.local_names.get(path, ()):
             return NOT_FOUND
         t = self.tables[path]
         if src is not None and path in self.scoped_imports:
@@ -414,7 +470,7 @@ class Resolver:
         if s is not None:
             return (path, s), Resolution.EXACT
         if not types_only and any(x.kind in NON_CALLABLE and x.parent is None
-                                  for x in t.by_name.get(name, ())):
+                                  for x in t.named(name)):
             return NOT_FOUND  # a module-level variable holds the callable: not statically known
         implicit_this = t.language.implicit_this
         if implicit_this and not types_only:
@@ -452,7 +508,7 @@ class Resolver:
                 targets = imp.paths
                 if not rest:
                     for p in targets:
-                        s = self.tables[p].top.get(name)
+                        s = self.tables[p].top_level(name)
                         if s is not None:
                             return p, s
                     for p in targets:  # Python re-exports from a package __init__
@@ -461,7 +517,7 @@ class Resolver:
                             return hit[0], self.tables[hit[0]].by_qual[hit[1]]
                     return None
                 for p in targets:
-                    ts = self.tables[p].top.get(rest[-1]) or self.tables[p].top.get(rest[0])
+                    ts = self.tables[p].top_level(rest[-1]) or self.tables[p].top_level(rest[0])
                     if ts is not None:
                         hit = self.member(p, ts.qualname, name)
                         if hit:
@@ -685,7 +741,7 @@ class Resolver:
                 if facts:
                     return self.type_of_facts(imp.paths[0], ("var", None, imp.member), facts)
         if t.language.same_package:  # a package-level variable of another file (Go)
-            for p, _ in self._package_names(t).get(var, ()):
+            for p in _all_of(self._package_names(t).get(var)):
                 facts = self.variables.get((p, None), {}).get(var)
                 if p != path and facts:
                     return self.type_of_facts(p, ("var", None, var), facts)
@@ -753,7 +809,7 @@ class Resolver:
             return EXTERNAL
         if hit is not None:
             return hit if level >= Resolution.INFERRED and hit[1] is not None else None
-        return EXTERNAL if parent_name(expr) not in self.defined else None
+        return EXTERNAL if not self.is_defined(parent_name(expr)) else None
 
     def value_type(self, path: str, scope: str | None, expr: str) -> TypeHit:
         """The type of the value a call of `expr` returns: the class it constructs, or the
@@ -764,7 +820,7 @@ class Resolver:
         if hit == EXTERNAL:
             return EXTERNAL
         if hit is None:
-            return EXTERNAL if expr in BUILTIN_VALUES and expr not in self.defined else None
+            return EXTERNAL if expr in BUILTIN_VALUES and not self.is_defined(expr) else None
         if level < Resolution.INFERRED or hit[1] is None:
             return None
         if hit[1].kind in TYPE_KINDS:
@@ -789,7 +845,7 @@ class Resolver:
         key = (t.fam, final, types_only)
         hit = self._unique_members.get(key, _UNSET)
         if hit is _UNSET:
-            cands = [(p, s) for p, s in self.names.get((t.fam, final), ())
+            cands = [(p, s) for p, s in self.definitions(t.fam, final)
                      if (s.kind in TYPE_KINDS if types_only else s.kind not in NON_CALLABLE)]
             hit = cands[0] if len(cands) == 1 and (types_only or cands[0][1].parent is not None) \
                 else None
@@ -811,17 +867,19 @@ PARALLEL_REFERENCES = 8_000
 SERIAL_ABOVE_REFERENCES = 1_000_000
 
 
-def resolve_uses(r: Resolver, files: dict[str, FileFacts], parallel: bool) -> list[Edge]:
-    """Call and type-use edges. Every file resolves alone once the tables and bases are
-    built, so on a large repository a forked copy of the resolver takes half the files: the
-    second core is otherwise idle (not on a huge one: see SERIAL_ABOVE_REFERENCES). Where
-    no helper process can be had (one worker asked for, a daemonic process, no fork, fork
-    failing) all is resolved here."""
+def resolve_uses(r: Resolver, files: dict[str, FileFacts], parallel: bool,
+                 emit: Callable[[Edge], object]) -> None:
+    """Call and type-use edges, to `emit` in file order. Every file resolves alone once the
+    tables and bases are built, so on a large repository a forked copy of the resolver
+    takes half the files: the second core is otherwise idle (not on a huge one: see
+    SERIAL_ABOVE_REFERENCES). Where no helper process can be had (one worker asked for, a
+    daemonic process, no fork, fork failing) all is resolved here."""
     paths = list(files)
     total = sum(len(files[p].references) for p in paths)
     if (not parallel or not PARALLEL_REFERENCES <= total <= SERIAL_ABOVE_REFERENCES
             or (os.cpu_count() or 1) < 2):
-        return _uses_of(r, files, paths)
+        _uses_of(r, files, paths, emit)
+        return
     half, count = len(paths), 0
     for i, p in enumerate(paths):
         count += len(files[p].references)
@@ -830,34 +888,40 @@ def resolve_uses(r: Resolver, files: dict[str, FileFacts], parallel: bool) -> li
             break
     helper = Forked.start(_use_rows, r, files, paths[half:])
     if helper is None:
-        return _uses_of(r, files, paths)
+        _uses_of(r, files, paths, emit)
+        return
     try:
-        edges = _uses_of(r, files, paths[:half])
+        _uses_of(r, files, paths[:half], emit)
     except BaseException:
         helper.close()
         raise
     rows = helper.result()
-    return edges + ([Edge(*row) for row in rows] if rows is not None
-                    else _uses_of(r, files, paths[half:]))  # the helper died: its half here
+    if rows is None:  # the helper died: its half here
+        _uses_of(r, files, paths[half:], emit)
+        return
+    for row in rows:
+        emit(Edge(*row))
 
 
 def _use_rows(r: Resolver, files: dict[str, FileFacts], paths: list[str]) -> list[tuple]:
     # plain tuples: pickling them is several times faster than pickling the dataclass
-    return [(e.kind, e.src_path, e.src_symbol, e.dst_path, e.dst_symbol, e.line, e.resolution,
-             e.name) for e in _uses_of(r, files, paths)]
+    rows: list[tuple] = []
+    _uses_of(r, files, paths, lambda e: rows.append((
+        e.kind, e.src_path, e.src_symbol, e.dst_path, e.dst_symbol, e.line, e.resolution,
+        e.name)))
+    return rows
 
 
-def _uses_of(r: Resolver, files: dict[str, FileFacts], paths: list[str]) -> list[Edge]:
-    edges: list[Edge] = []
+def _uses_of(r: Resolver, files: dict[str, FileFacts], paths: list[str],
+             emit: Callable[[Edge], object]) -> None:
     for path in paths:
         for ref in files[path].references:
             if ref.kind == "call":
                 hit, level = r.resolve_site(path, ref.source, ref.name)
-                edges.append(hit_edge("call", path, ref.source, target(hit), ref, level))
+                emit(hit_edge("call", path, ref.source, target(hit), ref, level))
             elif ref.kind == "ref":
                 hit, level = r.resolve_site(path, ref.source, ref.name, types_only=True)
                 hit = target(hit)
                 if hit is not None and hit[1] is not None and not (
                         hit[0] == path and hit[1].qualname == ref.source):
-                    edges.append(hit_edge("ref", path, ref.source, hit, ref, level))
-    return edges
+                    emit(hit_edge("ref", path, ref.source, hit, ref, level))

@@ -28,6 +28,8 @@ the name in the repository was taken for it; NONE without a target.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..model import REEXPORT
 from ..store.base import Resolution
 from .calls import FileTable, Resolver, find_exported, resolve_uses, target
@@ -41,11 +43,20 @@ def resolve_graph(files: dict[str, FileFacts], extra_files: dict[str, str] | Non
     """All edges of a repository: imports, inheritance, calls and (resolved) type refs.
     `extra_files`: path -> text of files imports are resolved by (go.mod).
     `parallel=False` resolves in this process only."""
+    edges: list[Edge] = []
+    resolve_into(edges.append, files, extra_files, parallel)
+    return edges
+
+
+def resolve_into(emit: Callable[[Edge], object], files: dict[str, FileFacts],
+                 extra_files: dict[str, str] | None = None, parallel: bool = True) -> None:
+    """resolve_graph's edges, in the same order, each handed to `emit` as it is made: a big
+    repository's millions of edges need not be held as objects (see EdgeBuilder)."""
     files = {p: FileFacts(f.language, [s for s in f.symbols if s.kind != REEXPORT], f.references)
              if any(s.kind == REEXPORT for s in f.symbols) else f for p, f in files.items()}
     tables = {p: FileTable(p, f, language(f.language)) for p, f in files.items()}
     mods = Modules(files, {p: t.fam for p, t in tables.items()}, extra_files)
-    edges, imports = _resolve_imports(files, tables, mods)
+    imports = _resolve_imports(files, tables, mods, emit)
     r = Resolver(files, tables, imports, mods)
     # inheritance first: call resolution walks base classes
     for path, facts in files.items():
@@ -63,14 +74,15 @@ def resolve_graph(files: dict[str, FileFacts], extra_files: dict[str, str] | Non
                 src_path = path
             if hit is not None and hit[1] is not None and src is not None:
                 r.bases[(src_path, src)].append((hit[0], hit[1].qualname))
-            edges.append(hit_edge("inherit", path, src, hit, ref, level))
+            emit(hit_edge("inherit", path, src, hit, ref, level))
     r.bases_complete()
-    return edges + resolve_uses(r, files, parallel)
+    resolve_uses(r, files, parallel, emit)
 
 
-def _resolve_imports(files: dict[str, FileFacts], tables: dict[str, FileTable], mods: Modules
-                     ) -> tuple[list[Edge], dict[str, list[Binding]]]:
-    """File -> file import edges, and what each file's imports bind (for call resolution)."""
+def _resolve_imports(files: dict[str, FileFacts], tables: dict[str, FileTable], mods: Modules,
+                     emit: Callable[[Edge], object]) -> dict[str, list[Binding]]:
+    """File -> file import edges (to `emit`), and what each file's imports bind (for call
+    resolution)."""
     bindings: dict[str, list[Binding]] = {}
     for path, facts in files.items():
         rules = tables[path].language
@@ -91,7 +103,6 @@ def _resolve_imports(files: dict[str, FileFacts], tables: dict[str, FileTable], 
                 if hit:
                     b.paths = [hit[0]] + [p for p in b.paths if p != hit[0]]
                     b.symbol = hit[1]
-    edges: list[Edge] = []
     seen = set()
     for path, bound in bindings.items():
         for b in bound:
@@ -99,8 +110,8 @@ def _resolve_imports(files: dict[str, FileFacts], tables: dict[str, FileTable], 
                 key = (path, None, b.line, b.module)
                 if key not in seen:
                     seen.add(key)
-                    edges.append(Edge("import", path, None, None, None, b.line, Resolution.NONE,
-                                      b.module))
+                    emit(Edge("import", path, None, None, None, b.line, Resolution.NONE,
+                              b.module))
                 continue
             for p in b.paths:
                 if p == path:
@@ -109,6 +120,6 @@ def _resolve_imports(files: dict[str, FileFacts], tables: dict[str, FileTable], 
                 if key in seen:
                     continue
                 seen.add(key)
-                edges.append(Edge("import", path, None, p, b.symbol if p == b.paths[0] else None,
-                                  b.line, Resolution.EXACT, b.module))
-    return edges, bindings
+                emit(Edge("import", path, None, p, b.symbol if p == b.paths[0] else None,
+                          b.line, Resolution.EXACT, b.module))
+    return bindings

@@ -624,6 +624,31 @@ def test_calls_are_resolved_here_when_the_helper_process_dies(tmp_path, monkeypa
     assert build(tmp_path / "parallel", _all_fixtures()) == serial
 
 
+def test_package_indexes_forgotten_and_rebuilt_give_the_same_edges(tmp_path, monkeypatch):
+    """same_package keeps the name indexes of the last few folders only; with one kept, a
+    folder's is built again when its files come back after another folder's, and no edge
+    changes."""
+    model = "java/src/main/java/com/acme/model/"
+    files = {**_all_fixtures(), model + "Cat.java": (  # after App.java, in Dog's folder
+        "package com.acme.model;\n\npublic class Cat extends Animal {\n"
+        "    void play() { Dog friend = new Dog(); }\n}\n")}
+    kept = build(tmp_path / "kept", files)
+    asked = []
+    package_names = calls_module.Resolver._package_names
+
+    def recording(self, t):
+        asked.append(t.dir)
+        return package_names(self, t)
+
+    monkeypatch.setattr(calls_module, "PACKAGES_KEPT", 1)
+    monkeypatch.setattr(calls_module.Resolver, "_package_names", recording)
+    assert build(tmp_path / "forgotten", files) == kept
+    runs = [d for i, d in enumerate(asked) if i == 0 or asked[i - 1] != d]
+    assert runs.count(model.rstrip("/")) == 2  # forgotten for App.java's folder, built again
+    assert find(kept, "inherit", model + "Cat.java", dst_path=model + "Animal.java")
+    assert find(kept, "call", model + "Cat.java", dst_path=model + "Dog.java")
+
+
 def _stored_graph(ff: Fourfold) -> tuple[list, list, list]:
     """An index's edges and ranks, by path and qualname rather than by the store's ids."""
     store = ff.store

@@ -2,6 +2,7 @@
 built-in or foreign types that never link to the repository's methods."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from fourfold import Fourfold
@@ -167,6 +168,29 @@ def test_centrality_leaves_out_guesses_by_name():
                   indexed.symbols.index(("b.py", "h")), indexed.symbols.index(("b.py", "i")))
     assert symbols[f].out_degree == 2 and symbols[g].in_degree == symbols[i].in_degree == 1
     assert h not in symbols
+
+
+def test_edges_are_numbered_files_first_then_sources_then_targets():
+    """The columns edges are stored and ranked by: files in the order given, then as edges
+    name them; symbols as edges leave them, then as they reach them (the store maps each
+    number back to its row, so any change of this order must be made on both sides)."""
+    edges = [Edge("call", "b.py", "f", "c.py", "k", 1, Resolution.EXACT, "k"),
+             Edge("import", "a.py", None, "b.py", None, 2, Resolution.EXACT, "b"),
+             Edge("call", "c.py", "g", None, None, 3, Resolution.NONE, "len"),
+             Edge("call", "a.py", "h", "b.py", "f", 4, Resolution.INFERRED, "x.f")]
+    indexed = IndexedEdges.of(edges, ["z.py"])
+    assert indexed.paths == ["z.py", "b.py", "c.py", "a.py"]
+    assert indexed.symbols == [("b.py", "f"), ("c.py", "g"), ("a.py", "h"), ("c.py", "k")]
+    assert indexed.src_file.tolist() == [1, 3, 2, 3]
+    assert indexed.dst_file.tolist() == [2, 1, -1, 1]
+    assert indexed.src_symbol.tolist() == [0, -1, 1, 2]
+    assert indexed.dst_symbol.tolist() == [3, -1, -1, 0]
+    assert indexed.line.tolist() == [1, 2, 3, 4]
+    assert indexed.resolution.tolist() == [Resolution.EXACT, Resolution.EXACT,
+                                           Resolution.NONE, Resolution.INFERRED]
+    assert indexed.kind == ["call", "import", "call", "call"]
+    assert indexed.name == ["k", "b", "len", "x.f"]
+    assert indexed.src_file.dtype == indexed.line.dtype == np.int64
 
 
 @pytest.fixture(scope="module")
