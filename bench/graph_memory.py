@@ -16,6 +16,8 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
+
 from fourfold.graph.build import release_freed_memory, resolve_and_rank, stored_facts
 from fourfold.store.sqlite import SQLiteStore
 
@@ -61,7 +63,7 @@ def main() -> None:
         digest.update(repr(column).encode())
     for array in (edges.src_file, edges.dst_file, edges.src_symbol, edges.dst_symbol,
                   edges.line, edges.resolution):
-        digest.update(str(array.dtype).encode() + array.tobytes())
+        digest.update(array.astype(np.int64).tobytes())  # values, whatever their width
     print(f"{len(facts.files)} files, {len(edges.kind)} edges, resolved and ranked in "
           f"{seconds:.1f} s; anonymous memory {before} MiB with the facts, peak "
           f"{max(peak[0], anonymous_mib())} MiB, after {anonymous_mib()} MiB; "

@@ -64,8 +64,9 @@ class Centrality:
 @dataclass(slots=True)
 class IndexedEdges:
     """Edges as columns: files are indexes into `paths`, symbols indexes into `symbols`
-    ((path, qualname) pairs), -1 for none; `resolution` a Resolution per edge. Compact to
-    send between processes, and ranked by array operations rather than edge by edge."""
+    ((path, qualname) pairs), -1 for none, as int32; `resolution` a Resolution per edge.
+    Compact to send between processes, and ranked by array operations rather than edge by
+    edge."""
 
     paths: list[str]
     symbols: list[tuple[str, str]]
@@ -142,16 +143,16 @@ class EdgeBuilder:
         dst_symbol = np.fromiter(
             (-1 if q is None else add((paths[f] if f >= 0 else None, q), len(symbols))
              for f, q in zip(self._dst_file, self._dst_qualname)),
-            np.int64, len(self._dst_qualname))
+            np.int32, len(self._dst_qualname))
         self._dst_qualname, self._names = [], None
 
         def column(values: array) -> np.ndarray:
-            return np.frombuffer(values, dtype=np.int32).astype(np.int64)
+            return np.frombuffer(values, dtype=np.int32)  # the builder's buffer, not a copy
 
         return IndexedEdges(paths, list(symbols), self._kind, column(self._src_file),
                             column(self._src_symbol), column(self._dst_file), dst_symbol,
                             column(self._line), self._name,
-                            np.frombuffer(self._resolution, dtype=np.int8).copy())
+                            np.frombuffer(self._resolution, dtype=np.int8))
 
 
 def rank_indexed(g: IndexedEdges, damping: float = 0.85, tol: float = 1e-6,

@@ -375,6 +375,11 @@ class Store(ABC):
         by id: what the graph reads, without signatures and docs."""
 
     @abstractmethod
+    def symbol_keys(self, repo_id: int, after: int, limit: int) -> list[tuple[int, int, str]]:
+        """(symbol id, file id, qualname) of a repository's symbols with ids above `after`,
+        by id, at most `limit`: a big repository's millions are read page by page."""
+
+    @abstractmethod
     def symbols_by_id(self, ids: Iterable[int], repo_id: int | None = None
                       ) -> list[StoredSymbol]:
         """The symbols of these ids, one per file holding them (of one repository)."""

@@ -663,6 +663,19 @@ def _stored_graph(ff: Fourfold) -> tuple[list, list, list]:
             sorted((files[k], round(v, 9)) for k, v in file_rank.items()))
 
 
+def test_a_graph_written_with_symbols_read_one_at_a_time_is_the_same(make_tree, monkeypatch):
+    """The stored ids of the graph's symbols are read page by page: pages of one symbol
+    give the same stored graph, and every edge between symbols keeps both ends."""
+    ff = Fourfold(make_tree(_all_fixtures()))
+    ff.index(workers=1, embed=False)
+    whole = _stored_graph(ff)
+    monkeypatch.setattr(build_module, "SYMBOL_PAGE", 1)
+    repo = ff.store.repos()[0].repo_id
+    build_module.rebuild_graph(ff.store, repo, parallel=False)
+    assert _stored_graph(ff) == whole
+    assert len([e for e in whole[0] if e[0] == "call" and e[4] is not None]) > 10
+
+
 def _in_child_only(monkeypatch, child_does):
     """Make the graph's resolution call `child_does` first, in a forked child only."""
     parent, real = os.getpid(), build_module.resolve_and_rank

@@ -190,7 +190,7 @@ def test_edges_are_numbered_files_first_then_sources_then_targets():
                                            Resolution.NONE, Resolution.INFERRED]
     assert indexed.kind == ["call", "import", "call", "call"]
     assert indexed.name == ["k", "b", "len", "x.f"]
-    assert indexed.src_file.dtype == indexed.line.dtype == np.int64
+    assert indexed.src_file.dtype == indexed.dst_symbol.dtype == indexed.line.dtype == np.int32
 
 
 @pytest.fixture(scope="module")
