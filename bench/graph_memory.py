@@ -61,9 +61,9 @@ def main() -> None:
     digest = hashlib.sha256()
     for column in (edges.kind, edges.name, edges.paths, edges.symbols):
         digest.update(repr(column).encode())
-    for array in (edges.src_file, edges.dst_file, edges.src_symbol, edges.dst_symbol,
-                  edges.line, edges.resolution):
-        digest.update(array.astype(np.int64).tobytes())  # values, whatever their width
+    for values in (edges.src_file, edges.dst_file, edges.src_symbol, edges.dst_symbol,
+                   edges.line, edges.resolution):
+        digest.update(values.astype(np.int64).tobytes())  # values, whatever their width
     print(f"{len(facts.files)} files, {len(edges.kind)} edges, resolved and ranked in "
           f"{seconds:.1f} s; anonymous memory {before} MiB with the facts, peak "
           f"{max(peak[0], anonymous_mib())} MiB, after {anonymous_mib()} MiB; "

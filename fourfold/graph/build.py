@@ -24,8 +24,9 @@ from .forked import Forked
 from .resolve import resolve_into
 
 EXTRA_FILES = ("go.mod",)  # read by import resolution (Go module path)
-# symbols read at once to find the stored ids of the graph's: a big repository has millions
-SYMBOL_PAGE = 100_000
+# files whose symbols are read at once for the stored ids of the graph's: a big repository
+# has millions of symbols
+SYMBOL_FILES = 500
 
 
 @dataclass(slots=True)
@@ -136,21 +137,18 @@ def store_graph(store: Store, repo_id: int, graph: ResolvedGraph) -> int:
     # index -1 (none) takes the last entry: -1 again
     file_id = np.array([file_ids.get(p, -1) for p in g.paths] + [-1], np.int64)
     symbol_id = np.full(len(g.symbols) + 1, -1, np.int64)
-    # (file id, qualname) -> the symbol's index; the first stored symbol of a key is its id
+    # (file id, qualname) -> the symbol's index; a key's id is its first stored symbol's
     wanted: dict[tuple[int, str], int] = {}
     for i, (path, qualname) in enumerate(g.symbols):
         if path in file_ids:
             wanted[(file_ids[path], qualname)] = i
-    after = 0
-    while wanted:
-        page = store.symbol_keys(repo_id, after, SYMBOL_PAGE)
-        if not page:
-            break
-        for stored_id, stored_file, qualname in page:
-            i = wanted.pop((stored_file, qualname), None)
-            if i is not None:
+    files = sorted({file for file, _ in wanted})
+    for start in range(0, len(files), SYMBOL_FILES):
+        for stored_id, stored_file, qualname in store.symbol_keys(
+                repo_id, files[start:start + SYMBOL_FILES]):
+            i = wanted.get((stored_file, qualname))
+            if i is not None and (symbol_id[i] < 0 or stored_id < symbol_id[i]):
                 symbol_id[i] = stored_id
-        after = page[-1][0]
     src_file, dst_file = file_id[g.src_file], file_id[g.dst_file]
     keep = src_file >= 0  # an edge from a file the store does not hold is dropped
     kind, name = g.kind, g.name

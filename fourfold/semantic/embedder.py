@@ -290,6 +290,8 @@ class StaticEmbedder:
                 if found is None:
                     found = known[segment] = self._encode_segment(segment)
                 ids += found
+                if len(ids) >= self.max_tokens:  # a long text: the rest is never read
+                    break
         return ids[:self.max_tokens]
 
     def _encode_segment(self, segment: str) -> tuple[int, ...]:

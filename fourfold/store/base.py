@@ -375,9 +375,9 @@ class Store(ABC):
         by id: what the graph reads, without signatures and docs."""
 
     @abstractmethod
-    def symbol_keys(self, repo_id: int, after: int, limit: int) -> list[tuple[int, int, str]]:
-        """(symbol id, file id, qualname) of a repository's symbols with ids above `after`,
-        by id, at most `limit`: a big repository's millions are read page by page."""
+    def symbol_keys(self, repo_id: int, file_ids: Sequence[int]) -> list[tuple[int, int, str]]:
+        """(symbol id, file id, qualname) of the symbols of these files of a repository (at
+        most a few hundred files: a big repository's millions are read part by part)."""
 
     @abstractmethod
     def symbols_by_id(self, ids: Iterable[int], repo_id: int | None = None

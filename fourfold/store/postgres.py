@@ -1349,11 +1349,11 @@ class PostgresStore(Store):
                            "WHERE s.repo_id = %s AND f.repo_id = %s ORDER BY s.id",
                            (self._home(repo_id), repo_id))
 
-    def symbol_keys(self, repo_id: int, after: int, limit: int) -> list[tuple[int, int, str]]:
+    def symbol_keys(self, repo_id: int, file_ids: Sequence[int]) -> list[tuple[int, int, str]]:
         return self._query("SELECT s.id, f.id, s.qualname "
-                           "FROM symbols s JOIN files f ON f.document_id = s.document_id "
-                           "WHERE s.repo_id = %s AND f.repo_id = %s AND s.id > %s "
-                           "ORDER BY s.id LIMIT %s", (self._home(repo_id), repo_id, after, limit))
+                           "FROM files f JOIN symbols s ON s.document_id = f.document_id "
+                           "WHERE s.repo_id = %s AND f.repo_id = %s AND f.id = ANY(%s)",
+                           (self._home(repo_id), repo_id, list(file_ids)))
 
     def symbols_by_id(self, ids: Iterable[int], repo_id: int | None = None
                       ) -> list[StoredSymbol]:

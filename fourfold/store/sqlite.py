@@ -858,13 +858,12 @@ class SQLiteStore(Store):
                            "WHERE f.repo_id=? "
                            "ORDER BY s.id", (repo_id,))
 
-    def symbol_keys(self, repo_id: int, after: int, limit: int) -> list[tuple[int, int, str]]:
-        # CROSS JOIN: from the symbols by id, so that a page stops after `limit` rows (the
-        # planner started from the repository's files and sorted every symbol each page)
-        return self._query("SELECT s.id, f.id, coalesce(s.qualname, s.name) FROM symbols s "
-                           "CROSS JOIN files f ON f.document_id=s.document_id "
-                           "WHERE f.repo_id=? AND s.id > ? ORDER BY s.id LIMIT ?",
-                           (repo_id, after, limit))
+    def symbol_keys(self, repo_id: int, file_ids: Sequence[int]) -> list[tuple[int, int, str]]:
+        # unary +: the files by their ids, not every file of the repository for each part
+        return self._query("SELECT s.id, f.id, coalesce(s.qualname, s.name) FROM files f "
+                           "JOIN symbols s ON s.document_id=f.document_id "
+                           f"WHERE +f.repo_id=? AND f.id IN ({_placeholders(len(file_ids))})",
+                           (repo_id, *file_ids))
 
     def symbols_by_id(self, ids: Iterable[int], repo_id: int | None = None
                       ) -> list[StoredSymbol]:

@@ -663,13 +663,13 @@ def _stored_graph(ff: Fourfold) -> tuple[list, list, list]:
             sorted((files[k], round(v, 9)) for k, v in file_rank.items()))
 
 
-def test_a_graph_written_with_symbols_read_one_at_a_time_is_the_same(make_tree, monkeypatch):
-    """The stored ids of the graph's symbols are read page by page: pages of one symbol
-    give the same stored graph, and every edge between symbols keeps both ends."""
+def test_a_graph_written_with_symbols_read_file_by_file_is_the_same(make_tree, monkeypatch):
+    """The stored ids of the graph's symbols are read a few files at a time: one file at a
+    time gives the same stored graph."""
     ff = Fourfold(make_tree(_all_fixtures()))
     ff.index(workers=1, embed=False)
     whole = _stored_graph(ff)
-    monkeypatch.setattr(build_module, "SYMBOL_PAGE", 1)
+    monkeypatch.setattr(build_module, "SYMBOL_FILES", 1)
     repo = ff.store.repos()[0].repo_id
     build_module.rebuild_graph(ff.store, repo, parallel=False)
     assert _stored_graph(ff) == whole

@@ -101,8 +101,8 @@ def test_write_batch_round_trips_files_states_contents_symbols_chunks_and_refere
     assert store.symbols_by_id([alpha.symbol_id]) == [alpha]
     assert store.graph_symbols(repo) == [(alpha.symbol_id, "pkg/a.py", "alpha", "alpha",
                                           "function", None)]
-    assert store.symbol_keys(repo, 0, 10) == [(alpha.symbol_id, a, "alpha")]
-    assert store.symbol_keys(repo, alpha.symbol_id, 10) == []
+    assert store.symbol_keys(repo, [a, b]) == [(alpha.symbol_id, a, "alpha")]
+    assert store.symbol_keys(repo, [b]) == []
     [chunk_a] = store.chunks_of_file(a)
     [chunk_b] = store.chunks_of_file(b)
     assert chunk_a == StoredChunk(chunk_a.chunk_id, a, "pkg/a.py", 1, 2, "alpha", "symbol", 0)
