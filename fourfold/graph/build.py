@@ -19,7 +19,7 @@ from ..model import Symbol
 from ..store.base import (EdgeColumns, Resolution, Store, compress_references,
                           decode_references, decompress_references)
 from .centrality import EdgeBuilder, IndexedEdges, rank_indexed
-from .facts import FileFacts
+from .facts import USE_KINDS, FileFacts
 from .forked import Forked
 from .resolve import resolve_into
 
@@ -89,9 +89,11 @@ def stored_facts(store: Store, repo_id: int, facts: GraphFacts | None = None,
 
 def resolve_and_rank(facts: GraphFacts, parallel: bool = True) -> ResolvedGraph:
     # by path: where a name is ambiguous, the answer must not depend on where facts came from
-    files = {path: FileFacts(language, symbols,
-                             decode_references(decompress_references(references)))
-             for path, (language, symbols, references) in sorted(facts.files.items())}
+    files: dict[str, FileFacts] = {}
+    for path, (language, symbols, encoded) in sorted(facts.files.items()):
+        references = decode_references(decompress_references(encoded))
+        others = [r for r in references if r.kind not in USE_KINDS]
+        files[path] = FileFacts(language, symbols, others, encoded, len(references) - len(others))
     builder = EdgeBuilder(files)
     resolve_into(builder.add, files, extra_files=facts.extra or None, parallel=parallel)
     edges = builder.finish()

@@ -875,14 +875,14 @@ def resolve_uses(r: Resolver, files: dict[str, FileFacts], parallel: bool,
     SERIAL_ABOVE_REFERENCES). Where no helper process can be had (one worker asked for, a
     daemonic process, no fork, fork failing) all is resolved here."""
     paths = list(files)
-    total = sum(len(files[p].references) for p in paths)
+    total = sum(files[p].reference_count() for p in paths)
     if (not parallel or not PARALLEL_REFERENCES <= total <= SERIAL_ABOVE_REFERENCES
             or (os.cpu_count() or 1) < 2):
         _uses_of(r, files, paths, emit)
         return
     half, count = len(paths), 0
     for i, p in enumerate(paths):
-        count += len(files[p].references)
+        count += files[p].reference_count()
         if count >= total // 2:
             half = i + 1
             break
@@ -915,7 +915,7 @@ def _use_rows(r: Resolver, files: dict[str, FileFacts], paths: list[str]) -> lis
 def _uses_of(r: Resolver, files: dict[str, FileFacts], paths: list[str],
              emit: Callable[[Edge], object]) -> None:
     for path in paths:
-        for ref in files[path].references:
+        for ref in files[path].uses():
             if ref.kind == "call":
                 hit, level = r.resolve_site(path, ref.source, ref.name)
                 emit(hit_edge("call", path, ref.source, target(hit), ref, level))

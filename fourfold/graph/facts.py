@@ -5,7 +5,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..model import Reference, Symbol
-from ..store.base import Resolution
+from ..store.base import Resolution, decode_references, decompress_references
 
 TYPE_KINDS = frozenset({
     "class", "interface", "trait", "struct", "enum", "protocol", "module", "type", "object",
@@ -19,13 +19,33 @@ NON_CALLABLE = frozenset({"constant", "variable", "field", "property", "attribut
 NAME_SEPARATOR = re.compile(r"::|->|[.:\\]")
 
 
+USE_KINDS = frozenset({"call", "ref"})  # references whose edges the last pass makes
+
+
 @dataclass(slots=True)
 class FileFacts:
-    """One file as the parser saw it: the input of resolution."""
+    """One file as the parser saw it: the input of resolution. A big repository's calls
+    and type uses (most of its references: the kernel's 5.7 of 6.1 million, 650 MB as
+    objects) may be left encoded in `encoded_uses` (compress_references' bytes of all the
+    file's references) and `references` hold the others: they are decoded file by file
+    when their edges are made."""
 
     language: str
     symbols: list[Symbol] = field(default_factory=list)
     references: list[Reference] = field(default_factory=list)
+    encoded_uses: bytes | None = None
+    encoded_use_count: int = 0
+
+    def uses(self) -> list[Reference]:
+        """The file's calls and type uses (with the other references where they are held
+        together: the last pass reads only these kinds), in order."""
+        if self.encoded_uses is None:
+            return self.references
+        return [r for r in decode_references(decompress_references(self.encoded_uses))
+                if r.kind in USE_KINDS]
+
+    def reference_count(self) -> int:
+        return len(self.references) + self.encoded_use_count
 
 
 @dataclass(slots=True)

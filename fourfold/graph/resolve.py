@@ -29,6 +29,7 @@ the name in the repository was taken for it; NONE without a target.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from ..model import REEXPORT
 from ..store.base import Resolution
@@ -52,7 +53,7 @@ def resolve_into(emit: Callable[[Edge], object], files: dict[str, FileFacts],
                  extra_files: dict[str, str] | None = None, parallel: bool = True) -> None:
     """resolve_graph's edges, in the same order, each handed to `emit` as it is made: a big
     repository's millions of edges need not be held as objects (see EdgeBuilder)."""
-    files = {p: FileFacts(f.language, [s for s in f.symbols if s.kind != REEXPORT], f.references)
+    files = {p: replace(f, symbols=[s for s in f.symbols if s.kind != REEXPORT])
              if any(s.kind == REEXPORT for s in f.symbols) else f for p, f in files.items()}
     tables = {p: FileTable(p, f, language(f.language)) for p, f in files.items()}
     mods = Modules(files, {p: t.fam for p, t in tables.items()}, extra_files)

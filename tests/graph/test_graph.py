@@ -20,7 +20,8 @@ from fourfold.model import Symbol
 from fourfold.parsing import parse_file
 from fourfold.parsing.grammars import get_parser
 from fourfold.parsing.references import extract_references
-from fourfold.store.base import FileRecord, FileStamp, Resolution
+from fourfold.store.base import (FileRecord, FileStamp, Resolution, decode_references,
+                                 decompress_references, encode_references)
 from fourfold.store.sqlite import SQLiteStore
 
 
@@ -600,6 +601,37 @@ def test_calls_resolved_in_two_processes_equal_one(tmp_path, monkeypatch):
     assert marker.read_text() == "yes"
     assert len(find(serial, "call")) == 30
     assert parallel == serial
+
+
+@pytest.mark.parametrize("helper", [False, True])
+def test_uses_decoded_file_by_file_give_the_same_edges(tmp_path, monkeypatch, helper):
+    """resolve_and_rank keeps each file's calls and type uses encoded until their edges are
+    made, in one process or split with a helper: the same edges, numbered the same, as
+    with every reference decoded first."""
+    facts = build_module.GraphFacts()
+    for rel, text in _all_fixtures().items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        language = detect_language(path.name)
+        if language is None:
+            facts.extra[rel] = text
+            continue
+        parsed = parse_file(path.read_bytes(), language)
+        facts.add(rel, language, parsed.symbols, encode_references(parsed.references))
+    decoded = {path: FileFacts(language, symbols, decode_references(decompress_references(refs)))
+               for path, (language, symbols, refs) in sorted(facts.files.items())}
+    expected = IndexedEdges.of(resolve_graph(decoded, extra_files=facts.extra, parallel=False),
+                               decoded)
+    if helper:
+        monkeypatch.setattr(calls_module, "PARALLEL_REFERENCES", 0)
+        monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    got = build_module.resolve_and_rank(facts, parallel=helper).edges
+    assert len(expected.kind) > 50 and "call" in expected.kind
+    for column in ("paths", "symbols", "kind", "name"):
+        assert list(getattr(got, column)) == list(getattr(expected, column)), column
+    for column in ("src_file", "src_symbol", "dst_file", "dst_symbol", "line", "resolution"):
+        assert getattr(got, column).tolist() == getattr(expected, column).tolist(), column
 
 
 def test_a_daemonic_process_resolves_alone(tmp_path, monkeypatch):
