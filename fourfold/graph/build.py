@@ -97,7 +97,7 @@ def resolve_and_rank(facts: GraphFacts, parallel: bool = True) -> ResolvedGraph:
     builder = EdgeBuilder(files)
     resolve_into(builder.add, files, extra_files=facts.extra or None, parallel=parallel)
     edges = builder.finish()
-    del files, builder  # the decoded references: ranking's arrays may take their place
+    del files, builder  # the facts as resolution read them: ranking's arrays take their place
     release_freed_memory()
     symbol_scores, file_scores = rank_indexed(edges)
     n_symbols = max(len(symbol_scores), 1)
@@ -139,7 +139,7 @@ def store_graph(store: Store, repo_id: int, graph: ResolvedGraph) -> int:
     # index -1 (none) takes the last entry: -1 again
     file_id = np.array([file_ids.get(p, -1) for p in g.paths] + [-1], np.int64)
     symbol_id = np.full(len(g.symbols) + 1, -1, np.int64)
-    # (file id, qualname) -> the symbol's index; a key's id is its first stored symbol's
+    # (file id, qualname) -> the symbol's index; a key's id is its lowest stored one
     wanted: dict[tuple[int, str], int] = {}
     for i, (path, qualname) in enumerate(g.symbols):
         if path in file_ids:
