@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import posixpath
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, KeysView
 
 from ..model import Symbol
 from ..store.base import Resolution
@@ -122,14 +122,14 @@ class FileTable:
 
     def named(self, name: str) -> tuple[Symbol, ...] | list[Symbol]:
         """The definitions called `name`, in file order."""
-        held = self._by_name.get(name)  # _all_of, inlined: resolution asks this most
-        return () if held is None else held if type(held) is list else (held,)
+        return _all_of(self._by_name.get(name))
 
     def defines(self, name: str) -> bool:
         return name in self._by_name
 
-    def names(self) -> Iterator[tuple[str, tuple[Symbol, ...] | list[Symbol]]]:
-        return ((name, _all_of(held)) for name, held in self._by_name.items())
+    def names(self) -> KeysView[str]:
+        """Every name the file defines."""
+        return self._by_name.keys()
 
     def top_level(self, name: str) -> Symbol | None:
         """The first definition called `name` outside any other."""
@@ -195,12 +195,11 @@ class Resolver:
             defaultdict(list)
         for p, t in self.tables.items():
             names = self._names.setdefault(t.fam, {})
-            for name, _ in t.names():
+            for name in t.names():
                 _add_one(names, name, p)
             for s in files[p].symbols:
                 if s.parent:
                     self.members_by_parent[(t.fam, parent_name(s.parent))].append((p, s))
-        self._name_indexes = list(self._names.values())
         self.local_names: dict[str, dict[str, list[Binding]]] = {}
         for p, imps in imports.items():
             ln: dict[str, list[Binding]] = defaultdict(list)
@@ -273,7 +272,7 @@ class Resolver:
     def is_defined(self, name: str) -> bool:
         """Whether any file of any language defines `name`: most names looked up (`len`,
         `str`, a local variable before `.method()`) are defined nowhere and need no search."""
-        for names in self._name_indexes:
+        for names in self._names.values():
             if name in names:
                 return True
         return False
@@ -408,8 +407,8 @@ class Resolver:
                 u = self.tables[p]
                 if u.fam != t.fam:
                     continue
-                for name, symbols in u.names():
-                    if any(s.parent is None for s in symbols):
+                for name in u.names():
+                    if any(s.parent is None for s in u.named(name)):
                         _add_one(index, name, p)
             if len(self._packages) >= PACKAGES_KEPT:
                 self._packages.clear()

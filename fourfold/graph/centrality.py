@@ -111,25 +111,10 @@ class EdgeBuilder:
 
     def add(self, e: Edge) -> None:
         ids, symbols = self._path_ids, self._symbol_ids
-        src = ids.get(e.src_path)
-        if src is None:
-            src = ids[e.src_path] = len(ids)
-        self._src_file.append(src)
-        if e.dst_path is None:
-            self._dst_file.append(-1)
-        else:
-            dst = ids.get(e.dst_path)
-            if dst is None:
-                dst = ids[e.dst_path] = len(ids)
-            self._dst_file.append(dst)
-        if e.src_symbol is None:
-            self._src_symbol.append(-1)
-        else:
-            key = (e.src_path, e.src_symbol)
-            symbol = symbols.get(key)
-            if symbol is None:
-                symbol = symbols[key] = len(symbols)
-            self._src_symbol.append(symbol)
+        self._src_file.append(ids.setdefault(e.src_path, len(ids)))
+        self._dst_file.append(-1 if e.dst_path is None else ids.setdefault(e.dst_path, len(ids)))
+        self._src_symbol.append(-1 if e.src_symbol is None else
+                                symbols.setdefault((e.src_path, e.src_symbol), len(symbols)))
         self._dst_qualname.append(e.dst_symbol)
         self._kind.append(e.kind)
         self._name.append(self._names.setdefault(e.name, e.name))
