@@ -16,7 +16,6 @@ from collections import deque
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, AbstractSet, Callable, Iterable, Iterator
 
@@ -40,10 +39,14 @@ if TYPE_CHECKING:
 BATCH_FILES = 8  # files per write: short, so that the end of parsing is seen soon after it comes
 SHARED_BATCH_FILES = 1000  # files per write of those whose document the store holds (a row each)
 PARALLEL_BYTES = 256 * 1024  # below this much changed source, parsing in-process is faster
-PENDING_BYTES = 16 * 1024 * 1024  # source of parsed files held back while more arrive
+PENDING_BYTES = 4 * 1024 * 1024  # source of parsed files held back while more arrive
 ANSWERING_EVERY_S = 5.0  # a first index is marked answerable this often as it is written
 VECTOR_BATCH = 4096  # vectors the parser processes made, written at once
 CHUNKS_AHEAD = 4  # chunks of files a parser worker may have parsed before they are written
+# A parsed file takes many times its size in memory (symbols, chunks, tokens, vectors): the
+# files parsed ahead of the writer are bounded in bytes too, and so is a chunk of them.
+CHUNK_BYTES = 512 * 1024
+AHEAD_BYTES = 4 * 1024 * 1024
 POOL_STOP_S = 5.0  # how long the parser pool may take to stop before its workers are killed
 MERGE_AFTER_FILES = 1000  # files written by a run before the store merges its text indexes
 
@@ -224,31 +227,57 @@ def _parse_all(found: list[FoundFile], workers: int, references: bool,
     ctx = multiprocessing.get_context("fork")
     workers = min(workers, len(found))
     # Small chunks keep both workers busy to the end when a few files are huge.
-    size = max(1, min(8, len(found) // (workers * 16)))
-    chunks = [found[i:i + size] for i in range(0, len(found), size)]
+    chunks = _chunks(found, max(1, min(8, len(found) // (workers * 16))), CHUNK_BYTES)
     read = partial(_read_files, references=references)
     # a forked worker inherits the sets: initargs are not pickled under fork
     pool = ctx.Pool(workers, initializer=_start_worker,
                     initargs=(parsed_elsewhere, held, embedder))
     try:
-        # At most a few chunks a worker are parsed ahead of the writer: when writing is
-        # the slower side, results would otherwise pile up in memory without bound.
-        in_flight: deque = deque()
+        # A few chunks a worker, and a few megabytes, are parsed ahead of the writer: when
+        # writing is the slower side, results would otherwise pile up in memory.
+        in_flight: deque = deque()  # (result, source bytes)
         waiting = iter(chunks)
+        ahead = 0
 
         def top_up() -> None:
-            for chunk in islice(waiting, workers * CHUNKS_AHEAD - len(in_flight)):
-                in_flight.append(pool.apply_async(read, (chunk,)))
+            nonlocal ahead
+            while len(in_flight) < workers or (len(in_flight) < workers * CHUNKS_AHEAD
+                                               and ahead < AHEAD_BYTES):
+                chunk = next(waiting, None)
+                if chunk is None:
+                    return
+                size = sum(f.size for f in chunk)
+                in_flight.append((pool.apply_async(read, (chunk,)), size))
+                ahead += size
 
         top_up()
         while in_flight:
-            chunk = in_flight.popleft().get()
+            result, size = in_flight.popleft()
+            chunk = result.get()
+            ahead -= size
             top_up()
-            arrived = bool(in_flight) and in_flight[0].ready()
-            for i, result in enumerate(chunk):
-                yield result, arrived or i < len(chunk) - 1
+            arrived = bool(in_flight) and in_flight[0][0].ready()
+            for i, record in enumerate(chunk):
+                yield record, arrived or i < len(chunk) - 1
     finally:
         _stop_pool(pool)
+
+
+def _chunks(found: list[FoundFile], files: int, max_bytes: int) -> list[list[FoundFile]]:
+    """`found` in order, in chunks of at most `files` files and, but for a file bigger
+    than that alone, `max_bytes` bytes."""
+    chunks: list[list[FoundFile]] = []
+    chunk: list[FoundFile] = []
+    size = 0
+    for f in found:
+        if chunk and (len(chunk) == files or size + f.size > max_bytes):
+            chunks.append(chunk)
+            chunk, size = [], 0
+        chunk.append(f)
+        size += f.size
+    if chunk:
+        chunks.append(chunk)
+    return chunks
 
 
 def _stop_pool(pool) -> None:

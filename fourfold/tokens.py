@@ -16,7 +16,7 @@ who whom why will with you your should would could code find show get use used u
 """.split())
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=65_536)
 def identifier_tokens(word: str) -> tuple[str, ...]:
     """Lower-cased sub-words of an identifier, plus the whole identifier when it has parts."""
     parts = [p.lower() for p in _SUBWORD.findall(word)]

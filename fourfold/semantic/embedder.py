@@ -348,7 +348,7 @@ def with_identifier_words(text: str) -> str:
     return _IDENTIFIER.sub(_expand_identifier, text)
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=65_536)
 def _identifier_with_words(word: str) -> str:
     parts = split_identifier(word)
     return word if " " not in parts else f"{word} {parts}"

@@ -607,3 +607,58 @@ def test_a_large_run_merges_the_symbol_token_index(make_tree, monkeypatch, merge
     assert (leaves <= 3) == (merge_after == 1), leaves
     conn.execute("INSERT INTO symbol_tokens(symbol_tokens) VALUES('integrity-check')")
     assert len(ff.store.symbols_by_token(["job"])) == 12
+
+
+def test_chunks_of_files_are_bounded_in_files_and_bytes(tmp_path):
+    from fourfold.discovery.walk import walk
+    from fourfold.indexer import _chunks
+
+    sizes = [100, 100, 100, 701, 100, 2000, 100, 100, 100, 100, 100]
+    for i, size in enumerate(sizes):
+        (tmp_path / f"f{i:02}.txt").write_text("x" * size)
+    found = sorted(walk(tmp_path).files, key=lambda f: f.path)
+    chunks = _chunks(found, 4, 1000)
+    assert [[f.size for f in chunk] for chunk in chunks] == [
+        [100, 100, 100], [701, 100], [2000], [100, 100, 100, 100], [100]]
+    assert [f for chunk in chunks for f in chunk] == found
+
+
+def test_files_parsed_ahead_of_the_writer_are_bounded_in_bytes(tmp_path, monkeypatch):
+    """However slow the writer, the files handed to the parsers and not yet taken back
+    hold a few chunks, or at most AHEAD_BYTES (and one chunk), of source: a parsed file
+    takes many times its size in memory."""
+    import multiprocessing
+
+    import fourfold.indexer as indexer_module
+    from fourfold.discovery.walk import walk
+
+    for i in range(40):
+        (tmp_path / f"mod_{i:02}.py").write_text("".join(
+            f"def function_{i:02}_{j:04}(value):\n    return value + {j:04}\n"
+            for j in range(8000)))
+    found = walk(tmp_path).files
+    size = found[0].size
+    assert {f.size for f in found} == {size} and 256 * 1024 < size < 512 * 1024  # a chunk each
+    fork = multiprocessing.get_context("fork")
+    handed: list[int] = []
+
+    class Recording:  # the pool the indexer gets, counting the bytes handed to it
+        def Pool(self, *args, **kwargs):
+            pool = fork.Pool(*args, **kwargs)
+            apply_async = pool.apply_async
+
+            def recorded(function, args):
+                handed.append(sum(f.size for f in args[0]))
+                return apply_async(function, args)
+            pool.apply_async = recorded
+            return pool
+
+    monkeypatch.setattr(multiprocessing, "get_context", lambda method: Recording())
+    monkeypatch.setattr(indexer_module, "AHEAD_BYTES", 3 * size)
+    taken, most_ahead = [], 0
+    for record, _ in indexer_module._parse_all(found, 2, True):
+        taken.append(record.path)
+        most_ahead = max(most_ahead, sum(handed) - len(taken) * size)
+        time.sleep(0.01)  # a slow writer
+    assert taken == [f.path for f in found]
+    assert most_ahead == 3 * size  # without the bound in bytes: 8 chunks (4 a worker)
