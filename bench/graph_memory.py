@@ -41,6 +41,7 @@ def main() -> None:
     gc.disable()  # as the indexer runs resolution
     store = SQLiteStore(args.index / "index.sqlite", readonly=True)
     facts = stored_facts(store, args.repository)
+    files = len(facts.files)  # resolve_and_rank empties them
     release_freed_memory()
     before = anonymous_mib()
     peak = [before]
@@ -59,12 +60,12 @@ def main() -> None:
     sampler.join()
     edges = graph.edges
     digest = hashlib.sha256()
-    for column in (edges.kind, edges.name, edges.paths, edges.symbols):
+    for column in (edges.kind_names(), edges.name, edges.paths, edges.symbols):
         digest.update(repr(column).encode())
     for values in (edges.src_file, edges.dst_file, edges.src_symbol, edges.dst_symbol,
                    edges.line, edges.resolution):
         digest.update(values.astype(np.int64).tobytes())  # values, whatever their width
-    print(f"{len(facts.files)} files, {len(edges.kind)} edges, resolved and ranked in "
+    print(f"{files} files, {len(edges.name)} edges, resolved and ranked in "
           f"{seconds:.1f} s; anonymous memory {before} MiB with the facts, peak "
           f"{max(peak[0], anonymous_mib())} MiB, after {anonymous_mib()} MiB; "
           f"edges {digest.hexdigest()[:16]}")

@@ -9,7 +9,9 @@ the graph (`store_graph`): the child's memory goes back to the system when it en
 from __future__ import annotations
 
 import ctypes
+import json
 import sys
+import zlib
 from collections.abc import Container
 from dataclasses import dataclass, field
 
@@ -19,7 +21,7 @@ from ..model import Symbol
 from ..store.base import (EdgeColumns, Resolution, Store, compress_references,
                           decode_references, decompress_references)
 from .centrality import EdgeBuilder, IndexedEdges, rank_indexed
-from .facts import USE_KINDS, FileFacts
+from .facts import USE_KINDS, Definition, FileFacts
 from .forked import Forked
 from .resolve import resolve_into
 
@@ -41,30 +43,45 @@ class ResolvedGraph:
 
 @dataclass(slots=True)
 class GraphFacts:
-    """What resolution reads: per file its language, symbols (the fields resolution reads)
-    and references (the JSON text parsers and stores keep, compressed here and decoded
-    where it is resolved), and the text of the files named in EXTRA_FILES. A big
-    repository's facts are held for the whole run: they are kept small."""
+    """What resolution reads: per file its language, symbols and references, and the text
+    of the files named in EXTRA_FILES. A big repository's facts are held for the whole run,
+    in the indexing process, beside everything else it holds: each file's symbols and
+    references are kept as compressed bytes (encode_symbols, compress_references) and made
+    objects again where they are resolved. As millions of small objects, they took twice
+    the memory, and once freed most of it stayed with the process: the few objects that
+    outlived them in the same pages of Python's allocator kept it."""
 
-    files: dict[str, tuple[str, list[Symbol], bytes]] = field(default_factory=dict)
+    files: dict[str, tuple[str, bytes, bytes]] = field(default_factory=dict)
     extra: dict[str, str] = field(default_factory=dict)
 
     def add(self, path: str, language: str | None, symbols: list[Symbol], references: str,
             text: str | None = None) -> None:
-        # One string object where a name recurs (a qualified name equal to the name, a
-        # parent named again by each member, kinds): a big repository's symbols are held
-        # for the whole run.
-        same: dict[str, str] = {}
-        kept = []
-        for s in symbols:
-            name = same.setdefault(s.name, s.name)
-            kept.append(Symbol(name, same.setdefault(s.qualname, s.qualname),
-                               sys.intern(s.kind), 0, 0,
-                               parent=None if s.parent is None
-                               else same.setdefault(s.parent, s.parent)))
-        self.files[path] = (language or "", kept, compress_references(references))
+        self.files[path] = (language or "", encode_symbols(symbols),
+                            compress_references(references))
         if text is not None and is_extra_file(path):
             self.extra[path] = text
+
+
+def encode_symbols(symbols: list[Symbol]) -> bytes:
+    """The fields resolution reads of a file's symbols (name, qualified name, kind,
+    parent), compressed."""
+    rows = [(s.name, None if s.qualname == s.name else s.qualname, s.kind, s.parent)
+            for s in symbols]
+    return zlib.compress(json.dumps(rows, separators=(",", ":")).encode("ascii"), 1)
+
+
+def decode_symbols(blob: bytes, same: dict[str, str] | None = None) -> list[Definition]:
+    """encode_symbols' symbols. One string object where a name recurs (a qualified name
+    equal to the name, a parent named again by each member, kinds; across the files
+    decoded with the same `same`): a big repository's symbols are held at once."""
+    same = {} if same is None else same
+    symbols = []
+    for name, qualname, kind, parent in json.loads(zlib.decompress(blob)):
+        name = same.setdefault(name, name)
+        qualname = name if qualname is None else same.setdefault(qualname, qualname)
+        symbols.append(Definition(name, qualname, sys.intern(kind),
+                                  None if parent is None else same.setdefault(parent, parent)))
+    return symbols
 
 
 def is_extra_file(path: str) -> bool:
@@ -88,12 +105,18 @@ def stored_facts(store: Store, repo_id: int, facts: GraphFacts | None = None,
 
 
 def resolve_and_rank(facts: GraphFacts, parallel: bool = True) -> ResolvedGraph:
+    """The graph of `facts`, which it empties as it reads them (their symbols are made
+    objects, and a big repository's are held at once)."""
     # by path: where a name is ambiguous, the answer must not depend on where facts came from
     files: dict[str, FileFacts] = {}
-    for path, (language, symbols, encoded) in sorted(facts.files.items()):
+    names: dict[str, str] = {}  # one string object per name across files, too
+    for path in sorted(facts.files):
+        language, symbols, encoded = facts.files.pop(path)
         references = decode_references(decompress_references(encoded))
         others = [r for r in references if r.kind not in USE_KINDS]
-        files[path] = FileFacts(language, symbols, others, encoded, len(references) - len(others))
+        files[path] = FileFacts(language, decode_symbols(symbols, names), others, encoded,
+                                len(references) - len(others))
+    del names
     builder = EdgeBuilder(files)
     resolve_into(builder.add, files, extra_files=facts.extra or None, parallel=parallel)
     edges = builder.finish()
@@ -153,7 +176,7 @@ def store_graph(store: Store, repo_id: int, graph: ResolvedGraph) -> int:
                 symbol_id[i] = stored_id
     src_file, dst_file = file_id[g.src_file], file_id[g.dst_file]
     keep = src_file >= 0  # an edge from a file the store does not hold is dropped
-    kind, name = g.kind, g.name
+    kind, name = g.kind_names(), g.name
     if not keep.all():
         kind = [k for k, kept in zip(kind, keep) if kept]
         name = [n for n, kept in zip(name, keep) if kept]

@@ -20,12 +20,12 @@ import posixpath
 from collections import defaultdict
 from collections.abc import Callable, KeysView
 
-from ..model import Symbol
 from ..store.base import Resolution
 from .facts import (
     NAME_SEPARATOR,
     NON_CALLABLE,
     TYPE_KINDS,
+    Definition,
     Edge,
     FileFacts,
     Hit,
@@ -63,7 +63,7 @@ Target = Hit | str | None  # a definition, EXTERNAL, or None: not known
 Found = tuple[Target, Resolution]  # what a name means, and how sure that is
 NOT_FOUND: Found = (None, Resolution.NONE)
 OUTSIDE: Found = (EXTERNAL, Resolution.NONE)
-TypeHit = tuple[str, Symbol] | str | None  # a type of the repository, EXTERNAL, or unknown
+TypeHit = tuple[str, Definition] | str | None  # a type of the repository, EXTERNAL, or unknown
 TypeFact = tuple[str | None, str, str]  # (scope read in, ":", "=", "~" or "@", expression)
 ELEMENTS = "@"  # a fact of the type of a name's elements, not of the name's own
 
@@ -104,23 +104,39 @@ def _all_of(held) -> tuple | list:
 class FileTable:
     """A file's definitions, indexed by qualname, by name and by parent."""
 
-    __slots__ = ("path", "language", "fam", "by_qual", "_by_name", "members", "dir")
+    __slots__ = ("path", "language", "fam", "_qualified", "_by_name", "members", "dir")
 
     def __init__(self, path: str, facts: FileFacts, language: Language):
         self.path = path
         self.language = language  # the rules its names resolve by
         self.fam = language.family
         self.dir = posixpath.dirname(path)
-        self.by_qual: dict[str, Symbol] = {}
-        self._by_name: dict[str, Symbol | list[Symbol]] = {}  # see named()
-        self.members: dict[str, list[Symbol]] = defaultdict(list)  # parent qualname -> members
+        # By qualified name only where the index by name cannot tell (see qualified): most
+        # definitions are named by their qualified name, and a big repository has millions.
+        self._qualified: dict[str, Definition] = {}
+        self._by_name: dict[str, Definition | list[Definition]] = {}  # see named()
+        self.members: dict[str, Definition | list[Definition]] = {}  # parent qualname -> members
         for s in facts.symbols:
-            self.by_qual.setdefault(s.qualname, s)
+            qual = s.qualname
+            if qual != s.name and qual not in self._qualified and not any(
+                    t.qualname == qual for t in self.named(qual)):
+                self._qualified[qual] = s
             _add_one(self._by_name, s.name, s)
             if s.parent is not None:
-                self.members[s.parent].append(s)
+                _add_one(self.members, s.parent, s)
 
-    def named(self, name: str) -> tuple[Symbol, ...] | list[Symbol]:
+    def qualified(self, qualname: str | None) -> Definition | None:
+        """The first definition (in file order) whose qualified name is `qualname`."""
+        found = self._qualified.get(qualname)
+        if found is not None:
+            return found
+        return next((s for s in self.named(qualname) if s.qualname == qualname), None)
+
+    def members_of(self, parent: str) -> tuple[Definition, ...] | list[Definition]:
+        """The definitions whose parent is the qualified name `parent`, in file order."""
+        return _all_of(self.members.get(parent))
+
+    def named(self, name: str) -> tuple[Definition, ...] | list[Definition]:
         """The definitions called `name`, in file order."""
         return _all_of(self._by_name.get(name))
 
@@ -131,7 +147,7 @@ class FileTable:
         """Every name the file defines."""
         return self._by_name.keys()
 
-    def top_level(self, name: str) -> Symbol | None:
+    def top_level(self, name: str) -> Definition | None:
         """The first definition called `name` outside any other."""
         return next((s for s in self.named(name) if s.parent is None), None)
 
@@ -179,7 +195,7 @@ def _scoped(imps: list[Binding], src: str | None) -> list[Binding]:
 
 class Resolver:
     """Resolves names against a repository's definitions and resolved imports. A hit is
-    (path, Symbol), or (path, None) for a module; None where nothing is found."""
+    (path, Definition), or (path, None) for a module; None where nothing is found."""
 
     def __init__(self, files: dict[str, FileFacts], tables: dict[str, FileTable],
                  imports: dict[str, list[Binding]], mods: Modules):
@@ -191,7 +207,7 @@ class Resolver:
         # define it (see _add_one); their tables say which definitions
         self._names: dict[str, dict[str, str | list[str]]] = {}
         # members by the parent's simple name (methods in Go/Rust/Swift live outside the type)
-        self.members_by_parent: dict[tuple[str, str], list[tuple[str, Symbol]]] = \
+        self.members_by_parent: dict[tuple[str, str], list[tuple[str, Definition]]] = \
             defaultdict(list)
         for p, t in self.tables.items():
             names = self._names.setdefault(t.fam, {})
@@ -242,10 +258,10 @@ class Resolver:
                 continue
             var, how, expr = parsed
             scope = ref.source
-            owner = t.by_qual.get(scope) if scope is not None else None
+            owner = t.qualified(scope) if scope is not None else None
             if owner is not None and owner.kind in NON_CALLABLE:  # a field's own line
                 scope = owner.parent
-                owner = t.by_qual.get(scope) if scope is not None else None
+                owner = t.qualified(scope) if scope is not None else None
             fact = (scope, how, expr)
             if var == "return":
                 if scope is not None:
@@ -277,10 +293,10 @@ class Resolver:
                 return True
         return False
 
-    def enclosing_type(self, t: FileTable, qual: str | None) -> Symbol | None:
+    def enclosing_type(self, t: FileTable, qual: str | None) -> Definition | None:
         seen = 0
         while qual and seen < 32:
-            s = t.by_qual.get(qual)
+            s = t.qualified(qual)
             if s is None:
                 return None
             if s.kind in TYPE_KINDS:
@@ -290,7 +306,7 @@ class Resolver:
         return None
 
     def member(self, path: str, type_qual: str, name: str, depth: int = 0
-               ) -> tuple[str, Symbol] | None:
+               ) -> tuple[str, Definition] | None:
         """A member `name` of the type (path, type_qual), searching its bases (remembered
         once the bases are complete)."""
         if self._members is None:
@@ -302,11 +318,11 @@ class Resolver:
         return hit
 
     def _member(self, path: str, type_qual: str, name: str, depth: int
-                ) -> tuple[str, Symbol] | None:
+                ) -> tuple[str, Definition] | None:
         t = self.tables.get(path)
         if t is None:
             return None
-        for s in t.members.get(type_qual, ()):
+        for s in t.members_of(type_qual):
             if s.name == name:
                 return path, s
         # methods declared outside the type body (Go receivers, Rust impl, Swift extensions)
@@ -327,7 +343,7 @@ class Resolver:
                     return hit
         return None
 
-    def find_type(self, path: str, name: str) -> tuple[str, Symbol] | None:
+    def find_type(self, path: str, name: str) -> tuple[str, Definition] | None:
         return target(self.lookup(path, None, name, types_only=True)[0])
 
     def bases_complete(self) -> None:
@@ -349,7 +365,7 @@ class Resolver:
             for s in ok:
                 if s.parent == scope and s.kind not in ("method",):
                     return s
-            st = t.by_qual.get(scope)
+            st = t.qualified(scope)
             scope = st.parent if st else None
         for s in ok:
             if s.parent is None:
@@ -367,7 +383,7 @@ class Resolver:
             if imp.member is None:
                 return imp.paths[0], None  # a module object
             if imp.symbol:
-                s = self.tables[imp.paths[0]].by_qual.get(imp.symbol)
+                s = self.tables[imp.paths[0]].qualified(imp.symbol)
                 if s is not None:
                     return (imp.paths[0], s) if not types_only or s.kind in TYPE_KINDS else None
             for p in imp.paths:
@@ -436,7 +452,7 @@ class Resolver:
         ok = []
         for p, s in cands:
             if s.parent is not None:
-                owner = self.tables[p].by_qual.get(s.parent)
+                owner = self.tables[p].qualified(s.parent)
                 if owner is not None and owner.kind not in TYPE_KINDS:
                     continue  # a nested (local) definition is invisible elsewhere
             if types_only:
@@ -513,7 +529,7 @@ class Resolver:
                     for p in targets:  # Python re-exports from a package __init__
                         hit = find_exported(self.tables, self.imports, p, name, 1)
                         if hit and hit[1]:
-                            return hit[0], self.tables[hit[0]].by_qual[hit[1]]
+                            return hit[0], self.tables[hit[0]].qualified(hit[1])
                     return None
                 for p in targets:
                     ts = self.tables[p].top_level(rest[-1]) or self.tables[p].top_level(rest[0])
@@ -540,7 +556,7 @@ class Resolver:
             return src
         qual = src
         for _ in range(32):
-            s = t.by_qual.get(qual)
+            s = t.qualified(qual)
             if (s is None or s.kind in TYPE_KINDS or qual in t.members
                     or (t.path, qual) in self.variables):
                 return qual
@@ -714,7 +730,7 @@ class Resolver:
                 return facts
             if scope is None:
                 return []
-            s = t.by_qual.get(scope)
+            s = t.qualified(scope)
             scope = s.parent if s is not None else None
         return []
 
@@ -726,7 +742,7 @@ class Resolver:
         t = self.tables[path]
         scope = src
         for _ in range(32):
-            s = t.by_qual.get(scope) if scope is not None else None
+            s = t.qualified(scope) if scope is not None else None
             if s is None or s.kind not in TYPE_KINDS or t.language.implicit_this:
                 facts = self.variables.get((path, scope), {}).get(var)
                 if facts:
@@ -746,7 +762,7 @@ class Resolver:
                     return self.type_of_facts(p, ("var", None, var), facts)
         return None
 
-    def attribute_type(self, ty: tuple[str, Symbol], attr: str) -> TypeHit:
+    def attribute_type(self, ty: tuple[str, Definition], attr: str) -> TypeHit:
         """The type of attribute `attr` of instances of `ty`: assigned or annotated in the
         class or a base, or returned by a property or method of that name."""
         todo, seen = [(ty[0], ty[1].qualname)], set()
@@ -827,13 +843,12 @@ class Resolver:
         returned = self.returns.get((hit[0], hit[1].qualname))
         return self.declared_type(hit[0], hit[1].qualname, returned) if returned else None
 
-    def _method_receiver(self, t: FileTable, src: str | None) -> Symbol | None:
+    def _method_receiver(self, t: FileTable, src: str | None) -> Definition | None:
         """The type a method defined outside its type's body belongs to (its parent), made
         up where that type is declared in another file."""
-        s = t.by_qual.get(src) if src else None
+        s = t.qualified(src) if src else None
         if s is not None and s.parent:
-            return t.by_qual.get(s.parent) or Symbol(parent_name(s.parent), s.parent, "struct",
-                                                     0, 0)
+            return t.qualified(s.parent) or Definition(parent_name(s.parent), s.parent, "struct")
         return None
 
     def unknown_receiver(self, t: FileTable, final: str, types_only: bool) -> Found:
@@ -914,7 +929,7 @@ def _use_rows(r: Resolver, files: dict[str, FileFacts], paths: list[str]) -> lis
 def _uses_of(r: Resolver, files: dict[str, FileFacts], paths: list[str],
              emit: Callable[[Edge], object]) -> None:
     for path in paths:
-        for ref in files[path].uses():
+        for ref in files[path].take_uses():
             if ref.kind == "call":
                 hit, level = r.resolve_site(path, ref.source, ref.name)
                 emit(hit_edge("call", path, ref.source, target(hit), ref, level))

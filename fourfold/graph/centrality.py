@@ -64,13 +64,14 @@ class Centrality:
 @dataclass(slots=True)
 class IndexedEdges:
     """Edges as columns: files are indexes into `paths`, symbols indexes into `symbols`
-    ((path, qualname) pairs), -1 for none, as int32; `resolution` a Resolution per edge.
-    Compact to send between processes, and ranked by array operations rather than edge by
-    edge."""
+    ((path, qualname) pairs), -1 for none, as int32; `kind` an index into `kinds` and
+    `resolution` a Resolution per edge, as int8. Compact to send between processes, and
+    ranked by array operations rather than edge by edge."""
 
     paths: list[str]
     symbols: list[tuple[str, str]]
-    kind: list[str]
+    kinds: list[str]
+    kind: np.ndarray
     src_file: np.ndarray
     src_symbol: np.ndarray
     dst_file: np.ndarray
@@ -87,6 +88,10 @@ class IndexedEdges:
             builder.add(e)
         return builder.finish()
 
+    def kind_names(self) -> list[str]:
+        """Each edge's kind, by name."""
+        return [self.kinds[k] for k in self.kind.tolist()]
+
 
 class EdgeBuilder:
     """IndexedEdges made one edge at a time, numbered as IndexedEdges.of numbers a list:
@@ -98,7 +103,8 @@ class EdgeBuilder:
     def __init__(self, paths: Iterable[str] = ()):
         self._path_ids = {path: i for i, path in enumerate(paths)}
         self._symbol_ids: dict[tuple[str | None, str], int] = {}
-        self._kind: list[str] = []
+        self._kinds: dict[str, int] = {}
+        self._kind = array("b")
         self._name: list[str] = []
         # one object per distinct name: a name recurs in thousands of files, each of which
         # decoded its own copy, and the columns travel pickled to the indexing process
@@ -116,7 +122,8 @@ class EdgeBuilder:
         self._src_symbol.append(-1 if e.src_symbol is None else
                                 symbols.setdefault((e.src_path, e.src_symbol), len(symbols)))
         self._dst_qualname.append(e.dst_symbol)
-        self._kind.append(e.kind)
+        kinds = self._kinds
+        self._kind.append(kinds.setdefault(e.kind, len(kinds)))
         self._name.append(self._names.setdefault(e.name, e.name))
         self._line.append(e.line)
         self._resolution.append(e.resolution)
@@ -134,7 +141,8 @@ class EdgeBuilder:
         def column(values: array) -> np.ndarray:
             return np.frombuffer(values, dtype=np.int32)  # the builder's buffer, not a copy
 
-        return IndexedEdges(paths, list(symbols), self._kind, column(self._src_file),
+        return IndexedEdges(paths, list(symbols), list(self._kinds),
+                            np.frombuffer(self._kind, dtype=np.int8), column(self._src_file),
                             column(self._src_symbol), column(self._dst_file), dst_symbol,
                             column(self._line), self._name,
                             np.frombuffer(self._resolution, dtype=np.int8))
@@ -153,7 +161,8 @@ def rank_indexed(g: IndexedEdges, damping: float = 0.85, tol: float = 1e-6,
     weight)."""
     linked = (g.resolution >= Resolution.INFERRED) & (g.dst_file >= 0)
     n_symbols = len(g.symbols)
-    to_symbol = linked & (g.dst_symbol >= 0) & (np.asarray(g.kind, dtype=object) != "import")
+    imports = g.kinds.index("import") if "import" in g.kinds else -1
+    to_symbol = linked & (g.dst_symbol >= 0) & (g.kind != imports)
     src = np.where(g.src_symbol >= 0, g.src_symbol, n_symbols + g.src_file)[to_symbol]
     dst = g.dst_symbol[to_symbol]
     loop = src == dst  # a recursive call: its symbol is a node, the call no edge

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..model import Reference, Symbol
+from ..model import Reference
 from ..store.base import Resolution, decode_references, decompress_references
 
 TYPE_KINDS = frozenset({
@@ -23,6 +23,18 @@ USE_KINDS = frozenset({"call", "ref"})  # references whose edges the last pass m
 
 
 @dataclass(slots=True)
+class Definition:
+    """What resolution reads of a definition: the parser's Symbol less its lines, signature
+    and doc (a Symbol serves as well). A big repository's are held at once: the kernel has
+    3.3 million."""
+
+    name: str
+    qualname: str
+    kind: str
+    parent: str | None = None
+
+
+@dataclass(slots=True)
 class FileFacts:
     """One file as the parser saw it: the input of resolution. A big repository's calls
     and type uses (most of its references: the kernel's 5.7 of 6.1 million, 650 MB as
@@ -31,7 +43,7 @@ class FileFacts:
     when their edges are made."""
 
     language: str
-    symbols: list[Symbol] = field(default_factory=list)
+    symbols: list[Definition] = field(default_factory=list)
     references: list[Reference] = field(default_factory=list)
     encoded_uses: bytes | None = None
     encoded_use_count: int = 0
@@ -43,6 +55,13 @@ class FileFacts:
             return self.references
         return [r for r in decode_references(decompress_references(self.encoded_uses))
                 if r.kind in USE_KINDS]
+
+    def take_uses(self) -> list[Reference]:
+        """uses(), for the one pass that makes their edges: encoded ones are let go here,
+        so that a big repository's are not all held to the end of it."""
+        uses = self.uses()
+        self.encoded_uses, self.encoded_use_count = None, 0  # `references` hold the others
+        return uses
 
     def reference_count(self) -> int:
         return len(self.references) + self.encoded_use_count
@@ -63,7 +82,7 @@ class Edge:
     name: str  # the reference as written
 
 
-Hit = tuple[str, Symbol | None]  # (path, definition); None: the file itself (a module)
+Hit = tuple[str, Definition | None]  # (path, definition); None: the file itself (a module)
 
 
 def hit_edge(kind: str, path: str, src: str | None, hit: Hit | None, ref: Reference,

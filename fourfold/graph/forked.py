@@ -5,6 +5,10 @@ copied or pickled, and only its result travels back. Where no child can be had (
 this platform, a daemonic process, fork failing) `Forked.start` returns None and the caller
 does the work itself.
 
+A result is pickled straight into the pipe and read from it as it comes: a big repository's
+graph would otherwise be held whole as bytes on both sides, beside the objects it is made
+of (the kernel's: hundreds of MB each, at the indexing run's peak).
+
 A child that opens the index itself needs none of this process's memory, and must not have
 its locks: a fork copies a lock another thread holds (SQLite's, while a question is
 answered) as held for ever. Such a child is a new interpreter (`Spawned`), given its
@@ -64,8 +68,9 @@ class Forked:
                 if not self.process.is_alive() and not self.receiver.poll(0):
                     return default
             try:
-                return self.receiver.recv()
-            except (EOFError, OSError):
+                with os.fdopen(os.dup(self.receiver.fileno()), "rb") as stream:
+                    return pickle.load(stream)
+            except (EOFError, OSError, pickle.UnpicklingError):
                 return default
         finally:
             self.close()
@@ -88,7 +93,8 @@ def _send_result(fn: Callable[..., Any], args: tuple, sender, receiver) -> None:
     quiet_worker()
     result = fn(*args)
     try:
-        sender.send(result)
+        with os.fdopen(os.dup(sender.fileno()), "wb") as stream:
+            pickle.dump(result, stream, protocol=pickle.HIGHEST_PROTOCOL)
     except OSError:  # BrokenPipeError: nobody waits for the result any more
         pass
     finally:
@@ -126,8 +132,8 @@ class Spawned:
 
     def result(self, default: Any = None) -> Any:
         try:
-            data = self.process.stdout.read()
-            return pickle.loads(data) if self.process.wait() == 0 and data else default
+            result = pickle.load(self.process.stdout)
+            return result if self.process.wait() == 0 else default
         except (OSError, pickle.UnpicklingError, EOFError):
             return default
         finally:
@@ -149,5 +155,5 @@ def _serve() -> None:
     result_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     fn, args = pickle.load(sys.stdin.buffer)
-    pickle.dump(fn(*args), result_out)
+    pickle.dump(fn(*args), result_out, protocol=pickle.HIGHEST_PROTOCOL)
     result_out.close()

@@ -97,6 +97,13 @@ class Modules:
         self._packages: dict[str, list[str]] | None = None
         self._cache: dict[Any, Any] = {}
 
+    def imports_resolved(self) -> None:
+        """Drop the indexes only import resolution reads (a big repository's path suffixes
+        take tens of MB); `by_dir` stays."""
+        self._suffix.clear()
+        self._packages = None
+        self._cache.clear()
+
     def cached(self, key, build: Callable[[], Any]) -> Any:
         """The value kept under `key`, built by `build()` the first time it is asked."""
         value = self._cache.get(key)

@@ -58,6 +58,7 @@ def resolve_into(emit: Callable[[Edge], object], files: dict[str, FileFacts],
     tables = {p: FileTable(p, f, language(f.language)) for p, f in files.items()}
     mods = Modules(files, {p: t.fam for p, t in tables.items()}, extra_files)
     imports = _resolve_imports(files, tables, mods, emit)
+    mods.imports_resolved()
     r = Resolver(files, tables, imports, mods)
     # inheritance first: call resolution walks base classes
     for path, facts in files.items():
@@ -67,7 +68,7 @@ def resolve_into(emit: Callable[[Edge], object], files: dict[str, FileFacts],
             found, level = r.resolve_call(path, ref.source, ref.name, types_only=True)
             hit = target(found)
             src = ref.source
-            if src is not None and src not in tables[path].by_qual:
+            if src is not None and tables[path].qualified(src) is None:
                 # `impl Trait for S`, Swift extensions: the type may live elsewhere
                 ty = r.find_type(path, parent_name(src))
                 src_path = ty[0] if ty else path

@@ -619,7 +619,8 @@ def test_uses_decoded_file_by_file_give_the_same_edges(tmp_path, monkeypatch, he
             continue
         parsed = parse_file(path.read_bytes(), language)
         facts.add(rel, language, parsed.symbols, encode_references(parsed.references))
-    decoded = {path: FileFacts(language, symbols, decode_references(decompress_references(refs)))
+    decoded = {path: FileFacts(language, build_module.decode_symbols(symbols),
+                               decode_references(decompress_references(refs)))
                for path, (language, symbols, refs) in sorted(facts.files.items())}
     expected = IndexedEdges.of(resolve_graph(decoded, extra_files=facts.extra, parallel=False),
                                decoded)
@@ -627,10 +628,11 @@ def test_uses_decoded_file_by_file_give_the_same_edges(tmp_path, monkeypatch, he
         monkeypatch.setattr(calls_module, "PARALLEL_REFERENCES", 0)
         monkeypatch.setattr(os, "cpu_count", lambda: 2)
     got = build_module.resolve_and_rank(facts, parallel=helper).edges
-    assert len(expected.kind) > 50 and "call" in expected.kind
-    for column in ("paths", "symbols", "kind", "name"):
+    assert len(expected.kind) > 50 and "call" in expected.kind_names()
+    for column in ("paths", "symbols", "kinds", "name"):
         assert list(getattr(got, column)) == list(getattr(expected, column)), column
-    for column in ("src_file", "src_symbol", "dst_file", "dst_symbol", "line", "resolution"):
+    for column in ("src_file", "src_symbol", "dst_file", "dst_symbol", "line", "resolution",
+                   "kind"):
         assert getattr(got, column).tolist() == getattr(expected, column).tolist(), column
 
 
@@ -825,10 +827,11 @@ def test_graph_facts_hold_one_string_per_recurring_name():
 
     parsed = [Symbol("Cache", fresh("Cache"), "class", 1, 9),
               Symbol("get", fresh("Cache.get"), fresh("method"), 2, 3, parent=fresh("Cache")),
-              Symbol("put", fresh("Cache.put"), fresh("method"), 4, 5, parent=fresh("Cache"))]
+              Symbol("put", fresh("Cache.put"), fresh("method"), 4, 5, parent=fresh("Cache")),
+              Symbol('na\u00efve "\ud800"', 'm.na\u00efve "\ud800"', "function", 6, 7)]
     facts = build_module.GraphFacts()
     facts.add("a.py", "python", parsed, "[]")
-    symbols = facts.files["a.py"][1]
+    symbols = build_module.decode_symbols(facts.files["a.py"][1])
     assert [(s.name, s.qualname, s.kind, s.parent) for s in symbols] == [
         (s.name, s.qualname, s.kind, s.parent) for s in parsed]
     assert symbols[0].qualname is symbols[0].name is symbols[1].parent is symbols[2].parent
@@ -840,3 +843,30 @@ def test_graph_facts_hold_one_string_per_recurring_name():
                     Reference("call", "helper", 3, "caller_0"), Reference("import", "os", 1)]
     assert refs[0].name is refs[1].name and refs[0].source is refs[1].source
     assert refs[0].kind is refs[1].kind
+
+
+def test_a_file_table_finds_the_first_definition_of_a_qualified_name():
+    """FileTable keeps a definition by qualified name only where its name differs; the
+    answer is still the first definition in file order, whichever kind came first."""
+    from fourfold.graph.facts import Definition
+    from fourfold.graph.languages import language
+
+    first_plain = Definition("run", "run", "function")
+    first_qualified = Definition("Task.run", "run", "function")  # qualname "run", name other
+    later_plain = Definition("run", "run", "variable")
+    member = Definition("size", "Box.size", "field", "Box")
+    other_member = Definition("size", "Box.size", "method", "Box")
+    box = Definition("Box", "Box", "struct")
+
+    def table(*symbols):
+        return calls_module.FileTable("a.c", FileFacts("c", list(symbols)), language("c"))
+
+    assert table(first_plain, first_qualified).qualified("run") is first_plain
+    assert table(first_qualified, first_plain, later_plain).qualified("run") is first_qualified
+    t = table(box, member, other_member)
+    assert t.qualified("Box.size") is member and t.qualified("Box") is box
+    assert t.qualified("size") is None and t.qualified("Nothing") is None
+    assert t.qualified(None) is None
+    assert list(t.members_of("Box")) == [member, other_member]
+    assert list(t.members_of("size")) == []
+    assert list(table(box, member).members_of("Box")) == [member]
