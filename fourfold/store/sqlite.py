@@ -188,7 +188,7 @@ def _pack_edges(edges: EdgeColumns) -> tuple:
         packed(edges.src_file), packed(edges.src_symbol), packed(edges.dst_file),
         packed(edges.dst_symbol), packed(edges.line),
         bytes(bytearray(map(int, edges.resolution))),
-        json.dumps([list(edges.kind), list(edges.name)]).encode()))
+        json.dumps([edges.kind, edges.name]).encode()))
 
 
 def _unpack_edges(row: tuple) -> list[StoredEdge]:
@@ -891,10 +891,11 @@ class SQLiteStore(Store):
             if edges:
                 conn.execute("INSERT INTO edges VALUES(?,?,?,?,?,?,?,?)",
                              (repo_id, *_pack_edges(edges)))
+            # rows made as they are written: a big repository ranks millions of symbols
             conn.executemany("INSERT INTO symbol_rank VALUES(?,?,?)",
-                             [(repo_id, k, v) for k, v in symbol_rank.items()])
+                             ((repo_id, k, v) for k, v in symbol_rank.items()))
             conn.executemany("INSERT INTO file_rank VALUES(?,?,?)",
-                             [(k, repo_id, v) for k, v in file_rank.items()])
+                             ((k, repo_id, v) for k, v in file_rank.items()))
 
     def all_edges(self, repo_id: int | None = None) -> list[StoredEdge]:
         sql = ("SELECT src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds_names "
