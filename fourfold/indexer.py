@@ -301,6 +301,7 @@ def _start_resolving(store: Store, repo_id: int, facts: "GraphFacts", gone: set[
     from .graph.build import start_resolving, stored_facts
     if others:
         stored_facts(store, repo_id, facts, skip=facts.files.keys() | gone)
+    store.release_memory()
     return start_resolving(facts)
 
 

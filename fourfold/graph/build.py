@@ -136,6 +136,7 @@ def start_resolving(facts: GraphFacts) -> Forked | None:
     is the ResolvedGraph, or None if the child died. Once the child has them, `facts` are
     emptied here: the child holds its copy for the minutes a big repository's resolution
     takes, and two copies were most of the indexing run's peak memory."""
+    release_freed_memory()  # what the child would otherwise hold a copy of
     child = Forked.start(resolve_and_rank, facts)
     if child is not None:
         facts.files.clear()

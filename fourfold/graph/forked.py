@@ -1,13 +1,12 @@
-"""Run a function in a forked copy of this process and take its result back by pipe.
+"""Run a function in a forked copy of this process and take its result back.
 
 Graph resolution reads large in-memory tables: a forked child sees them without their being
-copied or pickled, and only its result travels back. Where no child can be had (no fork on
-this platform, a daemonic process, fork failing) `Forked.start` returns None and the caller
-does the work itself.
-
-A result is pickled straight into the pipe and read from it as it comes: a big repository's
-graph would otherwise be held whole as bytes on both sides, beside the objects it is made
-of (the kernel's: hundreds of MB each, at the indexing run's peak).
+copied or pickled, and only its result travels back. It travels through an unlinked
+temporary file that is read once the child has ended: a big repository's graph (the
+kernel's: hundreds of MB as objects) is then never held by both processes at once, beside
+the tables the child no longer needs but still holds. Where no child can be had (no fork on
+this platform, a daemonic process, fork failing, no temporary file) `Forked.start` returns
+None and the caller does the work itself.
 
 A child that opens the index itself needs none of this process's memory, and must not have
 its locks: a fork copies a lock another thread holds (SQLite's, while a question is
@@ -22,20 +21,19 @@ import pickle
 import select
 import subprocess
 import sys
-from typing import Any, Callable
+import tempfile
+from typing import IO, Any, Callable
 
 from ..workers import quiet_worker
-
-POLL_S = 0.2
 
 
 class Forked:
     """A forked child computing `fn(*args)`. Call `result()` or `close()` (which stops
     it): the child is joined either way, and a second call does nothing more."""
 
-    def __init__(self, process, receiver):
+    def __init__(self, process, spill: IO[bytes]):
         self.process = process
-        self.receiver = receiver
+        self.spill = spill  # where the child pickles its result
 
     @classmethod
     def start(cls, fn: Callable[..., Any], *args) -> "Forked | None":
@@ -43,62 +41,52 @@ class Forked:
                 or "fork" not in multiprocessing.get_all_start_methods()):
             return None
         ctx = multiprocessing.get_context("fork")
-        receiver, sender = ctx.Pipe(duplex=False)
+        try:
+            spill = tempfile.TemporaryFile(prefix="fourfold-result-")
+        except OSError:
+            return None
         # not daemonic, so that the child may fork helpers of its own
-        process = ctx.Process(target=_send_result, args=(fn, args, sender, receiver))
+        process = ctx.Process(target=_write_result, args=(fn, args, spill))
         try:
             process.start()
         except (AssertionError, OSError):  # no children allowed here, or no memory to fork
-            receiver.close()
-            sender.close()
+            spill.close()
             return None
-        sender.close()
-        return cls(process, receiver)
+        return cls(process, spill)
 
     def finished(self, timeout: float) -> bool:
-        """Whether the result came, or the child ended without it, within `timeout` s."""
-        return self.receiver.poll(timeout) or not self.process.is_alive()
+        """Whether the child ended (with its result or without) within `timeout` s."""
+        self.process.join(timeout)
+        return not self.process.is_alive()
 
     def result(self, default: Any = None) -> Any:
-        """What `fn` returned; `default` if the child died without sending it. Liveness is
-        polled rather than waiting for end-of-file: a process forked meanwhile by another
-        thread may hold the pipe's write end open."""
+        """What `fn` returned, once the child has ended; `default` if it died without
+        writing it all."""
         try:
-            while not self.receiver.poll(POLL_S):
-                if not self.process.is_alive() and not self.receiver.poll(0):
-                    return default
-            try:
-                with os.fdopen(os.dup(self.receiver.fileno()), "rb") as stream:
-                    return pickle.load(stream)
-            except (EOFError, OSError, pickle.UnpicklingError):
+            self.process.join()
+            if self.process.exitcode != 0:
                 return default
+            self.spill.seek(0)
+            return pickle.load(self.spill)
+        except (EOFError, OSError, pickle.UnpicklingError):
+            return default
         finally:
             self.close()
 
     def close(self, wait: bool = True) -> None:
         """Stop the child; `wait=False` does not wait for it to end (a big process takes a
         while to free its memory), and multiprocessing reaps it later."""
-        self.receiver.close()
+        self.spill.close()
         if self.process.is_alive():
             self.process.terminate()
         if wait:
             self.process.join()
 
 
-def _send_result(fn: Callable[..., Any], args: tuple, sender, receiver) -> None:
-    # The child's copy of the read end is closed first: were the parent gone, a result
-    # larger than the pipe's buffer would otherwise wait forever for a reader, and keep
-    # the index lock this process inherited.
-    receiver.close()
+def _write_result(fn: Callable[..., Any], args: tuple, spill: IO[bytes]) -> None:
     quiet_worker()
-    result = fn(*args)
-    try:
-        with os.fdopen(os.dup(sender.fileno()), "wb") as stream:
-            pickle.dump(result, stream, protocol=pickle.HIGHEST_PROTOCOL)
-    except OSError:  # BrokenPipeError: nobody waits for the result any more
-        pass
-    finally:
-        sender.close()
+    pickle.dump(fn(*args), spill, protocol=pickle.HIGHEST_PROTOCOL)
+    spill.flush()
 
 
 class Spawned:

@@ -247,6 +247,11 @@ class Store(ABC):
         change updates in place, so that the first small change does not pay for it. A
         store without such indexes does nothing."""
 
+    def release_memory(self) -> None:
+        """Give back what this process's connection caches (before a big process forks: a
+        child would hold its copy for as long as it runs). A store that caches nothing in
+        this process does nothing."""
+
     @abstractmethod
     def parser_of(self, repo_id: int) -> str | None:
         """The parser version of the repository's last finished index run."""

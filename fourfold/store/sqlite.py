@@ -446,6 +446,9 @@ class SQLiteStore(Store):
             conn.execute("UPDATE repos SET indexed_at=? WHERE id=?", (when, repo_id))
             conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (f"parser:{repo_id}", parser))
 
+    def release_memory(self) -> None:
+        self._conn().execute("PRAGMA shrink_memory")
+
     def merge_text_indexes(self) -> None:
         # A bulk load leaves the symbol token index in many segments, which the commit of the
         # next small change would otherwise merge (docs/benchmarks.md, schema 12).

@@ -870,3 +870,23 @@ def test_a_file_table_finds_the_first_definition_of_a_qualified_name():
     assert list(t.members_of("Box")) == [member, other_member]
     assert list(t.members_of("size")) == []
     assert list(table(box, member).members_of("Box")) == [member]
+
+
+def test_a_forked_result_is_read_once_the_child_has_ended():
+    """The child's result goes through a file, read after the child's end, so the two
+    processes never hold it at once; a child that dies gives the default."""
+    import signal
+    import time
+
+    from fourfold.graph.forked import Forked
+
+    def die():
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    big = Forked.start(bytes, 20_000_000)  # more than a pipe holds
+    assert big.result() == bytes(20_000_000) and big.process.exitcode == 0
+    assert Forked.start(die).result("died") == "died"
+    stopped = Forked.start(time.sleep, 60)
+    assert not stopped.finished(0.1)
+    stopped.close()
+    assert stopped.process.exitcode == -signal.SIGTERM
