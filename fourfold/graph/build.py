@@ -47,9 +47,9 @@ class GraphFacts:
     of the files named in EXTRA_FILES. A big repository's facts are held for the whole run,
     in the indexing process, beside everything else it holds: each file's symbols and
     references are kept as compressed bytes (encode_symbols, compress_references) and made
-    objects again where they are resolved. As millions of small objects, they took twice
-    the memory, and once freed most of it stayed with the process: the few objects that
-    outlived them in the same pages of Python's allocator kept it."""
+    objects again where they are resolved. As objects the kernel's 3.3 million symbols took
+    about 450 MB (23 MB so), and once freed most of it stayed with the process: the few
+    objects that outlived them in the same arenas of Python's allocator kept it."""
 
     files: dict[str, tuple[str, bytes, bytes]] = field(default_factory=dict)
     extra: dict[str, str] = field(default_factory=dict)
