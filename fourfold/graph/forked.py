@@ -120,8 +120,8 @@ class Spawned:
 
     def result(self, default: Any = None) -> Any:
         try:
-            result = pickle.load(self.process.stdout)
-            return result if self.process.wait() == 0 else default
+            data = self.process.stdout.read()
+            return pickle.loads(data) if self.process.wait() == 0 and data else default
         except (OSError, pickle.UnpicklingError, EOFError):
             return default
         finally:
@@ -143,5 +143,5 @@ def _serve() -> None:
     result_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     fn, args = pickle.load(sys.stdin.buffer)
-    pickle.dump(fn(*args), result_out, protocol=pickle.HIGHEST_PROTOCOL)
+    pickle.dump(fn(*args), result_out)
     result_out.close()

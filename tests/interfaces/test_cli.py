@@ -158,9 +158,12 @@ def test_batch_search(project, tmp_path):
 
 
 def test_watch_reindexes_changed_files_until_interrupted(project):
+    # Ctrl-C as a terminal gives it, whatever this run inherited: a job a shell starts in the
+    # background without job control (a CI runner) ignores SIGINT, and so do its children
     proc = subprocess.Popen([sys.executable, "-m", "fourfold.interfaces.cli", "watch",
                              str(project), "--json", "--no-embed", "--debounce-ms", "100"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         first = json.loads(proc.stdout.readline())
         assert (first["added"], first["files"]) == (3, 3)
