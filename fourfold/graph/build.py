@@ -175,6 +175,7 @@ def store_graph(store: Store, repo_id: int, graph: ResolvedGraph) -> int:
             i = wanted.get((stored_file, qualname))
             if i is not None and (symbol_id[i] < 0 or stored_id < symbol_id[i]):
                 symbol_id[i] = stored_id
+    del wanted, files, file_ids  # a big repository's: freed before the columns are packed
     src_file, dst_file = file_id[g.src_file], file_id[g.dst_file]
     keep = src_file >= 0  # an edge from a file the store does not hold is dropped
     kind, name = g.kind_names(), g.name
