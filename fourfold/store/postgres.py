@@ -1379,8 +1379,7 @@ class PostgresStore(Store):
                 cur.execute("INSERT INTO edges VALUES(%s, %s, %s, %s, %s, %s, %s, %s, %s)", (
                     repo_id, packed(edges.src_file), packed(edges.src_symbol),
                     packed(edges.dst_file), packed(edges.dst_symbol), packed(edges.line),
-                    bytes(bytearray(map(int, edges.resolution))), list(edges.kind),
-                    list(edges.name)))
+                    bytes(bytearray(map(int, edges.resolution))), edges.kind, edges.name))
             self._copy(cur, "symbol_rank", "symbol_id, repo_id, rank",
                        [(k, repo_id, v) for k, v in symbol_rank.items()])
             self._copy(cur, "file_rank", "file_id, repo_id, rank",
