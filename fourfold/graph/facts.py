@@ -48,18 +48,15 @@ class FileFacts:
     encoded_uses: bytes | None = None
     encoded_use_count: int = 0
 
-    def uses(self) -> list[Reference]:
+    def take_uses(self) -> list[Reference]:
         """The file's calls and type uses (with the other references where they are held
-        together: the last pass reads only these kinds), in order."""
+        together: the last pass reads only these kinds), in order, for the one pass that
+        makes their edges: encoded ones are let go here, so that a big repository's are not
+        all held to the end of it."""
         if self.encoded_uses is None:
             return self.references
-        return [r for r in decode_references(decompress_references(self.encoded_uses))
+        uses = [r for r in decode_references(decompress_references(self.encoded_uses))
                 if r.kind in USE_KINDS]
-
-    def take_uses(self) -> list[Reference]:
-        """uses(), for the one pass that makes their edges: encoded ones are let go here,
-        so that a big repository's are not all held to the end of it."""
-        uses = self.uses()
         self.encoded_uses, self.encoded_use_count = None, 0  # `references` hold the others
         return uses
 
