@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from dataclasses import replace
-from functools import cached_property
+from functools import cached_property, partial
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
@@ -174,9 +174,9 @@ class Fourfold:
               embed: bool = True, wait_s: float = 0.0, verify: bool = False,
               changed: Iterable[str] | None = None, graph_later: bool = False
               ) -> IndexSummary:
-        """Update text, structure and graph (committed first), then embed new chunks. While
-        another process indexes the same folder, wait up to `wait_s` for it, then raise
-        IndexBusyError. `verify=True` re-reads every file, whatever its size and times say.
+        """Update text, structure and graph (committed first) and embed new chunks (while
+        a big repository's graph is resolved, or after it). While another process indexes
+        the same folder, wait up to `wait_s` for it, then raise IndexBusyError. `verify=True` re-reads every file, whatever its size and times say.
         `changed`: the absolute paths a watcher saw change, the only ones looked at where
         that is enough; `graph_later`: leave the graph (and the retaking of binary codes)
         to catch_up(), so that the files answer as soon as they are written."""
@@ -189,10 +189,9 @@ class Fourfold:
             skip_dirs=(str(self.index_dir),) if self.index_dir else (),
             max_file_bytes=self.max_file_bytes, workers=workers, progress=progress,
             verify=verify, changed=changed, graph_later=graph_later,
-            embedder=self._embedder_while_parsing() if embed and changed is None else None)
+            embedder=self._embedder_while_parsing() if embed and changed is None else None,
+            after_files=partial(self.embed, progress) if embed else None)
         self.store.set_setting(f"max_file_bytes:{self.root}", self.max_file_bytes)
-        if embed:
-            self.embed(progress, summary)
         return summary
 
     def _embedder_while_parsing(self) -> "Embedder | None":

@@ -325,7 +325,8 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
                      workers: int | None = None, progress: Progress | None = None,
                      build_graph: bool = True, verify: bool = False,
                      embedder: "Embedder | None" = None, changed: Iterable[str] | None = None,
-                     graph_later: bool = False) -> IndexSummary:
+                     graph_later: bool = False,
+                     after_files: Callable[[IndexSummary], None] | None = None) -> IndexSummary:
     """Bring the index of one repository (`name`, by default the folder's name) up to date
     with its files on disk, holding `lock` (one indexer per repository) throughout.
     `embedder`: a model cheap enough for the parser processes, which then embed what they
@@ -334,6 +335,8 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
     `changed`: absolute paths a watcher saw change; only they are looked at, unless only a
     walk of the whole tree can tell what they mean (see walk_paths). `graph_later`: leave
     the graph to catch_up_graph, so that the files answer as soon as they are written.
+    `after_files`: work that needs the files written but not the graph (embedding), called
+    with the summary so far while a forked child resolves the graph.
 
     `skip_dirs`: folders not to read (an index folder inside the repository);
     `build_graph=False` leaves references and the graph out (to measure what they cost);
@@ -420,7 +423,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
 
         def write_vectors() -> None:
             nonlocal vectors
-            store.put_vectors(embedder.name, vectors)
+            store.stage_vectors(embedder.name, vectors)
             summary.embedded += len(vectors)
             summary.embedded_while_parsing += len(vectors)
             vectors = []
@@ -490,34 +493,53 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         if unfinished:
             store.set_setting(unfinished_setting(repo_id), 0)
         behind = build_graph and bool(store.setting(graph_behind_setting(repo_id), 0))
-        if build_graph and graph_later and (files_changed or behind):
+        resolve = build_graph and (files_changed or behind)
+        if resolve and graph_later:
             store.set_setting(graph_behind_setting(repo_id), 1)
             summary.graph_behind = True
-        elif files_changed or behind:
-            if build_graph:
-                from .graph.build import rebuild_graph, store_graph  # numpy/scipy: when needed
-                # The files answer while the graph is resolved (a big repository's takes
-                # minutes); marked behind, it is resolved by the next run if this one stops.
-                store.set_setting(graph_behind_setting(repo_id), 1)
-                store.mark_indexed(repo_id, time.time(), parser)
-                # resolved in a forked child where the parse kept the facts: its memory goes
-                # back to the system when it ends
-                graph = None
-                if graph_facts is not None:
-                    # the store holds files the parse did not keep: a run over changed
-                    # paths knows only those, others were shared or are unchanged
-                    others = (scoped is not None or bool(summary.shared)
-                              or any(path not in graph_facts.files and path not in gone
-                                     for path in known))
-                    resolving = _start_resolving(store, repo_id, graph_facts, gone, others)
-                    graph = resolving.result() if resolving is not None else None
-                if graph is not None:
-                    store_graph(store, repo_id, graph)
-                else:  # parsed here, or the child died
-                    rebuild_graph(store, repo_id, parallel=workers > 1)
-                store.set_setting(graph_behind_setting(repo_id), 0)
-            else:  # files were written without references: no edge may point into them
-                store.replace_graph(repo_id, EdgeColumns(), {}, {})
+            resolve = False
+        resolving = None
+        if resolve:
+            # The files answer while the graph is resolved (a big repository's takes
+            # minutes); marked behind, it is resolved by the next run if this one stops.
+            store.set_setting(graph_behind_setting(repo_id), 1)
+            store.mark_indexed(repo_id, time.time(), parser)
+            if graph_facts is not None:  # resolved in a forked child, whose memory goes
+                # back to the system when it ends. The store holds files the parse did not
+                # keep: a run over changed paths knows only those, others were shared or
+                # are unchanged.
+                others = (scoped is not None or bool(summary.shared)
+                          or any(path not in graph_facts.files and path not in gone
+                                 for path in known))
+                resolving = _start_resolving(store, repo_id, graph_facts, gone, others)
+
+        def files_written() -> None:
+            store.put_staged_vectors()
+            if after_files is not None:
+                after_files(summary)
+
+        if resolving is not None:
+            try:
+                files_written()  # on the other core, while the child resolves the graph
+            except BaseException:
+                resolving.close(wait=False)
+                raise
+            from .graph.build import release_freed_memory
+            store.release_memory()  # given back before the child's graph is at its largest
+            release_freed_memory()
+        if resolve:
+            from .graph.build import rebuild_graph, store_graph  # numpy/scipy: when needed
+            graph = resolving.result() if resolving is not None else None
+            if graph is not None:
+                store_graph(store, repo_id, graph)
+            else:  # parsed here, or the child died
+                rebuild_graph(store, repo_id, parallel=workers > 1)
+            store.set_setting(graph_behind_setting(repo_id), 0)
+        elif files_changed and not build_graph:
+            # files were written without references: no edge may point into them
+            store.replace_graph(repo_id, EdgeColumns(), {}, {})
         store.mark_indexed(repo_id, time.time(), parser)
+        if resolving is None:
+            files_written()
     summary.seconds = time.perf_counter() - started
     return summary

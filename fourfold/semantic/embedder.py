@@ -314,10 +314,10 @@ class StaticEmbedder:
         # times faster than gathering every token's vector and summing the runs.
         from scipy import sparse
 
-        counts = sparse.csr_matrix(
-            (np.ones(len(flat), dtype=np.float32),
-             (np.repeat(np.arange(len(texts)), np.diff(starts)), flat)),
-            shape=(len(texts), self.vocabulary_size))
+        # made from the rows as they are: from coordinates, scipy first converts them
+        counts = sparse.csr_matrix((np.ones(len(flat), dtype=np.float32), flat, starts),
+                                   shape=(len(texts), self.vocabulary_size))
+        counts.sum_duplicates()  # a token's count times its vector, summed as before
         return _l2_normalize(np.asarray(counts @ self._emb, dtype=np.float32))
 
     def _gathered_sums(self, flat: np.ndarray, starts: np.ndarray) -> np.ndarray:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import tempfile
 import threading
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -21,7 +22,7 @@ from .embedder import Embedder
 from .embedding_text import chunk_text_for_embedding
 
 EMBED_BATCH = 256
-CODE_BLOCK = 65536  # vectors turned into codes at a time (64 MiB of float32 at 256 dimensions)
+CODE_BLOCK = 8192  # vectors read at a time for codes (8 MiB of float32 at 256 dimensions)
 
 
 def shared_cache_path() -> Path:
@@ -161,18 +162,34 @@ def refresh_codes(store: Store, model: str, repo_id: int) -> int:
     """Take a repository's binary codes anew from its vectors: the sign bits after centring
     by the repository's mean vector (the mean moves as its code changes, so all of them are
     retaken together). Returns how many chunks have a code."""
-    ids, rows, scales = store.vectors(model, repo_id)
-    if not ids:
-        return 0
-    # Block by block, each block's floats made once for the mean and once for the codes:
-    # the kernel's 1.47 million vectors as float32 would take 1.5 GB a copy.
-    blocks = [slice(start, start + CODE_BLOCK) for start in range(0, len(ids), CODE_BLOCK)]
-    total = sum(from_int8(rows[b], scales[b])[1].sum(axis=0, dtype=np.float64) for b in blocks)
-    mean = (total / len(ids)).astype(np.float32)
-    codes = [row.tobytes() for b in blocks for row in to_codes(from_int8(rows[b], scales[b])[1],
-                                                               mean)]
-    store.put_codes(repo_id, model, mean.tobytes(), ids, codes)
-    return len(ids)
+    # The vectors are read once, a block at a time, and kept in a temporary file while
+    # their mean is summed; the codes are made from there. The kernel's 1.47 million
+    # vectors take 0.4 GB as int8, 1.5 GB as float32, and 7 s to read from the index.
+    count, total, blocks = 0, 0.0, []
+    with tempfile.TemporaryFile(prefix="fourfold-vectors-") as spill:
+        for ids, rows, scales in store.vector_blocks(model, repo_id, CODE_BLOCK):
+            int8, approx = from_int8(rows, scales)
+            total = total + approx.sum(axis=0, dtype=np.float64)
+            count += len(ids)
+            blocks.append(int8.shape)
+            spill.write(np.asarray(ids, dtype=np.int64).tobytes())
+            spill.write(np.asarray(scales, dtype=np.float32).tobytes())
+            spill.write(int8.tobytes())
+        if not count:
+            return 0
+        mean = (total / count).astype(np.float32)
+        spill.seek(0)
+
+        def codes() -> Iterator[tuple[int, bytes]]:
+            for rows, dim in blocks:
+                ids = np.frombuffer(spill.read(8 * rows), dtype=np.int64).tolist()
+                scales = np.frombuffer(spill.read(4 * rows), dtype=np.float32)
+                int8 = np.frombuffer(spill.read(rows * dim), dtype=np.int8).reshape(rows, dim)
+                yield from zip(ids, (code.tobytes() for code in to_codes(
+                    int8.astype(np.float32) * scales[:, None], mean)))
+
+        store.put_codes(repo_id, model, mean.tobytes(), codes())
+    return count
 
 
 def add_codes(store: Store, model: str, repo_id: int, chunk_ids: Sequence[int]) -> bool:

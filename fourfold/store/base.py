@@ -8,7 +8,7 @@ from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Collection, Iterable, NamedTuple, Sequence
+from typing import Collection, Iterable, Iterator, NamedTuple, Sequence
 
 from ..errors import FourfoldError
 from ..model import Chunk, Reference, Symbol
@@ -432,21 +432,33 @@ class Store(ABC):
     def put_vectors(self, model: str, rows: list[tuple[str, bytes, float]]) -> None:
         """Store (chunk hash, int8 vector, scale) rows."""
 
+    def stage_vectors(self, model: str, rows: list[tuple[str, bytes, float]]) -> None:
+        """Store (chunk hash, int8 vector, scale) rows once put_staged_vectors() is called
+        or the indexing run ends, all at once, where the store writes many quicker so;
+        readers see none of them until then. A store without such a way puts them now. The
+        thread that stages them puts them."""
+        self.put_vectors(model, rows)
+
+    def put_staged_vectors(self) -> None:
+        """Store what stage_vectors() holds back."""
+
     @abstractmethod
-    def vectors(self, model: str, repo_id: int | None = None
-                ) -> tuple[list[int], list[bytes], list[float]]:
+    def vector_blocks(self, model: str, repo_id: int | None = None, size: int = 65536
+                      ) -> Iterator[tuple[list[int], list[bytes], list[float]]]:
         """(chunk ids, int8 vectors, scales) of every chunk embedded with this model, of one
-        repository or all, in chunk id order."""
+        repository or all, in chunk id order, `size` chunks a block. Read the blocks to the
+        end: a store may hold a read open until then."""
 
     @abstractmethod
     def vectors_of(self, model: str, chunk_ids: Iterable[int]) -> dict[int, tuple[bytes, float]]:
         """chunk id -> (int8 vector, scale) of the given chunks that have one."""
 
     @abstractmethod
-    def put_codes(self, repo_id: int, model: str, mean: bytes, chunk_ids: Sequence[int],
-                  codes: Sequence[bytes]) -> None:
-        """Replace a repository's binary codes for a model (the sign bits of each chunk's
-        vector minus the repository's mean vector, packed) and that mean (float32)."""
+    def put_codes(self, repo_id: int, model: str, mean: bytes,
+                  codes: Iterable[tuple[int, bytes]]) -> None:
+        """Replace a repository's binary codes for a model ((chunk id, the sign bits of its
+        vector minus the repository's mean vector, packed), taken as they come) and that
+        mean (float32)."""
 
     @abstractmethod
     def add_codes(self, repo_id: int, model: str, chunk_ids: Sequence[int],

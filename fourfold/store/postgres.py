@@ -1444,8 +1444,9 @@ class PostgresStore(Store):
                         "model = %(m)s ON CONFLICT (model) DO UPDATE SET vectors = "
                         "EXCLUDED.vectors", {"m": model})
 
-    def vectors(self, model: str, repo_id: int | None = None
-                ) -> tuple[list[int], list[bytes], list[float]]:
+    def vector_blocks(self, model: str, repo_id: int | None = None, size: int = 65536
+                      ) -> Iterator[tuple[list[int], list[bytes], list[float]]]:
+        # read whole: the connection is needed for other statements between blocks
         sql = ("SELECT c.id, v.vec, v.scale FROM chunks c JOIN vectors v ON "
                "v.embed_hash = c.embed_hash AND v.model = %s")
         if repo_id:
@@ -1456,7 +1457,9 @@ class PostgresStore(Store):
             reachable, params = self._reachable("c.repo_id")
             rows = self._query(sql + " WHERE true" + reachable + " ORDER BY c.id",
                                (model, *params))
-        return [r[0] for r in rows], [bytes(r[1]) for r in rows], [r[2] for r in rows]
+        for start in range(0, len(rows), size):
+            block = rows[start:start + size]
+            yield [r[0] for r in block], [bytes(r[1]) for r in block], [r[2] for r in block]
 
     def vectors_of(self, model: str, chunk_ids: Iterable[int]) -> dict[int, tuple[bytes, float]]:
         chunk_ids = list(chunk_ids)
@@ -1465,14 +1468,15 @@ class PostgresStore(Store):
             "c.embed_hash AND v.model = %s WHERE c.repo_id = ANY(%s) AND c.id = ANY(%s)",
             (model, self._repos_of(chunk_ids), chunk_ids))}
 
-    def put_codes(self, repo_id: int, model: str, mean: bytes, chunk_ids: Sequence[int],
-                  codes: Sequence[bytes]) -> None:
+    def put_codes(self, repo_id: int, model: str, mean: bytes,
+                  codes: Iterable[tuple[int, bytes]]) -> None:
+        # taken before the COPY starts: making them may read from this connection
+        rows = [(repo_id, model, cid, _bits(code)) for cid, code in codes]
         conn = self._conn()
         with conn.transaction(), conn.cursor() as cur:
             cur.execute("DELETE FROM chunk_codes WHERE repo_id = %s AND model = %s",
                         (repo_id, model))
-            self._copy(cur, "chunk_codes", "repo_id, model, chunk_id, code",
-                       [(repo_id, model, cid, _bits(code)) for cid, code in zip(chunk_ids, codes)])
+            self._copy(cur, "chunk_codes", "repo_id, model, chunk_id, code", rows)
             cur.execute("INSERT INTO code_means VALUES(%s, %s, %s) ON CONFLICT (repo_id, model) "
                         "DO UPDATE SET mean = EXCLUDED.mean", (repo_id, model, mean))
 

@@ -18,7 +18,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Collection, Iterable, Sequence
+from typing import Collection, Iterable, Iterator, Sequence
 
 import lz4.block
 
@@ -400,8 +400,9 @@ class SQLiteStore(Store):
             self._chunk_index.close()
         conn = getattr(self._local, "conn", None)
         if conn is not None:
-            conn.close()
+            conn.close()  # and its staged vectors: only put ones are kept
             self._local.conn = None
+            self._local.staged = False
 
     def _query(self, sql: str, params: Iterable = ()) -> list[tuple]:
         return self._conn().execute(sql, tuple(params)).fetchall()
@@ -952,16 +953,49 @@ class SQLiteStore(Store):
             conn.executemany("INSERT OR REPLACE INTO vectors(model, embed_hash, vec, scale) "
                              "VALUES(?,?,?,?)", [(model, h, v, s) for h, v, s in rows])
 
-    def vectors(self, model: str, repo_id: int | None = None
-                ) -> tuple[list[int], list[bytes], list[float]]:
-        sql = ("SELECT c.id, v.vec, v.scale FROM chunks c JOIN vectors v ON "
-               "v.embed_hash=c.embed_hash AND v.model=?")
+    def stage_vectors(self, model: str, rows: list[tuple[str, bytes, float]]) -> None:
+        # Keyed by hash, a big index's vectors land at random pages of their table: a page
+        # written for each. Staged in a temporary table, they go in in key order at the end.
+        conn = self._conn()
+        if not getattr(self._local, "staged", False):
+            conn.execute("CREATE TEMP TABLE IF NOT EXISTS staged_vectors(model TEXT NOT NULL, "
+                         "embed_hash TEXT NOT NULL, vec BLOB NOT NULL, scale REAL NOT NULL)")
+            self._local.staged = True
+        with conn:
+            conn.execute("BEGIN")
+            conn.executemany("INSERT INTO temp.staged_vectors VALUES(?,?,?,?)",
+                             [(model, h, v, s) for h, v, s in rows])
+
+    def put_staged_vectors(self) -> None:
+        if not getattr(self._local, "staged", False):
+            return
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT OR REPLACE INTO vectors(model, embed_hash, vec, scale) "
+                         "SELECT model, embed_hash, vec, scale FROM temp.staged_vectors "
+                         "ORDER BY model, embed_hash")
+            conn.execute("DROP TABLE temp.staged_vectors")
+        self._local.staged = False
+
+    def vector_blocks(self, model: str, repo_id: int | None = None, size: int = 65536
+                      ) -> Iterator[tuple[list[int], list[bytes], list[float]]]:
+        # Chunks in id order, each looked up (CROSS JOIN keeps that order): starting from
+        # the repository's files, SQLite sorted every row, vectors included, in memory.
         if repo_id:
-            rows = self._query(sql + " JOIN files f ON f.document_id=c.document_id AND "
-                               "f.repo_id=? ORDER BY c.id", (model, repo_id))
+            cursor = self._conn().execute(
+                "SELECT c.id, v.vec, v.scale FROM chunks c CROSS JOIN files f ON "
+                "f.document_id=c.document_id AND f.repo_id=? CROSS JOIN vectors v ON "
+                "v.embed_hash=c.embed_hash AND v.model=? ORDER BY c.id", (repo_id, model))
         else:
-            rows = self._query(sql + " ORDER BY c.id", (model,))
-        return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+            cursor = self._conn().execute(
+                "SELECT c.id, v.vec, v.scale FROM chunks c CROSS JOIN vectors v ON "
+                "v.embed_hash=c.embed_hash AND v.model=? ORDER BY c.id", (model,))
+        try:
+            while rows := cursor.fetchmany(size):
+                yield [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+        finally:
+            cursor.close()
 
     def vectors_of(self, model: str, chunk_ids: Iterable[int]) -> dict[int, tuple[bytes, float]]:
         ids = list(chunk_ids)
@@ -974,14 +1008,14 @@ class SQLiteStore(Store):
                 f"({_placeholders(len(part))})", [model, *part]))
         return out
 
-    def put_codes(self, repo_id: int, model: str, mean: bytes, chunk_ids: Sequence[int],
-                  codes: Sequence[bytes]) -> None:
+    def put_codes(self, repo_id: int, model: str, mean: bytes,
+                  codes: Iterable[tuple[int, bytes]]) -> None:
         conn = self._conn()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("DELETE FROM codes WHERE repo_id=? AND model=?", (repo_id, model))
             conn.executemany("INSERT INTO codes VALUES(?,?,?,?)",
-                             [(repo_id, model, cid, code) for cid, code in zip(chunk_ids, codes)])
+                             ((repo_id, model, cid, code) for cid, code in codes))
             conn.execute("INSERT INTO code_means VALUES(?, ?, ?, 1) ON CONFLICT(repo_id, model) "
                          "DO UPDATE SET mean=excluded.mean, version=version + 1",
                          (repo_id, model, mean))
@@ -1048,7 +1082,8 @@ class SQLiteStore(Store):
         """Each batch commits on its own: a run interrupted on one machine keeps what it
         wrote, and every file is at its old or its new version (readers keep reading). The
         chunk index is brought in line with the database first, and committed at the end
-        (also when the run is stopped: what it holds then was committed to the database)."""
+        (also when the run is stopped: what it holds then was committed to the database).
+        Staged vectors are put, a stopped run's too."""
         self._sync_chunk_index()
         self._in_run += 1
         try:
@@ -1058,8 +1093,11 @@ class SQLiteStore(Store):
             try:
                 self._publish_chunk_index()
             finally:
-                if not self._in_run:
-                    self._chunk_index.close()
+                try:
+                    self.put_staged_vectors()
+                finally:
+                    if not self._in_run:
+                        self._chunk_index.close()
 
     def _sync_chunk_index(self) -> None:
         """Under the index folder's lock: the chunk index matches the database, or is made

@@ -326,11 +326,7 @@ def test_parsed_files_are_written_before_the_graph_is_resolved(make_tree, monkey
     parsed file is in the store when resolution starts."""
     from fourfold import indexer
 
-    files = {f"pkg/module_{i}.py": f"from pkg.module_{(i + 1) % 50} import run_{(i + 1) % 50}\n"
-             + "".join(f"def run_{i}_{j}():\n    return run_{(i + 1) % 50}()\n\n" for j in range(150))
-             for i in range(50)}
-    assert sum(len(text) for text in files.values()) > 256 * 1024  # parsed on the pool
-    ff = Fourfold(make_tree(files))
+    ff = Fourfold(make_tree(_linked_modules()))
     written = []
     resolve = indexer._start_resolving
 
@@ -509,6 +505,68 @@ def test_a_forked_child_does_not_outlive_its_killed_parent():
     while alive(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(child)
+
+
+def _linked_modules() -> dict[str, str]:
+    """50 modules calling each other, enough source to be parsed on the pool."""
+    files = {f"pkg/module_{i}.py": f"from pkg.module_{(i + 1) % 50} import run_{(i + 1) % 50}\n"
+             + "".join(f"def run_{i}_{j}():\n    return run_{(i + 1) % 50}()\n\n" for j in range(150))
+             for i in range(50)}
+    assert sum(len(text) for text in files.values()) > 256 * 1024
+    return files
+
+
+def test_vectors_and_codes_are_taken_while_the_child_resolves_the_graph(make_tree, monkeypatch):
+    """The vectors the parsers made are put, and the binary codes taken, before the graph
+    the forked child resolves is taken back and written."""
+    import fourfold.graph.build as build
+    from fourfold.semantic import indexing
+
+    ff = Fourfold(make_tree(_linked_modules()))
+    taken, stored = indexing.refresh_codes, build.store_graph
+    seen = []
+
+    def taking(store, model, repo_id):
+        seen.append(("codes", ff.behind()["graph"], store.vector_count(model)))
+        return taken(store, model, repo_id)
+
+    def storing(store, repo_id, graph):
+        seen.append(("graph",))
+        return stored(store, repo_id, graph)
+
+    monkeypatch.setattr(indexing, "refresh_codes", taking)
+    monkeypatch.setattr(build, "store_graph", storing)
+    summary = ff.index(workers=2)
+    chunks = 50 * 151  # a chunk a function, and each module's import line
+    assert summary.embedded_while_parsing == summary.embedded == chunks
+    assert seen == [("codes", True, chunks), ("graph",)]  # the graph came from the child
+    assert not ff.behind()["graph"] and ff.references("run_3")
+    assert ff.search("run 3", modalities=["semantic"]).hits
+
+
+def test_embedding_that_fails_while_the_graph_is_resolved_stops_the_child(make_tree,
+                                                                           monkeypatch):
+    import multiprocessing
+
+    from fourfold.semantic import indexing
+
+    ff = Fourfold(make_tree(_linked_modules()))
+
+    def failing(store, model, repo_id):
+        raise RuntimeError("no room for codes")
+
+    monkeypatch.setattr(indexing, "refresh_codes", failing)
+    with pytest.raises(RuntimeError, match="no room for codes"):
+        ff.index(workers=2)
+    deadline = time.monotonic() + 10
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert multiprocessing.active_children() == []
+    assert ff.is_indexed() and ff.behind()["graph"]  # the files answer; the graph is owed
+    assert ff.store.vector_count(ff.semantic.embedder.name) == 50 * 151  # vectors kept
+    monkeypatch.undo()
+    again = ff.index(workers=2)
+    assert again.read == 0 and not ff.behind()["graph"] and ff.references("run_3")
 
 
 def test_the_files_answer_while_the_graph_is_resolved(make_tree, monkeypatch):

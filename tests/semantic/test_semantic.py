@@ -305,7 +305,7 @@ def test_codes_taken_block_by_block_equal_codes_taken_at_once(make_tree, monkeyp
     ff = Fourfold(root)
     ff.index()
     repo_id, model = ff.repo_id(), ff.semantic.embedder.name
-    ids, rows, scales = ff.store.vectors(model, repo_id)
+    ids, rows, scales = next(ff.store.vector_blocks(model, repo_id, size=100))
     _, approx = binary.from_int8(rows, scales)
     mean = approx.mean(axis=0)
     monkeypatch.setattr(indexing, "CODE_BLOCK", 4)  # 23 vectors: five whole blocks, one part

@@ -44,6 +44,17 @@ def store(open_store):
     return open_store()
 
 
+def stored_vectors(store, model, repo_id=None) -> tuple[list, list, list]:
+    """Every block vector_blocks gives, one chunk a block, put together."""
+    ids, rows, scales = [], [], []
+    for block in store.vector_blocks(model, repo_id, size=1):
+        assert len(block[0]) == len(block[1]) == len(block[2]) == 1
+        ids += block[0]
+        rows += block[1]
+        scales += block[2]
+    return ids, rows, scales
+
+
 def chunk_ids(store, repo) -> list[int]:
     """A repository's chunk ids, in order (each store numbers rows its own way)."""
     return sorted(c.chunk_id for f in store.files(repo) for c in store.chunks_of_file(f.file_id))
@@ -355,10 +366,10 @@ def test_vectors_are_kept_per_model_and_chunk_hash(store):
     assert store.vector_progress("m") == (0, 2) and store.vector_count("m") == 0
     store.put_vectors("m", [("chunk-a", b"\x01\xff", 0.5)])
     store.put_vectors("m", [("chunk-a", b"\x02\x00", 0.25), ("other", b"\x03", 1.0)])
-    assert store.vectors("m") == ([a], [b"\x02\x00"], [0.25])
+    assert stored_vectors(store, "m") == ([a], [b"\x02\x00"], [0.25])
     assert store.vector_count("m") == 2 and store.vector_progress("m") == (1, 2)
     assert store.chunks_missing_vectors("m", 10) == [(b, "chunk-b")]
-    assert store.vectors("other-model") == ([], [], [])
+    assert stored_vectors(store, "other-model") == ([], [], [])
 
 
 def test_vectors_of_one_repository_and_shared_by_content(store):
@@ -371,11 +382,41 @@ def test_vectors_of_one_repository_and_shared_by_content(store):
     # the embedded index shares the document's rows; a server keeps each repository's own
     shared = isinstance(store, SQLiteStore)
     assert (c == a) == shared
-    assert store.vectors("m", second) == ([c], [b"\x02\x00"], [0.25])
-    assert store.vectors("m", first) == ([a, b], [b"\x02\x00", b"\x01\x01"], [0.25, 0.5])
-    assert store.vectors("m") == (
+    assert stored_vectors(store, "m", second) == ([c], [b"\x02\x00"], [0.25])
+    assert stored_vectors(store, "m", first) == ([a, b], [b"\x02\x00", b"\x01\x01"], [0.25, 0.5])
+    assert stored_vectors(store, "m") == (
         ([a, b], [b"\x02\x00", b"\x01\x01"], [0.25, 0.5]) if shared else
         ([a, b, c], [b"\x02\x00", b"\x01\x01", b"\x02\x00"], [0.25, 0.5, 0.25]))
+
+
+def test_staged_vectors_are_stored_by_the_end_of_the_indexing_run(store):
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, [alpha_record(), readme_record()], [], [])
+    a, b = chunk_ids(store, repo)
+    with store.indexing_run():
+        store.stage_vectors("m", [("chunk-a", b"\x01\x00", 0.5)])
+        store.stage_vectors("m", [("chunk-a", b"\x02\x00", 0.25), ("chunk-b", b"\x03", 1.0)])
+        if isinstance(store, SQLiteStore):  # held back until put, then put in key order
+            assert store.vector_count("m") == 0
+            store.put_staged_vectors()
+            assert stored_vectors(store, "m") == ([a, b], [b"\x02\x00", b"\x03"], [0.25, 1.0])
+        store.stage_vectors("m", [("other", b"\x04", 1.0)])
+    assert store.vector_count("m") == 3
+    assert stored_vectors(store, "m") == ([a, b], [b"\x02\x00", b"\x03"], [0.25, 1.0])
+    store.put_staged_vectors()  # nothing left: nothing changes
+    assert store.vector_count("m") == 3
+
+
+def test_a_stopped_indexing_run_keeps_its_staged_vectors_as_it_keeps_its_files(store):
+    repo = store.ensure_repo("/src/proj", "proj")
+    with pytest.raises(KeyboardInterrupt), store.indexing_run():
+        store.write_batch(repo, [alpha_record()], [], [])
+        store.stage_vectors("m", [("chunk-a", b"\x02\x00", 0.25)])
+        raise KeyboardInterrupt
+    if isinstance(store, SQLiteStore):  # each batch committed on its own
+        assert stored_vectors(store, "m") == (chunk_ids(store, repo), [b"\x02\x00"], [0.25])
+    else:  # the run is one transaction
+        assert store.files(repo) == [] and store.vector_count("m") == 0
 
 
 # -- access tokens -------------------------------------------------------------------------
@@ -399,8 +440,8 @@ def test_binary_codes_are_searched_by_hamming_distance_per_repository(store):
     store.write_batch(second, [alpha_record()], [], [])
     (a, b), [c] = chunk_ids(store, first), chunk_ids(store, second)
     assert store.code_mean(first, "m") is None and store.nearest_codes(first, "m", b"\x00", 5) == []
-    store.put_codes(first, "m", b"mean", [a, b], [b"\xf0", b"\x0f"])
-    store.put_codes(second, "m", b"other", [c], [b"\xff"])
+    store.put_codes(first, "m", b"mean", iter([(a, b"\xf0"), (b, b"\x0f")]))
+    store.put_codes(second, "m", b"other", [(c, b"\xff")])
     assert store.code_mean(first, "m") == b"mean" and store.code_mean(second, "m") == b"other"
     assert store.nearest_codes(first, "m", b"\xf1", 5) == [a, b]  # distances 1 and 7
     assert store.nearest_codes(first, "m", b"\x0e", 5) == [b, a]
@@ -408,12 +449,12 @@ def test_binary_codes_are_searched_by_hamming_distance_per_repository(store):
     assert store.nearest_codes(first, "m", b"\x0f", 1) == [b]
     assert store.nearest_codes(second, "m", b"\x00", 5) == [c]
     assert store.nearest_codes(first, "other-model", b"\x00", 5) == []
-    store.put_codes(first, "m", b"mean2", [b], [b"\x0f"])  # replaced whole
+    store.put_codes(first, "m", b"mean2", [(b, b"\x0f")])  # replaced whole
     assert store.nearest_codes(first, "m", b"\xf0", 5) == [b]
     store.add_codes(first, "m", [a, b], [b"\xf0", b"\xff"])  # added, one replaced
     assert store.code_mean(first, "m") == b"mean2"
     assert store.nearest_codes(first, "m", b"\xff", 5) == [b, a]
-    store.put_codes(first, "m", b"mean2", [b], [b"\x0f"])
+    store.put_codes(first, "m", b"mean2", [(b, b"\x0f")])
     store.write_batch(first, [], ["README.md"], [])  # a deleted chunk takes its code along
     assert store.nearest_codes(first, "m", b"\xf0", 5) == []
     store.put_vectors("m", [("chunk-a", b"\x02\x00", 0.25)])
