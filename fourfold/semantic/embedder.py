@@ -297,8 +297,8 @@ class StaticEmbedder:
     def _encode_segment(self, segment: str) -> tuple[int, ...]:
         # a run of identifier characters is bounded by the tokenizer's boundaries, and
         # with_identifier_words expands an identifier within its run only
-        return tuple(i for word in _WORD.findall(with_identifier_words(segment))
-                     for i in self._word_ids(word))
+        return tuple(itertools.chain.from_iterable(
+            map(self._word_ids, _WORD.findall(with_identifier_words(segment)))))
 
     def _encode_word(self, word: str) -> tuple[int, ...]:
         return tuple(self._tok.encode(word, add_special_tokens=False).ids)

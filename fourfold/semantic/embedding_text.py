@@ -24,6 +24,8 @@ _WS = re.compile(r"\s+")
 
 def split_identifier(name: str) -> str:
     """'HTTPServer.parse_configFile' -> 'http server parse config file'."""
+    if name.isascii() and name == name.lower():  # no capital: no camel case to split
+        return " ".join(piece for piece in _SEP.split(name) if piece)
     parts = []
     for piece in _SEP.split(name):
         if piece:

@@ -173,6 +173,10 @@ def test_chunk_text_layout_and_cut():
     long = chunk_text_for_embedding("a.py", "f", "def f():", "", "x = 1\n" * 1000, max_chars=300)
     assert len(long) <= 300 and long.startswith("a.py\nf\ndef f():")
     assert split_identifier("HTTPServer.parse_configFile") == "http server parse config file"
+    # names without a capital take a shorter way: the same words
+    assert split_identifier("tcp_v4_rcv") == "tcp v4 rcv"
+    assert split_identifier("__init__") == "init" and split_identifier("a.b::c_d") == "a b c d"
+    assert split_identifier("naïve_café") == "naïve café" and split_identifier("PA1B") == "pa1 b"
     assert chunk_text_for_embedding("README.md", None, None, None, "hello") == "README.md\nhello"
 
 
