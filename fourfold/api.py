@@ -176,7 +176,8 @@ class Fourfold:
               ) -> IndexSummary:
         """Update text, structure and graph (committed first) and embed new chunks (while
         a big repository's graph is resolved, or after it). While another process indexes
-        the same folder, wait up to `wait_s` for it, then raise IndexBusyError. `verify=True` re-reads every file, whatever its size and times say.
+        the same folder, wait up to `wait_s` for it, then raise IndexBusyError.
+        `verify=True` re-reads every file, whatever its size and times say.
         `changed`: the absolute paths a watcher saw change, the only ones looked at where
         that is enough; `graph_later`: leave the graph (and the retaking of binary codes)
         to catch_up(), so that the files answer as soon as they are written."""
