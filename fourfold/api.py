@@ -174,8 +174,8 @@ class Fourfold:
               embed: bool = True, wait_s: float = 0.0, verify: bool = False,
               changed: Iterable[str] | None = None, graph_later: bool = False
               ) -> IndexSummary:
-        """Update text, structure and graph (committed first) and embed new chunks (while
-        a big repository's graph is resolved, or after it). While another process indexes
+        """Update text, structure and graph (committed first) and embed new chunks (with
+        a cheap model while a big repository's graph is resolved, else after it). While another process indexes
         the same folder, wait up to `wait_s` for it, then raise IndexBusyError.
         `verify=True` re-reads every file, whatever its size and times say.
         `changed`: the absolute paths a watcher saw change, the only ones looked at where
@@ -185,27 +185,35 @@ class Fourfold:
 
         if self.root is None:
             raise FourfoldError("give the folder to index")
+        # A cheap model embeds while a big repository's graph is resolved; another may
+        # take longer than the graph, and embeds after it.
+        cheap = embed and self._cheap_embedder() is not None
         summary = index_repository(
             self.store, self.root, self.indexing_lock(wait_s), name=self.repository_name,
             skip_dirs=(str(self.index_dir),) if self.index_dir else (),
             max_file_bytes=self.max_file_bytes, workers=workers, progress=progress,
             verify=verify, changed=changed, graph_later=graph_later,
-            embedder=self._embedder_while_parsing() if embed and changed is None else None,
-            after_files=partial(self.embed, progress) if embed else None)
+            embedder=self._embedder_while_parsing() if cheap and changed is None else None,
+            after_files=partial(self.embed, progress) if cheap else None)
         self.store.set_setting(f"max_file_bytes:{self.root}", self.max_file_bytes)
+        if embed and not cheap:
+            self.embed(progress, summary)
         return summary
 
-    def _embedder_while_parsing(self) -> "Embedder | None":
-        """The embedder, where it is cheap enough to run in the parser processes and the
-        index holds none of its vectors yet. Later runs embed after parsing, only the
-        chunks whose text has no vector yet (a changed file keeps most of its chunks)."""
+    def _cheap_embedder(self) -> "Embedder | None":
+        """The embedder, where it is cheap enough to run in the parser processes."""
         try:
             embedder = self.semantic.embedder
         except ModalityUnavailable:
             return None  # embed() says why
-        if not getattr(embedder, "embeds_while_parsing", False):
-            return None
-        return embedder if self.store.vector_count(embedder.name) == 0 else None
+        return embedder if getattr(embedder, "embeds_while_parsing", False) else None
+
+    def _embedder_while_parsing(self) -> "Embedder | None":
+        """The cheap embedder, where the index holds none of its vectors yet. Later runs
+        embed after parsing, only the chunks whose text has no vector yet (a changed file
+        keeps most of its chunks)."""
+        embedder = self._cheap_embedder()
+        return embedder if embedder and self.store.vector_count(embedder.name) == 0 else None
 
     def embed(self, progress: Progress | None = None, summary: IndexSummary | None = None
               ) -> int:

@@ -65,10 +65,10 @@ class IndexSummary:
     reused: int = 0  # read, not parsed: the index held a parse of the same content
     shared: int = 0  # written as a file only: the index held its document (another branch)
     bytes: int = 0
-    seconds: float = 0.0
+    seconds: float = 0.0  # the whole run, the embedding after parsing included
     embedded: int = 0
     embedded_while_parsing: int = 0  # of those, embedded by the parser processes
-    embed_seconds: float = 0.0  # the embedding phase after parsing
+    embed_seconds: float = 0.0  # the embedding after parsing: missing vectors, then codes
     skipped: dict[str, int] = field(default_factory=dict)
     # a run over the paths a watcher reported: those of them it indexed; None: the whole tree
     changed_paths: list[str] | None = None
@@ -335,8 +335,9 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
     `changed`: absolute paths a watcher saw change; only they are looked at, unless only a
     walk of the whole tree can tell what they mean (see walk_paths). `graph_later`: leave
     the graph to catch_up_graph, so that the files answer as soon as they are written.
-    `after_files`: work that needs the files written but not the graph (embedding), called
-    with the summary so far while a forked child resolves the graph.
+    `after_files`: work that needs the files but not the graph, short enough not to hold
+    the graph back (a cheap model's embedding), called with the summary: on the other core
+    while a forked child resolves the graph, or else once the run is over.
 
     `skip_dirs`: folders not to read (an index folder inside the repository);
     `build_graph=False` leaves references and the graph out (to measure what they cost);
@@ -512,15 +513,11 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
                           or any(path not in graph_facts.files and path not in gone
                                  for path in known))
                 resolving = _start_resolving(store, repo_id, graph_facts, gone, others)
-
-        def files_written() -> None:
-            store.put_staged_vectors()
-            if after_files is not None:
-                after_files(summary)
-
-        if resolving is not None:
+        beside = resolving is not None and after_files is not None
+        if beside:
             try:
-                files_written()  # on the other core, while the child resolves the graph
+                store.put_staged_vectors()
+                after_files(summary)
             except BaseException:
                 resolving.close(wait=False)
                 raise
@@ -539,7 +536,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             # files were written without references: no edge may point into them
             store.replace_graph(repo_id, EdgeColumns(), {}, {})
         store.mark_indexed(repo_id, time.time(), parser)
-        if resolving is None:
-            files_written()
+    if after_files is not None and not beside:  # as answers see the run's files
+        after_files(summary)
     summary.seconds = time.perf_counter() - started
     return summary

@@ -4,6 +4,7 @@ import pickle
 import threading
 import time
 from dataclasses import fields
+from pathlib import Path
 
 import pytest
 
@@ -541,6 +542,33 @@ def test_vectors_and_codes_are_taken_while_the_child_resolves_the_graph(make_tre
     assert summary.embedded_while_parsing == summary.embedded == chunks
     assert seen == [("codes", True, chunks), ("graph",)]  # the graph came from the child
     assert not ff.behind()["graph"] and ff.references("run_3")
+    assert ff.search("run 3", modalities=["semantic"]).hits
+    # Later runs embed after parsing, the cheap model beside the graph too
+    seen.clear()
+    for path in (Path(ff.root) / "pkg").iterdir():
+        path.write_text(path.read_text() + "\ndef added():\n    return 1\n")
+    again = ff.index(workers=2)
+    assert (again.changed, again.embedded_while_parsing, again.embedded) == (50, 0, 50)
+    assert seen == [("codes", True, chunks + 50), ("graph",)]
+
+
+def test_a_model_that_is_not_cheap_embeds_after_the_graph(make_tree, monkeypatch):
+    """It may take longer than the graph, which is not held back for it."""
+    import fourfold.graph.build as build
+    from fourfold.semantic import indexing
+    from fourfold.semantic.embedder import StaticEmbedder
+
+    monkeypatch.setattr(StaticEmbedder, "embeds_while_parsing", False)
+    ff = Fourfold(make_tree(_linked_modules()))
+    taken, stored = indexing.refresh_codes, build.store_graph
+    seen = []
+    monkeypatch.setattr(indexing, "refresh_codes", lambda store, model, repo_id: (
+        seen.append(("codes", ff.behind()["graph"])), taken(store, model, repo_id))[1])
+    monkeypatch.setattr(build, "store_graph", lambda store, repo_id, graph: (
+        seen.append(("graph",)), stored(store, repo_id, graph))[1])
+    summary = ff.index(workers=2)
+    assert (summary.embedded_while_parsing, summary.embedded) == (0, 50 * 151)
+    assert seen == [("graph",), ("codes", False)]
     assert ff.search("run 3", modalities=["semantic"]).hits
 
 
