@@ -175,9 +175,9 @@ class Fourfold:
               changed: Iterable[str] | None = None, graph_later: bool = False
               ) -> IndexSummary:
         """Update text, structure and graph (committed first) and embed new chunks (with
-        a cheap model while a big repository's graph is resolved, else after it). While another process indexes
-        the same folder, wait up to `wait_s` for it, then raise IndexBusyError.
-        `verify=True` re-reads every file, whatever its size and times say.
+        a cheap model while a big repository's graph is resolved, else after it). While
+        another process indexes the same folder, wait up to `wait_s` for it, then raise
+        IndexBusyError. `verify=True` re-reads every file, whatever its size and times say.
         `changed`: the absolute paths a watcher saw change, the only ones looked at where
         that is enough; `graph_later`: leave the graph (and the retaking of binary codes)
         to catch_up(), so that the files answer as soon as they are written."""

@@ -446,8 +446,8 @@ class Store(ABC):
     def vector_blocks(self, model: str, repo_id: int | None = None, size: int = 65536
                       ) -> Iterator[tuple[list[int], list[bytes], list[float]]]:
         """(chunk ids, int8 vectors, scales) of every chunk embedded with this model, of one
-        repository or all, in chunk id order, `size` chunks a block. Read the blocks to the
-        end: a store may hold a read open until then."""
+        repository (in no set order) or all (in chunk id order), `size` chunks a block. Read
+        the blocks to the end: a store may hold a read open until then."""
 
     @abstractmethod
     def vectors_of(self, model: str, chunk_ids: Iterable[int]) -> dict[int, tuple[bytes, float]]:

@@ -980,17 +980,14 @@ class SQLiteStore(Store):
 
     def vector_blocks(self, model: str, repo_id: int | None = None, size: int = 65536
                       ) -> Iterator[tuple[list[int], list[bytes], list[float]]]:
-        # Chunks in id order, each looked up (CROSS JOIN keeps that order): starting from
-        # the repository's files, SQLite sorted every row, vectors included, in memory.
-        if repo_id:
-            cursor = self._conn().execute(
-                "SELECT c.id, v.vec, v.scale FROM chunks c CROSS JOIN files f ON "
-                "f.document_id=c.document_id AND f.repo_id=? CROSS JOIN vectors v ON "
-                "v.embed_hash=c.embed_hash AND v.model=? ORDER BY c.id", (repo_id, model))
+        sql = ("SELECT c.id, v.vec, v.scale FROM chunks c JOIN vectors v ON "
+               "v.embed_hash=c.embed_hash AND v.model=?")
+        if repo_id:  # from the repository's files, unsorted: sorted, every row went through
+            # SQLite's sorter, vectors included
+            cursor = self._conn().execute(sql + " JOIN files f ON f.document_id=c.document_id "
+                                          "AND f.repo_id=?", (model, repo_id))
         else:
-            cursor = self._conn().execute(
-                "SELECT c.id, v.vec, v.scale FROM chunks c CROSS JOIN vectors v ON "
-                "v.embed_hash=c.embed_hash AND v.model=? ORDER BY c.id", (model,))
+            cursor = self._conn().execute(sql + " ORDER BY c.id", (model,))
         try:
             while rows := cursor.fetchmany(size):
                 yield [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]

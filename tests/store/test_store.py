@@ -45,14 +45,15 @@ def store(open_store):
 
 
 def stored_vectors(store, model, repo_id=None) -> tuple[list, list, list]:
-    """Every block vector_blocks gives, one chunk a block, put together."""
-    ids, rows, scales = [], [], []
-    for block in store.vector_blocks(model, repo_id, size=1):
-        assert len(block[0]) == len(block[1]) == len(block[2]) == 1
-        ids += block[0]
-        rows += block[1]
-        scales += block[2]
-    return ids, rows, scales
+    """Every block vector_blocks gives, one chunk a block, put together in chunk id order
+    (the order a repository's come in is not set)."""
+    found = []
+    for ids, rows, scales in store.vector_blocks(model, repo_id, size=1):
+        assert len(ids) == len(rows) == len(scales) == 1
+        found.append((ids[0], rows[0], scales[0]))
+    if repo_id is None:
+        assert found == sorted(found)
+    return tuple(list(column) for column in zip(*sorted(found))) if found else ([], [], [])
 
 
 def chunk_ids(store, repo) -> list[int]:
