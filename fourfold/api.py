@@ -185,18 +185,21 @@ class Fourfold:
 
         if self.root is None:
             raise FourfoldError("give the folder to index")
-        # A cheap model embeds while a big repository's graph is resolved; another may
-        # take longer than the graph, and embeds after it.
-        cheap = embed and self._cheap_embedder() is not None
+        # A cheap model embeds while a big repository's graph is resolved (another may take
+        # longer than the graph, and embeds after it), and in the parser processes where
+        # the index holds none of its vectors yet. Later runs embed after parsing, only the
+        # chunks whose text has no vector yet (a changed file keeps most of its chunks).
+        cheap = self._cheap_embedder() if embed else None
         summary = index_repository(
             self.store, self.root, self.indexing_lock(wait_s), name=self.repository_name,
             skip_dirs=(str(self.index_dir),) if self.index_dir else (),
             max_file_bytes=self.max_file_bytes, workers=workers, progress=progress,
             verify=verify, changed=changed, graph_later=graph_later,
-            embedder=self._embedder_while_parsing() if cheap and changed is None else None,
-            after_files=partial(self.embed, progress) if cheap else None)
+            embedder=(cheap if cheap is not None and changed is None
+                      and self.store.vector_count(cheap.name) == 0 else None),
+            after_files=partial(self.embed, progress) if cheap is not None else None)
         self.store.set_setting(f"max_file_bytes:{self.root}", self.max_file_bytes)
-        if embed and not cheap:
+        if embed and cheap is None:
             self.embed(progress, summary)
         return summary
 
@@ -207,13 +210,6 @@ class Fourfold:
         except ModalityUnavailable:
             return None  # embed() says why
         return embedder if getattr(embedder, "embeds_while_parsing", False) else None
-
-    def _embedder_while_parsing(self) -> "Embedder | None":
-        """The cheap embedder, where the index holds none of its vectors yet. Later runs
-        embed after parsing, only the chunks whose text has no vector yet (a changed file
-        keeps most of its chunks)."""
-        embedder = self._cheap_embedder()
-        return embedder if embedder and self.store.vector_count(embedder.name) == 0 else None
 
     def embed(self, progress: Progress | None = None, summary: IndexSummary | None = None
               ) -> int:
