@@ -8,6 +8,7 @@ computes it, and both stores rank alike. Connections are per thread, like SQLite
 """
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import threading
@@ -433,6 +434,8 @@ DOWN_FOR_S = 10.0  # a shard that did not answer is left out of queries this lon
 
 BM25_K1 = 1.2
 BM25_B = 0.75
+
+_CURSOR_NUMBERS = itertools.count()  # names of server-side cursors, unique per process
 
 # Methods that write: their failure keeps the last complete write and says so.
 _WRITES = frozenset({"ensure_repo", "mark_indexed", "mark_identity", "set_setting",
@@ -1434,32 +1437,58 @@ class PostgresStore(Store):
             "ORDER BY c.id LIMIT %s", (model, after, *params, limit))
 
     def put_vectors(self, model: str, rows: list[tuple[str, bytes, float]]) -> None:
+        # one row per hash, the last given (a statement may touch a row only once); the
+        # model's total grows by the rows new to it, not recounted: a count of every vector
+        # per batch made a big repository's run quadratic
+        latest = {h: (vec, scale) for h, vec, scale in rows}
+        hashes, vecs, scales = list(latest), [v for v, _ in latest.values()], \
+            [s for _, s in latest.values()]
         conn = self._conn()
         with conn.transaction(), conn.cursor() as cur:
-            cur.executemany("INSERT INTO vectors(model, embed_hash, vec, scale) "
-                            "VALUES(%s, %s, %s, %s) ON CONFLICT (model, embed_hash) DO UPDATE "
-                            "SET vec = EXCLUDED.vec, scale = EXCLUDED.scale",
-                            [(model, h, v, s) for h, v, s in rows])
-            cur.execute("INSERT INTO vector_totals SELECT %(m)s, count(*) FROM vectors WHERE "
-                        "model = %(m)s ON CONFLICT (model) DO UPDATE SET vectors = "
-                        "EXCLUDED.vectors", {"m": model})
+            cur.execute("INSERT INTO vectors(model, embed_hash, vec, scale) SELECT %s, h, v, s "
+                        "FROM unnest(%s::text[], %s::bytea[], %s::float8[]) AS t(h, v, s) "
+                        "ON CONFLICT (model, embed_hash) DO NOTHING RETURNING embed_hash",
+                        (model, hashes, vecs, scales), binary=True)
+            added = {row[0] for row in cur.fetchall()}
+            if len(added) < len(hashes):
+                kept = [i for i, h in enumerate(hashes) if h not in added]
+                cur.execute("UPDATE vectors SET vec = t.v, scale = t.s FROM unnest(%s::text[], "
+                            "%s::bytea[], %s::float8[]) AS t(h, v, s) WHERE model = %s AND "
+                            "embed_hash = t.h", ([hashes[i] for i in kept],
+                                                 [vecs[i] for i in kept],
+                                                 [scales[i] for i in kept], model))
+            if added:
+                cur.execute("INSERT INTO vector_totals VALUES(%s, %s) ON CONFLICT (model) DO "
+                            "UPDATE SET vectors = vector_totals.vectors + EXCLUDED.vectors",
+                            (model, len(added)))
 
     def vector_blocks(self, model: str, repo_id: int | None = None, size: int = 65536
                       ) -> Iterator[tuple[list[int], list[bytes], list[float]]]:
-        # read whole: the connection is needed for other statements between blocks
         sql = ("SELECT c.id, v.vec, v.scale FROM chunks c JOIN vectors v ON "
                "v.embed_hash = c.embed_hash AND v.model = %s")
         if repo_id:
-            rows = self._query(sql + " JOIN files f ON f.document_id = c.document_id WHERE "
-                               "c.repo_id = %s AND f.repo_id = %s ORDER BY c.id",
-                               (model, self._home(repo_id), repo_id))
+            sql += (" JOIN files f ON f.document_id = c.document_id WHERE c.repo_id = %s AND "
+                    "f.repo_id = %s")
+            params: tuple = (model, self._home(repo_id), repo_id)
         else:
-            reachable, params = self._reachable("c.repo_id")
-            rows = self._query(sql + " WHERE true" + reachable + " ORDER BY c.id",
-                               (model, *params))
-        for start in range(0, len(rows), size):
-            block = rows[start:start + size]
-            yield [r[0] for r in block], [bytes(r[1]) for r in block], [r[2] for r in block]
+            reachable, reachable_params = self._reachable("c.repo_id")
+            sql += " WHERE true" + reachable + " ORDER BY c.id"
+            params = (model, *reachable_params)
+        # a server-side cursor, `size` rows a fetch: a big repository's vectors are never
+        # all in memory, and the connection still runs other statements between blocks
+        conn = self._conn()
+        try:
+            with conn.transaction(), \
+                    conn.cursor(name=f"vector_blocks_{next(_CURSOR_NUMBERS)}") as cur:
+                # planned for every row, not the first few: a cursor's default plan looked
+                # each vector up by index, six times slower than one join of them all
+                conn.execute("SET LOCAL cursor_tuple_fraction = 1")
+                cur.execute(sql, params)
+                while block := cur.fetchmany(size):
+                    yield [r[0] for r in block], [bytes(r[1]) for r in block], \
+                        [r[2] for r in block]
+        except psycopg.Error as exc:  # raised while the caller iterates, outside the wrapper
+            raise self._failure(exc, "vector_blocks") from exc
 
     def vectors_of(self, model: str, chunk_ids: Iterable[int]) -> dict[int, tuple[bytes, float]]:
         chunk_ids = list(chunk_ids)

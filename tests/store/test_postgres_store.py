@@ -5,10 +5,12 @@ under a lock, tells repositories apart by name, and reports a server that is dow
 connection lost mid-write clearly, never with the password of the URL."""
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 import threading
 import time
+from contextlib import nullcontext
 from urllib.parse import urlsplit
 
 import psycopg
@@ -491,6 +493,40 @@ def test_an_indexing_run_is_seen_whole_or_not_at_all(store, postgres_url):
     assert reader.generation() == ((repo, 2.0),)  # all of it at once
     assert [f.path for f in reader.files()] == ["pkg/a.py"]
     reader.close()
+
+
+def test_vectors_are_read_a_block_at_a_time_from_the_server(store, postgres_url):
+    repo = store.ensure_repo("/src/proj", "proj")
+    records = corpus_records()
+    store.write_batch(repo, records, [], [])
+    hashes = sorted({h for record in records for h in record.chunk_hashes})
+    store.put_vectors("m", [(h, bytes([i % 256]), float(i)) for i, h in enumerate(hashes)])
+    chunks = sorted(c.chunk_id for f in store.files(repo) for c in store.chunks_of_file(f.file_id))
+    assert len(chunks) >= 6
+    for run in (False, True):  # the codes are refreshed inside an indexing run and outside
+        with store.indexing_run() if run else nullcontext():
+            blocks = store.vector_blocks("m", repo, size=2)
+            ids, _, _ = next(blocks)
+            assert len(ids) == 2
+            # the rest waits on the server, in a cursor of this connection, which meanwhile
+            # answers other statements
+            open_cursors = store._query("SELECT count(*) FROM pg_cursors WHERE name LIKE "
+                                        "'vector_blocks_%%'")
+            assert open_cursors == [(1,)]
+            assert store.vector_count("m") == len(hashes)
+            for more, rows, scales in blocks:
+                assert 1 <= len(more) == len(rows) == len(scales) <= 2
+                ids += more
+            assert sorted(ids) == chunks
+            assert store._query("SELECT count(*) FROM pg_cursors") == [(0,)]
+    blocks = store.vector_blocks("m", size=2)
+    next(blocks)
+    with _admin(postgres_url) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (_backend_pid(store),))
+    with pytest.raises(FourfoldError, match="lost the connection"):
+        list(blocks)
+    assert len(list(itertools.chain.from_iterable(
+        ids for ids, _, _ in store.vector_blocks("m", size=4)))) == len(chunks)
 
 
 def test_the_embedded_and_the_server_store_agree_on_the_best_chunks(both):

@@ -373,6 +373,18 @@ def test_vectors_are_kept_per_model_and_chunk_hash(store):
     assert stored_vectors(store, "other-model") == ([], [], [])
 
 
+def test_a_hash_given_twice_in_one_batch_is_one_vector_the_last_given(store):
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, [alpha_record()], [], [])
+    [a] = chunk_ids(store, repo)
+    store.put_vectors("m", [("chunk-a", b"\x01", 0.5), ("new", b"\x02", 1.0),
+                            ("chunk-a", b"\x03", 0.75)])
+    assert stored_vectors(store, "m") == ([a], [b"\x03"], [0.75])
+    assert store.vector_count("m") == 2
+    store.put_vectors("m", [("new", b"\x04", 2.0), ("new", b"\x05", 3.0)])  # only replaced
+    assert store.vector_count("m") == 2 and store.vector_count("other") == 0
+
+
 def test_vectors_of_one_repository_and_shared_by_content(store):
     first = store.ensure_repo("/src/proj", "proj")
     second = store.ensure_repo("/src/fork", "fork")
