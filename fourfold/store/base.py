@@ -458,7 +458,8 @@ class Store(ABC):
                   codes: Iterable[tuple[int, bytes]]) -> None:
         """Replace a repository's binary codes for a model ((chunk id, the sign bits of its
         vector minus the repository's mean vector, packed), taken as they come) and that
-        mean (float32)."""
+        mean (float32). Making the codes must not use this store: a store may be writing
+        them while it takes the next."""
 
     @abstractmethod
     def add_codes(self, repo_id: int, model: str, chunk_ids: Sequence[int],

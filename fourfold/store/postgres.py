@@ -513,10 +513,13 @@ def text_condition(required: RequiredText, params: list) -> str:
 
 
 # -- packed edges -------------------------------------------------------------------------
+_BYTE_BITS = [f"{byte:08b}" for byte in range(256)]
+
+
 def _bits(code: bytes) -> str:
     """A packed code as PostgreSQL writes a bit string (most significant bit first, as
     numpy's packbits packs)."""
-    return "".join(f"{byte:08b}" for byte in code)
+    return "".join(map(_BYTE_BITS.__getitem__, code))
 
 
 def _none_if_negative(value: int) -> int | None:
@@ -1499,13 +1502,14 @@ class PostgresStore(Store):
 
     def put_codes(self, repo_id: int, model: str, mean: bytes,
                   codes: Iterable[tuple[int, bytes]]) -> None:
-        # taken before the COPY starts: making them may read from this connection
-        rows = [(repo_id, model, cid, _bits(code)) for cid, code in codes]
         conn = self._conn()
         with conn.transaction(), conn.cursor() as cur:
             cur.execute("DELETE FROM chunk_codes WHERE repo_id = %s AND model = %s",
                         (repo_id, model))
-            self._copy(cur, "chunk_codes", "repo_id, model, chunk_id, code", rows)
+            # streamed as they come: a big repository's codes are never all in memory
+            with cur.copy("COPY chunk_codes(repo_id, model, chunk_id, code) FROM STDIN") as copy:
+                for chunk_id, code in codes:
+                    copy.write_row((repo_id, model, chunk_id, _bits(code)))
             cur.execute("INSERT INTO code_means VALUES(%s, %s, %s) ON CONFLICT (repo_id, model) "
                         "DO UPDATE SET mean = EXCLUDED.mean", (repo_id, model, mean))
 

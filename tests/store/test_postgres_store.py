@@ -529,6 +529,27 @@ def test_vectors_are_read_a_block_at_a_time_from_the_server(store, postgres_url)
         ids for ids, _, _ in store.vector_blocks("m", size=4)))) == len(chunks)
 
 
+def test_codes_stream_into_the_server_as_they_are_made(store, postgres_url):
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, [alpha_record(), readme_record()], [], [])
+    first, second = sorted(c.chunk_id for f in store.files(repo)
+                           for c in store.chunks_of_file(f.file_id))
+    backend, writing = _backend_pid(store), []
+
+    def codes():
+        yield first, b"\xf0\x01"
+        with _admin(postgres_url) as admin:  # what the store's connection does meanwhile
+            writing.append(admin.execute("SELECT query FROM pg_stat_activity WHERE pid = %s",
+                                         (backend,)).fetchone()[0])
+        yield second, b"\x0f\x80"
+
+    store.put_codes(repo, "m", b"mean", codes())
+    assert writing[0].startswith("COPY chunk_codes")
+    assert store.code_mean(repo, "m") == b"mean"
+    assert store.nearest_codes(repo, "m", b"\xf0\x01", 2) == [first, second]
+    assert store.nearest_codes(repo, "m", b"\x0f\x80", 1) == [second]
+
+
 def test_the_embedded_and_the_server_store_agree_on_the_best_chunks(both):
     """Two BM25 formulas over the same weighted counts (the embedded index weighs length
     and rare terms as Tantivy does, the server as FTS5 does): the same chunks match, and
