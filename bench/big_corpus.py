@@ -151,14 +151,18 @@ def prepare(_: argparse.Namespace) -> None:
 def index(args: argparse.Namespace) -> None:
     files, size = source_bytes()
     print(f"corpus: {files} files, {size / 1e6:.0f} MB")
+    if args.store and args.repeat > 1:
+        sys.exit("--store indexes into an empty database once: give --repeat 1")
     runs = []
     for _ in range(args.repeat):
-        shutil.rmtree(INDEX, ignore_errors=True)
         shutil.rmtree(VECTOR_CACHE, ignore_errors=True)  # embed cold
-        INDEX.mkdir(parents=True)
+        if not args.store:  # the embedded index made anew; a server's is left to the others
+            shutil.rmtree(INDEX, ignore_errors=True)
+            INDEX.mkdir(parents=True)
         env = {**os.environ, "FOURFOLD_CACHE_DIR": str(VECTOR_CACHE)}
         command = [sys.executable, "-m", "fourfold.interfaces.entry", "index", str(TREE),
-                   "--index-dir", str(INDEX), "--json", *(["--no-embed"] if args.no_embed else [])]
+                   "--json", *(["--no-embed"] if args.no_embed else []),
+                   *(["--store", args.store] if args.store else ["--index-dir", str(INDEX)])]
         started = time.perf_counter()
         process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
         peak = [0, 0, 0.0]  # anonymous, all, seconds into the run of the anonymous peak
@@ -181,7 +185,8 @@ def index(args: argparse.Namespace) -> None:
         if process.returncode:
             sys.exit(f"fourfold index failed ({process.returncode})")
         summary = json.loads(out.strip().splitlines()[-1])
-        stored = sum(p.stat().st_size for p in INDEX.rglob("*") if p.is_file())
+        stored = (_database_size(args.store) if args.store else
+                  sum(p.stat().st_size for p in INDEX.rglob("*") if p.is_file()))
         runs.append((seconds, peak[0], stored))
         read = summary.get("bytes") or size
         print(f"index{' (no vectors)' if args.no_embed else ''}: {seconds:.1f} s wall, peak "
@@ -196,9 +201,18 @@ def index(args: argparse.Namespace) -> None:
               f"peak {statistics.median(r[1] for r in runs) / 2**20:.0f} MiB anonymous")
 
 
-def _open():
+def _database_size(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+
+
+def _open(store: str | None = None):
     from fourfold import Fourfold
 
+    if store:
+        return Fourfold(TREE, store_url=store)
     if not (INDEX / "index.sqlite").is_file():
         sys.exit("no index yet: run `python bench/big_corpus.py index` first")
     return Fourfold(TREE, index_dir=INDEX)
@@ -210,7 +224,7 @@ def _percentile(samples: list[float], q: float) -> float:
 
 
 def query(args: argparse.Namespace) -> None:
-    ff = _open()
+    ff = _open(args.store)
     for question in QUESTIONS:
         ff.search(question)  # warm: caches, the model, pages of the index
     timings = []
@@ -249,7 +263,7 @@ def _rg(pattern: str, regex: bool, first: int | None = None, any_case: bool = Fa
 
 
 def grep(args: argparse.Namespace) -> None:
-    ff = _open()
+    ff = _open(args.store)
     case_sensitive, any_case = not args.any_case, args.any_case
     cases = ([("rare literals", p, False) for p in RARE_LITERALS]
              + [("rare regexes", p, True) for p in RARE_REGEXES])
@@ -339,12 +353,17 @@ def main() -> None:
     run = commands.add_parser("index")
     run.add_argument("--no-embed", action="store_true")
     run.add_argument("--repeat", type=int, default=1)
+    run.add_argument("--store", help="a PostgreSQL URL: index into that server (an empty "
+                     "database; its size is the index's); peak memory is this machine's "
+                     "indexing processes', not the server's")
     run.set_defaults(run=index)
     run = commands.add_parser("query")
     run.add_argument("--rounds", type=int, default=3)
+    run.add_argument("--store", help="ask the index on this PostgreSQL server instead")
     run.set_defaults(run=query)
     run = commands.add_parser("grep")
     run.add_argument("--rounds", type=int, default=3)
+    run.add_argument("--store", help="grep the index on this PostgreSQL server instead")
     run.add_argument("--verbose", action="store_true")
     run.add_argument("--any-case", action="store_true",
                      help="every pattern in any case: fourfold's default, ripgrep -i")

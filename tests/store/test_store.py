@@ -339,6 +339,16 @@ def test_stored_edges_come_back_whole_per_repository(store):
     assert store.centrality() == ({}, {})
 
 
+@pytest.mark.parametrize("names", [["", "", "tail"], [""], ["multi\nline", "", "x"],
+                                   ["a\\nb", "quote\"d", "{brace}", "com,ma", "NULL"]])
+def test_edge_names_come_back_exactly_whatever_they_hold(store, names):
+    repo = store.ensure_repo("/a", "a")
+    edges = [StoredEdge("call", 1, None, None, None, line, name, Resolution.NONE)
+             for line, name in enumerate(names, 1)]
+    store.replace_graph(repo, EdgeColumns.of(edges), {}, {})
+    assert store.all_edges(repo) == edges
+
+
 def test_the_ranks_of_some_files_come_back_by_path_and_qualified_name(store):
     repo, other = store.ensure_repo("/src/proj", "proj"), store.ensure_repo("/src/other", "o")
     store.write_batch(repo, [alpha_record(), readme_record()], [], [])
