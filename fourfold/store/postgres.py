@@ -436,6 +436,8 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 
 _CURSOR_NUMBERS = itertools.count()  # names of server-side cursors, unique per process
+TERM_COUNTS_SENT = 50_000  # BM25 term counts a statement writes
+TERM_COUNTS_HELD = 1_000_000  # and an indexing run holds before writing them
 
 # Methods that write: their failure keeps the last complete write and says so.
 _WRITES = frozenset({"ensure_repo", "mark_indexed", "mark_identity", "set_setting",
@@ -950,16 +952,25 @@ class PostgresStore(Store):
             summed[0].subtract(terms)
         summed[1] += sign * chunks
         summed[2] += sign * tokens
+        if len(summed[0]) > TERM_COUNTS_HELD:
+            # a big repository's terms are written when that many are held, not all at the
+            # end (the kernel's took the process 700 MB); a common term's row then takes a
+            # new version per TERM_COUNTS_HELD terms, not per batch
+            self._write_counts(cur, repo_id, *summed)
+            pending[repo_id] = [Counter(), 0, 0]
 
     @staticmethod
     def _write_counts(cur: psycopg.Cursor, repo_id: int, terms: Counter, chunks: int,
                       tokens: int) -> None:
-        terms = {term: n for term, n in terms.items() if n}
-        if terms:
+        # TERM_COUNTS_SENT terms a statement: the kernel's millions as two lists took the
+        # driver gigabytes
+        changed = ((term, n) for term, n in terms.items() if n)
+        while part := list(itertools.islice(changed, TERM_COUNTS_SENT)):
             cur.execute("INSERT INTO term_counts SELECT term, %s, n FROM unnest(%s::text[], "
                         "%s::bigint[]) AS c(term, n) ON CONFLICT (term, repo_id) DO UPDATE "
                         "SET chunks = term_counts.chunks + EXCLUDED.chunks",
-                        (repo_id, list(terms), list(terms.values())))
+                        (repo_id, [term for term, _ in part], [n for _, n in part]))
+        if terms:
             cur.execute("DELETE FROM term_counts WHERE repo_id = %s AND chunks <= 0",
                         (repo_id,))
         if chunks or tokens:

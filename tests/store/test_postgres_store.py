@@ -322,6 +322,31 @@ def test_deleted_files_take_their_terms_and_statistics_with_them(store, postgres
         assert admin.execute(kept).fetchall() == []
 
 
+def test_term_counts_are_written_in_parts_by_a_big_run_and_come_out_the_same(
+        store, postgres_url, monkeypatch):
+    from fourfold.store import postgres
+
+    monkeypatch.setattr(postgres, "TERM_COUNTS_HELD", 5)  # written every few terms
+    monkeypatch.setattr(postgres, "TERM_COUNTS_SENT", 3)  # three terms a statement
+    repo = store.ensure_repo("/src/proj", "proj")
+    recount = ("SELECT term, repo_id, count(*) FROM fourfold.chunk_terms GROUP BY 1, 2 "
+               "ORDER BY 1, 2")
+    kept = "SELECT term, repo_id, chunks FROM fourfold.term_counts ORDER BY 1, 2"
+    half = list(CORPUS)[: len(CORPUS) // 2]
+    with store.indexing_run():
+        store.write_batch(repo, corpus_records(), [], [])
+        with _admin(postgres_url) as admin:  # some are written already, unseen outside
+            assert admin.execute(kept).fetchall() == []
+        assert store._query("SELECT count(*) FROM term_counts")[0][0] > 0
+        store.write_batch(repo, [r for r in corpus_records() if r.path in half[:2]], half[2:],
+                          [])  # some replaced, some deleted in the same run
+    with _admin(postgres_url) as admin:
+        assert admin.execute(kept).fetchall() == admin.execute(recount).fetchall()
+        chunks = admin.execute("SELECT count(*) FROM fourfold.chunks").fetchone()[0]
+        assert admin.execute("SELECT chunks FROM fourfold.repository_totals").fetchone() == \
+            (chunks,)
+
+
 # -- failures --------------------------------------------------------------------------------
 def test_a_server_that_is_down_is_named_without_the_password():
     port = free_port()
