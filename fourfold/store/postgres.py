@@ -1021,9 +1021,14 @@ class PostgresStore(Store):
         return sorted({i >> ID_BITS for i in ids})
 
     @staticmethod
-    def _copy(cur: psycopg.Cursor, table: str, columns: str, rows: list[tuple]) -> None:
-        if rows:
+    def _copy(cur: psycopg.Cursor, table: str, columns: str, rows: Iterable[tuple]) -> None:
+        """COPY the rows in as they come (a big repository's need not all be made first);
+        none: nothing is sent."""
+        rows = iter(rows)
+        first = next(rows, None)
+        if first is not None:
             with cur.copy(f"COPY {table}({columns}) FROM STDIN") as copy:
+                copy.write_row(first)
                 for row in rows:
                     copy.write_row(row)
 
@@ -1479,12 +1484,12 @@ class PostgresStore(Store):
                         (model, hashes, vecs, scales), binary=True)
             added = {row[0] for row in cur.fetchall()}
             if len(added) < len(hashes):
-                kept = [i for i, h in enumerate(hashes) if h not in added]
+                existing = [i for i, h in enumerate(hashes) if h not in added]
                 cur.execute("UPDATE vectors SET vec = t.v, scale = t.s FROM unnest(%s::text[], "
                             "%s::bytea[], %s::float8[]) AS t(h, v, s) WHERE model = %s AND "
-                            "embed_hash = t.h", ([hashes[i] for i in kept],
-                                                 [vecs[i] for i in kept],
-                                                 [scales[i] for i in kept], model))
+                            "embed_hash = t.h", ([hashes[i] for i in existing],
+                                                 [vecs[i] for i in existing],
+                                                 [scales[i] for i in existing], model))
             if added:
                 cur.execute("INSERT INTO vector_totals VALUES(%s, %s) ON CONFLICT (model) DO "
                             "UPDATE SET vectors = vector_totals.vectors + EXCLUDED.vectors",
@@ -1531,10 +1536,8 @@ class PostgresStore(Store):
         with conn.transaction(), conn.cursor() as cur:
             cur.execute("DELETE FROM chunk_codes WHERE repo_id = %s AND model = %s",
                         (repo_id, model))
-            # streamed as they come: a big repository's codes are never all in memory
-            with cur.copy("COPY chunk_codes(repo_id, model, chunk_id, code) FROM STDIN") as copy:
-                for chunk_id, code in codes:
-                    copy.write_row((repo_id, model, chunk_id, _bits(code)))
+            self._copy(cur, "chunk_codes", "repo_id, model, chunk_id, code",
+                       ((repo_id, model, chunk_id, _bits(code)) for chunk_id, code in codes))
             cur.execute("INSERT INTO code_means VALUES(%s, %s, %s) ON CONFLICT (repo_id, model) "
                         "DO UPDATE SET mean = EXCLUDED.mean", (repo_id, model, mean))
 
