@@ -20,6 +20,7 @@ import statistics
 import sys
 import time
 import tracemalloc
+from typing import Callable
 
 sys.path.insert(0, os.getcwd())  # the checkout it is run from, not this script's
 
@@ -30,6 +31,7 @@ from fourfold.store.base import FileRecord, FileStamp  # noqa: E402
 from fourfold.store.postgres import PostgresStore  # noqa: E402
 
 DIM = 256  # bytes of one int8 vector of the bundled static model
+MODEL = "static-fit"  # the name its vectors are stored under
 
 
 def _record(number: int, chunks: int) -> FileRecord:
@@ -73,35 +75,34 @@ def main() -> None:
     for first in range(0, len(keys), args.batch):
         rows = [(key, _vector(key), 0.01) for key in keys[first:first + args.batch]]
         began = time.perf_counter()
-        store.put_vectors("static-fit", rows)
+        store.put_vectors(MODEL, rows)
         timings.append(time.perf_counter() - began)
     tenth = max(1, len(timings) // 10)
     print(f"put {len(keys):,} vectors in {len(timings)} calls: "
           f"{time.perf_counter() - started:.1f} s; a call's median in the first tenth "
           f"{statistics.median(timings[:tenth]) * 1000:.1f} ms, in the last tenth "
           f"{statistics.median(timings[-tenth:]) * 1000:.1f} ms; "
-          f"vector_count {store.vector_count('static-fit'):,}")
+          f"vector_count {store.vector_count(MODEL):,}")
 
-    tracemalloc.start()
-    started = time.perf_counter()
-    read = 0
-    for ids, _, _ in store.vector_blocks("static-fit", repo, size=8192):
-        read += len(ids)
-    seconds = time.perf_counter() - started
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+    read, seconds, peak = _measured(lambda: sum(
+        len(ids) for ids, _, _ in store.vector_blocks(MODEL, repo, size=8192)))
     print(f"read {read:,} vectors of the repository in blocks in {seconds:.1f} s, "
           f"peak memory traced {peak / 2**20:.1f} MiB")
-
-    tracemalloc.start()
-    started = time.perf_counter()
-    coded = refresh_codes(store, "static-fit", repo)
-    seconds = time.perf_counter() - started
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+    coded, seconds, peak = _measured(lambda: refresh_codes(store, MODEL, repo))
     print(f"took the repository's {coded:,} binary codes anew (read, mean, codes, write) in "
           f"{seconds:.1f} s, peak memory traced {peak / 2**20:.1f} MiB")
     store.close()
+
+
+def _measured(work: Callable[[], int]) -> tuple[int, float, int]:
+    """What `work` returns, its seconds and the peak bytes Python allocated meanwhile."""
+    tracemalloc.start()
+    started = time.perf_counter()
+    result = work()
+    seconds = time.perf_counter() - started
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return result, seconds, peak
 
 
 if __name__ == "__main__":
