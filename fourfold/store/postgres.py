@@ -2,9 +2,10 @@
 `fourfold`.
 
 Repositories are told apart by name (each client has its own checkout path). Contents
-carry a pg_trgm index (literal and regex prefilter). Chunks carry their stemmed terms with
-the column-weighted frequency of each, so BM25 is computed in SQL exactly as SQLite's FTS5
-computes it, and both stores rank alike. Connections are per thread, like SQLite's.
+carry a pg_trgm index (literal and regex prefilter). Each term's chunks are kept as posting
+lists with the column-weighted frequency of the term in each (postgres_postings.py), so
+BM25 is computed exactly as SQLite's FTS5 computes it. Connections are per thread, like
+SQLite's.
 """
 from __future__ import annotations
 
@@ -27,9 +28,11 @@ from psycopg.conninfo import conninfo_to_dict
 from ..errors import FourfoldError, IndexBusyError, IndexWriteError
 from ..model import Symbol
 from ..tokens import identifier_tokens, token_text
+from . import postgres_postings as postings
 from .base import (BM25_COLUMN_WEIGHTS, EdgeColumns, FileRecord, FileStamp, FileState,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredEdge, StoredFile,
                    StoredSymbol, TokenRecord)
+from .postgres_postings import HeldPostings
 from .sql_common import CHUNK_COLS, FILE_COLS, SYMBOL_COLS, clear_errors, packed, unpacked
 
 SCHEMA = "fourfold"
@@ -237,15 +240,22 @@ REPOSITORY_TABLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
                "start_line integer NOT NULL, end_line integer NOT NULL, symbol text, "
                "kind text NOT NULL, embed_hash text, length integer NOT NULL",
                ("PRIMARY KEY (id)",), ("(document_id)",)),
-    # one row per (chunk, stemmed term): weight = 3 x its count in the path + 5 x in the
-    # symbol name + 1 x in the body (BM25_COLUMN_WEIGHTS); length, the chunk's (all three
-    # columns), repeated here so that a BM25 query reads this table alone (on a shard:
-    # one query the shard answers whole)
-    "chunk_terms": ('repo_id bigint NOT NULL, term text COLLATE "C" NOT NULL, '
-                    "chunk_id bigint NOT NULL, weight double precision NOT NULL, "
-                    "length integer NOT NULL", (),
-                    ("(term, repo_id) INCLUDE (chunk_id, weight)", "(chunk_id)",
-                     "(repo_id, term) INCLUDE (chunk_id, weight)")),
+    # BM25's postings (postgres_postings.py): of one term in one block of the home's chunks,
+    # the chunks holding it, each one's weight = 3 x its count in the path + 5 x in the
+    # symbol name + 1 x in the body (BM25_COLUMN_WEIGHTS) and its length (all three
+    # columns), as packed arrays; a question reads one row per block of each of its terms
+    "chunk_postings": ('repo_id bigint NOT NULL, term text COLLATE "C" NOT NULL, '
+                       "block bigint NOT NULL, chunk_ids bytea NOT NULL, "
+                       "weights bytea NOT NULL, lengths bytea NOT NULL",
+                       ("PRIMARY KEY (repo_id, term, block)",), ("(term)",)),
+    # a block: its first and last chunk id, and how many of its chunks are left
+    "posting_blocks": ("repo_id bigint NOT NULL, block bigint NOT NULL, last bigint NOT NULL, "
+                       "chunks integer NOT NULL", ("PRIMARY KEY (repo_id, block)",), ()),
+    # a document's chunks (packed ids) and their terms, a line per chunk: what deleting
+    # the document takes out of the postings and of BM25's term counts
+    "document_terms": ("repo_id bigint NOT NULL, document_id bigint NOT NULL, "
+                       "chunk_ids bytea NOT NULL, terms text NOT NULL",
+                       ("PRIMARY KEY (document_id)",), ()),
     "file_refs": ("repo_id bigint NOT NULL, document_id bigint NOT NULL, refs text NOT NULL",
                   ("PRIMARY KEY (document_id)",), ()),
     # below: rows of one repository (edges, centrality, codes), by its own id; a symbol of
@@ -419,10 +429,60 @@ def _documents(cur: psycopg.Cursor) -> None:
     documents_of_files(cur, LOCAL, parsers)
 
 
+# What step 10 makes of chunk_terms (postgres_postings.py).
+POSTING_TABLES = ("chunk_postings", "posting_blocks", "document_terms")
+
+
+def postings_of_terms(cur: psycopg.Cursor, partition: str) -> None:
+    """Step 10's change of one database's tables (the coordinator's, or a shard's own, the
+    POSTING_TABLES made already): its term rows become postings, in blocks of BLOCK_CHUNKS
+    chunks of a repository by id, and each document's terms; then they are dropped.
+    `partition`: the suffix of the real tables (LOCAL on the coordinator)."""
+    terms, chunks = f"fourfold.chunk_terms{partition}", f"fourfold.chunks{partition}"
+    cur.execute("CREATE TEMP TABLE chunk_blocks AS SELECT repo_id, id, "
+                "(row_number() OVER (PARTITION BY repo_id ORDER BY id) - 1) / %s AS n "
+                f"FROM {chunks} c WHERE EXISTS (SELECT FROM {terms} t WHERE t.chunk_id = c.id)",
+                (postings.BLOCK_CHUNKS,))
+    cur.execute("CREATE TEMP TABLE block_starts AS SELECT repo_id, n, "
+                "min(id) AS block, max(id) AS last, count(*) AS chunks FROM chunk_blocks "
+                "GROUP BY repo_id, n")
+    cur.execute(f"INSERT INTO fourfold.posting_blocks{partition} SELECT repo_id, block, last, "
+                "chunks FROM block_starts")
+    cur.execute(f"INSERT INTO fourfold.chunk_postings{partition} SELECT t.repo_id, t.term, "
+                "s.block, string_agg(int8send(t.chunk_id), ''::bytea ORDER BY t.chunk_id), "
+                "string_agg(float4send(t.weight::real), ''::bytea ORDER BY t.chunk_id), "
+                "string_agg(int4send(t.length), ''::bytea ORDER BY t.chunk_id) "
+                f"FROM {terms} t JOIN chunk_blocks b ON b.id = t.chunk_id "
+                "JOIN block_starts s ON s.repo_id = b.repo_id AND s.n = b.n "
+                "GROUP BY t.repo_id, t.term, s.block")
+    cur.execute(f"INSERT INTO fourfold.document_terms{partition} SELECT c.repo_id, "
+                "c.document_id, string_agg(int8send(c.id), ''::bytea ORDER BY c.id), "
+                "string_agg(coalesce(t.terms, ''), E'\\n' ORDER BY c.id) "
+                f"FROM {chunks} c LEFT JOIN (SELECT chunk_id, string_agg(term, ' ') AS terms "
+                f"FROM {terms} GROUP BY chunk_id) t ON t.chunk_id = c.id "
+                "GROUP BY c.repo_id, c.document_id")
+    cur.execute("DROP TABLE chunk_blocks, block_starts")
+
+
+def _postings(cur: psycopg.Cursor) -> None:
+    """Step 10: BM25's postings as lists (postgres_postings.py) in place of a row per chunk
+    and term; each shard changes its own tables over a connection of its own."""
+    from .postgres_shards import postings_on_shards
+
+    trgm = trgm_schema(cur)
+    for table in POSTING_TABLES:
+        cur.execute(f"CREATE TABLE fourfold.{table} ({REPOSITORY_TABLES[table][0]}) "
+                    "PARTITION BY LIST (repo_id)")
+        create_repository_table(cur, table, table + LOCAL, trgm, partition_of=table)
+    postings_of_terms(cur, LOCAL)
+    postings_on_shards(cur)
+    cur.execute("DROP TABLE fourfold.chunk_terms")
+
+
 # Step i brings a database from schema version i to i + 1; append, never edit, a step.
 MIGRATIONS: tuple[Callable[[psycopg.Cursor], None], ...] = (
     _create_everything, _count_vectors, _terms_by_repository, _totals_by_repository,
-    _binary_codes, _partitioned_by_repository, _shards, _term_counts, _documents)
+    _binary_codes, _partitioned_by_repository, _shards, _term_counts, _documents, _postings)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Advisory lock keys: one bigint for migrations; (class, hash of the name) for indexing a
@@ -892,18 +952,22 @@ class PostgresStore(Store):
         until the run commits, and a run that fails (a lost connection included) leaves it
         at its last complete generation. BM25's statistics are summed over the run and
         written once, before it commits: written per batch, a common term's row took a new
-        version each time inside the one transaction, and each upsert walked them all."""
+        version each time inside the one transaction, and each upsert walked them all. Its
+        new postings are written a block (postings.BLOCK_CHUNKS chunks) at a time."""
         conn = self._conn()
         try:
             with conn.transaction():
-                self._local.counts = {}
+                self._local.counts, self._local.held_postings = {}, {}
                 try:
                     yield
                     with conn.cursor() as cur:
+                        for home, held in self._local.held_postings.items():
+                            held.write(cur, home)
+                            postings.merge_small_blocks(cur, home)
                         for repo_id, (terms, chunks, tokens) in self._local.counts.items():
                             self._write_counts(cur, repo_id, terms, chunks, tokens)
                 finally:
-                    self._local.counts = None
+                    self._local.counts = self._local.held_postings = None
         except psycopg.Error as exc:  # the commit itself failed
             raise self._failure(exc, "indexing_run") from exc
 
@@ -925,16 +989,14 @@ class PostgresStore(Store):
     @staticmethod
     def _stored_counts(cur: psycopg.Cursor, home: int, documents: list[int]
                        ) -> tuple[Counter, int, int]:
-        """(how many chunks hold each term, chunks, tokens) of stored documents: their
-        chunks by document, then those chunks' terms by chunk id (each an index lookup)."""
+        """(how many chunks hold each term, chunks, tokens) of stored documents."""
         if not documents:
             return Counter(), 0, 0
-        chunks = cur.execute("SELECT id, length FROM chunks WHERE repo_id = %s AND "
-                             "document_id = ANY(%s)", (home, documents)).fetchall()
-        terms = Counter(dict(cur.execute(
-            "SELECT term, count(*) FROM chunk_terms WHERE repo_id = %s AND chunk_id = ANY(%s) "
-            "GROUP BY term", (home, [c for c, _ in chunks])).fetchall())) if chunks else Counter()
-        return terms, len(chunks), sum(length for _, length in chunks)
+        chunks, tokens = cur.execute("SELECT count(*), coalesce(sum(length), 0) FROM chunks "
+                                     "WHERE repo_id = %s AND document_id = ANY(%s)",
+                                     (home, documents)).fetchone()
+        terms = postings.documents_term_counts(cur, home, documents) if chunks else Counter()
+        return terms, chunks, tokens
 
     def _count(self, cur: psycopg.Cursor, repo_id: int, terms: Counter, chunks: int,
                tokens: int, sign: int) -> None:
@@ -979,8 +1041,7 @@ class PostgresStore(Store):
                         "EXCLUDED.chunks, tokens = repository_totals.tokens + "
                         "EXCLUDED.tokens", (repo_id, chunks, tokens))
 
-    @staticmethod
-    def _delete_documents(cur: psycopg.Cursor, home: int, documents: list[int]) -> None:
+    def _delete_documents(self, cur: psycopg.Cursor, home: int, documents: list[int]) -> None:
         """Delete documents no file of the family holds any more, and all they hold."""
         documents = [row[0] for row in cur.execute(
             "SELECT d.id FROM documents d WHERE d.repo_id = %(home)s AND d.id = ANY(%(docs)s) "
@@ -993,9 +1054,13 @@ class PostgresStore(Store):
         cur.execute("DELETE FROM symbol_tokens WHERE repo_id = %(home)s AND symbol_id IN "
                     "(SELECT id FROM symbols WHERE repo_id = %(home)s AND "
                     "document_id = ANY(%(docs)s))", mine)
-        cur.execute("DELETE FROM chunk_terms WHERE repo_id = %(home)s AND chunk_id IN "
-                    "(SELECT id FROM chunks WHERE repo_id = %(home)s AND "
-                    "document_id = ANY(%(docs)s))", mine)
+        dead = postings.chunk_terms(cur.execute(
+            "DELETE FROM document_terms WHERE repo_id = %(home)s AND document_id = "
+            "ANY(%(docs)s) RETURNING chunk_ids, terms", mine).fetchall())
+        held = (getattr(self._local, "held_postings", None) or {}).get(home)
+        if held is not None:
+            held.drop(dead)
+        postings.remove_chunks(cur, home, dead)
         for table in ("contents", "symbols", "chunks", "file_refs"):
             cur.execute(sql.SQL("DELETE FROM {} WHERE repo_id = %(home)s AND "
                                 "document_id = ANY(%(docs)s)").format(sql.Identifier(table)),
@@ -1068,7 +1133,8 @@ class PostgresStore(Store):
             chunk_ids = iter(self._new_ids(cur, home, sum(
                 min(len(r.chunks), len(r.chunk_tokens), len(r.chunk_hashes)) for r in new)))
             documents, contents, symbols, symbol_tokens = [], [], [], []
-            chunks, chunk_terms, refs = [], [], []
+            chunks, document_terms, refs = [], [], []
+            new_postings = self._held_postings(home)
             for rec in new:
                 document_id = held[(rec.path, rec.hash)]
                 documents.append((home, document_id, rec.path, rec.hash, rec.parser))
@@ -1082,16 +1148,23 @@ class PostgresStore(Store):
                     symbol_tokens += [(home, t, symbol_id)
                                       for t in set(identifier_tokens(sym.name))]
                 path_terms = Counter(index_terms(token_text(rec.path)))
+                ids, lines = [], []
                 for chunk, body_tokens, chunk_hash in zip(rec.chunks, rec.chunk_tokens,
                                                           rec.chunk_hashes):
                     chunk_id = next(chunk_ids)
                     weights, length = _chunk_weights(path_terms, chunk.symbol, body_tokens)
                     chunks.append((home, chunk_id, document_id, chunk.start_line,
                                    chunk.end_line, chunk.symbol, chunk.kind, chunk_hash, length))
-                    chunk_terms += [(term, chunk_id, w, home, length)
-                                    for term, w in weights.items()
-                                    if len(term) <= MAX_TERM_CHARS]
+                    weights = {term: w for term, w in weights.items()
+                               if len(term) <= MAX_TERM_CHARS}
+                    new_postings.add(chunk_id, weights, length)
+                    terms.update(weights.keys())  # a chunk counts once per term
+                    ids.append(chunk_id)
+                    lines.append(weights)
                     tokens += length
+                if ids:
+                    document_terms.append((home, document_id, postings.packed_ids(ids),
+                                           postings.term_lines(lines)))
                 refs.append((home, document_id, rec.references))
             self._copy(cur, "documents", "repo_id, id, path, hash, parser", documents)
             self._copy(cur, "contents", "repo_id, document_id, text", contents)
@@ -1101,8 +1174,8 @@ class PostgresStore(Store):
             self._copy(cur, "symbol_tokens", "repo_id, token, symbol_id", symbol_tokens)
             self._copy(cur, "chunks", "repo_id, id, document_id, start_line, end_line, symbol, "
                        "kind, embed_hash, length", chunks)
-            self._copy(cur, "chunk_terms", "term, chunk_id, weight, repo_id, length",
-                       chunk_terms)
+            self._copy(cur, "document_terms", "repo_id, document_id, chunk_ids, terms",
+                       document_terms)
             self._copy(cur, "file_refs", "repo_id, document_id, refs", refs)
             self._copy(cur, "files", "id, repo_id, path, hash, size, mtime_ns, ctime_ns, "
                        "inode, language, flags, document_id",
@@ -1110,9 +1183,21 @@ class PostgresStore(Store):
                          rec.flags, held[(rec.path, rec.hash)])
                         for rec, file_id in zip(records, self._new_ids(cur, repo_id,
                                                                         len(records)))])
-            terms.update(term for term, *_ in chunk_terms)  # one row per chunk and term
             self._count(cur, repo_id, terms, chunk_count + len(chunks), tokens, 1)
             self._delete_documents(cur, home, left)
+            if getattr(self._local, "held_postings", None) is None:  # each batch a block
+                new_postings.write(cur, home)
+                postings.merge_small_blocks(cur, home)
+            elif new_postings.chunks >= postings.BLOCK_CHUNKS:
+                new_postings.write(cur, home)
+
+    def _held_postings(self, home: int) -> HeldPostings:
+        """The postings of new chunks an indexing run holds for a repository (outside a
+        run: a batch's own)."""
+        running = getattr(self._local, "held_postings", None)
+        if running is None:
+            return HeldPostings()
+        return running.setdefault(home, HeldPostings())
 
     # -- documents shared by branches, parses by content -----------------------------------
     def parsed_hashes(self, parser: str) -> set[str]:
@@ -1241,34 +1326,25 @@ class PostgresStore(Store):
             n = float(frequency.get(term, 0))
             raw = math.log((chunks - n + 0.5) / (n + 0.5))
             idf[term] = count * (raw if raw > 0 else 1e-6)
-        # then the hits, in one query the shard holding the repository can answer whole
-        # (the idf as constants: nothing in it needs the coordinator)
-        weight = " ".join("WHEN %s THEN %s::float8" for _ in idf)
-        params: list = [value for pair in idf.items() for value in pair]
-        params += [BM25_K1, BM25_K1, BM25_B, BM25_B, tokens / chunks, list(idf)]
-        where = ""
-        if repo_id:
-            home = self._home(repo_id)
-            where = " AND repo_id = %s"
-            params.append(home)
-            if self._members([home]) != [repo_id]:  # the family's documents: this one's only
-                where += (" AND chunk_id IN (SELECT c.id FROM chunks c JOIN files f ON "
-                          "f.document_id = c.document_id WHERE c.repo_id = %s AND "
-                          "f.repo_id = %s)")
-                params += [home, repo_id]
-        elif reachable:
-            where = reachable
-            params += elsewhere
-        params.append(limit)
-        ranked = self._query(
-            f"SELECT chunk_id, sum((CASE term {weight} END) * ((weight * (%s + 1.0)) / "
-            "(weight + %s * (1.0 - %s + %s * length / %s)))) AS score "
-            f"FROM chunk_terms WHERE term = ANY(%s){where} "
-            "GROUP BY chunk_id ORDER BY score DESC, chunk_id LIMIT %s", params)
-        found: dict[int, list[StoredChunk]] = {}
-        for chunk in self.chunks((c for c, _ in ranked), repo_id):
-            found.setdefault(chunk.chunk_id, []).append(chunk)
-        return [(chunk, score) for c, score in ranked for chunk in found.get(c, ())]
+        # then the postings of its terms, a row per block (on a shard: one query the shard
+        # answers whole), scored here
+        where, params = (" AND repo_id = %s", [self._home(repo_id)]) if repo_id \
+            else (reachable, elsewhere)
+        rows = self._query("SELECT term, chunk_ids, weights, lengths FROM chunk_postings "
+                           f"WHERE term = ANY(%s){where}", [list(idf), *params])
+        chunk_ids, scores = postings.bm25_scores(rows, idf, BM25_K1, BM25_B, tokens / chunks)
+        # a branch holds only some of its family's chunks: more of the best are taken
+        # until `limit` of its own are among them
+        wanted = limit
+        while True:
+            ranked = postings.best_first(chunk_ids, scores, wanted)
+            held: dict[int, list[StoredChunk]] = {}
+            for chunk in self.chunks((c for c, _ in ranked), repo_id):
+                held.setdefault(chunk.chunk_id, []).append(chunk)
+            kept = [(c, score) for c, score in ranked if c in held][:limit]
+            if len(kept) == limit or len(ranked) == len(scores):
+                return [(chunk, score) for c, score in kept for chunk in held[c]]
+            wanted *= 4
 
     def chunks(self, chunk_ids: Iterable[int], repo_id: int | None = None
                ) -> list[StoredChunk]:

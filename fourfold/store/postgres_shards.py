@@ -25,8 +25,9 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from ..errors import FourfoldError
-from .postgres import (REPOSITORY_TABLES, SCHEMA_VERSION, create_repository_table,
-                       documents_of_files, trgm_schema)
+from .postgres import (POSTING_TABLES, REPOSITORY_TABLES, SCHEMA_VERSION,
+                       create_repository_table, documents_of_files, postings_of_terms,
+                       trgm_schema)
 
 SHARD_NAME = re.compile(r"[a-z][a-z0-9_]{0,29}")
 SERVER_PREFIX = "fourfold_shard_"
@@ -172,10 +173,11 @@ def _shard_params(cur: psycopg.Cursor, shard: str) -> dict:
     return {k: v for k, v in pairs if k in SERVER_OPTIONS + MAPPING_OPTIONS}
 
 
-def documents_on_shards(cur: psycopg.Cursor, parsers: dict[int, str]) -> None:
-    """Schema step 9 on every shard: its own tables changed over a connection of its own
-    (once: a shard records its schema), then its documents table attached to the
-    coordinator's as a foreign partition with the shard's bounds."""
+def _change_shards(cur: psycopg.Cursor, version: int, change, tables: tuple[str, ...]
+                   ) -> None:
+    """Schema step `version` on every shard: its own tables changed by `change` over a
+    connection of its own (once: a shard records its schema), then its new `tables`
+    attached to the coordinator's as foreign partitions with the shard's bounds."""
     for name, marker in cur.execute("SELECT name, marker FROM fourfold.shards ORDER BY name"
                                     ).fetchall():
         params = _shard_params(cur, name)
@@ -183,14 +185,12 @@ def documents_on_shards(cur: psycopg.Cursor, parsers: dict[int, str]) -> None:
             with psycopg.connect(**params, connect_timeout=str(CONNECT_TIMEOUT_S),
                                  autocommit=True) as conn, conn.transaction(), \
                     conn.cursor() as shard:
-                version = int(shard.execute("SELECT value FROM fourfold.shard_meta WHERE "
-                                            "key = 'schema_version'").fetchone()[0])
-                if version < 9:
-                    create_repository_table(shard, "documents", "documents",
-                                            trgm_schema(shard))
-                    documents_of_files(shard, "", parsers)
-                    shard.execute("UPDATE fourfold.shard_meta SET value = '9' WHERE "
-                                  "key = 'schema_version'")
+                done = int(shard.execute("SELECT value FROM fourfold.shard_meta WHERE "
+                                         "key = 'schema_version'").fetchone()[0])
+                if done < version:
+                    change(shard)
+                    shard.execute("UPDATE fourfold.shard_meta SET value = %s WHERE "
+                                  "key = 'schema_version'", (str(version),))
         except psycopg.OperationalError as exc:
             raise FourfoldError(
                 f"shard {name!r} ({_location(params)}) does not answer "
@@ -199,9 +199,31 @@ def documents_on_shards(cur: psycopg.Cursor, parsers: dict[int, str]) -> None:
                 "try again") from None
         placed = [row[0] for row in cur.execute(
             "SELECT id FROM fourfold.repos WHERE shard = %s ORDER BY id", (name,))]
-        cur.execute(sql.SQL(
-            "CREATE FOREIGN TABLE fourfold.{} PARTITION OF fourfold.documents FOR VALUES IN "
-            "({}) SERVER {} OPTIONS (schema_name 'fourfold', table_name 'documents')").format(
-                sql.Identifier(partition_name("documents", name)),
-                sql.SQL(", ").join(sql.Literal(v) for v in [marker] + placed),
-                sql.Identifier(server_name(name))))
+        for table in tables:
+            cur.execute(sql.SQL(
+                "CREATE FOREIGN TABLE fourfold.{} PARTITION OF fourfold.{} FOR VALUES IN ({}) "
+                "SERVER {} OPTIONS (schema_name 'fourfold', table_name {})").format(
+                    sql.Identifier(partition_name(table, name)), sql.Identifier(table),
+                    sql.SQL(", ").join(sql.Literal(v) for v in [marker] + placed),
+                    sql.Identifier(server_name(name)), sql.Literal(table)))
+
+
+def documents_on_shards(cur: psycopg.Cursor, parsers: dict[int, str]) -> None:
+    """Schema step 9 on every shard (postgres.documents_of_files)."""
+    def change(shard: psycopg.Cursor) -> None:
+        create_repository_table(shard, "documents", "documents", trgm_schema(shard))
+        documents_of_files(shard, "", parsers)
+
+    _change_shards(cur, 9, change, ("documents",))
+
+
+def postings_on_shards(cur: psycopg.Cursor) -> None:
+    """Schema step 10 on every shard (postgres.postings_of_terms)."""
+    def change(shard: psycopg.Cursor) -> None:
+        trgm = trgm_schema(shard)
+        for table in POSTING_TABLES:
+            create_repository_table(shard, table, table, trgm)
+        postings_of_terms(shard, "")
+        shard.execute("DROP TABLE fourfold.chunk_terms")
+
+    _change_shards(cur, 10, change, POSTING_TABLES)

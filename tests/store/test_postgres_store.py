@@ -240,7 +240,7 @@ def test_the_schema_lives_in_its_own_schema_with_its_version(store, postgres_url
     with _admin(postgres_url) as admin:
         tables = {row[0] for row in admin.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'fourfold'")}
-        assert {"meta", "repos", "files", "contents", "chunks", "chunk_terms", "symbols",
+        assert {"meta", "repos", "files", "contents", "chunks", "chunk_postings", "symbols",
                 "symbol_tokens", "edges", "vectors"} <= tables
         assert admin.execute("SELECT count(*) FROM information_schema.tables WHERE "
                              "table_schema = 'public'").fetchone() == (0,)
@@ -300,15 +300,19 @@ def test_one_indexer_per_repository(store):
         assert store.size_bytes() > 0
 
 
+# each term's chunks per repository, counted in its postings (8 bytes a chunk id)
+POSTINGS_COUNTED = ("SELECT term, repo_id, sum(length(chunk_ids) / 8)::bigint FROM "
+                    "fourfold.chunk_postings GROUP BY 1, 2 ORDER BY 1, 2")
+
+
 def test_deleted_files_take_their_terms_and_statistics_with_them(store, postgres_url):
     repo = store.ensure_repo("/src/proj", "proj")
     store.write_batch(repo, corpus_records(), [], [])
     with _admin(postgres_url) as admin:
-        count = "SELECT count(*) FROM fourfold.chunk_terms"
+        count = "SELECT count(*) FROM fourfold.chunk_postings"
         assert admin.execute(count).fetchone()[0] > 100
         assert admin.execute("SELECT chunks FROM fourfold.repository_totals").fetchone() == (36,)
-        recount = ("SELECT term, repo_id, count(*) FROM fourfold.chunk_terms GROUP BY 1, 2 "
-                   "ORDER BY 1, 2")
+        recount = POSTINGS_COUNTED
         kept = "SELECT term, repo_id, chunks FROM fourfold.term_counts ORDER BY 1, 2"
         assert admin.execute(kept).fetchall() == admin.execute(recount).fetchall()
         half = list(CORPUS)[: len(CORPUS) // 2]
@@ -329,8 +333,7 @@ def test_term_counts_are_written_in_parts_by_a_big_run_and_come_out_the_same(
     monkeypatch.setattr(postgres, "TERM_COUNTS_HELD", 5)  # written every few terms
     monkeypatch.setattr(postgres, "TERM_COUNTS_SENT", 3)  # three terms a statement
     repo = store.ensure_repo("/src/proj", "proj")
-    recount = ("SELECT term, repo_id, count(*) FROM fourfold.chunk_terms GROUP BY 1, 2 "
-               "ORDER BY 1, 2")
+    recount = POSTINGS_COUNTED
     kept = "SELECT term, repo_id, chunks FROM fourfold.term_counts ORDER BY 1, 2"
     half = list(CORPUS)[: len(CORPUS) // 2]
     with store.indexing_run():

@@ -96,7 +96,7 @@ def test_the_same_answers_as_one_server(servers, placed):
     assert where == {"acme/billing": "one", "acme/search": "two", "acme/auth": None}
     billing, search = ff.repository("acme/billing"), ff.repository("acme/search")
     assert set(rows_on(one)) == {billing} and set(rows_on(two)) == {search}
-    assert set(rows_on(one, "chunk_terms")) == {billing}  # every table's rows moved
+    assert set(rows_on(one, "chunk_postings")) == {billing}  # every table's rows moved
     for name in REPOSITORIES:
         assert answers(coordinator, name) == answers(single, name)
     assert answers(coordinator) == answers(single)
