@@ -1,6 +1,7 @@
 """Semantic modality: chunks by meaning. The store finds the chunks whose binary codes (1 bit
 per dimension, centred by the repository's mean vector) are nearest the question's by
-exact Hamming distance (a server in the database, the embedded index in memory); those
+exact Hamming distance (in memory, where the process holds the repository's codes; a server
+holds them up to a budget and searches a bigger repository's in the database); those
 candidates are rescored here with their int8 vectors."""
 from __future__ import annotations
 

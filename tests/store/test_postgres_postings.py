@@ -131,6 +131,7 @@ def test_term_rows_of_schema_9_become_postings_that_rank_the_same(postgres_url, 
         cur.executemany("INSERT INTO fourfold.chunk_terms VALUES(%s, %s, %s, %s, %s)", rows)
         for table in postgres.POSTING_TABLES:
             cur.execute(f"DROP TABLE fourfold.{table}")
+        cur.execute("ALTER TABLE fourfold.code_means DROP COLUMN version")  # step 11's
         cur.execute("UPDATE fourfold.meta SET value = '9' WHERE key = 'schema_version'")
     store = PostgresStore(postgres_url)
     try:

@@ -13,6 +13,7 @@ import time
 from contextlib import nullcontext
 from urllib.parse import urlsplit
 
+import numpy as np
 import psycopg
 import pytest
 
@@ -590,3 +591,41 @@ def test_the_embedded_and_the_server_store_agree_on_the_best_chunks(both):
         assert sorted(embedded) == sorted(server), terms
         same_first += embedded[0] == server[0]
     assert same_first >= 0.8 * len(BM25_QUERIES)
+
+
+def test_codes_held_in_memory_follow_what_another_process_writes(store, postgres_url,
+                                                                  monkeypatch):
+    """A searching process keeps a repository's codes in memory while their version holds,
+    and sees another process's change (codes added, a chunk deleted, codes replaced) at its
+    next search; a repository over the budget is searched in the database, alike."""
+    from fourfold.store import postgres
+
+    writer = PostgresStore(postgres_url)
+    repo = writer.ensure_repo("/src/proj", "proj")
+    writer.write_batch(repo, corpus_records(), [], [])
+    chunks = sorted((c.chunk_id, f.path) for f in writer.files(repo)
+                    for c in writer.chunks_of_file(f.file_id))
+    ids = [c for c, _ in chunks]
+    rng = np.random.default_rng(7)
+    codes = rng.integers(0, 256, (len(ids), 2), dtype=np.uint8)
+    codes[5], codes[9] = codes[20], codes[20]  # ties, ordered by chunk id
+    writer.put_codes(repo, "m", b"mean", zip(ids, map(bytes, codes)))
+    questions = [bytes(q) for q in rng.integers(0, 256, (20, 2), dtype=np.uint8)]
+    questions.append(bytes(codes[20]))
+    held = [store.nearest_codes(repo, "m", q, 7) for q in questions]
+    kept = store._codes[(repo, "m")]
+    assert store.nearest_codes(repo, "m", questions[0], 7) == held[0]
+    assert store._codes[(repo, "m")] is kept  # not read again
+    assert held[-1][:3] == sorted([ids[5], ids[9], ids[20]])
+    monkeypatch.setattr(postgres, "CODES_HELD_BYTES", 0)
+    assert [store.nearest_codes(repo, "m", q, 7) for q in questions] == held
+    monkeypatch.undo()
+    writer.add_codes(repo, "m", [ids[3]], [b"\xab\xcd"])
+    assert store.nearest_codes(repo, "m", b"\xab\xcd", 1) == [ids[3]]
+    gone = chunks[3][1]
+    writer.write_batch(repo, [], [gone], [])
+    assert not {c for c, path in chunks if path == gone} & set(
+        store.nearest_codes(repo, "m", b"\xab\xcd", len(ids)))
+    writer.put_codes(repo, "m", b"mean", [(ids[-1], b"\x00\x00")])
+    assert store.nearest_codes(repo, "m", b"\xab\xcd", 5) == [ids[-1]]
+    writer.close()
