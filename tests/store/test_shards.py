@@ -204,3 +204,79 @@ def test_a_branch_lives_on_its_family_s_shard_shares_its_documents_and_moves_wit
     assert ff.in_repository("acme/billing").search("render_invoice").hits[0].path == \
         "invoice.py"
     ff.close()
+
+
+def _as_at_schema_9(coordinator: str, shard: str) -> None:
+    """Turn a coordinator and its shard back into what schema 9 kept: a row per (chunk,
+    term) in chunk_terms (on the shard for the repositories placed there), no postings,
+    codes without versions."""
+    import numpy as np
+
+    from fourfold.store import postgres, postgres_postings
+
+    rows = []
+    with psycopg.connect(coordinator, autocommit=True) as conn:
+        for home, term, ids, weights, lengths in conn.execute(
+                "SELECT repo_id, term, chunk_ids, weights, lengths FROM "
+                "fourfold.chunk_postings").fetchall():
+            rows += zip([home] * (len(ids) // 8), [term] * (len(ids) // 8),
+                        np.frombuffer(ids, postgres_postings.IDS).tolist(),
+                        np.frombuffer(weights, postgres_postings.WEIGHTS).tolist(),
+                        np.frombuffer(lengths, postgres_postings.LENGTHS).tolist())
+        bounds = conn.execute("SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_class c "
+                              "WHERE c.relname = 'chunk_postings__one'").fetchone()[0]
+        trgm = postgres.trgm_schema(conn.cursor())
+    # (the shard first: a coordinator's transaction that has read it holds it open)
+    with psycopg.connect(shard, autocommit=True) as on_shard:
+        postgres.create_repository_table(on_shard.cursor(), "chunk_terms", "chunk_terms",
+                                         trgm, definitions=postgres._TABLES_AT_SCHEMA_8)
+        for table in postgres.POSTING_TABLES:
+            on_shard.execute(f"DROP TABLE fourfold.{table}")
+        on_shard.execute("UPDATE fourfold.shard_meta SET value = '9' WHERE "
+                         "key = 'schema_version'")
+    with psycopg.connect(coordinator, autocommit=True) as conn, conn.transaction(), \
+            conn.cursor() as cur:
+        for table in postgres.POSTING_TABLES:
+            cur.execute(f"DROP TABLE fourfold.{table}")
+        cur.execute("CREATE TABLE fourfold.chunk_terms "
+                    f"({postgres._TABLES_AT_SCHEMA_8['chunk_terms'][0]}) "
+                    "PARTITION BY LIST (repo_id)")
+        postgres.create_repository_table(cur, "chunk_terms", "chunk_terms_local", trgm,
+                                         partition_of="chunk_terms",
+                                         definitions=postgres._TABLES_AT_SCHEMA_8)
+        cur.execute(f"CREATE FOREIGN TABLE fourfold.chunk_terms__one PARTITION OF "
+                    f"fourfold.chunk_terms {bounds} SERVER fourfold_shard_one OPTIONS "
+                    "(schema_name 'fourfold', table_name 'chunk_terms')")
+        cur.executemany("INSERT INTO fourfold.chunk_terms VALUES(%s, %s, %s, %s, %s)", rows)
+        cur.execute("ALTER TABLE fourfold.code_means DROP COLUMN version")
+        cur.execute("UPDATE fourfold.meta SET value = '9' WHERE key = 'schema_version'")
+
+
+def test_an_upgrade_turns_every_shard_s_term_rows_into_postings(tmp_path):
+    """Schema 10 on a sharded store: the coordinator's and each shard's term rows become
+    postings, each on its own server, and every repository answers as before."""
+    clusters = [Cluster() for _ in range(2)]
+    for cluster in clusters:
+        cluster.start()
+    try:
+        coordinator, shard = clusters[0].url, clusters[1].url
+        for name in ("acme/billing", "acme/search"):
+            root = write_tree(tmp_path / name.replace("/", "_"), REPOSITORIES[name])
+            assert main(["index", str(root), "--store", coordinator, "--repository",
+                         name]) == 0
+        assert main(["shard", "add", "one", shard, "--store", coordinator]) == 0
+        assert main(["shard", "place", "acme/billing", "one", "--store", coordinator]) == 0
+        before = {name: answers(coordinator, name) for name in ("acme/billing", "acme/search")}
+        billing = Fourfold(store_url=coordinator).repository("acme/billing")
+        _as_at_schema_9(coordinator, shard)
+        assert set(rows_on(shard, "chunk_terms")) == {billing}
+        assert {name: answers(coordinator, name)  # opening the store upgrades it
+                for name in ("acme/billing", "acme/search")} == before
+        assert set(rows_on(shard, "chunk_postings")) == {billing}
+        assert set(rows_on(coordinator, "chunk_postings")) == {billing, billing + 1}
+        with psycopg.connect(shard) as conn:
+            assert conn.execute("SELECT to_regclass('fourfold.chunk_terms')").fetchone() == \
+                (None,)
+    finally:
+        for cluster in clusters:
+            cluster.stop()
