@@ -235,28 +235,32 @@ REPOSITORY_TABLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
                 "start_line integer NOT NULL, end_line integer NOT NULL, signature text, "
                 "doc text, parent text",
                 ("PRIMARY KEY (id)",), ("(document_id)", "(name_lower)", "(qualname_lower)")),
-    "symbol_tokens": ('repo_id bigint NOT NULL, token text COLLATE "C" NOT NULL, '
-                      "symbol_id bigint NOT NULL", (), ("(token)", "(symbol_id)")),
     "chunks": ("repo_id bigint NOT NULL, id bigint NOT NULL, document_id bigint NOT NULL, "
                "start_line integer NOT NULL, end_line integer NOT NULL, symbol text, "
                "kind text NOT NULL, embed_hash text, length integer NOT NULL",
                ("PRIMARY KEY (id)",), ("(document_id)",)),
-    # BM25's postings (postgres_postings.py): of one term in one block of the home's chunks,
-    # the chunks holding it, each one's weight = 3 x its count in the path + 5 x in the
-    # symbol name + 1 x in the body (BM25_COLUMN_WEIGHTS) and its length (all three
-    # columns), as packed arrays; a question reads one row per block of each of its terms
+    # word lists (postgres_postings.py): of one word in one block of the home's chunks or
+    # symbols, those holding it as packed arrays, read a row per block of each word of a
+    # question. BM25's postings, by stemmed term: the chunks, each one's weight = 3 x its
+    # count in the path + 5 x in the symbol name + 1 x in the body (BM25_COLUMN_WEIGHTS)
+    # and its length (all three columns)
     "chunk_postings": ('repo_id bigint NOT NULL, term text COLLATE "C" NOT NULL, '
                        "block bigint NOT NULL, chunk_ids bytea NOT NULL, "
                        "weights bytea NOT NULL, lengths bytea NOT NULL",
                        ("PRIMARY KEY (repo_id, term, block)",), ("(term)",)),
-    # a block: its first and last chunk id, and how many of its chunks are left
+    # the symbols, by the words of their names (identifier_tokens)
+    "symbol_postings": ('repo_id bigint NOT NULL, token text COLLATE "C" NOT NULL, '
+                        "block bigint NOT NULL, symbol_ids bytea NOT NULL",
+                        ("PRIMARY KEY (repo_id, token, block)",), ("(token)",)),
+    # a block: its first and last id, and how many of its chunks and symbols are left
     "posting_blocks": ("repo_id bigint NOT NULL, block bigint NOT NULL, last bigint NOT NULL, "
-                       "chunks integer NOT NULL", ("PRIMARY KEY (repo_id, block)",), ()),
-    # a document's chunks (packed ids) and their terms, a line per chunk: what deleting
-    # the document takes out of the postings and of BM25's term counts
+                       "entries integer NOT NULL", ("PRIMARY KEY (repo_id, block)",), ()),
+    # a document's chunks' terms and symbols' tokens: what deleting it takes out of the
+    # lists and of BM25's term counts (postgres_postings.DocumentWords)
     "document_terms": ("repo_id bigint NOT NULL, document_id bigint NOT NULL, "
-                       "chunk_ids bytea NOT NULL, terms text NOT NULL",
-                       ("PRIMARY KEY (document_id)",), ()),
+                       "chunk_ids bytea NOT NULL, terms text NOT NULL, "
+                       "symbol_ids bytea NOT NULL, symbol_tokens text[] NOT NULL, "
+                       "token_counts bytea NOT NULL", ("PRIMARY KEY (document_id)",), ()),
     "file_refs": ("repo_id bigint NOT NULL, document_id bigint NOT NULL, refs text NOT NULL",
                   ("PRIMARY KEY (document_id)",), ()),
     # below: rows of one repository (edges, centrality, codes), by its own id; a symbol of
@@ -430,44 +434,72 @@ def _documents(cur: psycopg.Cursor) -> None:
     documents_of_files(cur, LOCAL, parsers)
 
 
-# What step 10 makes of chunk_terms (postgres_postings.py).
-POSTING_TABLES = ("chunk_postings", "posting_blocks", "document_terms")
+# What step 10 makes of chunk_terms and symbol_tokens (postgres_postings.py).
+POSTING_TABLES = ("chunk_postings", "symbol_postings", "posting_blocks", "document_terms")
 
 
-def postings_of_terms(cur: psycopg.Cursor, partition: str) -> None:
+def postings_of_rows(cur: psycopg.Cursor, partition: str) -> None:
     """Step 10's change of one database's tables (the coordinator's, or a shard's own, the
-    POSTING_TABLES made already): its term rows become postings, in blocks of BLOCK_CHUNKS
-    chunks of a repository by id, and each document's terms; then they are dropped.
-    `partition`: the suffix of the real tables (LOCAL on the coordinator)."""
-    terms, chunks = f"fourfold.chunk_terms{partition}", f"fourfold.chunks{partition}"
-    cur.execute("CREATE TEMP TABLE chunk_blocks AS SELECT repo_id, id, "
-                "(row_number() OVER (PARTITION BY repo_id ORDER BY id) - 1) / %s AS n "
-                f"FROM {chunks} c WHERE EXISTS (SELECT FROM {terms} t WHERE t.chunk_id = c.id)",
-                (postings.BLOCK_CHUNKS,))
-    cur.execute("CREATE TEMP TABLE block_starts AS SELECT repo_id, n, "
-                "min(id) AS block, max(id) AS last, count(*) AS chunks FROM chunk_blocks "
-                "GROUP BY repo_id, n")
-    cur.execute(f"INSERT INTO fourfold.posting_blocks{partition} SELECT repo_id, block, last, "
-                "chunks FROM block_starts")
+    POSTING_TABLES made already): its term rows and token rows become lists, each in
+    blocks of a repository's ids (BLOCK_CHUNKS chunks, or as many symbols), and each
+    document's words; then they are dropped. `partition`: the suffix of the real tables
+    (LOCAL on the coordinator)."""
+    rows = {"chunk": (f"fourfold.chunk_terms{partition}", "term", "chunk_id",
+                      f"fourfold.chunks{partition}"),
+            "symbol": (f"fourfold.symbol_tokens{partition}", "token", "symbol_id",
+                       f"fourfold.symbols{partition}")}
+    for kind, (table, word, entry, entries) in rows.items():
+        cur.execute(f"CREATE TEMP TABLE {kind}_blocks AS SELECT repo_id, id, (row_number() "
+                    "OVER (PARTITION BY repo_id ORDER BY id) - 1) / %s AS n FROM "
+                    f"{entries} e WHERE EXISTS (SELECT FROM {table} t WHERE t.{entry} = e.id)",
+                    (postings.BLOCK_CHUNKS,))
+        cur.execute(f"CREATE TEMP TABLE {kind}_starts AS SELECT repo_id, n, min(id) AS block, "
+                    f"max(id) AS last, count(*) AS entries FROM {kind}_blocks "
+                    "GROUP BY repo_id, n")
+        cur.execute(f"INSERT INTO fourfold.posting_blocks{partition} SELECT repo_id, block, "
+                    f"last, entries FROM {kind}_starts")
     cur.execute(f"INSERT INTO fourfold.chunk_postings{partition} SELECT t.repo_id, t.term, "
                 "s.block, string_agg(int8send(t.chunk_id), ''::bytea ORDER BY t.chunk_id), "
                 "string_agg(float4send(t.weight::real), ''::bytea ORDER BY t.chunk_id), "
                 "string_agg(int4send(t.length), ''::bytea ORDER BY t.chunk_id) "
-                f"FROM {terms} t JOIN chunk_blocks b ON b.id = t.chunk_id "
-                "JOIN block_starts s ON s.repo_id = b.repo_id AND s.n = b.n "
+                f"FROM fourfold.chunk_terms{partition} t JOIN chunk_blocks b ON "
+                "b.id = t.chunk_id JOIN chunk_starts s ON s.repo_id = b.repo_id AND s.n = b.n "
                 "GROUP BY t.repo_id, t.term, s.block")
-    cur.execute(f"INSERT INTO fourfold.document_terms{partition} SELECT c.repo_id, "
-                "c.document_id, string_agg(int8send(c.id), ''::bytea ORDER BY c.id), "
-                "string_agg(coalesce(t.terms, ''), E'\\n' ORDER BY c.id) "
-                f"FROM {chunks} c LEFT JOIN (SELECT chunk_id, string_agg(term, ' ') AS terms "
-                f"FROM {terms} GROUP BY chunk_id) t ON t.chunk_id = c.id "
-                "GROUP BY c.repo_id, c.document_id")
-    cur.execute("DROP TABLE chunk_blocks, block_starts")
+    cur.execute(f"INSERT INTO fourfold.symbol_postings{partition} SELECT t.repo_id, t.token, "
+                "s.block, string_agg(int8send(t.symbol_id), ''::bytea ORDER BY t.symbol_id) "
+                f"FROM fourfold.symbol_tokens{partition} t JOIN symbol_blocks b ON "
+                "b.id = t.symbol_id JOIN symbol_starts s ON s.repo_id = b.repo_id AND "
+                "s.n = b.n GROUP BY t.repo_id, t.token, s.block")
+    # each document's words: its chunks' terms, a line per chunk, and its symbols' tokens
+    cur.execute("CREATE TEMP TABLE chunk_words AS SELECT c.repo_id, c.document_id, "
+                "string_agg(int8send(c.id), ''::bytea ORDER BY c.id) AS ids, "
+                "string_agg(coalesce(t.terms, ''), E'\\n' ORDER BY c.id) AS terms "
+                f"FROM fourfold.chunks{partition} c LEFT JOIN (SELECT chunk_id, "
+                f"string_agg(term, ' ') AS terms FROM fourfold.chunk_terms{partition} "
+                "GROUP BY chunk_id) t ON t.chunk_id = c.id GROUP BY c.repo_id, c.document_id")
+    cur.execute("CREATE TEMP TABLE symbol_words AS SELECT y.repo_id, y.document_id, "
+                "string_agg(int8send(y.id), ''::bytea ORDER BY y.id) AS ids, "
+                "string_agg(int4send(t.n), ''::bytea ORDER BY y.id) AS counts, "
+                f"ARRAY(SELECT w.token FROM fourfold.symbols{partition} z JOIN "
+                f"fourfold.symbol_tokens{partition} w ON w.symbol_id = z.id WHERE "
+                "z.document_id = y.document_id ORDER BY z.id, w.token) AS tokens "
+                f"FROM fourfold.symbols{partition} y JOIN (SELECT symbol_id, count(*)::integer "
+                f"AS n FROM fourfold.symbol_tokens{partition} GROUP BY symbol_id) t "
+                "ON t.symbol_id = y.id GROUP BY y.repo_id, y.document_id")
+    cur.execute(f"INSERT INTO fourfold.document_terms{partition} SELECT "
+                "coalesce(c.repo_id, y.repo_id), coalesce(c.document_id, y.document_id), "
+                "coalesce(c.ids, ''::bytea), coalesce(c.terms, ''), coalesce(y.ids, ''::bytea), "
+                "coalesce(y.tokens, '{}'), coalesce(y.counts, ''::bytea) "
+                "FROM chunk_words c FULL JOIN symbol_words y ON y.document_id = c.document_id")
+    cur.execute("DROP TABLE chunk_blocks, chunk_starts, symbol_blocks, symbol_starts, "
+                "chunk_words, symbol_words")
+    cur.execute(f"DROP TABLE fourfold.chunk_terms{partition}, "
+                f"fourfold.symbol_tokens{partition}")
 
 
 def _postings(cur: psycopg.Cursor) -> None:
-    """Step 10: BM25's postings as lists (postgres_postings.py) in place of a row per chunk
-    and term; each shard changes its own tables over a connection of its own."""
+    """Step 10: word lists (postgres_postings.py) in place of a row per (chunk, term) and
+    per (symbol, token); each shard changes its own tables over a connection of its own."""
     from .postgres_shards import postings_on_shards
 
     trgm = trgm_schema(cur)
@@ -475,9 +507,9 @@ def _postings(cur: psycopg.Cursor) -> None:
         cur.execute(f"CREATE TABLE fourfold.{table} ({REPOSITORY_TABLES[table][0]}) "
                     "PARTITION BY LIST (repo_id)")
         create_repository_table(cur, table, table + LOCAL, trgm, partition_of=table)
-    postings_of_terms(cur, LOCAL)
+    postings_of_rows(cur, LOCAL)
     postings_on_shards(cur)
-    cur.execute("DROP TABLE fourfold.chunk_terms")
+    cur.execute("DROP TABLE fourfold.chunk_terms, fourfold.symbol_tokens")
 
 
 def _code_versions(cur: psycopg.Cursor) -> None:
@@ -1066,16 +1098,13 @@ class PostgresStore(Store):
         if not documents:
             return
         mine = {"home": home, "docs": documents}
-        cur.execute("DELETE FROM symbol_tokens WHERE repo_id = %(home)s AND symbol_id IN "
-                    "(SELECT id FROM symbols WHERE repo_id = %(home)s AND "
-                    "document_id = ANY(%(docs)s))", mine)
-        dead = postings.chunk_terms(cur.execute(
+        chunks, symbols = postings.entry_words(cur.execute(
             "DELETE FROM document_terms WHERE repo_id = %(home)s AND document_id = "
-            "ANY(%(docs)s) RETURNING chunk_ids, terms", mine).fetchall())
+            f"ANY(%(docs)s) RETURNING {postings.DOCUMENT_WORDS}", mine).fetchall())
         held = (getattr(self._local, "held_postings", None) or {}).get(home)
         if held is not None:
-            held.drop(dead)
-        postings.remove_chunks(cur, home, dead)
+            held.drop([*chunks, *symbols])
+        postings.remove_entries(cur, home, chunks, symbols)
         for table in ("contents", "symbols", "chunks", "file_refs"):
             cur.execute(sql.SQL("DELETE FROM {} WHERE repo_id = %(home)s AND "
                                 "document_id = ANY(%(docs)s)").format(sql.Identifier(table)),
@@ -1149,23 +1178,26 @@ class PostgresStore(Store):
             symbol_ids = iter(self._new_ids(cur, home, sum(len(r.symbols) for r in new)))
             chunk_ids = iter(self._new_ids(cur, home, sum(
                 min(len(r.chunks), len(r.chunk_tokens), len(r.chunk_hashes)) for r in new)))
-            documents, contents, symbols, symbol_tokens = [], [], [], []
-            chunks, document_terms, refs = [], [], []
+            documents, contents, symbols, chunks, document_terms, refs = [], [], [], [], [], []
             new_postings = self._held_postings(home)
             for rec in new:
                 document_id = held[(rec.path, rec.hash)]
                 documents.append((home, document_id, rec.path, rec.hash, rec.parser))
                 contents.append((home, document_id, rec.text))
+                words = postings.DocumentWords([], [], [], [])
                 for sym in rec.symbols:
                     symbol_id = next(symbol_ids)
                     symbols.append((home, symbol_id, document_id, sym.name, sym.name.lower(),
                                     sym.qualname, sym.qualname.lower(), sym.kind,
                                     sym.start_line, sym.end_line, sym.signature, sym.doc,
                                     sym.parent))
-                    symbol_tokens += [(home, t, symbol_id)
-                                      for t in set(identifier_tokens(sym.name))]
+                    name_words = sorted(t for t in set(identifier_tokens(sym.name))
+                                        if len(t) <= MAX_TERM_CHARS)
+                    if name_words:
+                        new_postings.add_symbol(symbol_id, name_words)
+                        words.symbol_ids.append(symbol_id)
+                        words.symbol_tokens.append(name_words)
                 path_terms = Counter(index_terms(token_text(rec.path)))
-                ids, lines = [], []
                 for chunk, body_tokens, chunk_hash in zip(rec.chunks, rec.chunk_tokens,
                                                           rec.chunk_hashes):
                     chunk_id = next(chunk_ids)
@@ -1174,24 +1206,22 @@ class PostgresStore(Store):
                                    chunk.end_line, chunk.symbol, chunk.kind, chunk_hash, length))
                     weights = {term: w for term, w in weights.items()
                                if len(term) <= MAX_TERM_CHARS}
-                    new_postings.add(chunk_id, weights, length)
+                    new_postings.add_chunk(chunk_id, weights, length)
                     terms.update(weights.keys())  # a chunk counts once per term
-                    ids.append(chunk_id)
-                    lines.append(weights)
+                    words.chunk_ids.append(chunk_id)
+                    words.chunk_terms.append(weights)
                     tokens += length
-                if ids:
-                    document_terms.append((home, document_id, postings.packed_ids(ids),
-                                           postings.term_lines(lines)))
+                if words.chunk_ids or words.symbol_ids:
+                    document_terms.append(words.row(home, document_id))
                 refs.append((home, document_id, rec.references))
             self._copy(cur, "documents", "repo_id, id, path, hash, parser", documents)
             self._copy(cur, "contents", "repo_id, document_id, text", contents)
             self._copy(cur, "symbols", "repo_id, id, document_id, name, name_lower, qualname, "
                        "qualname_lower, kind, start_line, end_line, signature, doc, parent",
                        symbols)
-            self._copy(cur, "symbol_tokens", "repo_id, token, symbol_id", symbol_tokens)
             self._copy(cur, "chunks", "repo_id, id, document_id, start_line, end_line, symbol, "
                        "kind, embed_hash, length", chunks)
-            self._copy(cur, "document_terms", "repo_id, document_id, chunk_ids, terms",
+            self._copy(cur, "document_terms", f"repo_id, document_id, {postings.DOCUMENT_WORDS}",
                        document_terms)
             self._copy(cur, "file_refs", "repo_id, document_id, refs", refs)
             self._copy(cur, "files", "id, repo_id, path, hash, size, mtime_ns, ctime_ns, "
@@ -1205,7 +1235,7 @@ class PostgresStore(Store):
             if getattr(self._local, "held_postings", None) is None:  # each batch a block
                 new_postings.write(cur, home)
                 postings.merge_small_blocks(cur, home)
-            elif new_postings.chunks >= postings.BLOCK_CHUNKS:
+            elif new_postings.chunks.entries >= postings.BLOCK_CHUNKS:
                 new_postings.write(cur, home)
 
     def _held_postings(self, home: int) -> HeldPostings:
@@ -1419,17 +1449,19 @@ class PostgresStore(Store):
         tokens = sorted({t.lower() for t in _storable(tokens) if t})
         if not tokens:
             return []
-        # a range per prefix, each answered by the name index ("C" collation: byte order);
-        # as one union, not ORed conditions, which made the planner read every symbol
+        # a range of names per prefix, each answered by the name index ("C" collation:
+        # byte order); as one union, not ORed conditions, which made the planner read
+        # every symbol
         in_repo, mine = self._repository_filter(self._home(repo_id) if repo_id else None)
-        prefixes = "".join(f" UNION ALL SELECT id FROM symbols WHERE name_lower >= %s{in_repo} "
-                           "AND name_lower < %s" for _ in tokens)
-        params: list = [tokens, *mine]
+        params: list = []
         for t in tokens:
             params += [t, *mine, t + "\uffff"]
-        return self._symbols_by_ids(
-            f"SELECT symbol_id FROM symbol_tokens WHERE token = ANY(%s){in_repo}{prefixes}",
-            params, repo_id, limit)
+        prefixed = self._query(" UNION ALL ".join(
+            f"SELECT id FROM symbols WHERE name_lower >= %s{in_repo} AND name_lower < %s"
+            for _ in tokens), params)
+        ids = np.union1d(self._symbols_with(tokens, in_repo, mine),
+                         np.array([row[0] for row in prefixed], np.int64))
+        return self._first_symbols(ids, repo_id, limit)
 
     def symbols_with_two_words(self, words: Iterable[str], repo_id: int | None = None,
                                limit: int = 2000) -> list[StoredSymbol]:
@@ -1437,10 +1469,8 @@ class PostgresStore(Store):
         if len(words) < 2:
             return []
         in_repo, mine = self._repository_filter(self._home(repo_id) if repo_id else None)
-        return self._symbols_by_ids(
-            f"SELECT symbol_id FROM symbol_tokens WHERE token = ANY(%s){in_repo} "
-            "GROUP BY symbol_id HAVING count(DISTINCT token) >= 2", [words, *mine], repo_id,
-            limit)
+        return self._first_symbols(self._symbols_with(words, in_repo, mine, at_least=2),
+                                   repo_id, limit)
 
     def symbols_with_words(self, words: Iterable[str], whole: str, repo_id: int | None = None,
                            limit: int = 2000) -> list[StoredSymbol]:
@@ -1448,20 +1478,24 @@ class PostgresStore(Store):
         if not words:
             return []
         in_repo, mine = self._repository_filter(self._home(repo_id) if repo_id else None)
-        return self._symbols_by_ids(
-            f"SELECT symbol_id FROM symbol_tokens WHERE token = ANY(%s){in_repo} "
-            "GROUP BY symbol_id HAVING count(DISTINCT token) = %s UNION SELECT symbol_id FROM "
-            f"symbol_tokens WHERE token = %s{in_repo}",
-            [words, *mine, len(words), whole.lower().replace("\x00", ""), *mine], repo_id,
-            limit)
+        return self._first_symbols(np.union1d(
+            self._symbols_with(words, in_repo, mine, at_least=len(words)),
+            self._symbols_with([whole.lower().replace("\x00", "")], in_repo, mine)),
+            repo_id, limit)
 
-    def _symbols_by_ids(self, ids_query: str, params: list, repo_id: int | None,
-                        limit: int) -> list[StoredSymbol]:
-        """The first `limit` symbols (by id) whose ids a query finds: the ids first, then
-        the symbols by those ids as constants. As one query the planner joined every
-        symbol of the repository to its file before narrowing them (on a shard: every
-        symbol fetched through postgres_fdw)."""
-        ids = sorted({row[0] for row in self._query(ids_query, params)})[:limit]
+    def _symbols_with(self, tokens: list[str], in_repo: str, params: list, at_least: int = 1
+                      ) -> np.ndarray:
+        """The ids of the symbols whose names hold at least `at_least` of the tokens."""
+        return postings.symbols_with(self._query(
+            f"SELECT token, symbol_ids FROM symbol_postings WHERE token = ANY(%s){in_repo}",
+            [tokens, *params]), at_least)
+
+    def _first_symbols(self, ids: np.ndarray, repo_id: int | None, limit: int
+                       ) -> list[StoredSymbol]:
+        """The first `limit` of these symbols, by id. (As one query with the search for
+        their ids, the planner joined every symbol of the repository to its file before
+        narrowing them; on a shard, every symbol fetched through postgres_fdw.)"""
+        ids = ids[:limit].tolist()
         return self.symbols_by_id(ids, repo_id) if ids else []
 
     def symbols_of_file(self, file_id: int) -> list[StoredSymbol]:

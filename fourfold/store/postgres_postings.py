@@ -1,126 +1,183 @@
-"""The server's BM25 index: a repository's postings of each term kept as lists, not rows.
+"""The server's word indexes kept as lists, not rows: BM25's postings of chunks by stemmed
+term (chunk_postings) and symbols by the words of their names (symbol_postings).
 
-A row of chunk_postings holds, for one repository (a family's home), one term and one
-block, the ids of the block's chunks that hold the term, each one's weighted count of it
-and its length, as packed big-endian arrays (the byte order of PostgreSQL's int8send,
-float4send and int4send, so that SQL can make them too). A question reads a few rows per term
-(one per block) and scores them here; a row per (chunk, term) made the kernel's index 15
-GB and a search read ~100,000 scattered rows. A block is what one indexing run wrote, up
-to BLOCK_CHUNKS chunks; posting_blocks keeps each block's range of chunk ids and how many
-of its chunks are still there.
+A row holds, for one repository (a family's home), one word and one block, the ids of the
+block's chunks or symbols that hold the word (for chunks, each one's weighted count of the
+term and its length too), as packed big-endian arrays: the byte order of PostgreSQL's
+int8send, float4send and int4send, so that SQL can make them too. A question reads a few
+rows per word (one per block) and works on the arrays here; a row per (chunk, term) made
+the kernel's index 15 GB, and a search read ~100,000 scattered rows.
 
-Each document's chunks' terms are kept with it (document_terms: one line of terms per
-chunk), so deleting a document rewrites only the rows of its terms in the blocks that
-hold its chunks, and BM25's term counts are taken away without reading the postings.
-The blocks that one-file runs leave are merged once there are more than SMALL_BLOCKS_KEPT.
+A block is what an indexing run wrote together, up to BLOCK_CHUNKS chunks; posting_blocks
+keeps each block's range of ids (chunks and symbols are numbered from one sequence) and how
+many of its entries (chunks and symbols) are left. Each document's words are kept with it
+(document_terms), so deleting a document rewrites only the rows of its words in the blocks
+whose range holds its ids, and BM25's term counts are taken away without reading the
+postings. The blocks that one-file runs leave are merged once there are more than
+SMALL_BLOCKS_KEPT.
 """
 from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import psycopg
 
 BLOCK_CHUNKS = 50_000  # chunks held before they are written as a block
-SMALL_BLOCK_CHUNKS = BLOCK_CHUNKS // 8
+SMALL_BLOCK_ENTRIES = BLOCK_CHUNKS // 8
 SMALL_BLOCKS_KEPT = 8  # more small blocks than this in a repository are merged into one
-TERMS_A_STATEMENT = 2_000  # rows of so many terms read at once when chunks are removed
+WORDS_A_STATEMENT = 2_000  # rows of so many words read at once when entries are removed
 
 IDS, WEIGHTS, LENGTHS = np.dtype(">i8"), np.dtype(">f4"), np.dtype(">i4")  # as stored
-_POSTING_COLUMNS = "repo_id, term, block, chunk_ids, weights, lengths"
-_POSTING_TYPES = ["bigint", "text", "bigint", "bytea", "bytea", "bytea"]
 
 
-class HeldPostings:
-    """The postings of a repository's new chunks, held (compactly) until they are written
-    as one block."""
+@dataclass(frozen=True)
+class WordLists:
+    """A table of lists: its word column, and its arrays (ids first) with their types."""
+    table: str
+    word: str
+    arrays: tuple[str, ...]
+    stored: tuple[np.dtype, ...]
 
-    def __init__(self) -> None:
+    def copy(self, cur: psycopg.Cursor, rows: Iterable[tuple]) -> None:
+        """COPY rows (repo_id, word, block, *arrays) in binary: the arrays go as they are
+        (text COPY would send each byte as two hex digits)."""
+        with cur.copy(f"COPY {self.table}(repo_id, {self.word}, block, "
+                      f"{', '.join(self.arrays)}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(["bigint", "text", "bigint", *["bytea"] * len(self.arrays)])
+            for row in rows:
+                copy.write_row(row)
+
+
+CHUNK_LISTS = WordLists("chunk_postings", "term", ("chunk_ids", "weights", "lengths"),
+                        (IDS, WEIGHTS, LENGTHS))
+SYMBOL_LISTS = WordLists("symbol_postings", "token", ("symbol_ids",), (IDS,))
+_NATIVE = {IDS: ("q", np.int64), WEIGHTS: ("f", np.float32), LENGTHS: ("i", np.int32)}
+
+
+class _HeldLists:
+    """One table's new entries, held compactly: per entry and word, the word's number and
+    the entry's values."""
+
+    def __init__(self, lists: WordLists) -> None:
+        self.lists = lists
         self.vocabulary: dict[str, int] = {}
-        self.terms, self.ids = array("i"), array("q")
-        self.weights, self.lengths = array("f"), array("i")
-        self.chunks = 0  # chunks with at least one term
+        self.words = array("i")
+        self.values = [array(_NATIVE[dtype][0]) for dtype in lists.stored]
+        self.entries = 0
 
-    def add(self, chunk_id: int, weights: Mapping[str, float], length: int) -> None:
-        if not weights:
-            return
+    def add(self, words: Iterable[str], values: Sequence) -> None:
         vocabulary = self.vocabulary
-        self.terms.extend(vocabulary.setdefault(term, len(vocabulary)) for term in weights)
-        self.weights.extend(weights.values())
-        count = len(weights)
-        self.ids.extend([chunk_id] * count)
-        self.lengths.extend([length] * count)
-        self.chunks += 1
-
-    def drop(self, chunk_ids: Collection[int]) -> None:
-        """Forget the postings of chunks deleted before they were written."""
-        if not self.ids:
+        before = len(self.words)
+        self.words.extend(vocabulary.setdefault(word, len(vocabulary)) for word in words)
+        count = len(self.words) - before
+        if not count:
             return
-        ids = np.frombuffer(self.ids, np.int64)
-        gone = np.isin(ids, np.fromiter(chunk_ids, np.int64, len(chunk_ids)))
+        for column, value in zip(self.values, values):
+            if isinstance(value, (int, float)):
+                column.extend([value] * count)
+            else:
+                column.extend(value)
+        self.entries += 1
+
+    def ids(self) -> np.ndarray:
+        return np.frombuffer(self.values[0], np.int64)
+
+    def drop(self, dead: np.ndarray) -> None:
+        gone = np.isin(self.ids(), dead)
         if not gone.any():
             return
         keep = ~gone
-        self.chunks -= len(np.unique(ids[gone]))
-        self.terms = array("i", np.frombuffer(self.terms, np.int32)[keep].tobytes())
-        self.ids = array("q", ids[keep].tobytes())
-        self.weights = array("f", np.frombuffer(self.weights, np.float32)[keep].tobytes())
-        self.lengths = array("i", np.frombuffer(self.lengths, np.int32)[keep].tobytes())
+        self.entries -= len(np.unique(self.ids()[gone]))
+        self.words = array("i", np.frombuffer(self.words, np.int32)[keep].tobytes())
+        self.values = [array(column.typecode, np.frombuffer(
+            column, _NATIVE[dtype][1])[keep].tobytes())
+            for column, dtype in zip(self.values, self.lists.stored)]
 
     def rows(self, repo_id: int, block: int) -> Iterable[tuple]:
-        """One row per term, its postings sorted by chunk id."""
-        terms = np.frombuffer(self.terms, np.int32)
-        ids = np.frombuffer(self.ids, np.int64)
-        order = np.lexsort((ids, terms))
-        terms, ids = terms[order], ids[order].astype(IDS)
-        weights = np.frombuffer(self.weights, np.float32)[order].astype(WEIGHTS)
-        lengths = np.frombuffer(self.lengths, np.int32)[order].astype(LENGTHS)
+        """One row per word, its entries sorted by id."""
+        words = np.frombuffer(self.words, np.int32)
+        order = np.lexsort((self.ids(), words))
+        words = words[order]
+        columns = [np.frombuffer(column, _NATIVE[dtype][1])[order].astype(dtype)
+                   for column, dtype in zip(self.values, self.lists.stored)]
         names = list(self.vocabulary)
-        bounds = np.flatnonzero(np.diff(terms)) + 1
-        for start, end in zip([0, *bounds.tolist()], [*bounds.tolist(), len(terms)]):
-            yield (repo_id, names[terms[start]], block, ids[start:end].tobytes(),
-                   weights[start:end].tobytes(), lengths[start:end].tobytes())
+        bounds = np.flatnonzero(np.diff(words)) + 1
+        for start, end in zip([0, *bounds.tolist()], [*bounds.tolist(), len(words)]):
+            yield (repo_id, names[words[start]], block,
+                   *(column[start:end].tobytes() for column in columns))
+
+
+class HeldPostings:
+    """The postings of a repository's new chunks and symbols, held until they are written
+    as one block."""
+
+    def __init__(self) -> None:
+        self.chunks, self.symbols = _HeldLists(CHUNK_LISTS), _HeldLists(SYMBOL_LISTS)
+
+    def add_chunk(self, chunk_id: int, weights: Mapping[str, float], length: int) -> None:
+        self.chunks.add(weights, (chunk_id, weights.values(), length))
+
+    def add_symbol(self, symbol_id: int, tokens: Collection[str]) -> None:
+        self.symbols.add(tokens, (symbol_id,))
+
+    def drop(self, dead: Collection[int]) -> None:
+        """Forget the entries (chunks or symbols) deleted before they were written."""
+        dead = np.fromiter(dead, np.int64, len(dead))
+        self.chunks.drop(dead)
+        self.symbols.drop(dead)
 
     def write(self, cur: psycopg.Cursor, repo_id: int) -> None:
         """Write what is held as one block (nothing if nothing is held)."""
-        if self.chunks:
-            ids = np.frombuffer(self.ids, np.int64)
-            block, last = int(ids.min()), int(ids.max())
-            _copy_postings(cur, self.rows(repo_id, block))
+        held = [lists for lists in (self.chunks, self.symbols) if lists.entries]
+        if held:
+            ids = np.concatenate([lists.ids() for lists in held])
+            block = int(ids.min())
+            for lists in held:
+                lists.lists.copy(cur, lists.rows(repo_id, block))
             cur.execute("INSERT INTO posting_blocks VALUES(%s, %s, %s, %s)",
-                        (repo_id, block, last, self.chunks))
+                        (repo_id, block, int(ids.max()), sum(h.entries for h in held)))
         self.__init__()
 
 
-def _copy_postings(cur: psycopg.Cursor, rows: Iterable[tuple]) -> None:
-    # binary: the arrays go as they are (text COPY would send each byte as two hex digits)
-    with cur.copy(f"COPY chunk_postings({_POSTING_COLUMNS}) FROM STDIN (FORMAT BINARY)"
-                  ) as copy:
-        copy.set_types(_POSTING_TYPES)
-        for row in rows:
-            copy.write_row(row)
+# -- each document's words ---------------------------------------------------------------
+@dataclass
+class DocumentWords:
+    """What document_terms keeps of a document: its chunks' terms (a line of terms per
+    chunk: terms are words, holding no space or newline) and its symbols' tokens (any
+    text: kept as an array, with how many each symbol has)."""
+    chunk_ids: list[int]
+    chunk_terms: list[Iterable[str]]
+    symbol_ids: list[int]
+    symbol_tokens: list[Collection[str]]
+
+    def row(self, repo_id: int, document_id: int) -> tuple:
+        return (repo_id, document_id, np.array(self.chunk_ids, IDS).tobytes(),
+                "\n".join(" ".join(terms) for terms in self.chunk_terms),
+                np.array(self.symbol_ids, IDS).tobytes(),
+                [token for tokens in self.symbol_tokens for token in tokens],
+                np.array([len(tokens) for tokens in self.symbol_tokens], LENGTHS).tobytes())
 
 
-# -- each document's terms ---------------------------------------------------------------
-def packed_ids(ids: Iterable[int]) -> bytes:
-    return np.fromiter(ids, IDS).tobytes()
+DOCUMENT_WORDS = "chunk_ids, terms, symbol_ids, symbol_tokens, token_counts"
 
 
-def term_lines(chunk_terms: Iterable[Iterable[str]]) -> str:
-    """A document's chunks' terms as document_terms keeps them: a line per chunk (terms
-    are words: they hold no space or newline)."""
-    return "\n".join(" ".join(terms) for terms in chunk_terms)
-
-
-def chunk_terms(rows: Iterable[tuple[bytes, str]]) -> dict[int, list[str]]:
-    """chunk id -> its terms, from document_terms rows (chunk_ids, terms)."""
-    found: dict[int, list[str]] = {}
-    for ids, lines in rows:
-        found.update(zip(np.frombuffer(ids, IDS).tolist(),
-                         (line.split() for line in lines.split("\n"))))
-    return found
+def entry_words(rows: Iterable[tuple]) -> tuple[dict[int, list[str]], dict[int, list[str]]]:
+    """(chunk id -> its terms, symbol id -> its tokens) from document_terms rows
+    (DOCUMENT_WORDS)."""
+    chunks: dict[int, list[str]] = {}
+    symbols: dict[int, list[str]] = {}
+    for chunk_ids, terms, symbol_ids, tokens, counts in rows:
+        chunks.update(zip(np.frombuffer(chunk_ids, IDS).tolist(),
+                          (line.split() for line in terms.split("\n"))))
+        ends = np.cumsum(np.frombuffer(counts, LENGTHS)).tolist()
+        symbols.update(zip(np.frombuffer(symbol_ids, IDS).tolist(),
+                           (tokens[end - n:end] for end, n in zip(
+                               ends, np.frombuffer(counts, LENGTHS).tolist()))))
+    return chunks, symbols
 
 
 def documents_term_counts(cur: psycopg.Cursor, repo_id: int, documents: list[int]) -> Counter:
@@ -132,95 +189,105 @@ def documents_term_counts(cur: psycopg.Cursor, repo_id: int, documents: list[int
         "ANY(%s) AND term <> '' GROUP BY term", (repo_id, documents)).fetchall()))
 
 
-# -- removing chunks -------------------------------------------------------------------------
-def remove_chunks(cur: psycopg.Cursor, repo_id: int, dead: Mapping[int, list[str]]) -> None:
-    """Take deleted chunks (id -> its terms) out of the repository's written blocks: each
-    row of one of their terms in a block whose range holds one of them is rewritten
-    without them, or deleted when none is left."""
-    if not dead:
+# -- removing entries -------------------------------------------------------------------------
+def remove_entries(cur: psycopg.Cursor, repo_id: int, dead_chunks: Mapping[int, list[str]],
+                   dead_symbols: Mapping[int, list[str]]) -> None:
+    """Take deleted chunks and symbols (id -> its words) out of the repository's written
+    blocks: each row of one of their words in a block whose range holds one of them is
+    rewritten without them, or deleted when none is left."""
+    dead = np.fromiter([*dead_chunks, *dead_symbols], np.int64)
+    if not len(dead):
         return
-    dead_ids = np.fromiter(dead, np.int64, len(dead))
     blocks = [row[0] for row in cur.execute(
         "SELECT block FROM posting_blocks WHERE repo_id = %s AND block <= %s AND last >= %s",
-        (repo_id, int(dead_ids.max()), int(dead_ids.min())))]
+        (repo_id, int(dead.max()), int(dead.min())))]
     if not blocks:
         return
-    terms = sorted({term for terms in dead.values() for term in terms})
-    gone_from: dict[int, set[int]] = {}  # block -> its dead chunks
-    for start in range(0, len(terms), TERMS_A_STATEMENT):
-        changed, emptied = [], []
-        for term, block, ids, weights, lengths in cur.execute(
-                "SELECT term, block, chunk_ids, weights, lengths FROM chunk_postings WHERE "
-                "repo_id = %s AND block = ANY(%s) AND term = ANY(%s)",
-                (repo_id, blocks, terms[start:start + TERMS_A_STATEMENT])).fetchall():
-            ids = np.frombuffer(ids, IDS)
-            gone = np.isin(ids, dead_ids)
-            if not gone.any():
-                continue
-            gone_from.setdefault(block, set()).update(ids[gone].tolist())
-            keep = ~gone
-            if not keep.any():
-                emptied.append((term, block))
-                continue
-            changed.append((term, block, ids[keep].tobytes(),
-                            np.frombuffer(weights, WEIGHTS)[keep].tobytes(),
-                            np.frombuffer(lengths, LENGTHS)[keep].tobytes()))
-        if emptied:
-            cur.execute("DELETE FROM chunk_postings p USING unnest(%s::text[], %s::bigint[]) "
-                        "AS e(term, block) WHERE p.repo_id = %s AND p.term = e.term AND "
-                        "p.block = e.block", ([t for t, _ in emptied], [b for _, b in emptied],
-                                              repo_id))
-        if changed:
-            columns = list(zip(*changed))
-            cur.execute("UPDATE chunk_postings p SET chunk_ids = c.ids, weights = c.weights, "
-                        "lengths = c.lengths FROM unnest(%s::text[], %s::bigint[], "
-                        "%s::bytea[], %s::bytea[], %s::bytea[]) AS c(term, block, ids, "
-                        "weights, lengths) WHERE p.repo_id = %s AND p.term = c.term AND "
-                        "p.block = c.block", (*map(list, columns), repo_id))
+    gone_from: dict[int, set[int]] = {}  # block -> its dead entries
+    for lists, entries in ((CHUNK_LISTS, dead_chunks), (SYMBOL_LISTS, dead_symbols)):
+        words = sorted({word for words in entries.values() for word in words})
+        for start in range(0, len(words), WORDS_A_STATEMENT):
+            _rewrite(cur, lists, repo_id, blocks, words[start:start + WORDS_A_STATEMENT],
+                     dead, gone_from)
     if gone_from:
-        cur.execute("UPDATE posting_blocks b SET chunks = b.chunks - g.n FROM unnest("
+        cur.execute("UPDATE posting_blocks b SET entries = b.entries - g.n FROM unnest("
                     "%s::bigint[], %s::integer[]) AS g(block, n) WHERE b.repo_id = %s AND "
-                    "b.block = g.block", (list(gone_from), [len(c) for c in gone_from.values()],
+                    "b.block = g.block", (list(gone_from), [len(e) for e in gone_from.values()],
                                           repo_id))
-        cur.execute("DELETE FROM posting_blocks WHERE repo_id = %s AND chunks <= 0",
+        cur.execute("DELETE FROM posting_blocks WHERE repo_id = %s AND entries <= 0",
                     (repo_id,))
+
+
+def _rewrite(cur: psycopg.Cursor, lists: WordLists, repo_id: int, blocks: list[int],
+             words: list[str], dead: np.ndarray, gone_from: dict[int, set[int]]) -> None:
+    """Rewrite the rows of these words in these blocks without the dead entries."""
+    arrays = ", ".join(lists.arrays)
+    changed, emptied = [], []
+    for word, block, *values in cur.execute(
+            f"SELECT {lists.word}, block, {arrays} FROM {lists.table} WHERE repo_id = %s AND "
+            f"block = ANY(%s) AND {lists.word} = ANY(%s)", (repo_id, blocks, words)).fetchall():
+        ids = np.frombuffer(values[0], IDS)
+        gone = np.isin(ids, dead)
+        if not gone.any():
+            continue
+        gone_from.setdefault(block, set()).update(ids[gone].tolist())
+        keep = ~gone
+        if not keep.any():
+            emptied.append((word, block))
+            continue
+        changed.append((word, block, *(np.frombuffer(value, dtype)[keep].tobytes()
+                                       for value, dtype in zip(values, lists.stored))))
+    if emptied:
+        cur.execute(f"DELETE FROM {lists.table} p USING unnest(%s::text[], %s::bigint[]) AS "
+                    f"e(word, block) WHERE p.repo_id = %s AND p.{lists.word} = e.word AND "
+                    "p.block = e.block", ([w for w, _ in emptied], [b for _, b in emptied],
+                                          repo_id))
+    if changed:
+        columns = list(zip(*changed))
+        assigned = ", ".join(f"{name} = c.{name}" for name in lists.arrays)
+        typed = ", ".join(["%s::bytea[]"] * len(lists.arrays))
+        cur.execute(f"UPDATE {lists.table} p SET {assigned} FROM unnest(%s::text[], "
+                    f"%s::bigint[], {typed}) AS c(word, block, {arrays}) WHERE "
+                    f"p.repo_id = %s AND p.{lists.word} = c.word AND p.block = c.block",
+                    (*map(list, columns), repo_id))
 
 
 def merge_small_blocks(cur: psycopg.Cursor, repo_id: int) -> None:
     """Merge the repository's small blocks into one when there are more than
-    SMALL_BLOCKS_KEPT: a question reads a row per block of each of its terms."""
-    small = cur.execute("SELECT block, last, chunks FROM posting_blocks WHERE repo_id = %s "
-                        "AND chunks < %s", (repo_id, SMALL_BLOCK_CHUNKS)).fetchall()
+    SMALL_BLOCKS_KEPT: a question reads a row per block of each of its words."""
+    small = cur.execute("SELECT block, last, entries FROM posting_blocks WHERE repo_id = %s "
+                        "AND entries < %s", (repo_id, SMALL_BLOCK_ENTRIES)).fetchall()
     if len(small) <= SMALL_BLOCKS_KEPT:
         return
     blocks = [block for block, _, _ in small]
-    merged: dict[str, list[tuple[bytes, bytes, bytes]]] = {}
-    for term, *arrays in cur.execute(
-            "DELETE FROM chunk_postings WHERE repo_id = %s AND block = ANY(%s) "
-            "RETURNING term, chunk_ids, weights, lengths", (repo_id, blocks)).fetchall():
-        merged.setdefault(term, []).append(arrays)
+    block = min(blocks)
+    for lists in (CHUNK_LISTS, SYMBOL_LISTS):
+        merged: dict[str, list[list[bytes]]] = {}
+        for word, *values in cur.execute(
+                f"DELETE FROM {lists.table} WHERE repo_id = %s AND block = ANY(%s) "
+                f"RETURNING {lists.word}, {', '.join(lists.arrays)}",
+                (repo_id, blocks)).fetchall():
+            merged.setdefault(word, []).append(values)
+        lists.copy(cur, _merged_rows(lists, repo_id, block, merged))
     cur.execute("DELETE FROM posting_blocks WHERE repo_id = %s AND block = ANY(%s)",
                 (repo_id, blocks))
-    block = min(blocks)
-
-    def rows() -> Iterable[tuple]:
-        for term, parts in merged.items():
-            ids = np.concatenate([np.frombuffer(p[0], IDS) for p in parts])
-            order = np.argsort(ids, kind="stable")
-            weights = np.concatenate([np.frombuffer(p[1], WEIGHTS) for p in parts])
-            lengths = np.concatenate([np.frombuffer(p[2], LENGTHS) for p in parts])
-            # (concatenating gives the machine's byte order)
-            yield (repo_id, term, block, ids[order].astype(IDS).tobytes(),
-                   weights[order].astype(WEIGHTS).tobytes(),
-                   lengths[order].astype(LENGTHS).tobytes())
-
-    _copy_postings(cur, rows())
     cur.execute("INSERT INTO posting_blocks VALUES(%s, %s, %s, %s)",
                 (repo_id, block, max(last for _, last, _ in small),
-                 sum(chunks for _, _, chunks in small)))
+                 sum(entries for _, _, entries in small)))
 
 
-# -- scoring -------------------------------------------------------------------------------
+def _merged_rows(lists: WordLists, repo_id: int, block: int,
+                 merged: Mapping[str, list[list[bytes]]]) -> Iterable[tuple]:
+    for word, parts in merged.items():
+        columns = [np.concatenate([np.frombuffer(part[i], dtype) for part in parts])
+                   for i, dtype in enumerate(lists.stored)]
+        order = np.argsort(columns[0], kind="stable")
+        # (concatenating gives the machine's byte order)
+        yield (repo_id, word, block, *(column[order].astype(dtype).tobytes()
+                                       for column, dtype in zip(columns, lists.stored)))
+
+
+# -- reading ---------------------------------------------------------------------------------
 def bm25_scores(rows: Iterable[tuple[str, bytes, bytes, bytes]], idf: Mapping[str, float],
                 k1: float, b: float, average_length: float) -> tuple[np.ndarray, np.ndarray]:
     """(chunk ids, scores) of every chunk in the posting rows (term, chunk_ids, weights,
@@ -234,8 +301,7 @@ def bm25_scores(rows: Iterable[tuple[str, bytes, bytes, bytes]], idf: Mapping[st
                                       (w + k1 * (1.0 - b + b * length / average_length))))
     if not all_ids:
         return np.empty(0, np.int64), np.empty(0)
-    ids = np.concatenate(all_ids)
-    chunk_ids, where = np.unique(ids, return_inverse=True)
+    chunk_ids, where = np.unique(np.concatenate(all_ids), return_inverse=True)
     return chunk_ids, np.bincount(where, weights=np.concatenate(all_parts),
                                   minlength=len(chunk_ids))
 
@@ -249,3 +315,13 @@ def best_first(chunk_ids: np.ndarray, scores: np.ndarray, count: int) -> list[tu
         chunk_ids, scores = chunk_ids[keep], scores[keep]
     order = np.lexsort((chunk_ids, -scores))[:count]
     return list(zip(chunk_ids[order].tolist(), scores[order].tolist()))
+
+
+def symbols_with(rows: Iterable[tuple[str, bytes]], at_least: int = 1) -> np.ndarray:
+    """The ids of the symbols in rows (token, symbol_ids) of at least `at_least` of the
+    tokens (a symbol holds each of its tokens once), sorted."""
+    arrays = [np.frombuffer(ids, IDS).astype(np.int64) for _, ids in rows]
+    if not arrays:
+        return np.empty(0, np.int64)
+    ids, counts = np.unique(np.concatenate(arrays), return_counts=True)
+    return ids[counts >= at_least]

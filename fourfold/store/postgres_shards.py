@@ -26,7 +26,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from ..errors import FourfoldError
 from .postgres import (POSTING_TABLES, REPOSITORY_TABLES, SCHEMA_VERSION,
-                       create_repository_table, documents_of_files, postings_of_terms,
+                       create_repository_table, documents_of_files, postings_of_rows,
                        trgm_schema)
 
 SHARD_NAME = re.compile(r"[a-z][a-z0-9_]{0,29}")
@@ -218,12 +218,11 @@ def documents_on_shards(cur: psycopg.Cursor, parsers: dict[int, str]) -> None:
 
 
 def postings_on_shards(cur: psycopg.Cursor) -> None:
-    """Schema step 10 on every shard (postgres.postings_of_terms)."""
+    """Schema step 10 on every shard (postgres.postings_of_rows)."""
     def change(shard: psycopg.Cursor) -> None:
         trgm = trgm_schema(shard)
         for table in POSTING_TABLES:
             create_repository_table(shard, table, table, trgm)
-        postings_of_terms(shard, "")
-        shard.execute("DROP TABLE fourfold.chunk_terms")
+        postings_of_rows(shard, "")
 
     _change_shards(cur, 10, change, POSTING_TABLES)

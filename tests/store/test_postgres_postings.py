@@ -13,6 +13,8 @@ import pytest
 
 from fourfold.store import postgres, postgres_postings
 from fourfold.store.postgres import PostgresStore
+from fourfold.tokens import identifier_tokens
+from tests.store import schema9
 from tests.store.records import CORPUS, corpus_records, python_record
 from tests.store.test_postgres_store import (BM25_QUERIES, POSTINGS_COUNTED, _fts5_bm25,
                                              _ties_grouped)
@@ -34,26 +36,43 @@ def _ranks_as_fts5(store: PostgresStore) -> None:
 
 
 def _consistent(url: str) -> int:
-    """Check that the postings hold each chunk with a term once per term, exactly as each
-    document's terms list them, and that the blocks' and the terms' counts agree; the
+    """Check that the lists hold each chunk and symbol once per word, exactly as each
+    document's words list them, and that the blocks' and the terms' counts agree; the
     number of blocks."""
     with psycopg.connect(url, autocommit=True) as admin:
-        posted = Counter()
-        for term, ids in admin.execute("SELECT term, chunk_ids FROM fourfold.chunk_postings"):
-            posted.update((term, i) for i in np.frombuffer(ids, postgres_postings.IDS).tolist())
-        listed = postgres_postings.chunk_terms(admin.execute(
-            "SELECT chunk_ids, terms FROM fourfold.document_terms"))
-        assert set(posted.values()) <= {1}
-        assert set(posted) == {(term, c) for c, terms in listed.items() for term in terms}
+        listed = postgres_postings.entry_words(admin.execute(
+            f"SELECT {postgres_postings.DOCUMENT_WORDS} FROM fourfold.document_terms"))
+        for (table, word, ids), entries in zip(
+                (("chunk_postings", "term", "chunk_ids"),
+                 ("symbol_postings", "token", "symbol_ids")), listed):
+            posted = Counter()
+            for term, packed in admin.execute(f"SELECT {word}, {ids} FROM fourfold.{table}"):
+                posted.update((term, i) for i in np.frombuffer(packed, postgres_postings.IDS)
+                              .tolist())
+            assert set(posted.values()) <= {1}
+            assert set(posted) == {(w, e) for e, words in entries.items() for w in words}
         chunks = {row[0] for row in admin.execute("SELECT id FROM fourfold.chunks")}
-        assert {c for _, c in posted} == chunks == set(listed)  # every chunk has a term
-        blocks = admin.execute("SELECT count(*), coalesce(sum(chunks), 0) FROM "
+        assert set(listed[0]) == chunks  # every chunk has a term
+        assert set(listed[1]) <= {row[0] for row in admin.execute(
+            "SELECT id FROM fourfold.symbols")}
+        blocks = admin.execute("SELECT count(*), coalesce(sum(entries), 0) FROM "
                                "fourfold.posting_blocks").fetchone()
-        assert blocks[1] == len(chunks)
+        assert blocks[1] == len(chunks) + len(listed[1])
         assert admin.execute("SELECT term, repo_id, chunks FROM fourfold.term_counts "
                              "ORDER BY 1, 2").fetchall() == \
             admin.execute(POSTINGS_COUNTED).fetchall()
         return blocks[0]
+
+
+def _finds_symbols_as_named(store: PostgresStore) -> None:
+    """Each symbol is found by each word of its name, and only symbols that are."""
+    symbols = {s.symbol_id: s for f in store.files() for s in store.symbols_of_file(f.file_id)}
+    for symbol in symbols.values():
+        for token in identifier_tokens(symbol.name):
+            found = store.symbols_by_token([token], limit=10_000)
+            assert symbol.symbol_id in {s.symbol_id for s in found}
+            assert all(s.name.lower().startswith(token) or token in identifier_tokens(s.name)
+                       for s in found)
 
 
 def _changed(path: str):
@@ -77,6 +96,7 @@ def test_blocks_written_part_way_through_a_run_and_deletions_rank_as_one_batch(
                                  if r.path in (paths[0], paths[1], paths[-1])], [], [])
     assert _consistent(postgres_url) >= 3
     _ranks_as_fts5(store)
+    _finds_symbols_as_named(store)
     with store.indexing_run():  # a later run replaces files of earlier blocks
         store.write_batch(repo, [_changed(paths[2]), _changed(paths[5])], [], [])
         store.write_batch(repo, [r for r in corpus_records() if r.path in paths[2:6]], [], [])
@@ -102,48 +122,40 @@ def test_the_small_blocks_of_many_one_file_runs_are_merged(store, postgres_url, 
                 store.write_batch(repo, [record], [], [])
     assert _consistent(postgres_url) <= postgres_postings.SMALL_BLOCKS_KEPT
     _ranks_as_fts5(store)
+    _finds_symbols_as_named(store)
 
 
-def test_term_rows_of_schema_9_become_postings_that_rank_the_same(postgres_url, monkeypatch):
-    """A database written before postings (a row per chunk and term, schema 9) is migrated
-    in blocks when opened, and is then kept up to date as one written since."""
+def test_rows_of_schema_9_become_lists_that_answer_the_same(postgres_url, monkeypatch):
+    """A database written before word lists (a row per chunk and term, and per symbol and
+    token: schema 9) is migrated in blocks when opened, and is then kept up to date as
+    one written since."""
     monkeypatch.setattr(postgres_postings, "BLOCK_CHUNKS", 7)
     store = PostgresStore(postgres_url)
     repo = store.ensure_repo("/src/proj", "proj")
     store.write_batch(repo, corpus_records(), [], [])
     store.close()
     with psycopg.connect(postgres_url, autocommit=True) as admin, admin.cursor() as cur:
-        # what schema 9 held: the same terms, a row per chunk
-        cur.execute(f"CREATE TABLE fourfold.chunk_terms "
-                    f"({postgres._TABLES_AT_SCHEMA_8['chunk_terms'][0]}) "
-                    "PARTITION BY LIST (repo_id)")
-        postgres.create_repository_table(cur, "chunk_terms", "chunk_terms_local",
-                                         postgres.trgm_schema(cur), partition_of="chunk_terms",
-                                         definitions=postgres._TABLES_AT_SCHEMA_8)
-        rows = []
-        for home, term, ids, weights, lengths in cur.execute(
-                "SELECT repo_id, term, chunk_ids, weights, lengths FROM "
-                "fourfold.chunk_postings").fetchall():
-            rows += zip([home] * (len(ids) // 8), [term] * (len(ids) // 8),
-                        np.frombuffer(ids, postgres_postings.IDS).tolist(),
-                        np.frombuffer(weights, postgres_postings.WEIGHTS).tolist(),
-                        np.frombuffer(lengths, postgres_postings.LENGTHS).tolist())
-        cur.executemany("INSERT INTO fourfold.chunk_terms VALUES(%s, %s, %s, %s, %s)", rows)
-        for table in postgres.POSTING_TABLES:
-            cur.execute(f"DROP TABLE fourfold.{table}")
-        cur.execute("ALTER TABLE fourfold.code_means DROP COLUMN version")  # step 11's
-        cur.execute("UPDATE fourfold.meta SET value = '9' WHERE key = 'schema_version'")
+        rows = schema9.rows_of_lists(admin)
+        schema9.make_tables(cur, postgres.trgm_schema(cur), partitioned=True)
+        schema9.insert_rows(cur, rows)
+        schema9.unversioned_codes(cur)
     store = PostgresStore(postgres_url)
     try:
-        assert _consistent(postgres_url) == 6  # 36 chunks, 7 a block
+        with psycopg.connect(postgres_url) as admin:
+            symbols = admin.execute("SELECT count(*) FROM fourfold.symbols").fetchone()[0]
+        # blocks of 7 of the 36 chunks, and of the symbols
+        assert _consistent(postgres_url) == 6 + -(-symbols // 7)
         _ranks_as_fts5(store)
+        _finds_symbols_as_named(store)
         paths = list(CORPUS)
         store.write_batch(repo, [_changed(paths[0])], paths[1:3], [])
         store.write_batch(repo, [r for r in corpus_records() if r.path in paths[:3]], [], [])
         _consistent(postgres_url)
         _ranks_as_fts5(store)
+        _finds_symbols_as_named(store)
         with psycopg.connect(postgres_url) as admin:
-            assert admin.execute("SELECT to_regclass('fourfold.chunk_terms')").fetchone() == \
-                (None,)
+            assert admin.execute("SELECT to_regclass('fourfold.chunk_terms'), "
+                                 "to_regclass('fourfold.symbol_tokens')").fetchone() == \
+                (None, None)
     finally:
         store.close()

@@ -242,7 +242,7 @@ def test_the_schema_lives_in_its_own_schema_with_its_version(store, postgres_url
         tables = {row[0] for row in admin.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'fourfold'")}
         assert {"meta", "repos", "files", "contents", "chunks", "chunk_postings", "symbols",
-                "symbol_tokens", "edges", "vectors"} <= tables
+                "symbol_postings", "edges", "vectors"} <= tables
         assert admin.execute("SELECT count(*) FROM information_schema.tables WHERE "
                              "table_schema = 'public'").fetchone() == (0,)
         assert admin.execute("SELECT value FROM fourfold.meta WHERE key = 'schema_version'"

@@ -208,53 +208,34 @@ def test_a_branch_lives_on_its_family_s_shard_shares_its_documents_and_moves_wit
 
 def _as_at_schema_9(coordinator: str, shard: str) -> None:
     """Turn a coordinator and its shard back into what schema 9 kept: a row per (chunk,
-    term) in chunk_terms (on the shard for the repositories placed there), no postings,
-    codes without versions."""
-    import numpy as np
+    term) and per (symbol, token), on the shard for the repositories placed there."""
+    from fourfold.store import postgres
+    from tests.store import schema9
 
-    from fourfold.store import postgres, postgres_postings
-
-    rows = []
     with psycopg.connect(coordinator, autocommit=True) as conn:
-        for home, term, ids, weights, lengths in conn.execute(
-                "SELECT repo_id, term, chunk_ids, weights, lengths FROM "
-                "fourfold.chunk_postings").fetchall():
-            rows += zip([home] * (len(ids) // 8), [term] * (len(ids) // 8),
-                        np.frombuffer(ids, postgres_postings.IDS).tolist(),
-                        np.frombuffer(weights, postgres_postings.WEIGHTS).tolist(),
-                        np.frombuffer(lengths, postgres_postings.LENGTHS).tolist())
+        rows = schema9.rows_of_lists(conn)
         bounds = conn.execute("SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_class c "
                               "WHERE c.relname = 'chunk_postings__one'").fetchone()[0]
         trgm = postgres.trgm_schema(conn.cursor())
     # (the shard first: a coordinator's transaction that has read it holds it open)
     with psycopg.connect(shard, autocommit=True) as on_shard:
-        postgres.create_repository_table(on_shard.cursor(), "chunk_terms", "chunk_terms",
-                                         trgm, definitions=postgres._TABLES_AT_SCHEMA_8)
-        for table in postgres.POSTING_TABLES:
-            on_shard.execute(f"DROP TABLE fourfold.{table}")
+        schema9.make_tables(on_shard.cursor(), trgm, partitioned=False)
         on_shard.execute("UPDATE fourfold.shard_meta SET value = '9' WHERE "
                          "key = 'schema_version'")
     with psycopg.connect(coordinator, autocommit=True) as conn, conn.transaction(), \
             conn.cursor() as cur:
-        for table in postgres.POSTING_TABLES:
-            cur.execute(f"DROP TABLE fourfold.{table}")
-        cur.execute("CREATE TABLE fourfold.chunk_terms "
-                    f"({postgres._TABLES_AT_SCHEMA_8['chunk_terms'][0]}) "
-                    "PARTITION BY LIST (repo_id)")
-        postgres.create_repository_table(cur, "chunk_terms", "chunk_terms_local", trgm,
-                                         partition_of="chunk_terms",
-                                         definitions=postgres._TABLES_AT_SCHEMA_8)
-        cur.execute(f"CREATE FOREIGN TABLE fourfold.chunk_terms__one PARTITION OF "
-                    f"fourfold.chunk_terms {bounds} SERVER fourfold_shard_one OPTIONS "
-                    "(schema_name 'fourfold', table_name 'chunk_terms')")
-        cur.executemany("INSERT INTO fourfold.chunk_terms VALUES(%s, %s, %s, %s, %s)", rows)
-        cur.execute("ALTER TABLE fourfold.code_means DROP COLUMN version")
-        cur.execute("UPDATE fourfold.meta SET value = '9' WHERE key = 'schema_version'")
+        schema9.make_tables(cur, trgm, partitioned=True)
+        for table in rows:
+            cur.execute(f"CREATE FOREIGN TABLE fourfold.{table}__one PARTITION OF "
+                        f"fourfold.{table} {bounds} SERVER fourfold_shard_one OPTIONS "
+                        f"(schema_name 'fourfold', table_name '{table}')")
+        schema9.insert_rows(cur, rows)
+        schema9.unversioned_codes(cur)
 
 
-def test_an_upgrade_turns_every_shard_s_term_rows_into_postings(tmp_path):
-    """Schema 10 on a sharded store: the coordinator's and each shard's term rows become
-    postings, each on its own server, and every repository answers as before."""
+def test_an_upgrade_turns_every_shard_s_rows_into_word_lists(tmp_path):
+    """Schema 10 on a sharded store: the coordinator's and each shard's term and token rows
+    become word lists, each on its own server, and every repository answers as before."""
     clusters = [Cluster() for _ in range(2)]
     for cluster in clusters:
         cluster.start()
@@ -269,14 +250,16 @@ def test_an_upgrade_turns_every_shard_s_term_rows_into_postings(tmp_path):
         before = {name: answers(coordinator, name) for name in ("acme/billing", "acme/search")}
         billing = Fourfold(store_url=coordinator).repository("acme/billing")
         _as_at_schema_9(coordinator, shard)
-        assert set(rows_on(shard, "chunk_terms")) == {billing}
+        assert set(rows_on(shard, "chunk_terms")) == set(rows_on(shard, "symbol_tokens")) \
+            == {billing}
         assert {name: answers(coordinator, name)  # opening the store upgrades it
                 for name in ("acme/billing", "acme/search")} == before
-        assert set(rows_on(shard, "chunk_postings")) == {billing}
+        assert set(rows_on(shard, "chunk_postings")) == \
+            set(rows_on(shard, "symbol_postings")) == {billing}
         assert set(rows_on(coordinator, "chunk_postings")) == {billing, billing + 1}
         with psycopg.connect(shard) as conn:
-            assert conn.execute("SELECT to_regclass('fourfold.chunk_terms')").fetchone() == \
-                (None,)
+            assert conn.execute("SELECT to_regclass('fourfold.chunk_terms'), to_regclass("
+                                "'fourfold.symbol_tokens')").fetchone() == (None, None)
     finally:
         for cluster in clusters:
             cluster.stop()

@@ -1,0 +1,53 @@
+"""What schema 9 kept of chunks' terms and symbols' tokens, a row each (chunk_terms,
+symbol_tokens), made again from a later schema's word lists: the upgrade's starting point."""
+from __future__ import annotations
+
+import numpy as np
+import psycopg
+
+from fourfold.store import postgres
+from fourfold.store.postgres_postings import IDS, LENGTHS, WEIGHTS
+
+
+def rows_of_lists(conn: psycopg.Connection) -> dict[str, list[tuple]]:
+    """chunk_terms and symbol_tokens rows (their columns at schema 9) of every list."""
+    chunk_terms = []
+    for home, term, ids, weights, lengths in conn.execute(
+            "SELECT repo_id, term, chunk_ids, weights, lengths FROM fourfold.chunk_postings"):
+        chunk_terms += zip([home] * (len(ids) // 8), [term] * (len(ids) // 8),
+                           np.frombuffer(ids, IDS).tolist(),
+                           np.frombuffer(weights, WEIGHTS).tolist(),
+                           np.frombuffer(lengths, LENGTHS).tolist())
+    symbol_tokens = [(home, token, symbol_id) for home, token, ids in conn.execute(
+        "SELECT repo_id, token, symbol_ids FROM fourfold.symbol_postings")
+        for symbol_id in np.frombuffer(ids, IDS).tolist()]
+    return {"chunk_terms": chunk_terms, "symbol_tokens": symbol_tokens}
+
+
+def make_tables(cur: psycopg.Cursor, trgm: str, partitioned: bool) -> None:
+    """Drop the word lists and make schema 9's tables: partitioned by repository with a
+    local partition (a coordinator), or plain (a shard)."""
+    for table in postgres.POSTING_TABLES:
+        cur.execute(f"DROP TABLE fourfold.{table}")
+    for table in ("chunk_terms", "symbol_tokens"):
+        if partitioned:
+            cur.execute(f"CREATE TABLE fourfold.{table} "
+                        f"({postgres._TABLES_AT_SCHEMA_8[table][0]}) PARTITION BY LIST (repo_id)")
+            postgres.create_repository_table(cur, table, table + postgres.LOCAL, trgm,
+                                             partition_of=table,
+                                             definitions=postgres._TABLES_AT_SCHEMA_8)
+        else:
+            postgres.create_repository_table(cur, table, table, trgm,
+                                             definitions=postgres._TABLES_AT_SCHEMA_8)
+
+
+def insert_rows(cur: psycopg.Cursor, rows: dict[str, list[tuple]]) -> None:
+    for table, table_rows in rows.items():
+        marks = ", ".join(["%s"] * len(table_rows[0])) if table_rows else ""
+        cur.executemany(f"INSERT INTO fourfold.{table} VALUES({marks})", table_rows)
+
+
+def unversioned_codes(cur: psycopg.Cursor) -> None:
+    """Undo schema 11, then mark the database as at schema 9."""
+    cur.execute("ALTER TABLE fourfold.code_means DROP COLUMN version")
+    cur.execute("UPDATE fourfold.meta SET value = '9' WHERE key = 'schema_version'")
