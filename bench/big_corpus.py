@@ -223,21 +223,32 @@ def _percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
+def _timed(ff, rounds: int, modalities: tuple[str, ...] | None = None) -> list[float]:
+    """Milliseconds of each search of every question, `rounds` times."""
+    timings = []
+    for _ in range(rounds):
+        for question in QUESTIONS:
+            started = time.perf_counter()
+            ff.search(question, modalities=modalities)
+            timings.append((time.perf_counter() - started) * 1000)
+    return timings
+
+
 def query(args: argparse.Namespace) -> None:
     ff = _open(args.store)
     for question in QUESTIONS:
         ff.search(question)  # warm: caches, the model, pages of the index
-    timings = []
-    for _ in range(args.rounds):
-        for question in QUESTIONS:
-            started = time.perf_counter()
-            ff.search(question)
-            timings.append((time.perf_counter() - started) * 1000)
+    timings = _timed(ff, args.rounds)
     print(f"fused search, {len(QUESTIONS)} questions x {args.rounds} rounds: p50 "
           f"{statistics.median(timings):.1f} ms, p95 {_percentile(timings, 0.95):.1f} ms")
     for question in QUESTIONS[:3]:
         top = ff.search(question).hits[:3]
         print(f"  {question!r}: " + ", ".join(f"{h.path}:{h.start_line}" for h in top))
+    if args.each:
+        for modality in ("text", "structural", "semantic", "graph"):
+            timings = _timed(ff, args.rounds, (modality,))
+            print(f"  {modality} alone: p50 {statistics.median(timings):.1f} ms, "
+                  f"p95 {_percentile(timings, 0.95):.1f} ms")
 
 
 def _rg(pattern: str, regex: bool, first: int | None = None, any_case: bool = False
@@ -360,6 +371,7 @@ def main() -> None:
     run = commands.add_parser("query")
     run.add_argument("--rounds", type=int, default=3)
     run.add_argument("--store", help="ask the index on this PostgreSQL server instead")
+    run.add_argument("--each", action="store_true", help="also each modality alone")
     run.set_defaults(run=query)
     run = commands.add_parser("grep")
     run.add_argument("--rounds", type=int, default=3)
