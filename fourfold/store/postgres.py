@@ -265,12 +265,12 @@ REPOSITORY_TABLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
                   ("PRIMARY KEY (document_id)",), ()),
     # below: rows of one repository (edges, centrality, codes), by its own id; a symbol of
     # a shared document is ranked in each branch's graph
-    # written and read whole per repository: integer columns packed as int64, the
-    # resolution as one byte per edge
+    # written and read whole per repository, in parts of EDGES_A_ROW: integer columns
+    # packed as int64, the resolution as one byte per edge
     "edges": ("repo_id bigint NOT NULL, src_file bytea NOT NULL, src_symbol bytea NOT NULL, "
               "dst_file bytea NOT NULL, dst_symbol bytea NOT NULL, line bytea NOT NULL, "
-              "resolution bytea NOT NULL, kinds text[] NOT NULL, names text[] NOT NULL",
-              ("PRIMARY KEY (repo_id)",), ()),
+              "resolution bytea NOT NULL, kinds text[] NOT NULL, names text[] NOT NULL, "
+              "part integer NOT NULL DEFAULT 0", ("PRIMARY KEY (repo_id, part)",), ()),
     "symbol_rank": ("repo_id bigint NOT NULL, symbol_id bigint NOT NULL, "
                     "rank double precision NOT NULL", ("PRIMARY KEY (repo_id, symbol_id)",),
                     ("(repo_id)",)),
@@ -518,11 +518,31 @@ def _code_versions(cur: psycopg.Cursor) -> None:
     cur.execute("ALTER TABLE fourfold.code_means ADD COLUMN version bigint NOT NULL DEFAULT 0")
 
 
+def edges_in_parts(cur: psycopg.Cursor, table: str) -> None:
+    """Step 12's change of one database's real edges table (edges_local on the coordinator,
+    whose parent has taken the column; edges on a shard, which takes it here): keyed by
+    repository and part."""
+    if table == "edges":
+        cur.execute("ALTER TABLE fourfold.edges ADD COLUMN part integer NOT NULL DEFAULT 0")
+    cur.execute(f"ALTER TABLE fourfold.{table} DROP CONSTRAINT {table}_pkey, "
+                "ADD PRIMARY KEY (repo_id, part)")
+
+
+def _edges_in_parts(cur: psycopg.Cursor) -> None:
+    """Step 12: a repository's graph edges in rows of EDGES_A_ROW (the kernel's 5.8 million
+    in one row took its writer a gigabyte of memory)."""
+    from .postgres_shards import edges_in_parts_on_shards
+
+    cur.execute("ALTER TABLE fourfold.edges ADD COLUMN part integer NOT NULL DEFAULT 0")
+    edges_in_parts(cur, "edges" + LOCAL)
+    edges_in_parts_on_shards(cur)
+
+
 # Step i brings a database from schema version i to i + 1; append, never edit, a step.
 MIGRATIONS: tuple[Callable[[psycopg.Cursor], None], ...] = (
     _create_everything, _count_vectors, _terms_by_repository, _totals_by_repository,
     _binary_codes, _partitioned_by_repository, _shards, _term_counts, _documents, _postings,
-    _code_versions)
+    _code_versions, _edges_in_parts)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Advisory lock keys: one bigint for migrations; (class, hash of the name) for indexing a
@@ -536,6 +556,7 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 
 _CURSOR_NUMBERS = itertools.count()  # names of server-side cursors, unique per process
+EDGES_A_ROW = 500_000  # a repository's graph edges a row of the edges table holds
 # the binary codes a process keeps in memory, of the repositories searched last (a bigger
 # repository's are searched in the database)
 CODES_HELD_BYTES = 512 * 2**20
@@ -1534,15 +1555,17 @@ class PostgresStore(Store):
             for table in ("edges", "symbol_rank", "file_rank"):
                 cur.execute(sql.SQL("DELETE FROM {} WHERE repo_id = %s").format(
                     sql.Identifier(table)), (repo_id,))
-            if edges:
-                kinds, kinds_param = _text_array(edges.kind)
-                names, names_param = _text_array(edges.name)
-                cur.execute(f"INSERT INTO edges VALUES(%s, %s, %s, %s, %s, %s, %s, {kinds_param}, "
-                            f"{names_param})", (
-                                repo_id, packed(edges.src_file), packed(edges.src_symbol),
-                                packed(edges.dst_file), packed(edges.dst_symbol),
-                                packed(edges.line), bytes(bytearray(map(int, edges.resolution))),
-                                kinds, names))
+            for part, start in enumerate(range(0, len(edges), EDGES_A_ROW)):
+                cut = slice(start, start + EDGES_A_ROW)
+                kinds, kinds_param = _text_array(edges.kind[cut])
+                names, names_param = _text_array(edges.name[cut])
+                cur.execute("INSERT INTO edges(repo_id, part, src_file, src_symbol, dst_file, "
+                            "dst_symbol, line, resolution, kinds, names) VALUES(%s, %s, %s, %s, "
+                            f"%s, %s, %s, %s, {kinds_param}, {names_param})", (
+                                repo_id, part, packed(edges.src_file[cut]),
+                                packed(edges.src_symbol[cut]), packed(edges.dst_file[cut]),
+                                packed(edges.dst_symbol[cut]), packed(edges.line[cut]),
+                                bytes(bytearray(map(int, edges.resolution[cut]))), kinds, names))
             self._copy(cur, "symbol_rank", "symbol_id, repo_id, rank",
                        ((k, repo_id, v) for k, v in symbol_rank.items()))
             self._copy(cur, "file_rank", "file_id, repo_id, rank",
@@ -1552,10 +1575,11 @@ class PostgresStore(Store):
         query = ("SELECT src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds, "
                  "names FROM edges")
         if repo_id:
-            rows = self._query(query + " WHERE repo_id = %s", (repo_id,))
+            rows = self._query(query + " WHERE repo_id = %s ORDER BY part", (repo_id,))
         else:
             reachable, params = self._reachable("repo_id")
-            rows = self._query(query + " WHERE true" + reachable + " ORDER BY repo_id", params)
+            rows = self._query(query + " WHERE true" + reachable + " ORDER BY repo_id, part",
+                               params)
         return [edge for row in rows for edge in _unpack_edges(row)]
 
     def centrality(self, repo_id: int | None = None

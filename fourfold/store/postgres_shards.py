@@ -26,8 +26,8 @@ from psycopg.conninfo import conninfo_to_dict
 
 from ..errors import FourfoldError
 from .postgres import (POSTING_TABLES, REPOSITORY_TABLES, SCHEMA_VERSION,
-                       create_repository_table, documents_of_files, postings_of_rows,
-                       trgm_schema)
+                       create_repository_table, documents_of_files, edges_in_parts,
+                       postings_of_rows, trgm_schema)
 
 SHARD_NAME = re.compile(r"[a-z][a-z0-9_]{0,29}")
 SERVER_PREFIX = "fourfold_shard_"
@@ -226,3 +226,8 @@ def postings_on_shards(cur: psycopg.Cursor) -> None:
         postings_of_rows(shard, "")
 
     _change_shards(cur, 10, change, POSTING_TABLES)
+
+
+def edges_in_parts_on_shards(cur: psycopg.Cursor) -> None:
+    """Schema step 12 on every shard (postgres.edges_in_parts)."""
+    _change_shards(cur, 12, lambda shard: edges_in_parts(shard, "edges"), ())

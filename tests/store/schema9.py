@@ -47,7 +47,15 @@ def insert_rows(cur: psycopg.Cursor, rows: dict[str, list[tuple]]) -> None:
         cur.executemany(f"INSERT INTO fourfold.{table} VALUES({marks})", table_rows)
 
 
-def unversioned_codes(cur: psycopg.Cursor) -> None:
-    """Undo schema 11, then mark the database as at schema 9."""
-    cur.execute("ALTER TABLE fourfold.code_means DROP COLUMN version")
-    cur.execute("UPDATE fourfold.meta SET value = '9' WHERE key = 'schema_version'")
+def later_steps_undone(cur: psycopg.Cursor, coordinator: bool) -> None:
+    """Undo schemas 11 and 12 (codes' versions, edges in parts: one part per repository
+    here) and mark the database as at schema 9."""
+    edges = "edges_local" if coordinator else "edges"
+    cur.execute(f"ALTER TABLE fourfold.{edges} DROP CONSTRAINT {edges}_pkey, "
+                "ADD PRIMARY KEY (repo_id)")
+    cur.execute("ALTER TABLE fourfold.edges DROP COLUMN part")
+    if coordinator:
+        cur.execute("ALTER TABLE fourfold.code_means DROP COLUMN version")
+        cur.execute("UPDATE fourfold.meta SET value = '9' WHERE key = 'schema_version'")
+    else:
+        cur.execute("UPDATE fourfold.shard_meta SET value = '9' WHERE key = 'schema_version'")

@@ -138,7 +138,7 @@ def test_rows_of_schema_9_become_lists_that_answer_the_same(postgres_url, monkey
         rows = schema9.rows_of_lists(admin)
         schema9.make_tables(cur, postgres.trgm_schema(cur), partitioned=True)
         schema9.insert_rows(cur, rows)
-        schema9.unversioned_codes(cur)
+        schema9.later_steps_undone(cur, coordinator=True)
     store = PostgresStore(postgres_url)
     try:
         with psycopg.connect(postgres_url) as admin:

@@ -629,3 +629,22 @@ def test_codes_held_in_memory_follow_what_another_process_writes(store, postgres
     writer.put_codes(repo, "m", b"mean", [(ids[-1], b"\x00\x00")])
     assert store.nearest_codes(repo, "m", b"\xab\xcd", 5) == [ids[-1]]
     writer.close()
+
+
+def test_a_graph_is_written_and_read_in_parts(store, postgres_url, monkeypatch):
+    from fourfold.store import postgres
+    from fourfold.store.base import EdgeColumns, Resolution, StoredEdge
+
+    monkeypatch.setattr(postgres, "EDGES_A_ROW", 3)
+    first, second = store.ensure_repo("/a", "a"), store.ensure_repo("/b", "b")
+    edges = [StoredEdge("call", 1, n, None, n + 1, n, name, Resolution(n % 4))
+             for n, name in enumerate(["a", "b", "multi\nline", "", "e", "f", "g", "h"])]
+    store.replace_graph(first, EdgeColumns.of(edges), {}, {})
+    store.replace_graph(second, EdgeColumns.of(edges[:4]), {}, {})
+    parts = "SELECT repo_id, count(*) FROM fourfold.edges GROUP BY 1 ORDER BY 1"
+    with _admin(postgres_url) as admin:
+        assert admin.execute(parts).fetchall() == [(first, 3), (second, 2)]
+        assert store.all_edges(first) == edges and store.all_edges() == edges + edges[:4]
+        store.replace_graph(first, EdgeColumns.of(edges[:2]), {}, {})  # fewer: one part
+        assert admin.execute(parts).fetchall() == [(first, 1), (second, 2)]
+        assert store.all_edges(first) == edges[:2]

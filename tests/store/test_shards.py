@@ -220,8 +220,7 @@ def _as_at_schema_9(coordinator: str, shard: str) -> None:
     # (the shard first: a coordinator's transaction that has read it holds it open)
     with psycopg.connect(shard, autocommit=True) as on_shard:
         schema9.make_tables(on_shard.cursor(), trgm, partitioned=False)
-        on_shard.execute("UPDATE fourfold.shard_meta SET value = '9' WHERE "
-                         "key = 'schema_version'")
+        schema9.later_steps_undone(on_shard.cursor(), coordinator=False)
     with psycopg.connect(coordinator, autocommit=True) as conn, conn.transaction(), \
             conn.cursor() as cur:
         schema9.make_tables(cur, trgm, partitioned=True)
@@ -230,7 +229,7 @@ def _as_at_schema_9(coordinator: str, shard: str) -> None:
                         f"fourfold.{table} {bounds} SERVER fourfold_shard_one OPTIONS "
                         f"(schema_name 'fourfold', table_name '{table}')")
         schema9.insert_rows(cur, rows)
-        schema9.unversioned_codes(cur)
+        schema9.later_steps_undone(cur, coordinator=True)
 
 
 def test_an_upgrade_turns_every_shard_s_rows_into_word_lists(tmp_path):
