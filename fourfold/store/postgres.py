@@ -141,8 +141,8 @@ def _totals_by_repository(cur: psycopg.Cursor) -> None:
 
 
 def _binary_codes(cur: psycopg.Cursor) -> None:
-    """Each repository's binary codes, searched by Hamming distance in the database (XOR and
-    bit_count): a server holds no vectors in memory. A repository indexed before them has
+    """Each repository's binary codes, searchable by Hamming distance in the database (XOR
+    and bit_count; step 11 lets a process hold them). A repository indexed before them has
     its codes made by its next index run."""
     cur.execute("CREATE TABLE fourfold.chunk_codes(repo_id bigint NOT NULL, model text NOT NULL, "
                 "chunk_id bigint NOT NULL, code bit varying NOT NULL, "
