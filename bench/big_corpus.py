@@ -324,7 +324,8 @@ def edit(args: argparse.Namespace) -> None:
     original = target.read_bytes()
     env = {**os.environ, "FOURFOLD_CACHE_DIR": str(VECTOR_CACHE)}
     watcher = subprocess.Popen([sys.executable, "-m", "fourfold.interfaces.entry", "watch",
-                                str(TREE), "--index-dir", str(INDEX)], env=env,
+                                str(TREE), *(["--store", args.store] if args.store else
+                                             ["--index-dir", str(INDEX)])], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     ready = threading.Event()
 
@@ -334,7 +335,7 @@ def edit(args: argparse.Namespace) -> None:
                 ready.set()
 
     threading.Thread(target=read, daemon=True).start()
-    ff = _open()
+    ff = _open(args.store)
     delays = []
     try:
         if not ready.wait(600):
@@ -382,6 +383,7 @@ def main() -> None:
     run.set_defaults(run=grep)
     run = commands.add_parser("edit")
     run.add_argument("--rounds", type=int, default=3)
+    run.add_argument("--store", help="watch into the index on this PostgreSQL server instead")
     run.set_defaults(run=edit)
     args = parser.parse_args()
     args.run(args)
