@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import re
 import threading
 import time
@@ -558,8 +559,9 @@ BM25_B = 0.75
 _CURSOR_NUMBERS = itertools.count()  # names of server-side cursors, unique per process
 EDGES_A_ROW = 500_000  # a repository's graph edges a row of the edges table holds
 # the binary codes a process keeps in memory, of the repositories searched last (a bigger
-# repository's are searched in the database)
-CODES_HELD_BYTES = 512 * 2**20
+# repository's are searched in the database); FOURFOLD_CODES_MEMORY_MB sets it
+CODES_MEMORY_ENV = "FOURFOLD_CODES_MEMORY_MB"
+CODES_MEMORY_MB = 512
 TERM_COUNTS_SENT = 50_000  # BM25 term counts a statement writes
 TERM_COUNTS_HELD = 1_000_000  # and an indexing run holds before writing them
 
@@ -696,6 +698,22 @@ def _storable(texts: Iterable[str]) -> list[str]:
     return [t for t in texts if "\x00" not in t]
 
 
+def _codes_budget() -> int:
+    """Bytes of binary codes a process may hold (CODES_MEMORY_ENV, in MB; 0: none)."""
+    value = os.environ.get(CODES_MEMORY_ENV, "").strip()
+    if not value:
+        return CODES_MEMORY_MB * 2**20
+    try:
+        megabytes = float(value)
+    except ValueError:
+        megabytes = -1.0
+    if not 0 <= megabytes < 2**40:
+        raise FourfoldError(f"{CODES_MEMORY_ENV}={value!r} is not a size in megabytes: give "
+                            f"a number such as {CODES_MEMORY_MB}, or 0 to search every "
+                            "repository's codes in the database")
+    return int(megabytes * 2**20)
+
+
 @clear_errors(psycopg.Error)
 class PostgresStore(Store):
     def __init__(self, url: str):
@@ -719,6 +737,7 @@ class PostgresStore(Store):
         self._codes: OrderedDict[tuple[int, str], tuple[int, np.ndarray, np.ndarray]] = \
             OrderedDict()
         self._codes_lock = threading.Lock()
+        self._codes_budget = _codes_budget()
         self._migrate(self._conn())
 
     def __repr__(self) -> str:
@@ -1743,12 +1762,12 @@ class PostgresStore(Store):
                     ) -> tuple[np.ndarray, np.ndarray] | None:
         """(chunk ids, codes of `width` bytes) of a repository, in chunk id order, kept in
         memory while their version is the stored one; None when it has none, or when they
-        would take more than CODES_HELD_BYTES."""
+        would take more than this process's budget for them."""
         key = (repo_id, model)
         rows = self._query("SELECT m.version, t.chunks FROM code_means m LEFT JOIN "
                            "repository_totals t ON t.repo_id = m.repo_id WHERE "
                            "m.repo_id = %s AND m.model = %s", key)
-        if not rows or (rows[0][1] or 0) * (width + 8) > CODES_HELD_BYTES:
+        if not rows or (rows[0][1] or 0) * (width + 8) > self._codes_budget:
             return None
         version = rows[0][0]
         with self._codes_lock:
@@ -1768,7 +1787,7 @@ class PostgresStore(Store):
         with self._codes_lock:
             self._codes[key] = (version, ids, codes)
             while sum(i.nbytes + c.nbytes for _, i, c in self._codes.values()) > \
-                    CODES_HELD_BYTES:
+                    self._codes_budget:
                 self._codes.popitem(last=False)
         return ids, codes
 

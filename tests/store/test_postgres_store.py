@@ -597,7 +597,8 @@ def test_codes_held_in_memory_follow_what_another_process_writes(store, postgres
                                                                   monkeypatch):
     """A searching process keeps a repository's codes in memory while their version holds,
     and sees another process's change (codes added, a chunk deleted, codes replaced) at its
-    next search; a repository over the budget is searched in the database, alike."""
+    next search; a repository over the budget (FOURFOLD_CODES_MEMORY_MB) is searched in the
+    database, alike."""
     from fourfold.store import postgres
 
     writer = PostgresStore(postgres_url)
@@ -617,9 +618,15 @@ def test_codes_held_in_memory_follow_what_another_process_writes(store, postgres
     assert store.nearest_codes(repo, "m", questions[0], 7) == held[0]
     assert store._codes[(repo, "m")] is kept  # not read again
     assert held[-1][:3] == sorted([ids[5], ids[9], ids[20]])
-    monkeypatch.setattr(postgres, "CODES_HELD_BYTES", 0)
-    assert [store.nearest_codes(repo, "m", q, 7) for q in questions] == held
-    monkeypatch.undo()
+    monkeypatch.setenv(postgres.CODES_MEMORY_ENV, "0")
+    in_database = PostgresStore(postgres_url)  # holds none: searches them in the database
+    assert [in_database.nearest_codes(repo, "m", q, 7) for q in questions] == held
+    assert not in_database._codes
+    in_database.close()
+    monkeypatch.setenv(postgres.CODES_MEMORY_ENV, "lots")
+    with pytest.raises(FourfoldError, match="FOURFOLD_CODES_MEMORY_MB='lots' is not a size"):
+        PostgresStore(postgres_url)
+    monkeypatch.delenv(postgres.CODES_MEMORY_ENV)
     writer.add_codes(repo, "m", [ids[3]], [b"\xab\xcd"])
     assert store.nearest_codes(repo, "m", b"\xab\xcd", 1) == [ids[3]]
     gone = chunks[3][1]
