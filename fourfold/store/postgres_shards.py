@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 
 import psycopg
 from psycopg import sql
@@ -173,8 +174,8 @@ def _shard_params(cur: psycopg.Cursor, shard: str) -> dict:
     return {k: v for k, v in pairs if k in SERVER_OPTIONS + MAPPING_OPTIONS}
 
 
-def _change_shards(cur: psycopg.Cursor, version: int, change, tables: tuple[str, ...]
-                   ) -> None:
+def _change_shards(cur: psycopg.Cursor, version: int,
+                   change: Callable[[psycopg.Cursor], None], tables: tuple[str, ...]) -> None:
     """Schema step `version` on every shard: its own tables changed by `change` over a
     connection of its own (once: a shard records its schema), then its new `tables`
     attached to the coordinator's as foreign partitions with the shard's bounds."""
