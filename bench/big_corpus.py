@@ -5,11 +5,15 @@
                                               a cold `fourfold index`, whole process: wall
                                               time, peak memory of the process and its
                                               workers, index bytes against source bytes
-    python bench/big_corpus.py query          fused search p50 / p95, warm, in-process
+    python bench/big_corpus.py query [--each] fused search p50 / p95, warm, in-process
+                                              (--each: each modality alone too)
     python bench/big_corpus.py grep [--any-case]
                                               fourfold grep against ripgrep, same files
     python bench/big_corpus.py edit           a one-file edit under `fourfold watch`: how
                                               long until grep finds the new line
+
+Each but prepare takes --store URL: the same on a PostgreSQL server's index (index: into
+an empty database).
 
 The corpus is the kernel tree Debian ships as /usr/src/linux-source-6.1.tar.xz in the
 binary package linux-source-6.1 (Debian's package pool is reachable from these machines,
