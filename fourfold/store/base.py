@@ -3,12 +3,14 @@ the second implementation for team scale. Retrievers talk only to this interface
 from __future__ import annotations
 
 import json
+import threading
 import zlib
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Collection, Iterable, Iterator, NamedTuple, Sequence
+from typing import Any, Collection, Iterable, Iterator, NamedTuple, Sequence
 
 from ..errors import FourfoldError
 from ..model import Chunk, Reference, Symbol
@@ -226,6 +228,45 @@ def codes_behind_setting(repo_id: int, model: str) -> str:
     """The setting that says chunks got binary codes against an older mean of the
     repository (add_codes), to be taken anew together later."""
     return f"codes_behind:{repo_id}:{model}"
+
+class HeldCodes:
+    """Repositories' binary codes held in memory, each under the version its store raises
+    with every change of them; past `budget` bytes (None: no bound) the codes used longest
+    ago are let go."""
+
+    def __init__(self, budget: int | None = None) -> None:
+        self.budget = budget
+        self._held: OrderedDict[tuple[int, str], tuple[int, Any, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[int, str], version: int) -> tuple[Any, Any] | None:
+        """(chunk ids, codes) held under this version, else None."""
+        with self._lock:
+            held = self._held.get(key)
+            if held is None or held[0] != version:
+                return None
+            self._held.move_to_end(key)
+            return held[1], held[2]
+
+    def put(self, key: tuple[int, str], version: int, ids: Any, codes: Any) -> None:
+        """Hold (chunk ids as int64, codes one row each) as of a version."""
+        with self._lock:
+            self._held[key] = (version, ids, codes)
+            while self.budget is not None and sum(
+                    i.nbytes + c.nbytes for _, i, c in self._held.values()) > self.budget:
+                self._held.popitem(last=False)
+
+    @staticmethod
+    def nearest(ids: Any, codes: Any, code: bytes, limit: int) -> list[int]:
+        """The chunk ids of the `limit` codes nearest `code` by Hamming distance, then by
+        chunk id (ids in chunk id order)."""
+        import numpy as np  # a semantic search needs it; a CLI start must not pay for it
+
+        from ..semantic.binary import hamming_topk
+
+        found, _ = hamming_topk(np.frombuffer(code, np.uint8), codes, limit)
+        return ids[found].tolist()
+
 
 class Store(ABC):
     """One index: repositories, files, contents, symbols, chunks, graph and vectors."""

@@ -16,7 +16,7 @@ import re
 import threading
 import time
 import unicodedata
-from collections import Counter, OrderedDict
+from collections import Counter
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Callable, Collection, Iterable, Iterator, Sequence
@@ -32,7 +32,7 @@ from ..model import Symbol
 from ..tokens import identifier_tokens, token_text
 from . import postgres_postings as postings
 from .base import (BM25_COLUMN_WEIGHTS, EdgeColumns, FileRecord, FileStamp, FileState,
-                   RepoInfo, RequiredText, Store, StoredChunk, StoredEdge, StoredFile,
+                   HeldCodes, RepoInfo, RequiredText, Store, StoredChunk, StoredEdge, StoredFile,
                    StoredSymbol, TokenRecord)
 from .postgres_postings import HeldPostings
 from .sql_common import CHUNK_COLS, FILE_COLS, SYMBOL_COLS, clear_errors, packed, unpacked
@@ -733,11 +733,7 @@ class PostgresStore(Store):
         self._local = threading.local()
         self._homes: dict[int, int] = {}  # repository -> the one holding its documents
         self._down: dict[str, tuple[float, str]] = {}  # shard -> (until, why)
-        # (repository, model) -> (version, chunk ids, codes), the last used last
-        self._codes: OrderedDict[tuple[int, str], tuple[int, np.ndarray, np.ndarray]] = \
-            OrderedDict()
-        self._codes_lock = threading.Lock()
-        self._codes_budget = _codes_budget()
+        self._codes = HeldCodes(_codes_budget())
         self._migrate(self._conn())
 
     def __repr__(self) -> str:
@@ -1746,17 +1742,13 @@ class PostgresStore(Store):
         """The codes nearest by Hamming distance, then by chunk id: searched in memory when
         this process holds the repository's codes (read whole the first time; a scan in the
         database took the kernel's 1.5 million 120 ms a search), else in the database."""
-        from ..semantic.binary import hamming_topk
-
         held = self._held_codes(repo_id, model, len(code))
         if held is None:
             return [row[0] for row in self._query(
                 "SELECT chunk_id FROM chunk_codes WHERE repo_id = %s AND model = %s "
                 "ORDER BY bit_count(code # %s::bit varying), chunk_id LIMIT %s",
                 (repo_id, model, _bits(code), limit))]
-        ids, codes = held
-        found, _ = hamming_topk(np.frombuffer(code, np.uint8), codes, limit)
-        return ids[found].tolist()
+        return HeldCodes.nearest(*held, code, limit)
 
     def _held_codes(self, repo_id: int, model: str, width: int
                     ) -> tuple[np.ndarray, np.ndarray] | None:
@@ -1767,14 +1759,12 @@ class PostgresStore(Store):
         rows = self._query("SELECT m.version, t.chunks FROM code_means m LEFT JOIN "
                            "repository_totals t ON t.repo_id = m.repo_id WHERE "
                            "m.repo_id = %s AND m.model = %s", key)
-        if not rows or (rows[0][1] or 0) * (width + 8) > self._codes_budget:
+        if not rows or (rows[0][1] or 0) * (width + 8) > self._codes.budget:
             return None
         version = rows[0][0]
-        with self._codes_lock:
-            held = self._codes.get(key)
-            if held is not None and held[0] == version:
-                self._codes.move_to_end(key)
-                return held[1], held[2]
+        held = self._codes.get(key, version)
+        if held is not None:
+            return held
         # packed by the server (varbit_send: the bit length, then the bytes)
         ids, codes = self._query(
             "SELECT string_agg(int8send(chunk_id), ''::bytea ORDER BY chunk_id), "
@@ -1784,11 +1774,7 @@ class PostgresStore(Store):
         if len(codes or b"") != len(ids) * width:
             return None  # codes of another width: not this model's
         codes = np.frombuffer(codes or b"", np.uint8).reshape(len(ids), width)
-        with self._codes_lock:
-            self._codes[key] = (version, ids, codes)
-            while sum(i.nbytes + c.nbytes for _, i, c in self._codes.values()) > \
-                    self._codes_budget:
-                self._codes.popitem(last=False)
+        self._codes.put(key, version, ids, codes)
         return ids, codes
 
     def vector_count(self, model: str) -> int:

@@ -25,7 +25,7 @@ import lz4.block
 from ..errors import FourfoldError, IndexDamagedError, IndexWriteError
 from ..model import Symbol
 from ..tokens import chunk_body, identifier_tokens, token_text
-from .base import (EdgeColumns, FileRecord, FileStamp, FileState,
+from .base import (EdgeColumns, FileRecord, FileStamp, FileState, HeldCodes,
                    compress_references, decompress_references,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredEdge, StoredFile,
                    StoredSymbol, TokenRecord)
@@ -265,8 +265,7 @@ class SQLiteStore(Store):
     def __init__(self, db_path: str | Path, readonly: bool = False):
         self.db_path = str(db_path)
         self._local = threading.local()
-        self._codes: dict[tuple, tuple] = {}  # (repository, model) -> (version, ids, codes)
-        self._codes_lock = threading.Lock()
+        self._codes = HeldCodes()  # an embedded index's own repositories: no bound
         self._readonly = readonly
         self._chunk_index = ChunkIndex(Path(self.db_path).parent / CHUNK_INDEX_FOLDER)
         self._chunk_index_token: str | None = None  # the folder's, once checked by a writer
@@ -1037,27 +1036,21 @@ class SQLiteStore(Store):
         once per version of them."""
         import numpy as np  # a semantic search needs it; a CLI start must not pay for it
 
-        from ..semantic.binary import hamming_topk
-
         version = self._query("SELECT version FROM code_means WHERE repo_id=? AND model=?",
                               (repo_id, model))
         if not version:
             return []
         key = (repo_id, model)
-        with self._codes_lock:
-            cached = self._codes.get(key)
-            if cached is None or cached[0] != version[0][0]:
-                rows = self._query("SELECT chunk_id, code FROM codes WHERE repo_id=? AND "
-                                   "model=? ORDER BY chunk_id", (repo_id, model))
-                ids = np.array([r[0] for r in rows], dtype=np.int64)
-                matrix = (np.frombuffer(b"".join(r[1] for r in rows), dtype=np.uint8)
-                          .reshape(len(rows), -1) if rows else np.zeros((0, len(code)), np.uint8))
-                cached = self._codes[key] = (version[0][0], ids, matrix)
-        _, ids, matrix = cached
-        if not len(ids):
-            return []
-        idx, _ = hamming_topk(np.frombuffer(code, dtype=np.uint8), matrix, limit)
-        return [int(ids[i]) for i in idx]
+        held = self._codes.get(key, version[0][0])
+        if held is None:
+            rows = self._query("SELECT chunk_id, code FROM codes WHERE repo_id=? AND "
+                               "model=? ORDER BY chunk_id", (repo_id, model))
+            ids = np.array([r[0] for r in rows], dtype=np.int64)
+            matrix = (np.frombuffer(b"".join(r[1] for r in rows), dtype=np.uint8)
+                      .reshape(len(rows), -1) if rows else np.zeros((0, len(code)), np.uint8))
+            self._codes.put(key, version[0][0], ids, matrix)
+            held = ids, matrix
+        return HeldCodes.nearest(*held, code, limit)
 
     def vector_count(self, model: str) -> int:
         return self._query("SELECT count(*) FROM vectors WHERE model=?", (model,))[0][0]

@@ -614,14 +614,14 @@ def test_codes_held_in_memory_follow_what_another_process_writes(store, postgres
     questions = [bytes(q) for q in rng.integers(0, 256, (20, 2), dtype=np.uint8)]
     questions.append(bytes(codes[20]))
     held = [store.nearest_codes(repo, "m", q, 7) for q in questions]
-    kept = store._codes[(repo, "m")]
+    kept = store._codes._held[(repo, "m")]
     assert store.nearest_codes(repo, "m", questions[0], 7) == held[0]
-    assert store._codes[(repo, "m")] is kept  # not read again
+    assert store._codes._held[(repo, "m")] is kept  # not read again
     assert held[-1][:3] == sorted([ids[5], ids[9], ids[20]])
     monkeypatch.setenv(postgres.CODES_MEMORY_ENV, "0")
     in_database = PostgresStore(postgres_url)  # holds none: searches them in the database
     assert [in_database.nearest_codes(repo, "m", q, 7) for q in questions] == held
-    assert not in_database._codes
+    assert not in_database._codes._held
     in_database.close()
     monkeypatch.setenv(postgres.CODES_MEMORY_ENV, "lots")
     with pytest.raises(FourfoldError, match="FOURFOLD_CODES_MEMORY_MB='lots' is not a size"):
