@@ -1229,7 +1229,11 @@ class PostgresStore(Store):
             chunk_ids = iter(self._new_ids(cur, home, sum(
                 min(len(r.chunks), len(r.chunk_tokens), len(r.chunk_hashes)) for r in new)))
             documents, contents, symbols, chunks, document_terms, refs = [], [], [], [], [], []
-            new_postings = self._held_postings(home)
+            # an indexing run holds its new postings until a block's worth; outside a run
+            # each batch is a block
+            running = getattr(self._local, "held_postings", None)
+            new_postings = HeldPostings() if running is None else \
+                running.setdefault(home, HeldPostings())
             for rec in new:
                 document_id = held[(rec.path, rec.hash)]
                 documents.append((home, document_id, rec.path, rec.hash, rec.parser))
@@ -1282,19 +1286,11 @@ class PostgresStore(Store):
                                                                         len(records)))])
             self._count(cur, repo_id, terms, chunk_count + len(chunks), tokens, 1)
             self._delete_documents(cur, home, left)
-            if getattr(self._local, "held_postings", None) is None:  # each batch a block
+            if running is None:
                 new_postings.write(cur, home)
                 postings.merge_small_blocks(cur, home)
             elif new_postings.chunks.entries >= postings.BLOCK_CHUNKS:
                 new_postings.write(cur, home)
-
-    def _held_postings(self, home: int) -> HeldPostings:
-        """The postings of new chunks an indexing run holds for a repository (outside a
-        run: a batch's own)."""
-        running = getattr(self._local, "held_postings", None)
-        if running is None:
-            return HeldPostings()
-        return running.setdefault(home, HeldPostings())
 
     # -- documents shared by branches, parses by content -----------------------------------
     def parsed_hashes(self, parser: str) -> set[str]:
