@@ -166,7 +166,7 @@ def index(args: argparse.Namespace) -> None:
         env = {**os.environ, "FOURFOLD_CACHE_DIR": str(VECTOR_CACHE)}
         command = [sys.executable, "-m", "fourfold.interfaces.entry", "index", str(TREE),
                    "--json", *(["--no-embed"] if args.no_embed else []),
-                   *(["--store", args.store] if args.store else ["--index-dir", str(INDEX)])]
+                   *_index_options(args.store)]
         started = time.perf_counter()
         process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, text=True)
         peak = [0, 0, 0.0]  # anonymous, all, seconds into the run of the anonymous peak
@@ -203,6 +203,11 @@ def index(args: argparse.Namespace) -> None:
     if len(runs) > 1:
         print(f"median of {len(runs)}: {statistics.median(r[0] for r in runs):.1f} s, "
               f"peak {statistics.median(r[1] for r in runs) / 2**20:.0f} MiB anonymous")
+
+
+def _index_options(store: str | None) -> list[str]:
+    """The CLI options naming the index: the server's, or the embedded one under INDEX."""
+    return ["--store", store] if store else ["--index-dir", str(INDEX)]
 
 
 def _database_size(url: str) -> int:
@@ -328,8 +333,7 @@ def edit(args: argparse.Namespace) -> None:
     original = target.read_bytes()
     env = {**os.environ, "FOURFOLD_CACHE_DIR": str(VECTOR_CACHE)}
     watcher = subprocess.Popen([sys.executable, "-m", "fourfold.interfaces.entry", "watch",
-                                str(TREE), *(["--store", args.store] if args.store else
-                                             ["--index-dir", str(INDEX)])], env=env,
+                                str(TREE), *_index_options(args.store)], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     ready = threading.Event()
 
