@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 import os
 import re
 import threading
@@ -613,25 +614,59 @@ def index_terms(text: str) -> list[str]:
     return [_term(word) for word in _WORD.findall(text)]
 
 
-def term_counts(text: str) -> Counter:
-    """How many times each of index_terms(text) occurs (each distinct word made a term
-    once: stemming each occurrence took an indexing run's main process a third of its
-    time)."""
-    counts: Counter = Counter()
-    for word, times in Counter(_WORD.findall(text)).items():
-        counts[_term(word)] += times
-    return counts
+# a token -> its term, "" for a token too long to keep as a term (None is not a term: a
+# lookup's miss)
+_TOKEN_TERMS: dict[str, str] = {}
+TOKEN_TERMS_KEPT = 200_000  # tokens whose terms an indexing process remembers
 
 
-def _chunk_weights(path_terms: Counter, symbol: str | None, body_tokens: str
-                   ) -> tuple[dict[str, float], int]:
-    """(term -> column-weighted frequency, total tokens) of one chunk."""
-    columns = (path_terms, term_counts(token_text(symbol or "")), term_counts(body_tokens))
-    weights: dict[str, float] = {}
-    for counts, column_weight in zip(columns, BM25_COLUMN_WEIGHTS):
-        for term, count in counts.items():
-            weights[term] = weights.get(term, 0.0) + column_weight * count
-    return weights, sum(sum(counts.values()) for counts in columns)
+def _token_terms(tokens: Collection[str]) -> dict[str, str]:
+    """Each of token_text's tokens (ASCII: a character is a byte) with its term, stemmed by
+    one call; "" for a token too long to keep as a term."""
+    stemmable = [token for token in tokens if PORTER_MIN <= len(token) <= PORTER_MAX]
+    with _porter_lock:
+        stems = dict(zip(stemmable, _porter.stemWords(stemmable)))
+    return {token: stems.get(token, token) if len(token) <= MAX_TERM_CHARS else ""
+            for token in tokens}
+
+
+def weigh_chunks(paths: Sequence[str], symbols: Sequence[str], bodies: Sequence[str]
+                 ) -> postings.WeighedChunks:
+    """The terms of each chunk, given per chunk the token texts (token_text's output:
+    folded ASCII words, spaces between) of its path, symbol name and body. A batch at a
+    time, by C and numpy calls: indexing weighs every chunk."""
+    count = len(bodies)
+    columns = [[text.split() for text in texts] for texts in (paths, symbols, bodies)]
+    sizes = [np.fromiter(map(len, words), np.int64, count) for words in columns]
+    tokens = list(itertools.chain.from_iterable(itertools.chain.from_iterable(columns)))
+    distinct = list(set(tokens))
+    known = _TOKEN_TERMS
+    terms = list(map(known.get, distinct))
+    missing = list(itertools.compress(distinct, map(operator.is_, terms,
+                                                    itertools.repeat(None))))
+    if missing:
+        if len(known) > TOKEN_TERMS_KEPT:
+            known.clear()
+        made = _token_terms(missing)
+        known.update(made)
+        terms = list(map(made.get, distinct, terms))
+    names = list(dict.fromkeys(terms))
+    number_of = dict(zip(names, range(len(names))))
+    token_numbers = dict(zip(distinct, map(number_of.__getitem__, terms)))
+    term = np.fromiter(map(token_numbers.__getitem__, tokens), np.int64, len(tokens))
+    place = np.arange(count)
+    chunk = np.concatenate([np.repeat(place, size) for size in sizes])
+    weight = np.concatenate([np.full(int(size.sum()), column_weight, np.float64)
+                             for size, column_weight in zip(sizes, BM25_COLUMN_WEIGHTS)])
+    dropped = number_of.get("", -1)
+    kept = term != dropped
+    stride = max(1, len(names))
+    entries, inverse = np.unique(chunk[kept] * stride + term[kept], return_inverse=True)
+    entry_chunk, entry_term = np.divmod(entries, stride)
+    return postings.WeighedChunks(
+        names, entry_chunk, entry_term,
+        np.bincount(inverse, weights=weight[kept], minlength=len(entries)),
+        sizes[0] + sizes[1] + sizes[2], np.searchsorted(entry_chunk, np.arange(count + 1)))
 
 
 # -- text conditions ----------------------------------------------------------------------
@@ -1234,7 +1269,22 @@ class PostgresStore(Store):
             running = getattr(self._local, "held_postings", None)
             new_postings = HeldPostings() if running is None else \
                 running.setdefault(home, HeldPostings())
-            for rec in new:
+            chunk_fields = [list(zip(r.chunks, r.chunk_hashes, r.chunk_tokens)) for r in new]
+            weighed = weigh_chunks(
+                [token_text(rec.path) for rec, fields in zip(new, chunk_fields)
+                 for _ in fields],
+                [token_text(chunk.symbol or "") for fields in chunk_fields
+                 for chunk, _, _ in fields],
+                [body for fields in chunk_fields for _, _, body in fields])
+            batch_chunk_ids = np.fromiter(chunk_ids, np.int64, len(weighed.lengths))
+            new_postings.add_chunks(batch_chunk_ids, weighed)
+            terms.update(dict(zip(weighed.terms, np.bincount(  # a chunk counts once per term
+                weighed.entry_term, minlength=len(weighed.terms)).tolist())))
+            tokens += int(weighed.lengths.sum())
+            term_names = np.array(weighed.terms, dtype=object)
+            lengths, bounds = weighed.lengths.tolist(), weighed.bounds.tolist()
+            place = 0
+            for rec, fields in zip(new, chunk_fields):
                 document_id = held[(rec.path, rec.hash)]
                 documents.append((home, document_id, rec.path, rec.hash, rec.parser))
                 contents.append((home, document_id, rec.text))
@@ -1251,20 +1301,15 @@ class PostgresStore(Store):
                         new_postings.add_symbol(symbol_id, name_words)
                         words.symbol_ids.append(symbol_id)
                         words.symbol_tokens.append(name_words)
-                path_terms = term_counts(token_text(rec.path))
-                for chunk, body_tokens, chunk_hash in zip(rec.chunks, rec.chunk_tokens,
-                                                          rec.chunk_hashes):
-                    chunk_id = next(chunk_ids)
-                    weights, length = _chunk_weights(path_terms, chunk.symbol, body_tokens)
+                for chunk, chunk_hash, _ in fields:
+                    chunk_id = int(batch_chunk_ids[place])
                     chunks.append((home, chunk_id, document_id, chunk.start_line,
-                                   chunk.end_line, chunk.symbol, chunk.kind, chunk_hash, length))
-                    weights = {term: w for term, w in weights.items()
-                               if len(term) <= MAX_TERM_CHARS}
-                    new_postings.add_chunk(chunk_id, weights, length)
-                    terms.update(weights.keys())  # a chunk counts once per term
+                                   chunk.end_line, chunk.symbol, chunk.kind, chunk_hash,
+                                   lengths[place]))
                     words.chunk_ids.append(chunk_id)
-                    words.chunk_terms.append(weights)
-                    tokens += length
+                    words.chunk_terms.append(
+                        term_names[weighed.entry_term[bounds[place]:bounds[place + 1]]])
+                    place += 1
                 if words.chunk_ids or words.symbol_ids:
                     document_terms.append(words.row(home, document_id))
                 refs.append((home, document_id, rec.references))

@@ -58,6 +58,20 @@ SYMBOL_LISTS = WordLists("symbol_postings", "token", ("symbol_ids",), (IDS,))
 _NATIVE = {IDS: ("q", np.int64), WEIGHTS: ("f", np.float32), LENGTHS: ("i", np.int32)}
 
 
+@dataclass(slots=True)
+class WeighedChunks:
+    """BM25's terms of a batch of chunks, as entries sorted by chunk, then term: each
+    entry's chunk (its place in the batch), term (a place in `terms`) and column-weighted
+    count. A chunk's entries are entry_chunk's run [bounds[i], bounds[i + 1]); its length
+    counts its tokens in all three columns, those too long to keep as terms included."""
+    terms: list[str]
+    entry_chunk: np.ndarray
+    entry_term: np.ndarray
+    entry_weight: np.ndarray
+    lengths: np.ndarray
+    bounds: np.ndarray
+
+
 class _HeldLists:
     """One table's new entries, held compactly: per entry and word, the word's number and
     the entry's values."""
@@ -69,19 +83,26 @@ class _HeldLists:
         self.values = [array(_NATIVE[dtype][0]) for dtype in lists.stored]
         self.entries = 0
 
-    def add(self, words: Iterable[str], values: Sequence) -> None:
-        vocabulary = self.vocabulary
-        before = len(self.words)
-        self.words.extend(vocabulary.setdefault(word, len(vocabulary)) for word in words)
-        count = len(self.words) - before
-        if not count:
+    def add(self, words: Collection[str], values: Sequence[int | float]) -> None:
+        """One entry: its words, and its values (one per array)."""
+        if not words:
             return
+        vocabulary = self.vocabulary
+        self.words.extend(vocabulary.setdefault(word, len(vocabulary)) for word in words)
         for column, value in zip(self.values, values):
-            if isinstance(value, (int, float)):
-                column.extend([value] * count)
-            else:
-                column.extend(value)
+            column.extend([value] * len(words))
         self.entries += 1
+
+    def add_entries(self, words: Sequence[str], numbers: np.ndarray,
+                    columns: Sequence[np.ndarray], entries: int) -> None:
+        """Entries given as arrays: each one's word (a place in `words`) and values."""
+        vocabulary = self.vocabulary
+        held = np.fromiter((vocabulary.setdefault(word, len(vocabulary)) for word in words),
+                           np.int32, len(words))
+        self.words.frombytes(held[numbers].tobytes())
+        for column, values, dtype in zip(self.values, columns, self.lists.stored):
+            column.frombytes(np.asarray(values, _NATIVE[dtype][1]).tobytes())
+        self.entries += entries
 
     def ids(self) -> np.ndarray:
         return np.frombuffer(self.values[0], np.int64)
@@ -118,8 +139,13 @@ class HeldPostings:
     def __init__(self) -> None:
         self.chunks, self.symbols = _HeldLists(CHUNK_LISTS), _HeldLists(SYMBOL_LISTS)
 
-    def add_chunk(self, chunk_id: int, weights: Mapping[str, float], length: int) -> None:
-        self.chunks.add(weights, (chunk_id, weights.values(), length))
+    def add_chunks(self, chunk_ids: np.ndarray, weighed: WeighedChunks) -> None:
+        """A batch's chunks (their ids, in the batch's order) with their weighed terms."""
+        self.chunks.add_entries(
+            weighed.terms, weighed.entry_term,
+            (chunk_ids[weighed.entry_chunk], weighed.entry_weight,
+             weighed.lengths[weighed.entry_chunk]),
+            int(np.count_nonzero(np.diff(weighed.bounds))))
 
     def add_symbol(self, symbol_id: int, tokens: Collection[str]) -> None:
         self.symbols.add(tokens, (symbol_id,))

@@ -159,3 +159,31 @@ def test_rows_of_schema_9_become_lists_that_answer_the_same(postgres_url, monkey
                 (None, None)
     finally:
         store.close()
+
+
+def test_a_batch_is_weighed_as_each_chunk_is_counted_alone():
+    """weigh_chunks (a batch at once, by numpy) gives each chunk the terms and weights that
+    counting the chunk's own terms gives: path, symbol and body weighed by column, a term
+    met in several columns summed, tokens too long to keep counted in the length only,
+    and chunks without a word."""
+    giant = "q" * (postgres.MAX_TERM_CHARS + 1)
+    paths = ["src parse config parser py", "src parse config parser py", "", "lib x"]
+    symbols = ["parse config parseconfig", "", "", "running runs"]
+    bodies = [f"config configs configuring parse {giant} parse", "the parser parses", "",
+              "run running ran at"]
+    # cached terms of an earlier batch are reused: weigh twice, the second from the cache
+    for _ in range(2):
+        weighed = postgres.weigh_chunks(paths, symbols, bodies)
+        for place, columns in enumerate(zip(paths, symbols, bodies)):
+            expected: Counter = Counter()
+            for text, weight in zip(columns, (3.0, 5.0, 1.0)):
+                for term in postgres.index_terms(text):
+                    if len(term) <= postgres.MAX_TERM_CHARS:
+                        expected[term] += weight
+            start, end = weighed.bounds[place], weighed.bounds[place + 1]
+            got = {weighed.terms[t]: w for t, w in zip(weighed.entry_term[start:end],
+                                                       weighed.entry_weight[start:end])}
+            assert got == expected
+            assert (weighed.entry_chunk[start:end] == place).all()
+            assert weighed.lengths[place] == sum(len(text.split()) for text in columns)
+    assert weighed.lengths[2] == 0 and weighed.bounds[2] == weighed.bounds[3]
