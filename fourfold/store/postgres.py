@@ -1164,9 +1164,12 @@ class PostgresStore(Store):
                         "%s::bigint[]) AS c(term, n) ON CONFLICT (term, repo_id) DO UPDATE "
                         "SET chunks = term_counts.chunks + EXCLUDED.chunks",
                         (repo_id, [term for term, _ in part], [n for _, n in part]))
-        if terms:
-            cur.execute("DELETE FROM term_counts WHERE repo_id = %s AND chunks <= 0",
-                        (repo_id,))
+            # only a term counted down can be left at none: looked up by the key, where
+            # a scan of the repository's terms (4.2 million on the kernel) took 156 ms
+            fewer = [term for term, n in part if n < 0]
+            if fewer:
+                cur.execute("DELETE FROM term_counts WHERE term = ANY(%s) AND repo_id = %s "
+                            "AND chunks <= 0", (fewer, repo_id))
         if chunks or tokens:
             cur.execute("INSERT INTO repository_totals VALUES(%s, %s, %s) ON CONFLICT "
                         "(repo_id) DO UPDATE SET chunks = repository_totals.chunks + "
@@ -1237,9 +1240,12 @@ class PostgresStore(Store):
             left = sorted({row[0] for row in gone})
             self._count(cur, repo_id, *self._stored_counts(cur, home, left), -1)
             if left:
-                cur.execute("DELETE FROM chunk_codes WHERE repo_id = %s AND chunk_id IN (SELECT "
+                # by the whole key (every model has a mean): without the model, the kernel's
+                # 1.47 million codes were scanned for the edited file's (200 ms)
+                cur.execute("DELETE FROM chunk_codes WHERE repo_id = %s AND model IN (SELECT "
+                            "model FROM code_means WHERE repo_id = %s) AND chunk_id IN (SELECT "
                             "id FROM chunks WHERE repo_id = %s AND document_id = ANY(%s))",
-                            (repo_id, home, left))
+                            (repo_id, repo_id, home, left))
                 cur.execute("UPDATE code_means SET version = version + 1 WHERE repo_id = %s",
                             (repo_id,))
             if touched:
