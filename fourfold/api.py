@@ -179,8 +179,9 @@ class Fourfold:
         another process indexes the same folder, wait up to `wait_s` for it, then raise
         IndexBusyError. `verify=True` re-reads every file, whatever its size and times say.
         `changed`: the absolute paths a watcher saw change, the only ones looked at where
-        that is enough; `graph_later`: leave the graph (and the retaking of binary codes)
-        to catch_up(), so that the files answer as soon as they are written."""
+        that is enough; `graph_later`: leave the graph (and the retaking of binary codes,
+        and a server's tidying of its word lists) to catch_up(), so that the files answer
+        as soon as they are written."""
         from .indexer import index_repository  # parsers: loaded when something is indexed
 
         if self.root is None:
@@ -999,6 +1000,7 @@ def _catch_up(store: "Store", repo_id: int, model: str, codes: bool) -> bool:
     from .indexer import catch_up_graph
     from .semantic.indexing import refresh_codes
 
+    store.tidy(repo_id)
     catch_up_graph(store, repo_id)
     if codes:
         refresh_codes(store, model, repo_id)

@@ -334,7 +334,8 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
 
     `changed`: absolute paths a watcher saw change; only they are looked at, unless only a
     walk of the whole tree can tell what they mean (see walk_paths). `graph_later`: leave
-    the graph to catch_up_graph, so that the files answer as soon as they are written.
+    the graph to catch_up_graph (and the store's tidying to Store.tidy), so that the files
+    answer as soon as they are written.
     `after_files`: work that needs the files but not the graph, short enough not to hold
     the graph back (a cheap model's embedding), called with the summary: on the other core
     while a forked child resolves the graph, or else once the run is over.
@@ -348,7 +349,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
     started = time.perf_counter()
     summary = IndexSummary(root=str(root_path))
     workers = workers or os.cpu_count() or 1
-    with lock, store.indexing_run(), _collector_paused():
+    with lock, store.indexing_run(tidy=not graph_later), _collector_paused():
         repo_id = store.ensure_repo(str(root_path), name or root_path.name)
         # what the files were read with; without references is another reading
         parser = parser_fingerprint() if build_graph else "without references " + parser_fingerprint()

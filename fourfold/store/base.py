@@ -532,9 +532,15 @@ class Store(ABC):
         repository on a server); another waits up to `wait_s`, then gets IndexBusyError."""
 
     @abstractmethod
-    def indexing_run(self) -> AbstractContextManager:
+    def indexing_run(self, tidy: bool = True) -> AbstractContextManager:
         """Around one indexing run's writes: when readers see them (per batch, or all at
-        once) and what a failure leaves (the batches committed, or the last run)."""
+        once) and what a failure leaves (the batches committed, or the last run).
+        tidy=False: work that keeps the index compact is left to tidy() (a watcher's
+        edit, whose catch-up tidies)."""
+
+    def tidy(self, repo_id: int) -> None:
+        """Do what indexing runs with tidy=False left. A store whose runs leave nothing
+        does nothing."""
 
     @abstractmethod
     def size_bytes(self) -> int:

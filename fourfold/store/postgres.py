@@ -257,6 +257,10 @@ REPOSITORY_TABLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     # a block: its first and last id, and how many of its chunks and symbols are left
     "posting_blocks": ("repo_id bigint NOT NULL, block bigint NOT NULL, last bigint NOT NULL, "
                        "entries integer NOT NULL", ("PRIMARY KEY (repo_id, block)",), ()),
+    # chunks and symbols deleted but still in their blocks' lists (read as absent), with
+    # their words: taken out of the lists together once there are enough of them
+    "dead_entries": ("repo_id bigint NOT NULL, id bigint NOT NULL, symbol boolean NOT NULL, "
+                     "words text[] NOT NULL", ("PRIMARY KEY (repo_id, id)",), ()),
     # a document's chunks' terms and symbols' tokens: what deleting it takes out of the
     # lists and of BM25's term counts (postgres_postings.DocumentWords)
     "document_terms": ("repo_id bigint NOT NULL, document_id bigint NOT NULL, "
@@ -540,11 +544,24 @@ def _edges_in_parts(cur: psycopg.Cursor) -> None:
     edges_in_parts_on_shards(cur)
 
 
+def _dead_entries(cur: psycopg.Cursor) -> None:
+    """Step 13: deleted chunks and symbols are marked dead (dead_entries) rather than taken
+    out of their blocks' lists at once: an edit of a file in a big block rewrote every
+    list of its words in that block (about a second on the kernel)."""
+    from .postgres_shards import dead_entries_on_shards
+
+    cur.execute("CREATE TABLE fourfold.dead_entries ("
+                f"{REPOSITORY_TABLES['dead_entries'][0]}) PARTITION BY LIST (repo_id)")
+    create_repository_table(cur, "dead_entries", "dead_entries" + LOCAL, trgm_schema(cur),
+                            partition_of="dead_entries")
+    dead_entries_on_shards(cur)
+
+
 # Step i brings a database from schema version i to i + 1; append, never edit, a step.
 MIGRATIONS: tuple[Callable[[psycopg.Cursor], None], ...] = (
     _create_everything, _count_vectors, _terms_by_repository, _totals_by_repository,
     _binary_codes, _partitioned_by_repository, _shards, _term_counts, _documents, _postings,
-    _code_versions, _edges_in_parts)
+    _code_versions, _edges_in_parts, _dead_entries)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Advisory lock keys: one bigint for migrations; (class, hash of the name) for indexing a
@@ -569,7 +586,7 @@ TERM_COUNTS_HELD = 1_000_000  # and an indexing run holds before writing them
 # Methods that write: their failure keeps the last complete write and says so.
 _WRITES = frozenset({"ensure_repo", "mark_indexed", "mark_identity", "set_setting",
                      "write_batch", "replace_graph", "put_vectors", "put_codes", "add_codes",
-                     "put_token", "revoke_token", "indexing_run"})
+                     "put_token", "revoke_token", "indexing_run", "tidy"})
 
 
 # -- the BM25 tokenizer: SQLite's "porter unicode61 tokenchars '_'", in Python ------------
@@ -1079,13 +1096,15 @@ class PostgresStore(Store):
         return self._meta(f"parser:{repo_id}")
 
     @contextmanager
-    def indexing_run(self) -> Iterator[None]:
+    def indexing_run(self, tidy: bool = True) -> Iterator[None]:
         """One transaction for a whole indexing run: readers see the repository as it was
         until the run commits, and a run that fails (a lost connection included) leaves it
         at its last complete generation. BM25's statistics are summed over the run and
         written once, before it commits: written per batch, a common term's row took a new
         version each time inside the one transaction, and each upsert walked them all. Its
-        new postings are written a block (postings.BLOCK_CHUNKS chunks) at a time."""
+        new postings are written a block (postings.BLOCK_CHUNKS chunks) at a time; then,
+        unless tidy=False, dead entries are taken out of the lists and small blocks
+        merged (tidy())."""
         conn = self._conn()
         try:
             with conn.transaction():
@@ -1095,13 +1114,30 @@ class PostgresStore(Store):
                     with conn.cursor() as cur:
                         for home, held in self._local.held_postings.items():
                             held.write(cur, home)
-                            postings.merge_small_blocks(cur, home)
+                            if tidy:
+                                self._tidy(cur, home)
                         for repo_id, (terms, chunks, tokens) in self._local.counts.items():
                             self._write_counts(cur, repo_id, terms, chunks, tokens)
                 finally:
                     self._local.counts = self._local.held_postings = None
         except psycopg.Error as exc:  # the commit itself failed
             raise self._failure(exc, "indexing_run") from exc
+
+    def tidy(self, repo_id: int) -> None:
+        """Every dead entry of the family taken out of its word lists, and its small
+        blocks merged into one (a catch-up's work, off the edits' way)."""
+        home = self._home(repo_id)
+        conn = self._conn()
+        with conn.transaction(), conn.cursor() as cur:
+            postings.take_out_dead(cur, home, kept=0)
+            postings.merge_small_blocks(cur, home, kept=1)
+
+    @staticmethod
+    def _tidy(cur: psycopg.Cursor, home: int) -> None:
+        """Take the dead entries out of the family's word lists once there are enough, and
+        merge its small blocks once there are too many."""
+        postings.take_out_dead(cur, home)
+        postings.merge_small_blocks(cur, home)
 
     def generation(self) -> tuple:
         return tuple(self._query("SELECT id, indexed_at FROM repos ORDER BY id"))
@@ -1190,9 +1226,9 @@ class PostgresStore(Store):
             "DELETE FROM document_terms WHERE repo_id = %(home)s AND document_id = "
             f"ANY(%(docs)s) RETURNING {postings.DOCUMENT_WORDS}", mine).fetchall())
         held = (getattr(self._local, "held_postings", None) or {}).get(home)
-        if held is not None:
-            held.drop([*chunks, *symbols])
-        postings.remove_entries(cur, home, chunks, symbols)
+        written = set() if held is None else held.drop([*chunks, *symbols])
+        postings.bury(cur, home, {i: w for i, w in chunks.items() if i not in written},
+                      {i: w for i, w in symbols.items() if i not in written})
         for table in ("contents", "symbols", "chunks", "file_refs"):
             cur.execute(sql.SQL("DELETE FROM {} WHERE repo_id = %(home)s AND "
                                 "document_id = ANY(%(docs)s)").format(sql.Identifier(table)),
@@ -1339,7 +1375,7 @@ class PostgresStore(Store):
             self._delete_documents(cur, home, left)
             if running is None:
                 new_postings.write(cur, home)
-                postings.merge_small_blocks(cur, home)
+                self._tidy(cur, home)
             elif new_postings.chunks.entries >= postings.BLOCK_CHUNKS:
                 new_postings.write(cur, home)
 
@@ -1592,8 +1628,15 @@ class PostgresStore(Store):
         """The first `limit` of these symbols, by id. (As one query with the search for
         their ids, the planner joined every symbol of the repository to its file before
         narrowing them; on a shard, every symbol fetched through postgres_fdw.)"""
-        ids = ids[:limit].tolist()
-        return self.symbols_by_id(ids, repo_id) if ids else []
+        found: list[StoredSymbol] = []
+        start, page = 0, limit
+        while start < len(ids):  # more while dead ids (still listed) find nothing
+            found += self.symbols_by_id(ids[start:start + page].tolist(), repo_id)
+            start, page = start + page, page * 4
+            first = set(list(dict.fromkeys(s.symbol_id for s in found))[:limit])
+            if len(first) == limit:
+                return [s for s in found if s.symbol_id in first]
+        return found
 
     def symbols_of_file(self, file_id: int) -> list[StoredSymbol]:
         return self._symbols_where("f.id = %s", [file_id], file_id >> ID_BITS,

@@ -107,16 +107,19 @@ class _HeldLists:
     def ids(self) -> np.ndarray:
         return np.frombuffer(self.values[0], np.int64)
 
-    def drop(self, dead: np.ndarray) -> None:
+    def drop(self, dead: np.ndarray) -> np.ndarray:
+        """Forget these entries; returns those of them held."""
         gone = np.isin(self.ids(), dead)
         if not gone.any():
-            return
+            return np.empty(0, np.int64)
         keep = ~gone
-        self.entries -= len(np.unique(self.ids()[gone]))
+        dropped = np.unique(self.ids()[gone])
+        self.entries -= len(dropped)
         self.words = array("i", np.frombuffer(self.words, np.int32)[keep].tobytes())
         self.values = [array(column.typecode, np.frombuffer(
             column, _NATIVE[dtype][1])[keep].tobytes())
             for column, dtype in zip(self.values, self.lists.stored)]
+        return dropped
 
     def rows(self, repo_id: int, block: int) -> Iterable[tuple]:
         """One row per word, its entries sorted by id."""
@@ -150,11 +153,11 @@ class HeldPostings:
     def add_symbol(self, symbol_id: int, tokens: Collection[str]) -> None:
         self.symbols.add(tokens, (symbol_id,))
 
-    def drop(self, dead: Collection[int]) -> None:
-        """Forget the entries (chunks or symbols) deleted before they were written."""
+    def drop(self, dead: Collection[int]) -> set[int]:
+        """Forget the entries (chunks or symbols) deleted before they were written; returns
+        those of them that were held."""
         dead = np.fromiter(dead, np.int64, len(dead))
-        self.chunks.drop(dead)
-        self.symbols.drop(dead)
+        return set(self.chunks.drop(dead).tolist()) | set(self.symbols.drop(dead).tolist())
 
     def write(self, cur: psycopg.Cursor, repo_id: int) -> None:
         """Write what is held as one block (nothing if nothing is held)."""
@@ -216,6 +219,43 @@ def documents_term_counts(cur: psycopg.Cursor, repo_id: int, documents: list[int
 
 
 # -- removing entries -------------------------------------------------------------------------
+DEAD_ENTRIES_KEPT = 20_000  # deleted entries left in their lists, read as absent
+
+
+def bury(cur: psycopg.Cursor, repo_id: int, dead_chunks: Mapping[int, list[str]],
+         dead_symbols: Mapping[int, list[str]]) -> None:
+    """Mark deleted chunks and symbols (id -> its words) dead, leaving them in their blocks'
+    lists: a question's hits are looked up, and a dead one is found nowhere. Rewriting the
+    lists at once cost an edited file about a second on the kernel (a big block's list of
+    each of its words); take_out_dead does it for many at a time."""
+    rows = [(repo_id, entry, symbol, list(words))
+            for entries, symbol in ((dead_chunks, False), (dead_symbols, True))
+            for entry, words in entries.items()]
+    if rows:
+        with cur.copy("COPY dead_entries(repo_id, id, symbol, words) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+
+
+def take_out_dead(cur: psycopg.Cursor, repo_id: int, kept: int | None = None) -> None:
+    """Take the dead entries out of the lists once there are more than `kept` (by default
+    DEAD_ENTRIES_KEPT), or more than are left alive (a repository mostly deleted)."""
+    kept = DEAD_ENTRIES_KEPT if kept is None else kept
+    dead, listed = cur.execute(
+        "SELECT (SELECT count(*) FROM dead_entries WHERE repo_id = %(r)s), (SELECT "
+        "coalesce(sum(entries), 0) FROM posting_blocks WHERE repo_id = %(r)s)",
+        {"r": repo_id}).fetchone()
+    if not dead or (dead <= kept and dead <= listed - dead):
+        return
+    chunks: dict[int, list[str]] = {}
+    symbols: dict[int, list[str]] = {}
+    for entry, symbol, words in cur.execute(
+            "DELETE FROM dead_entries WHERE repo_id = %s RETURNING id, symbol, words",
+            (repo_id,)).fetchall():
+        (symbols if symbol else chunks)[entry] = words
+    remove_entries(cur, repo_id, chunks, symbols)
+
+
 def remove_entries(cur: psycopg.Cursor, repo_id: int, dead_chunks: Mapping[int, list[str]],
                    dead_symbols: Mapping[int, list[str]]) -> None:
     """Take deleted chunks and symbols (id -> its words) out of the repository's written
@@ -278,15 +318,20 @@ def _rewrite(cur: psycopg.Cursor, lists: WordLists, repo_id: int, blocks: list[i
                     (*map(list, columns), repo_id))
 
 
-def merge_small_blocks(cur: psycopg.Cursor, repo_id: int) -> None:
-    """Merge the repository's small blocks into one when there are more than
-    SMALL_BLOCKS_KEPT: a question reads a row per block of each of its words."""
+def merge_small_blocks(cur: psycopg.Cursor, repo_id: int, kept: int | None = None) -> None:
+    """Merge the repository's small blocks into one when there are more than `kept` (by
+    default SMALL_BLOCKS_KEPT): a question reads a row per block of each of its words."""
+    kept = SMALL_BLOCKS_KEPT if kept is None else kept
     small = cur.execute("SELECT block, last, entries FROM posting_blocks WHERE repo_id = %s "
                         "AND entries < %s", (repo_id, SMALL_BLOCK_ENTRIES)).fetchall()
-    if len(small) <= SMALL_BLOCKS_KEPT:
+    if len(small) <= kept:
         return
     blocks = [block for block, _, _ in small]
     block = min(blocks)
+    # the dead entries of these blocks are left out of the merged lists
+    dead = np.array([row[0] for row in cur.execute(
+        "SELECT id FROM dead_entries WHERE repo_id = %s", (repo_id,))], np.int64)
+    left_out: set[int] = set()
     for lists in (CHUNK_LISTS, SYMBOL_LISTS):
         merged: dict[str, list[list[bytes]]] = {}
         for word, *values in cur.execute(
@@ -294,19 +339,31 @@ def merge_small_blocks(cur: psycopg.Cursor, repo_id: int) -> None:
                 f"RETURNING {lists.word}, {', '.join(lists.arrays)}",
                 (repo_id, blocks)).fetchall():
             merged.setdefault(word, []).append(values)
-        lists.copy(cur, _merged_rows(lists, repo_id, block, merged))
+        lists.copy(cur, _merged_rows(lists, repo_id, block, merged, dead, left_out))
+    if left_out:
+        cur.execute("DELETE FROM dead_entries WHERE repo_id = %s AND id = ANY(%s)",
+                    (repo_id, sorted(left_out)))
     cur.execute("DELETE FROM posting_blocks WHERE repo_id = %s AND block = ANY(%s)",
                 (repo_id, blocks))
-    cur.execute("INSERT INTO posting_blocks VALUES(%s, %s, %s, %s)",
-                (repo_id, block, max(last for _, last, _ in small),
-                 sum(entries for _, _, entries in small)))
+    entries = sum(entries for _, _, entries in small) - len(left_out)
+    if entries > 0:
+        cur.execute("INSERT INTO posting_blocks VALUES(%s, %s, %s, %s)",
+                    (repo_id, block, max(last for _, last, _ in small), entries))
 
 
 def _merged_rows(lists: WordLists, repo_id: int, block: int,
-                 merged: Mapping[str, list[list[bytes]]]) -> Iterable[tuple]:
+                 merged: Mapping[str, list[list[bytes]]], dead: np.ndarray,
+                 left_out: set[int]) -> Iterable[tuple]:
+    """The merged row of each word, without the dead entries (added to `left_out`)."""
     for word, parts in merged.items():
         columns = [np.concatenate([np.frombuffer(part[i], dtype) for part in parts])
                    for i, dtype in enumerate(lists.stored)]
+        gone = np.isin(columns[0], dead)
+        if gone.any():
+            left_out.update(columns[0][gone].tolist())
+            columns = [column[~gone] for column in columns]
+            if not len(columns[0]):
+                continue
         order = np.argsort(columns[0], kind="stable")
         # (concatenating gives the machine's byte order)
         yield (repo_id, word, block, *(column[order].astype(dtype).tobytes()

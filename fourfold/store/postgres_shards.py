@@ -232,3 +232,9 @@ def postings_on_shards(cur: psycopg.Cursor) -> None:
 def edges_in_parts_on_shards(cur: psycopg.Cursor) -> None:
     """Schema step 12 on every shard (postgres.edges_in_parts)."""
     _change_shards(cur, 12, lambda shard: edges_in_parts(shard, "edges"), ())
+
+
+def dead_entries_on_shards(cur: psycopg.Cursor) -> None:
+    """Schema step 13 on every shard: its dead_entries table."""
+    _change_shards(cur, 13, lambda shard: create_repository_table(
+        shard, "dead_entries", "dead_entries", trgm_schema(shard)), ("dead_entries",))

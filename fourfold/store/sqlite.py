@@ -1068,7 +1068,7 @@ class SQLiteStore(Store):
         return IndexLock(Path(self.db_path).parent, wait_s)
 
     @contextmanager
-    def indexing_run(self):
+    def indexing_run(self, tidy: bool = True):
         """Each batch commits on its own: a run interrupted on one machine keeps what it
         wrote, and every file is at its old or its new version (readers keep reading). The
         chunk index is brought in line with the database first, and committed at the end

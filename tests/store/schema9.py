@@ -48,8 +48,9 @@ def insert_rows(cur: psycopg.Cursor, rows: dict[str, list[tuple]]) -> None:
 
 
 def later_steps_undone(cur: psycopg.Cursor, coordinator: bool) -> None:
-    """Undo schemas 11 and 12 (codes' versions, edges in parts: one part per repository
-    here) and mark the database as at schema 9."""
+    """Undo schemas 11, 12 and 13 (codes' versions, edges in parts: one part per
+    repository here, dead entries) and mark the database as at schema 9."""
+    cur.execute("DROP TABLE fourfold.dead_entries")
     edges = "edges_local" if coordinator else "edges"
     cur.execute(f"ALTER TABLE fourfold.{edges} DROP CONSTRAINT {edges}_pkey, "
                 "ADD PRIMARY KEY (repo_id)")

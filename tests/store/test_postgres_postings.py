@@ -42,22 +42,31 @@ def _consistent(url: str) -> int:
     with psycopg.connect(url, autocommit=True) as admin:
         listed = postgres_postings.entry_words(admin.execute(
             f"SELECT {postgres_postings.DOCUMENT_WORDS} FROM fourfold.document_terms"))
-        for (table, word, ids), entries in zip(
+        # dead entries (postgres_postings.bury) are still listed, with the words they had
+        dead = [dict(admin.execute("SELECT id, words FROM fourfold.dead_entries WHERE "
+                                   "symbol = %s", (symbol,)).fetchall())
+                for symbol in (False, True)]
+        still_listed = set()
+        for (table, word, ids), entries, buried in zip(
                 (("chunk_postings", "term", "chunk_ids"),
-                 ("symbol_postings", "token", "symbol_ids")), listed):
+                 ("symbol_postings", "token", "symbol_ids")), listed, dead):
             posted = Counter()
             for term, packed in admin.execute(f"SELECT {word}, {ids} FROM fourfold.{table}"):
                 posted.update((term, i) for i in np.frombuffer(packed, postgres_postings.IDS)
                               .tolist())
             assert set(posted.values()) <= {1}
-            assert set(posted) == {(w, e) for e, words in entries.items() for w in words}
+            alive = {(w, e) for e, words in entries.items() for w in words}
+            assert alive <= set(posted)
+            assert set(posted) - alive <= {(w, e) for e, words in buried.items() for w in words}
+            still_listed |= {e for _, e in set(posted) - alive}
         chunks = {row[0] for row in admin.execute("SELECT id FROM fourfold.chunks")}
+        assert not chunks & (dead[0].keys() | dead[1].keys())
         assert set(listed[0]) == chunks  # every chunk has a term
         assert set(listed[1]) <= {row[0] for row in admin.execute(
             "SELECT id FROM fourfold.symbols")}
         blocks = admin.execute("SELECT count(*), coalesce(sum(entries), 0) FROM "
                                "fourfold.posting_blocks").fetchone()
-        assert blocks[1] == len(chunks) + len(listed[1])
+        assert blocks[1] == len(chunks) + len(listed[1]) + len(still_listed)
         assert admin.execute("SELECT term, repo_id, chunks FROM fourfold.term_counts "
                              "ORDER BY 1, 2").fetchall() == \
             admin.execute(POSTINGS_COUNTED).fetchall()
@@ -109,6 +118,90 @@ def test_blocks_written_part_way_through_a_run_and_deletions_rank_as_one_batch(
             assert admin.execute(f"SELECT count(*) FROM fourfold.{table}").fetchone() == (0,)
 
 
+def _lists(url: str) -> list[tuple]:
+    with psycopg.connect(url) as admin:
+        return admin.execute("SELECT term, block, chunk_ids, weights, lengths FROM "
+                             "fourfold.chunk_postings ORDER BY term, block").fetchall()
+
+
+def test_an_edit_marks_its_old_entries_dead_until_enough_are(store, postgres_url,
+                                                             monkeypatch):
+    """Replacing a file leaves the lists of its block as they are (its old chunks and
+    symbols marked dead, found by no search); once more entries are dead than
+    DEAD_ENTRIES_KEPT they are taken out of the lists."""
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, corpus_records(), [], [])
+    written = _lists(postgres_url)
+    paths = list(CORPUS)
+    for path in paths[:2]:  # each edited, then saved as it was
+        changed = _changed(path)
+        changed.hash = f"changed-{path}"  # another document (the test records hash by path)
+        store.write_batch(repo, [changed], [], [])
+        store.write_batch(repo, [r for r in corpus_records() if r.path == path], [], [])
+    # the first block's lists are untouched; the new versions came as blocks of their own
+    assert [row for row in _lists(postgres_url) if row[1] == written[0][1]] == written
+    with psycopg.connect(postgres_url) as admin:
+        dead = admin.execute("SELECT count(*) FROM fourfold.dead_entries").fetchone()[0]
+    assert dead > 0
+    assert _consistent(postgres_url) >= 3
+    _ranks_as_fts5(store)
+    _finds_symbols_as_named(store)
+    # a symbol search whose first ids are dead (the edited files' old symbols came first)
+    # still gives as many as it is asked for
+    alive = [s for f in store.files() for s in store.symbols_of_file(f.file_id)]
+    with psycopg.connect(postgres_url) as admin:
+        buried = [words for (words,) in admin.execute(
+            "SELECT words FROM fourfold.dead_entries WHERE symbol ORDER BY id")]
+    token = next(t for words in buried for t in words
+                 if any(t in identifier_tokens(s.name) for s in alive))
+    holding = {s.symbol_id for s in alive if token in identifier_tokens(s.name)}
+    found = store.symbols_by_token([token], limit=len(holding))
+    assert {s.symbol_id for s in found} == holding
+    monkeypatch.setattr(postgres_postings, "DEAD_ENTRIES_KEPT", dead - 1)
+    changed = _changed(paths[3])
+    changed.hash = f"changed-{paths[3]}"
+    store.write_batch(repo, [changed], [], [])
+    with psycopg.connect(postgres_url) as admin:
+        assert admin.execute("SELECT count(*) FROM fourfold.dead_entries").fetchone() == (0,)
+    listed = {i for _, _, ids, _, _ in _lists(postgres_url)
+              for i in np.frombuffer(ids, postgres_postings.IDS).tolist()}
+    assert listed == {c.chunk_id for f in store.files() for c in store.chunks_of_file(f.file_id)}
+    _consistent(postgres_url)
+    store.write_batch(repo, [r for r in corpus_records() if r.path == paths[3]], [], [])
+    _consistent(postgres_url)
+    _ranks_as_fts5(store)
+    _finds_symbols_as_named(store)
+
+
+def test_a_watchers_edits_leave_the_lists_to_be_tidied_by_its_catch_up(
+        make_tree, postgres_url, monkeypatch):
+    """An edit indexed with the graph left for later (a watcher's) takes no dead entries
+    out of the lists and merges no blocks, however many there are: its catch-up takes
+    them all out and merges the small blocks (in a process of its own, with the default
+    bounds)."""
+    from fourfold import Fourfold
+
+    monkeypatch.setattr(postgres_postings, "DEAD_ENTRIES_KEPT", 0)
+    monkeypatch.setattr(postgres_postings, "SMALL_BLOCKS_KEPT", 1)
+    root = make_tree({"a.py": "def alpha():\n    return 1\n",
+                      "b.py": "def beta():\n    return alpha()\n"})
+    ff = Fourfold(root, store_url=postgres_url)
+    ff.index(embed=False)
+    for text in ("def alpha():\n    return 2\n", "def alpha():\n    return 3\n"):
+        (root / "a.py").write_text(text)
+        ff.index(embed=False, changed=[str(root / "a.py")], graph_later=True)
+    with psycopg.connect(postgres_url) as admin:
+        assert admin.execute("SELECT count(*) FROM fourfold.dead_entries").fetchone()[0] > 0
+        assert admin.execute("SELECT count(*) FROM fourfold.posting_blocks").fetchone()[0] == 3
+    assert [m.text for m in ff.grep("return")] == ["    return 3", "    return alpha()"]
+    assert ff.catch_up()
+    with psycopg.connect(postgres_url) as admin:
+        assert admin.execute("SELECT count(*) FROM fourfold.dead_entries").fetchone() == (0,)
+        assert admin.execute("SELECT count(*) FROM fourfold.posting_blocks").fetchone() == (1,)
+    _consistent(postgres_url)
+    ff.close()
+
+
 def test_the_small_blocks_of_many_one_file_runs_are_merged(store, postgres_url, monkeypatch):
     monkeypatch.setattr(postgres_postings, "SMALL_BLOCKS_KEPT", 3)
     repo = store.ensure_repo("/src/proj", "proj")
@@ -116,8 +209,10 @@ def test_the_small_blocks_of_many_one_file_runs_are_merged(store, postgres_url, 
         with store.indexing_run():
             store.write_batch(repo, [record], [], [])
     path = list(CORPUS)[3]
+    changed = _changed(path)
+    changed.hash = f"changed-{path}"  # another document (the test records hash by path)
     for _ in range(6):  # a file saved again and again, each save indexed
-        for record in (_changed(path), next(r for r in corpus_records() if r.path == path)):
+        for record in (changed, next(r for r in corpus_records() if r.path == path)):
             with store.indexing_run():
                 store.write_batch(repo, [record], [], [])
     assert _consistent(postgres_url) <= postgres_postings.SMALL_BLOCKS_KEPT
