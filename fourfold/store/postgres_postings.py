@@ -259,22 +259,28 @@ def take_out_dead(cur: psycopg.Cursor, repo_id: int, kept: int | None = None) ->
 def remove_entries(cur: psycopg.Cursor, repo_id: int, dead_chunks: Mapping[int, list[str]],
                    dead_symbols: Mapping[int, list[str]]) -> None:
     """Take deleted chunks and symbols (id -> its words) out of the repository's written
-    blocks: each row of one of their words in a block whose range holds one of them is
-    rewritten without them, or deleted when none is left."""
+    blocks: in each block whose range holds some of them, each row of one of those
+    entries' words is rewritten without them, or deleted when none is left."""
     dead = np.fromiter([*dead_chunks, *dead_symbols], np.int64)
     if not len(dead):
         return
-    blocks = [row[0] for row in cur.execute(
-        "SELECT block FROM posting_blocks WHERE repo_id = %s AND block <= %s AND last >= %s",
-        (repo_id, int(dead.max()), int(dead.min())))]
-    if not blocks:
-        return
+    dead.sort()
+    ranges = cur.execute(
+        "SELECT block, last FROM posting_blocks WHERE repo_id = %s AND block <= %s AND "
+        "last >= %s", (repo_id, int(dead[-1]), int(dead[0]))).fetchall()
     gone_from: dict[int, set[int]] = {}  # block -> its dead entries
-    for lists, entries in ((CHUNK_LISTS, dead_chunks), (SYMBOL_LISTS, dead_symbols)):
-        words = sorted({word for words in entries.values() for word in words})
-        for start in range(0, len(words), WORDS_A_STATEMENT):
-            _rewrite(cur, lists, repo_id, blocks, words[start:start + WORDS_A_STATEMENT],
-                     dead, gone_from)
+    for block, last in ranges:
+        # only the words of the entries this block may hold (ranges of merged blocks may
+        # overlap others: the rows say which they hold)
+        inside = dead[np.searchsorted(dead, block):np.searchsorted(dead, last, "right")]
+        if not len(inside):
+            continue
+        for lists, entries in ((CHUNK_LISTS, dead_chunks), (SYMBOL_LISTS, dead_symbols)):
+            words = sorted({word for entry in inside.tolist() if entry in entries
+                            for word in entries[entry]})
+            for start in range(0, len(words), WORDS_A_STATEMENT):
+                _rewrite(cur, lists, repo_id, [block], words[start:start + WORDS_A_STATEMENT],
+                         inside, gone_from)
     if gone_from:
         cur.execute("UPDATE posting_blocks b SET entries = b.entries - g.n FROM unnest("
                     "%s::bigint[], %s::integer[]) AS g(block, n) WHERE b.repo_id = %s AND "
