@@ -11,10 +11,12 @@ the kernel's index 15 GB, and a search read ~100,000 scattered rows.
 A block is what an indexing run wrote together, up to BLOCK_CHUNKS chunks; posting_blocks
 keeps each block's range of ids (chunks and symbols are numbered from one sequence) and how
 many of its entries (chunks and symbols) are left. Each document's words are kept with it
-(document_terms), so deleting a document rewrites only the rows of its words in the blocks
-whose range holds its ids, and BM25's term counts are taken away without reading the
-postings. The blocks that one-file runs leave are merged once there are more than
-SMALL_BLOCKS_KEPT.
+(document_terms), so BM25's term counts are taken away without reading the postings. A
+deleted document's chunks and symbols are marked dead (dead_entries, with their words) and
+left in the lists, where a search finds them nowhere else; once there are more than
+DEAD_ENTRIES_KEPT (or a watcher's catch-up tidies), the rows of their words in their blocks
+are rewritten without them. The blocks that one-file runs leave are merged once there are
+more than SMALL_BLOCKS_KEPT.
 """
 from __future__ import annotations
 
