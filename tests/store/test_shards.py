@@ -124,6 +124,16 @@ def test_indexing_writes_to_the_repository_s_shard(servers, placed):
                             ).fetchone() == (1,)
     hits = Fourfold(store_url=coordinator).in_repository("acme/billing").search("refund_order")
     assert hits.hits[0].path == "refund.py"
+    # an edit marks the old chunks and symbols dead on the shard, where they are listed
+    (root / "refund.py").write_text("def refund_payment(payment):\n    return 0\n")
+    assert main(["index", str(root), "--store", coordinator,
+                 "--repository", "acme/billing"]) == 0
+    with psycopg.connect(one) as conn:
+        assert conn.execute("SELECT count(*) FROM fourfold.dead_entries").fetchone()[0] > 0
+    billing = Fourfold(store_url=coordinator).in_repository("acme/billing")
+    assert billing.search("refund_payment").hits[0].path == "refund.py"
+    assert [d["name"] for d in billing.definitions("refund_payment")] == ["refund_payment"]
+    assert not [d for d in billing.definitions("refund_order") if d["name"] == "refund_order"]
 
 
 def test_a_stopped_shard_is_named_and_the_others_answer(servers, placed, capsys):
