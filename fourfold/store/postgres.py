@@ -1855,15 +1855,19 @@ class PostgresStore(Store):
         held = self._codes.get(key, version)
         if held is not None:
             return held
-        # packed by the server (varbit_send: the bit length, then the bytes)
+        # packed by the server (varbit_send: the bit length, then the bytes), both in the
+        # order it reads them, and put in chunk id order here: two sorts by the server took
+        # the kernel's 1.47 million 1.4 s, this 0.7-0.8 s
         ids, codes = self._query(
-            "SELECT string_agg(int8send(chunk_id), ''::bytea ORDER BY chunk_id), "
-            "string_agg(substr(varbit_send(code), 5), ''::bytea ORDER BY chunk_id) "
+            "SELECT string_agg(int8send(chunk_id), ''::bytea), "
+            "string_agg(substr(varbit_send(code), 5), ''::bytea) "
             "FROM chunk_codes WHERE repo_id = %s AND model = %s", key)[0]
         ids = np.frombuffer(ids or b"", postings.IDS).astype(np.int64)
         if len(codes or b"") != len(ids) * width:
             return None  # codes of another width: not this model's
-        codes = np.frombuffer(codes or b"", np.uint8).reshape(len(ids), width)
+        order = np.argsort(ids, kind="stable")
+        ids, codes = ids[order], np.frombuffer(codes or b"", np.uint8).reshape(
+            len(ids), width)[order]
         self._codes.put(key, version, ids, codes)
         return ids, codes
 
