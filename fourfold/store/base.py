@@ -248,6 +248,11 @@ class HeldCodes:
             self._held.move_to_end(key)
             return held[1], held[2]
 
+    def held(self, key: tuple[int, str]) -> tuple[int, Any, Any] | None:
+        """(version, chunk ids, codes) held, whatever their version."""
+        with self._lock:
+            return self._held.get(key)
+
     def put(self, key: tuple[int, str], version: int, ids: Any, codes: Any) -> None:
         """Hold (chunk ids as int64, codes one row each) as of a version."""
         with self._lock:

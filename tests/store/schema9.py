@@ -48,9 +48,11 @@ def insert_rows(cur: psycopg.Cursor, rows: dict[str, list[tuple]]) -> None:
 
 
 def later_steps_undone(cur: psycopg.Cursor, coordinator: bool) -> None:
-    """Undo schemas 11, 12 and 13 (codes' versions, edges in parts: one part per
-    repository here, dead entries) and mark the database as at schema 9."""
+    """Undo schemas 11 to 14 (codes' versions, edges in parts: one part per repository
+    here, dead entries, the log of code changes) and mark the database as at schema 9."""
     cur.execute("DROP TABLE fourfold.dead_entries")
+    if coordinator:
+        cur.execute("DROP TABLE fourfold.code_changes")
     edges = "edges_local" if coordinator else "edges"
     cur.execute(f"ALTER TABLE fourfold.{edges} DROP CONSTRAINT {edges}_pkey, "
                 "ADD PRIMARY KEY (repo_id)")

@@ -631,14 +631,30 @@ def test_codes_held_in_memory_follow_what_another_process_writes(store, postgres
     with pytest.raises(FourfoldError, match="FOURFOLD_CODES_MEMORY_MB='lots' is not a size"):
         PostgresStore(postgres_url)
     monkeypatch.delenv(postgres.CODES_MEMORY_ENV)
+    # changes are read from their log (code_changes), not with every code again
+    updated = []
+    read_changes = store._codes_updated
+    monkeypatch.setattr(store, "_codes_updated",
+                        lambda *args: updated.append(read_changes(*args)) or updated[-1])
+    monkeypatch.setenv(postgres.CODES_MEMORY_ENV, "0")
+    in_database = PostgresStore(postgres_url)
     writer.add_codes(repo, "m", [ids[3]], [b"\xab\xcd"])
+    writer.add_codes(repo, "m", [ids[4], ids[6]], [b"\xab\xcc", b"\x01\x02"])
     assert store.nearest_codes(repo, "m", b"\xab\xcd", 1) == [ids[3]]
+    assert updated[-1] is not None
+    assert [store.nearest_codes(repo, "m", q, 7) for q in questions] == \
+        [in_database.nearest_codes(repo, "m", q, 7) for q in questions]
     gone = chunks[3][1]
     writer.write_batch(repo, [], [gone], [])
     assert not {c for c, path in chunks if path == gone} & set(
         store.nearest_codes(repo, "m", b"\xab\xcd", len(ids)))
+    assert updated[-1] is not None
+    assert [store.nearest_codes(repo, "m", q, 7) for q in questions] == \
+        [in_database.nearest_codes(repo, "m", q, 7) for q in questions]
     writer.put_codes(repo, "m", b"mean", [(ids[-1], b"\x00\x00")])
     assert store.nearest_codes(repo, "m", b"\xab\xcd", 5) == [ids[-1]]
+    assert updated[-1] is None  # all made anew: read whole
+    in_database.close()
     writer.close()
 
 
