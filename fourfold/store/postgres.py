@@ -1909,47 +1909,16 @@ class PostgresStore(Store):
 
     def _codes_updated(self, key: tuple[int, str], version: int, width: int
                        ) -> tuple[np.ndarray, np.ndarray] | None:
-        """The codes this process holds of an older version, brought to `version` by the
-        changes logged since (code_changes); None when it holds none, or the log does not
-        reach back to them (all the codes were made anew)."""
-        held = self._codes.held(key)
-        if held is None or held[0] > version:
-            return None
-        since, ids, codes = held
-        changes = self._query("SELECT version, removed, added FROM code_changes WHERE "
-                              "repo_id = %s AND model = %s AND version > %s AND version <= %s "
-                              "ORDER BY version", (*key, since, version))
-        if [row[0] for row in changes] != list(range(since + 1, version + 1)):
-            return None
-        removed: set[int] = set()
-        added: set[int] = set()
-        for _, gone, new in changes:
-            gone = np.frombuffer(gone, postings.IDS).tolist()
-            removed.update(gone)
-            added.difference_update(gone)
-            added.update(np.frombuffer(new, postings.IDS).tolist())
-        fetched = self._query("SELECT chunk_id, substr(varbit_send(code), 5) FROM chunk_codes "
-                              "WHERE repo_id = %s AND model = %s AND chunk_id = ANY(%s)",
-                              (*key, sorted(added))) if added else []
-        if any(len(code) != width for _, code in fetched):
-            return None
-        keep = ~np.isin(ids, np.fromiter(removed | added, np.int64, len(removed | added)))
-        new_ids = np.array(sorted(i for i, _ in fetched), np.int64)
-        new_codes = np.frombuffer(b"".join(bytes(code) for _, code in sorted(fetched)),
-                                  np.uint8).reshape(len(fetched), width)
-        # the rows between those taken out, copied as runs (a gather of every row of the
-        # kernel's 47 MB of codes took 80 ms a copy, three copies 250 ms)
-        gone = np.flatnonzero(~keep).tolist()
-        runs = [slice(start, end) for start, end in zip([0] + [g + 1 for g in gone],
-                                                        gone + [len(ids)]) if end > start]
-        out_ids = np.concatenate([ids[run] for run in runs] + [new_ids])
-        out_codes = np.concatenate([codes[run] for run in runs] + [new_codes])
-        kept = len(out_ids) - len(new_ids)
-        if kept and len(new_ids) and new_ids[0] < out_ids[kept - 1]:  # not all newer ids
-            order = np.argsort(out_ids, kind="stable")
-            out_ids, out_codes = out_ids[order], out_codes[order]
-        self._codes.put(key, version, out_ids, out_codes)
-        return out_ids, out_codes
+        """HeldCodes.update from this server's log of code changes (code_changes)."""
+        return self._codes.update(
+            key, version, width,
+            lambda since: self._query(
+                "SELECT version, removed, added FROM code_changes WHERE repo_id = %s AND "
+                "model = %s AND version > %s AND version <= %s ORDER BY version",
+                (*key, since, version)),
+            lambda ids: self._query(
+                "SELECT chunk_id, substr(varbit_send(code), 5) FROM chunk_codes WHERE "
+                "repo_id = %s AND model = %s AND chunk_id = ANY(%s)", (*key, ids)))
 
     def vector_count(self, model: str) -> int:
         rows = self._query("SELECT vectors FROM vector_totals WHERE model = %s", (model,))

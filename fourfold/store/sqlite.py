@@ -13,10 +13,12 @@ import itertools
 import json
 import os
 import sqlite3
+import struct
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Collection, Iterable, Iterator, Sequence
 
@@ -49,6 +51,14 @@ SCHEMA_VERSION = 14  # 2: trigram index without positions; 3: contentless chunk 
 # branches, worktrees and snapshots of a repository share every unchanged file's rows, and
 # indexing another of them writes only what differs. Symbol and chunk ids are a document's;
 # a file id is a repository's.
+# which chunks' codes each version of a repository's codes took away and added (packed
+# big-endian int64 ids), so that a process holding an older version reads only those; made
+# when an index of this schema is opened for writing if an older fourfold made the index
+CODE_CHANGES = """CREATE TABLE IF NOT EXISTS code_changes(
+    repo_id INTEGER NOT NULL, model TEXT NOT NULL, version INTEGER NOT NULL,
+    removed BLOB NOT NULL, added BLOB NOT NULL, PRIMARY KEY(repo_id, model, version))
+    WITHOUT ROWID"""
+CODE_CHANGES_KEPT = 1_000  # versions of a repository's codes whose changes are logged
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS repos(
@@ -115,6 +125,7 @@ CREATE TABLE IF NOT EXISTS codes(
 CREATE TABLE IF NOT EXISTS code_means(
     repo_id INTEGER NOT NULL, model TEXT NOT NULL, mean BLOB NOT NULL, version INTEGER NOT NULL,
     PRIMARY KEY(repo_id, model));
+""" + CODE_CHANGES + """;
 CREATE TABLE IF NOT EXISTS vectors(
     model TEXT NOT NULL, embed_hash TEXT NOT NULL, vec BLOB NOT NULL, scale REAL NOT NULL,
     PRIMARY KEY(model, embed_hash)) WITHOUT ROWID;
@@ -260,6 +271,20 @@ def _spans(ids: list[int], gap: int = 1024, most: int = 32) -> list[tuple[int, i
 CONNECT_WAIT_S = 30.0  # as long as a statement waits for a lock (busy_timeout)
 
 
+def _log_code_change(conn: sqlite3.Connection, repo_id: int, model: str, version: int,
+                     removed: Sequence[int], added: Sequence[int]) -> None:
+    """Log which chunks' codes a version took away and added, forgetting the versions
+    older than CODE_CHANGES_KEPT."""
+    conn.execute("INSERT INTO code_changes VALUES(?, ?, ?, ?, ?)",
+                 (repo_id, model, version, _packed_ids(removed), _packed_ids(added)))
+    conn.execute("DELETE FROM code_changes WHERE repo_id=? AND model=? AND version<=?",
+                 (repo_id, model, version - CODE_CHANGES_KEPT))
+
+
+def _packed_ids(ids: Sequence[int]) -> bytes:
+    return struct.pack(f">{len(ids)}q", *ids)
+
+
 @clear_errors(sqlite3.DatabaseError)
 class SQLiteStore(Store):
     def __init__(self, db_path: str | Path, readonly: bool = False):
@@ -282,6 +307,8 @@ class SQLiteStore(Store):
                     "another --index-dir, or replace it with `fourfold index --rebuild`")
             if version != SCHEMA_VERSION:
                 self._create(conn)
+            else:
+                conn.execute(CODE_CHANGES)
 
     def _failure(self, exc: sqlite3.DatabaseError, method: str = "") -> FourfoldError:
         """SQLite's error as a clear one, whichever `method` met it: a damaged file says how
@@ -501,21 +528,26 @@ class SQLiteStore(Store):
         with conn:
             conn.execute("BEGIN IMMEDIATE")
             left: list[int] = []  # documents of the files taken out: kept while a file holds one
+            removed: dict[str, list[int]] = {}  # model -> chunks whose codes are gone
             for path in deleted + [r.path for r in records]:
                 row = conn.execute("SELECT id, document_id FROM files WHERE repo_id=? AND "
                                    "path=?", (repo_id, path)).fetchone()
                 if row:
                     file_id, document_id = row
                     # by the whole key (every model has a mean): not a scan of all codes
-                    conn.execute("DELETE FROM codes WHERE repo_id=? AND model IN (SELECT model "
-                                 "FROM code_means WHERE repo_id=?) AND chunk_id IN (SELECT id "
-                                 "FROM chunks WHERE document_id=?)",
-                                 (repo_id, repo_id, document_id))
+                    for model, chunk_id in conn.execute(
+                            "DELETE FROM codes WHERE repo_id=? AND model IN (SELECT model FROM "
+                            "code_means WHERE repo_id=?) AND chunk_id IN (SELECT id FROM chunks "
+                            "WHERE document_id=?) RETURNING model, chunk_id",
+                            (repo_id, repo_id, document_id)).fetchall():
+                        removed.setdefault(model, []).append(chunk_id)
                     conn.execute("DELETE FROM files WHERE id=?", (file_id,))
                     left.append(document_id)
             if left:  # codes searched from memory are read again: some are gone
-                conn.execute("UPDATE code_means SET version=version + 1 WHERE repo_id=?",
-                             (repo_id,))
+                for model, version in conn.execute(
+                        "UPDATE code_means SET version=version + 1 WHERE repo_id=? "
+                        "RETURNING model, version", (repo_id,)).fetchall():
+                    _log_code_change(conn, repo_id, model, version, removed.get(model, []), [])
             for path, stamp in touched:
                 conn.execute("UPDATE files SET size=?, mtime_ns=?, ctime_ns=?, inode=? "
                              "WHERE repo_id=? AND path=?", (*stamp, repo_id, path))
@@ -1015,6 +1047,9 @@ class SQLiteStore(Store):
             conn.execute("INSERT INTO code_means VALUES(?, ?, ?, 1) ON CONFLICT(repo_id, model) "
                          "DO UPDATE SET mean=excluded.mean, version=version + 1",
                          (repo_id, model, mean))
+            # every code may have changed: a holder of an older version reads them all
+            conn.execute("DELETE FROM code_changes WHERE repo_id=? AND model=?",
+                         (repo_id, model))
 
     def add_codes(self, repo_id: int, model: str, chunk_ids: Sequence[int],
                   codes: Sequence[bytes]) -> None:
@@ -1023,8 +1058,10 @@ class SQLiteStore(Store):
             conn.execute("BEGIN IMMEDIATE")
             conn.executemany("INSERT OR REPLACE INTO codes VALUES(?,?,?,?)",
                              [(repo_id, model, cid, code) for cid, code in zip(chunk_ids, codes)])
-            conn.execute("UPDATE code_means SET version=version + 1 WHERE repo_id=? AND model=?",
-                         (repo_id, model))
+            for (version,) in conn.execute(
+                    "UPDATE code_means SET version=version + 1 WHERE repo_id=? AND model=? "
+                    "RETURNING version", (repo_id, model)).fetchall():
+                _log_code_change(conn, repo_id, model, version, chunk_ids, chunk_ids)
 
     def code_mean(self, repo_id: int, model: str) -> bytes | None:
         rows = self._query("SELECT mean FROM code_means WHERE repo_id=? AND model=?",
@@ -1041,7 +1078,9 @@ class SQLiteStore(Store):
         if not version:
             return []
         key = (repo_id, model)
-        held = self._codes.get(key, version[0][0])
+        held = self._codes.get(key, version[0][0]) or self._codes.update(
+            key, version[0][0], len(code), partial(self._code_changes, key, version[0][0]),
+            partial(self._codes_of, key))
         if held is None:
             rows = self._query("SELECT chunk_id, code FROM codes WHERE repo_id=? AND "
                                "model=? ORDER BY chunk_id", (repo_id, model))
@@ -1051,6 +1090,24 @@ class SQLiteStore(Store):
             self._codes.put(key, version[0][0], ids, matrix)
             held = ids, matrix
         return HeldCodes.nearest(*held, code, limit)
+
+    def _codes_of(self, key: tuple[int, str], ids: list[int]) -> list[tuple[int, bytes]]:
+        """(chunk id, code) of these chunks, a page of ids a statement."""
+        return [row for start in range(0, len(ids), 10_000) for row in self._query(
+            "SELECT chunk_id, code FROM codes WHERE repo_id=? AND model=? AND chunk_id IN "
+            f"({','.join('?' * len(ids[start:start + 10_000]))})",
+            (*key, *ids[start:start + 10_000]))]
+
+    def _code_changes(self, key: tuple[int, str], version: int, since: int
+                      ) -> list[tuple[int, bytes, bytes]]:
+        """The logged changes of a repository's codes after `since` up to `version` (none
+        from an index opened read-only that no writer of this schema has opened)."""
+        try:
+            return self._query("SELECT version, removed, added FROM code_changes WHERE "
+                               "repo_id=? AND model=? AND version>? AND version<=? "
+                               "ORDER BY version", (*key, since, version))
+        except sqlite3.OperationalError:  # no such table
+            return []
 
     def vector_count(self, model: str) -> int:
         return self._query("SELECT count(*) FROM vectors WHERE model=?", (model,))[0][0]

@@ -14,7 +14,7 @@ from fourfold.store.base import (EdgeColumns, FileStamp, FileState, RepoInfo, Re
                                  decode_references)
 from fourfold.store.postgres import PostgresStore
 from fourfold.store.sqlite import SQLiteStore
-from tests.store.records import (ALPHA, alpha_record, corpus_records, readme_record,
+from tests.store.records import (ALPHA, CORPUS, alpha_record, corpus_records, readme_record,
                                  write_out_of_order)
 
 
@@ -454,6 +454,36 @@ def test_access_tokens_are_kept_by_hash_and_revoked_by_name(store):
     assert store.revoke_token("ci", 30.0) and not store.revoke_token("ci", 31.0)
     assert not store.revoke_token("nobody-of-that-name", 30.0)
     assert store.token_by_hash("h1").revoked_at == 30.0
+
+
+def test_codes_held_by_a_searcher_follow_another_process_s_changes_from_their_log(
+        open_store, monkeypatch):
+    """A searcher holding a repository's codes reads, after another process added,
+    replaced or deleted some, only those (the log of code changes), and answers as a
+    searcher reading them all; codes made anew are read all again."""
+    writer, searcher = open_store(), open_store()
+    repo = writer.ensure_repo("/src/proj", "proj")
+    writer.write_batch(repo, corpus_records(), [], [])
+    ids = chunk_ids(writer, repo)
+    writer.put_codes(repo, "m", b"mean", [(i, bytes([i % 251, i % 7])) for i in ids])
+    questions = [bytes([q, 255 - q]) for q in range(0, 256, 17)]
+
+    def answers(store):
+        return [store.nearest_codes(repo, "m", q, 5) for q in questions]
+
+    answers(searcher)
+    updates = []
+    update = searcher._codes.update
+    monkeypatch.setattr(searcher._codes, "update",
+                        lambda *args: updates.append(update(*args)) or updates[-1])
+    writer.add_codes(repo, "m", [ids[2], ids[3]], [b"\x00\x00", b"\xff\xff"])
+    writer.add_codes(repo, "m", [ids[3]], [b"\x0f\x0f"])
+    assert answers(searcher) == answers(open_store()) and updates[-1] is not None
+    writer.write_batch(repo, [], [sorted(CORPUS)[0]], [])  # its chunks' codes go
+    assert answers(searcher) == answers(open_store()) and updates[-1] is not None
+    writer.put_codes(repo, "m", b"other", [(ids[-1], b"\x01\x01")])
+    assert answers(searcher) == answers(open_store()) == [[ids[-1]]] * len(questions)
+    assert updates[-1] is None
 
 
 def test_binary_codes_are_searched_by_hamming_distance_per_repository(store):
