@@ -46,11 +46,6 @@ SCHEMA_VERSION = 14  # 2: trigram index without positions; 3: contentless chunk 
 # vectors keyed without a rowid; 13: codes and symbol ranks keyed without a rowid;
 # 14: chunk tokens in a Tantivy index beside the database
 
-# A document is what the index derives from one path with one content, read by one parser:
-# its text, symbols, chunks and references. A file is a repository's path at a document, so
-# branches, worktrees and snapshots of a repository share every unchanged file's rows, and
-# indexing another of them writes only what differs. Symbol and chunk ids are a document's;
-# a file id is a repository's.
 # which chunks' codes each version of a repository's codes took away and added (packed
 # big-endian int64 ids), so that a process holding an older version reads only those; made
 # when an index of this schema is opened for writing if an older fourfold made the index
@@ -59,6 +54,12 @@ CODE_CHANGES = """CREATE TABLE IF NOT EXISTS code_changes(
     removed BLOB NOT NULL, added BLOB NOT NULL, PRIMARY KEY(repo_id, model, version))
     WITHOUT ROWID"""
 CODE_CHANGES_KEPT = 1_000  # versions of a repository's codes whose changes are logged
+
+# A document is what the index derives from one path with one content, read by one parser:
+# its text, symbols, chunks and references. A file is a repository's path at a document, so
+# branches, worktrees and snapshots of a repository share every unchanged file's rows, and
+# indexing another of them writes only what differs. Symbol and chunk ids are a document's;
+# a file id is a repository's.
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS repos(
