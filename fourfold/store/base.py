@@ -3,6 +3,7 @@ the second implementation for team scale. Retrievers talk only to this interface
 from __future__ import annotations
 
 import json
+import struct
 import threading
 import zlib
 from abc import ABC, abstractmethod
@@ -229,6 +230,14 @@ def codes_behind_setting(repo_id: int, model: str) -> str:
     repository (add_codes), to be taken anew together later."""
     return f"codes_behind:{repo_id}:{model}"
 
+CODE_CHANGES_KEPT = 1_000  # versions of a repository's codes whose changes a store logs
+
+
+def packed_ids(ids: Sequence[int]) -> bytes:
+    """Chunk ids as a store's log of code changes keeps them: big-endian int64."""
+    return struct.pack(f">{len(ids)}q", *ids)
+
+
 class HeldCodes:
     """Repositories' binary codes held in memory, each under the version its store raises
     with every change of them; past `budget` bytes (None: no bound) the codes used longest
@@ -260,6 +269,21 @@ class HeldCodes:
             while self.budget is not None and sum(
                     i.nbytes + c.nbytes for _, i, c in self._held.values()) > self.budget:
                 self._held.popitem(last=False)
+
+    def current(self, key: tuple[int, str], version: int, width: int,
+                changes_since: Callable[[int], list[tuple[int, bytes, bytes]]],
+                read_codes: Callable[[list[int]], list[tuple[int, bytes]]],
+                read_all: Callable[[], tuple[Any, Any] | None]) -> tuple[Any, Any] | None:
+        """(chunk ids, codes) as of `version`: held, else the held ones brought up to it by
+        the store's log (update), else read whole (`read_all()`: in chunk id order, or None
+        when there are none of `width` bytes) and held."""
+        found = self.get(key, version) or self.update(key, version, width, changes_since,
+                                                      read_codes)
+        if found is None:
+            found = read_all()
+            if found is not None:
+                self.put(key, version, *found)
+        return found
 
     def update(self, key: tuple[int, str], version: int, width: int,
                changes_since: Callable[[int], list[tuple[int, bytes, bytes]]],

@@ -13,7 +13,6 @@ import itertools
 import json
 import os
 import sqlite3
-import struct
 import threading
 import time
 from contextlib import contextmanager
@@ -27,8 +26,8 @@ import lz4.block
 from ..errors import FourfoldError, IndexDamagedError, IndexWriteError
 from ..model import Symbol
 from ..tokens import chunk_body, identifier_tokens, token_text
-from .base import (EdgeColumns, FileRecord, FileStamp, FileState, HeldCodes,
-                   compress_references, decompress_references,
+from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileState,
+                   HeldCodes, compress_references, decompress_references, packed_ids,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredEdge, StoredFile,
                    StoredSymbol, TokenRecord)
 from .chunk_index import FOLDER_NAME as CHUNK_INDEX_FOLDER, ChunkIndex, weighted_text
@@ -53,7 +52,6 @@ CODE_CHANGES = """CREATE TABLE IF NOT EXISTS code_changes(
     repo_id INTEGER NOT NULL, model TEXT NOT NULL, version INTEGER NOT NULL,
     removed BLOB NOT NULL, added BLOB NOT NULL, PRIMARY KEY(repo_id, model, version))
     WITHOUT ROWID"""
-CODE_CHANGES_KEPT = 1_000  # versions of a repository's codes whose changes are logged
 
 # A document is what the index derives from one path with one content, read by one parser:
 # its text, symbols, chunks and references. A file is a repository's path at a document, so
@@ -277,13 +275,9 @@ def _log_code_change(conn: sqlite3.Connection, repo_id: int, model: str, version
     """Log which chunks' codes a version took away and added, forgetting the versions
     older than CODE_CHANGES_KEPT."""
     conn.execute("INSERT INTO code_changes VALUES(?, ?, ?, ?, ?)",
-                 (repo_id, model, version, _packed_ids(removed), _packed_ids(added)))
+                 (repo_id, model, version, packed_ids(removed), packed_ids(added)))
     conn.execute("DELETE FROM code_changes WHERE repo_id=? AND model=? AND version<=?",
                  (repo_id, model, version - CODE_CHANGES_KEPT))
-
-
-def _packed_ids(ids: Sequence[int]) -> bytes:
-    return struct.pack(f">{len(ids)}q", *ids)
 
 
 @clear_errors(sqlite3.DatabaseError)
@@ -1072,25 +1066,25 @@ class SQLiteStore(Store):
     def nearest_codes(self, repo_id: int, model: str, code: bytes, limit: int) -> list[int]:
         """SQLite has no bit count: the repository's codes are searched in memory, loaded
         once per version of them."""
-        import numpy as np  # a semantic search needs it; a CLI start must not pay for it
-
         version = self._query("SELECT version FROM code_means WHERE repo_id=? AND model=?",
                               (repo_id, model))
         if not version:
             return []
         key = (repo_id, model)
-        held = self._codes.get(key, version[0][0]) or self._codes.update(
+        held = self._codes.current(
             key, version[0][0], len(code), partial(self._code_changes, key, version[0][0]),
-            partial(self._codes_of, key))
-        if held is None:
-            rows = self._query("SELECT chunk_id, code FROM codes WHERE repo_id=? AND "
-                               "model=? ORDER BY chunk_id", (repo_id, model))
-            ids = np.array([r[0] for r in rows], dtype=np.int64)
-            matrix = (np.frombuffer(b"".join(r[1] for r in rows), dtype=np.uint8)
-                      .reshape(len(rows), -1) if rows else np.zeros((0, len(code)), np.uint8))
-            self._codes.put(key, version[0][0], ids, matrix)
-            held = ids, matrix
+            partial(self._codes_of, key), partial(self._all_codes, key, len(code)))
         return HeldCodes.nearest(*held, code, limit)
+
+    def _all_codes(self, key: tuple[int, str], width: int) -> tuple:
+        """Every code of a repository and model, in chunk id order."""
+        import numpy as np  # a semantic search needs it; a CLI start must not pay for it
+
+        rows = self._query("SELECT chunk_id, code FROM codes WHERE repo_id=? AND model=? "
+                           "ORDER BY chunk_id", key)
+        return (np.array([r[0] for r in rows], dtype=np.int64),
+                np.frombuffer(b"".join(r[1] for r in rows), dtype=np.uint8).reshape(
+                    len(rows), -1) if rows else np.zeros((0, width), np.uint8))
 
     def _codes_of(self, key: tuple[int, str], ids: list[int]) -> list[tuple[int, bytes]]:
         """(chunk id, code) of these chunks, a page of ids a statement."""

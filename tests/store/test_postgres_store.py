@@ -633,8 +633,8 @@ def test_codes_held_in_memory_follow_what_another_process_writes(store, postgres
     monkeypatch.delenv(postgres.CODES_MEMORY_ENV)
     # changes are read from their log (code_changes), not with every code again
     updated = []
-    read_changes = store._codes_updated
-    monkeypatch.setattr(store, "_codes_updated",
+    read_changes = store._codes.update
+    monkeypatch.setattr(store._codes, "update",
                         lambda *args: updated.append(read_changes(*args)) or updated[-1])
     monkeypatch.setenv(postgres.CODES_MEMORY_ENV, "0")
     in_database = PostgresStore(postgres_url)
