@@ -281,7 +281,7 @@ def remove_entries(cur: psycopg.Cursor, repo_id: int, dead_chunks: Mapping[int, 
             words = sorted({word for entry in inside.tolist() if entry in entries
                             for word in entries[entry]})
             for start in range(0, len(words), WORDS_A_STATEMENT):
-                _rewrite(cur, lists, repo_id, [block], words[start:start + WORDS_A_STATEMENT],
+                _rewrite(cur, lists, repo_id, block, words[start:start + WORDS_A_STATEMENT],
                          inside, gone_from)
     if gone_from:
         cur.execute("UPDATE posting_blocks b SET entries = b.entries - g.n FROM unnest("
@@ -292,14 +292,14 @@ def remove_entries(cur: psycopg.Cursor, repo_id: int, dead_chunks: Mapping[int, 
                     (repo_id,))
 
 
-def _rewrite(cur: psycopg.Cursor, lists: WordLists, repo_id: int, blocks: list[int],
+def _rewrite(cur: psycopg.Cursor, lists: WordLists, repo_id: int, block: int,
              words: list[str], dead: np.ndarray, gone_from: dict[int, set[int]]) -> None:
-    """Rewrite the rows of these words in these blocks without the dead entries."""
+    """Rewrite the rows of these words in this block without the dead entries."""
     arrays = ", ".join(lists.arrays)
     changed, emptied = [], []
-    for word, block, *values in cur.execute(
-            f"SELECT {lists.word}, block, {arrays} FROM {lists.table} WHERE repo_id = %s AND "
-            f"block = ANY(%s) AND {lists.word} = ANY(%s)", (repo_id, blocks, words)).fetchall():
+    for word, *values in cur.execute(
+            f"SELECT {lists.word}, {arrays} FROM {lists.table} WHERE repo_id = %s AND "
+            f"block = %s AND {lists.word} = ANY(%s)", (repo_id, block, words)).fetchall():
         ids = np.frombuffer(values[0], IDS)
         gone = np.isin(ids, dead)
         if not gone.any():
@@ -307,23 +307,20 @@ def _rewrite(cur: psycopg.Cursor, lists: WordLists, repo_id: int, blocks: list[i
         gone_from.setdefault(block, set()).update(ids[gone].tolist())
         keep = ~gone
         if not keep.any():
-            emptied.append((word, block))
+            emptied.append(word)
             continue
-        changed.append((word, block, *(np.frombuffer(value, dtype)[keep].tobytes()
-                                       for value, dtype in zip(values, lists.stored))))
+        changed.append((word, *(np.frombuffer(value, dtype)[keep].tobytes()
+                                for value, dtype in zip(values, lists.stored))))
     if emptied:
-        cur.execute(f"DELETE FROM {lists.table} p USING unnest(%s::text[], %s::bigint[]) AS "
-                    f"e(word, block) WHERE p.repo_id = %s AND p.{lists.word} = e.word AND "
-                    "p.block = e.block", ([w for w, _ in emptied], [b for _, b in emptied],
-                                          repo_id))
+        cur.execute(f"DELETE FROM {lists.table} WHERE repo_id = %s AND block = %s AND "
+                    f"{lists.word} = ANY(%s)", (repo_id, block, emptied))
     if changed:
         columns = list(zip(*changed))
         assigned = ", ".join(f"{name} = c.{name}" for name in lists.arrays)
         typed = ", ".join(["%s::bytea[]"] * len(lists.arrays))
         cur.execute(f"UPDATE {lists.table} p SET {assigned} FROM unnest(%s::text[], "
-                    f"%s::bigint[], {typed}) AS c(word, block, {arrays}) WHERE "
-                    f"p.repo_id = %s AND p.{lists.word} = c.word AND p.block = c.block",
-                    (*map(list, columns), repo_id))
+                    f"{typed}) AS c(word, {arrays}) WHERE p.repo_id = %s AND p.block = %s "
+                    f"AND p.{lists.word} = c.word", (*map(list, columns), repo_id, block))
 
 
 def merge_small_blocks(cur: psycopg.Cursor, repo_id: int, kept: int | None = None) -> None:
