@@ -309,11 +309,11 @@ def catch_up_graph(store: Store, repo_id: int) -> bool:
     """Resolve, in this one process, the graph that runs with `graph_later` left behind;
     False if it was not behind. The caller holds the index lock. Answers see the new graph
     as after an index run."""
-    from .graph.build import rebuild_graph
+    from .graph.patch import update_graph
     with _collector_paused():
         if not store.setting(graph_behind_setting(repo_id), 0):
             return False
-        rebuild_graph(store, repo_id, parallel=False)
+        update_graph(store, repo_id, parallel=False)
         store.set_setting(graph_behind_setting(repo_id), 0)
         store.mark_indexed(repo_id, time.time(), store.parser_of(repo_id) or "")
     return True
@@ -506,7 +506,11 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             # minutes); marked behind, it is resolved by the next run if this one stops.
             store.set_setting(graph_behind_setting(repo_id), 1)
             store.mark_indexed(repo_id, time.time(), parser)
-            if graph_facts is not None:  # resolved in a forked child, whose memory goes
+            from .graph.patch import patch_graph  # numpy: loaded only when needed
+            if patch_graph(store, repo_id):  # only calls and type uses changed
+                store.set_setting(graph_behind_setting(repo_id), 0)
+                resolve = False
+            elif graph_facts is not None:  # resolved in a forked child, whose memory goes
                 # back to the system when it ends. The store holds files the parse did not
                 # keep: a run over changed paths knows only those, others were shared or
                 # are unchanged.

@@ -1,5 +1,6 @@
 """A repository's graph in the store: gather the facts, resolve them into edges, rank, and
-write edges and centrality.
+write edges, centrality and what was read of each file (fourfold.graph.inputs, from which
+fourfold.graph.patch patches the graph after an edit of calls alone).
 
 `rebuild_graph` does it all in this process from what the store holds. The indexer instead
 resolves in a forked child (`start_resolving`) from the facts its parse kept, once every
@@ -12,17 +13,18 @@ import ctypes
 import json
 import sys
 import zlib
-from collections.abc import Container
+from collections.abc import Collection, Container
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..model import Symbol
-from ..store.base import (EdgeColumns, Resolution, Store, compress_references,
+from ..store.base import (EdgeColumns, GraphInput, Resolution, Store, compress_references,
                           decode_references, decompress_references)
 from .centrality import EdgeBuilder, IndexedEdges, rank_indexed
 from .facts import USE_KINDS, Definition, FileFacts
 from .forked import Forked
+from .inputs import encode_input
 from .resolve import resolve_into
 
 EXTRA_FILES = ("go.mod",)  # read by import resolution (Go module path)
@@ -39,6 +41,7 @@ class ResolvedGraph:
     edges: IndexedEdges
     symbol_rank: dict[int, float]
     file_rank: dict[int, float]
+    inputs: dict[str, bytes]  # path -> what the graph read of the file (graph.inputs)
 
 
 @dataclass(slots=True)
@@ -89,15 +92,18 @@ def is_extra_file(path: str) -> bool:
 
 
 def stored_facts(store: Store, repo_id: int, facts: GraphFacts | None = None,
-                 skip: Container[str] = ()) -> GraphFacts:
-    """Add to `facts` the stored files of the repository, those in `skip` left out."""
+                 skip: Container[str] = (), paths: Collection[str] | None = None
+                 ) -> GraphFacts:
+    """Add to `facts` the stored files of the repository (those at `paths`, a few hundred
+    at most), those in `skip` left out."""
     facts = facts or GraphFacts()
-    files = {f.path: f for f in store.files(repo_id) if f.path not in skip}
+    files = {f.path: f for f in store.files(repo_id)
+             if f.path not in skip and (paths is None or f.path in paths)}
     symbols: dict[str, list[Symbol]] = {p: [] for p in files}
-    for _, path, name, qualname, kind, parent in store.graph_symbols(repo_id):
+    for _, path, name, qualname, kind, parent in store.graph_symbols(repo_id, paths):
         if path in symbols:
             symbols[path].append(Symbol(name, qualname, kind, 0, 0, parent=parent))
-    references = dict(store.raw_references(repo_id))
+    references = dict(store.raw_references(repo_id, paths))
     for path, f in files.items():
         facts.add(path, f.language, symbols[path], references.get(path, "[]"),
                   store.content(f.file_id) if is_extra_file(path) else None)
@@ -109,12 +115,15 @@ def resolve_and_rank(facts: GraphFacts, parallel: bool = True) -> ResolvedGraph:
     objects, and a big repository's are held at once)."""
     # by path: where a name is ambiguous, the answer must not depend on where facts came from
     files: dict[str, FileFacts] = {}
+    inputs: dict[str, bytes] = {}
     names: dict[str, str] = {}  # one string object per name across files, too
     for path in sorted(facts.files):
         language, symbols, encoded = facts.files.pop(path)
         references = decode_references(decompress_references(encoded))
         others = [r for r in references if r.kind not in USE_KINDS]
-        files[path] = FileFacts(language, decode_symbols(symbols, names), others, encoded,
+        definitions = decode_symbols(symbols, names)
+        inputs[path] = encode_input(language, definitions, others, facts.extra.get(path))
+        files[path] = FileFacts(language, definitions, others, encoded,
                                 len(references) - len(others))
     del names
     builder = EdgeBuilder(files)
@@ -128,7 +137,7 @@ def resolve_and_rank(facts: GraphFacts, parallel: bool = True) -> ResolvedGraph:
     return ResolvedGraph(edges,
                          {k: c.pagerank * n_symbols for k, c in symbol_scores.items()
                           if k < len(edges.symbols)},  # module-level code is no symbol
-                         {k: c.pagerank * n_files for k, c in file_scores.items()})
+                         {k: c.pagerank * n_files for k, c in file_scores.items()}, inputs)
 
 
 def start_resolving(facts: GraphFacts) -> Forked | None:
@@ -188,8 +197,27 @@ def store_graph(store: Store, repo_id: int, graph: ResolvedGraph) -> int:
     symbol_rank = {int(symbol_id[i]): rank for i, rank in graph.symbol_rank.items()
                    if symbol_id[i] >= 0}
     file_rank = {int(file_id[i]): rank for i, rank in graph.file_rank.items() if file_id[i] >= 0}
-    store.replace_graph(repo_id, edges, symbol_rank, file_rank)
+    del file_id, symbol_id
+    store.replace_graph(repo_id, edges, symbol_rank, file_rank, stored_inputs(store, repo_id,
+                                                                              graph.inputs))
     return len(edges)
+
+
+def stored_inputs(store: Store, repo_id: int, inputs: dict[str, bytes]) -> list[GraphInput]:
+    """The GraphInputs of a graph's `inputs` (path -> encode_input), with the ids the
+    store's files and symbols have now."""
+    pairs = np.array(store.symbol_ids_by_file(repo_id), np.int64).reshape(-1, 2)
+    order = np.argsort(pairs[:, 0], kind="stable")  # by file, each file's ids in their order
+    by_file, ids = pairs[order, 0], pairs[order, 1].astype(">i8")  # as packed_ids packs
+    files, starts = np.unique(by_file, return_index=True)
+    ranges = dict(zip(files.tolist(), zip(starts.tolist(), [*starts[1:].tolist(), len(ids)])))
+    out = []
+    for f in store.files(repo_id):
+        facts = inputs.get(f.path)
+        if facts is not None:
+            a, b = ranges.get(f.file_id, (0, 0))
+            out.append(GraphInput(f.path, f.file_id, ids[a:b].tobytes(), facts))
+    return out
 
 
 def rebuild_graph(store: Store, repo_id: int, parallel: bool = True) -> int:

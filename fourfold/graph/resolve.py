@@ -28,7 +28,7 @@ the name in the repository was taken for it; NONE without a target.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 
 from ..model import REEXPORT
@@ -50,14 +50,17 @@ def resolve_graph(files: dict[str, FileFacts], extra_files: dict[str, str] | Non
 
 
 def resolve_into(emit: Callable[[Edge], object], files: dict[str, FileFacts],
-                 extra_files: dict[str, str] | None = None, parallel: bool = True) -> None:
+                 extra_files: dict[str, str] | None = None, parallel: bool = True,
+                 only: Collection[str] | None = None) -> None:
     """resolve_graph's edges, in the same order, each handed to `emit` as it is made: a big
-    repository's millions of edges need not be held as objects (see EdgeBuilder)."""
+    repository's millions of edges need not be held as objects (see EdgeBuilder). `only`:
+    the edges of these files alone (every file's imports and bases are still resolved:
+    they decide where names lead); the others need no calls or type uses."""
     files = {p: replace(f, symbols=[s for s in f.symbols if s.kind != REEXPORT])
              if any(s.kind == REEXPORT for s in f.symbols) else f for p, f in files.items()}
     tables = {p: FileTable(p, f, language(f.language)) for p, f in files.items()}
     mods = Modules(files, {p: t.fam for p, t in tables.items()}, extra_files)
-    imports = _resolve_imports(files, tables, mods, emit)
+    imports = _resolve_imports(files, tables, mods, emit, only)
     mods.imports_resolved()
     r = Resolver(files, tables, imports, mods)
     # inheritance first: call resolution walks base classes
@@ -76,15 +79,18 @@ def resolve_into(emit: Callable[[Edge], object], files: dict[str, FileFacts],
                 src_path = path
             if hit is not None and hit[1] is not None and src is not None:
                 r.bases[(src_path, src)].append((hit[0], hit[1].qualname))
-            emit(hit_edge("inherit", path, src, hit, ref, level))
+            if only is None or path in only:
+                emit(hit_edge("inherit", path, src, hit, ref, level))
     r.bases_complete()
-    resolve_uses(r, files, parallel, emit)
+    resolve_uses(r, files if only is None else {p: files[p] for p in files if p in only},
+                 parallel, emit)
 
 
 def _resolve_imports(files: dict[str, FileFacts], tables: dict[str, FileTable], mods: Modules,
-                     emit: Callable[[Edge], object]) -> dict[str, list[Binding]]:
-    """File -> file import edges (to `emit`), and what each file's imports bind (for call
-    resolution)."""
+                     emit: Callable[[Edge], object], only: Collection[str] | None = None
+                     ) -> dict[str, list[Binding]]:
+    """File -> file import edges (to `emit`; of the files in `only` if given), and what
+    each file's imports bind (for call resolution)."""
     bindings: dict[str, list[Binding]] = {}
     for path, facts in files.items():
         rules = tables[path].language
@@ -107,6 +113,8 @@ def _resolve_imports(files: dict[str, FileFacts], tables: dict[str, FileTable], 
                     b.symbol = hit[1]
     seen = set()
     for path, bound in bindings.items():
+        if only is not None and path not in only:
+            continue
         for b in bound:
             if not b.paths:
                 key = (path, None, b.line, b.module)

@@ -195,6 +195,31 @@ class EdgeColumns:
 
 
 @dataclass(slots=True)
+class GraphInput:
+    """What a repository's graph last read of one file: the file row (a changed file's
+    row is a new one), its symbols' ids in their order (packed_ids) and its facts less its
+    calls and type uses (fourfold.graph.inputs). Where only calls and type uses changed,
+    the graph is patched rather than resolved whole (fourfold.graph.patch)."""
+
+    path: str
+    file_id: int
+    symbol_ids: bytes
+    facts: bytes
+
+
+@dataclass(slots=True)
+class GraphPatch:
+    """A stored graph's change where some files' calls and type uses alone changed: the
+    edges whole, the files' and symbols' ids before and now (their ranks carry over), and
+    those files' GraphInputs."""
+
+    edges: EdgeColumns
+    moved_files: dict[int, int]
+    moved_symbols: dict[int, int]
+    inputs: list[GraphInput]
+
+
+@dataclass(slots=True)
 class TokenRecord:
     """An access token as stored: its SHA-256, never the secret."""
 
@@ -491,9 +516,15 @@ class Store(ABC):
     def symbols_of_file(self, file_id: int) -> list[StoredSymbol]: ...
 
     @abstractmethod
-    def graph_symbols(self, repo_id: int) -> list[tuple[int, str, str, str, str, str | None]]:
-        """(symbol id, path, name, qualname, kind, parent) of every symbol of a repository,
-        by id: what the graph reads, without signatures and docs."""
+    def graph_symbols(self, repo_id: int, paths: Collection[str] | None = None
+                      ) -> list[tuple[int, str, str, str, str, str | None]]:
+        """(symbol id, path, name, qualname, kind, parent) of every symbol of a repository
+        (of the files at `paths`: a few hundred at most), by id: what the graph reads,
+        without signatures and docs."""
+
+    @abstractmethod
+    def symbol_ids_by_file(self, repo_id: int) -> list[tuple[int, int]]:
+        """(file id, symbol id) of every symbol of a repository, by symbol id."""
 
     @abstractmethod
     def symbol_keys(self, repo_id: int, file_ids: Sequence[int]) -> list[tuple[int, int, str]]:
@@ -507,13 +538,28 @@ class Store(ABC):
 
     # -- graph ------------------------------------------------------------------------
     @abstractmethod
-    def raw_references(self, repo_id: int) -> list[tuple[str, str]]:
-        """The raw references of each file of a repository: (path, references as
-        `encode_references` wrote them)."""
+    def raw_references(self, repo_id: int, paths: Collection[str] | None = None
+                       ) -> list[tuple[str, str]]:
+        """The raw references of each file of a repository (of the files at `paths`):
+        (path, references as `encode_references` wrote them)."""
 
     @abstractmethod
-    def replace_graph(self, repo_id: int, edges: EdgeColumns,
-                      symbol_rank: dict[int, float], file_rank: dict[int, float]) -> None: ...
+    def replace_graph(self, repo_id: int, edges: EdgeColumns, symbol_rank: dict[int, float],
+                      file_rank: dict[int, float], inputs: Sequence[GraphInput] = ()) -> None:
+        """A repository's graph whole: its edges, ranks and what it read of each file
+        (none: the graph cannot be patched, only made again)."""
+
+    @abstractmethod
+    def patch_graph(self, repo_id: int, patch: GraphPatch) -> None: ...
+
+    @abstractmethod
+    def graph_inputs(self, repo_id: int) -> list[GraphInput]:
+        """What the repository's stored graph read of each file."""
+
+    @abstractmethod
+    def edge_columns(self, repo_id: int) -> EdgeColumns:
+        """A repository's edges as replace_graph took them (ids and lines as int64 numpy
+        arrays, the resolution as int8)."""
 
     @abstractmethod
     def all_edges(self, repo_id: int | None = None) -> list[StoredEdge]:

@@ -33,10 +33,11 @@ from ..model import Symbol
 from ..tokens import identifier_tokens, token_text
 from . import postgres_postings as postings
 from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileRecord,
-                   FileStamp, FileState, HeldCodes, RepoInfo, RequiredText, Store, StoredChunk,
+                   FileStamp, FileState, GraphInput, GraphPatch, HeldCodes, RepoInfo, RequiredText, Store, StoredChunk,
                    StoredEdge, StoredFile, StoredSymbol, TokenRecord, packed_ids)
 from .postgres_postings import HeldPostings
-from .sql_common import CHUNK_COLS, FILE_COLS, SYMBOL_COLS, clear_errors, packed, unpacked
+from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, clear_errors, edge_columns_of,
+                         packed, packed_bytes, unpacked)
 
 SCHEMA = "fourfold"
 
@@ -280,6 +281,11 @@ REPOSITORY_TABLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "symbol_rank": ("repo_id bigint NOT NULL, symbol_id bigint NOT NULL, "
                     "rank double precision NOT NULL", ("PRIMARY KEY (repo_id, symbol_id)",),
                     ("(repo_id)",)),
+    # what the repository's graph last read of each file (GraphInput): an edit of calls
+    # alone patches the graph
+    "graph_inputs": ('repo_id bigint NOT NULL, path text COLLATE "C" NOT NULL, '
+                     "file_id bigint NOT NULL, symbol_ids bytea NOT NULL, facts bytea NOT NULL",
+                     ("PRIMARY KEY (repo_id, path)",), ()),
     "file_rank": ("repo_id bigint NOT NULL, file_id bigint NOT NULL, "
                   "rank double precision NOT NULL", ("PRIMARY KEY (file_id)",), ("(repo_id)",)),
     "chunk_codes": ("repo_id bigint NOT NULL, model text NOT NULL, chunk_id bigint NOT NULL, "
@@ -566,11 +572,24 @@ def _code_changes(cur: psycopg.Cursor) -> None:
                 "PRIMARY KEY(repo_id, model, version))")
 
 
+def _graph_inputs(cur: psycopg.Cursor) -> None:
+    """Step 15: what a repository's graph last read of each file (graph_inputs), so that an
+    edit of calls alone patches the graph: resolving the kernel's whole graph again took
+    about 130 s of CPU after each edit."""
+    from .postgres_shards import graph_inputs_on_shards
+
+    cur.execute("CREATE TABLE fourfold.graph_inputs ("
+                f"{REPOSITORY_TABLES['graph_inputs'][0]}) PARTITION BY LIST (repo_id)")
+    create_repository_table(cur, "graph_inputs", "graph_inputs" + LOCAL, trgm_schema(cur),
+                            partition_of="graph_inputs")
+    graph_inputs_on_shards(cur)
+
+
 # Step i brings a database from schema version i to i + 1; append, never edit, a step.
 MIGRATIONS: tuple[Callable[[psycopg.Cursor], None], ...] = (
     _create_everything, _count_vectors, _terms_by_repository, _totals_by_repository,
     _binary_codes, _partitioned_by_repository, _shards, _term_counts, _documents, _postings,
-    _code_versions, _edges_in_parts, _dead_entries, _code_changes)
+    _code_versions, _edges_in_parts, _dead_entries, _code_changes, _graph_inputs)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Advisory lock keys: one bigint for migrations; (class, hash of the name) for indexing a
@@ -594,8 +613,8 @@ TERM_COUNTS_HELD = 1_000_000  # and an indexing run holds before writing them
 
 # Methods that write: their failure keeps the last complete write and says so.
 _WRITES = frozenset({"ensure_repo", "mark_indexed", "mark_identity", "set_setting",
-                     "write_batch", "replace_graph", "put_vectors", "put_codes", "add_codes",
-                     "put_token", "revoke_token", "indexing_run", "tidy"})
+                     "write_batch", "replace_graph", "patch_graph", "put_vectors", "put_codes",
+                     "add_codes", "put_token", "revoke_token", "indexing_run", "tidy"})
 
 
 # -- the BM25 tokenizer: SQLite's "porter unicode61 tokenchars '_'", in Python ------------
@@ -1666,11 +1685,19 @@ class PostgresStore(Store):
         return self._symbols_where("f.id = %s", [file_id], file_id >> ID_BITS,
                                    order="s.start_line, s.id")
 
-    def graph_symbols(self, repo_id: int) -> list[tuple[int, str, str, str, str, str | None]]:
+    def graph_symbols(self, repo_id: int, paths: Collection[str] | None = None
+                      ) -> list[tuple[int, str, str, str, str, str | None]]:
+        of_paths, params = ("", ()) if paths is None else (" AND f.path = ANY(%s)",
+                                                           (sorted(paths),))
         return self._query("SELECT s.id, f.path, s.name, s.qualname, s.kind, s.parent "
                            "FROM symbols s JOIN files f ON f.document_id = s.document_id "
-                           "WHERE s.repo_id = %s AND f.repo_id = %s ORDER BY s.id",
-                           (self._home(repo_id), repo_id))
+                           f"WHERE s.repo_id = %s AND f.repo_id = %s{of_paths} ORDER BY s.id",
+                           (self._home(repo_id), repo_id, *params))
+
+    def symbol_ids_by_file(self, repo_id: int) -> list[tuple[int, int]]:
+        return self._query("SELECT f.id, s.id FROM files f JOIN symbols s "
+                           "ON s.document_id = f.document_id WHERE s.repo_id = %s AND "
+                           "f.repo_id = %s ORDER BY s.id", (self._home(repo_id), repo_id))
 
     def symbol_keys(self, repo_id: int, file_ids: Sequence[int]) -> list[tuple[int, int, str]]:
         return self._query("SELECT s.id, f.id, s.qualname "
@@ -1686,33 +1713,76 @@ class PostgresStore(Store):
         return self._symbols_where("s.id = ANY(%s)", [ids], None, homes=self._repos_of(ids))
 
     # -- graph --------------------------------------------------------------------------
-    def raw_references(self, repo_id: int) -> list[tuple[str, str]]:
+    def raw_references(self, repo_id: int, paths: Collection[str] | None = None
+                       ) -> list[tuple[str, str]]:
+        of_paths, params = ("", ()) if paths is None else (" AND f.path = ANY(%s)",
+                                                           (sorted(paths),))
         return self._query("SELECT f.path, r.refs FROM file_refs r JOIN files f "
                            "ON f.document_id = r.document_id WHERE r.repo_id = %s AND "
-                           "f.repo_id = %s ORDER BY f.id", (self._home(repo_id), repo_id))
+                           f"f.repo_id = %s{of_paths} ORDER BY f.id",
+                           (self._home(repo_id), repo_id, *params))
 
-    def replace_graph(self, repo_id: int, edges: EdgeColumns,
-                      symbol_rank: dict[int, float], file_rank: dict[int, float]) -> None:
+    def replace_graph(self, repo_id: int, edges: EdgeColumns, symbol_rank: dict[int, float],
+                      file_rank: dict[int, float], inputs: Sequence[GraphInput] = ()) -> None:
         conn = self._conn()
         with conn.transaction(), conn.cursor() as cur:
-            for table in ("edges", "symbol_rank", "file_rank"):
+            for table in ("edges", "symbol_rank", "file_rank", "graph_inputs"):
                 cur.execute(sql.SQL("DELETE FROM {} WHERE repo_id = %s").format(
                     sql.Identifier(table)), (repo_id,))
-            for part, start in enumerate(range(0, len(edges), EDGES_A_ROW)):
-                cut = slice(start, start + EDGES_A_ROW)
-                kinds, kinds_param = _text_array(edges.kind[cut])
-                names, names_param = _text_array(edges.name[cut])
-                cur.execute("INSERT INTO edges(repo_id, part, src_file, src_symbol, dst_file, "
-                            "dst_symbol, line, resolution, kinds, names) VALUES(%s, %s, %s, %s, "
-                            f"%s, %s, %s, %s, {kinds_param}, {names_param})", (
-                                repo_id, part, packed(edges.src_file[cut]),
-                                packed(edges.src_symbol[cut]), packed(edges.dst_file[cut]),
-                                packed(edges.dst_symbol[cut]), packed(edges.line[cut]),
-                                bytes(bytearray(map(int, edges.resolution[cut]))), kinds, names))
+            self._write_edges(cur, repo_id, edges)
             self._copy(cur, "symbol_rank", "symbol_id, repo_id, rank",
                        ((k, repo_id, v) for k, v in symbol_rank.items()))
             self._copy(cur, "file_rank", "file_id, repo_id, rank",
                        ((k, repo_id, v) for k, v in file_rank.items()))
+            self._copy(cur, "graph_inputs", "repo_id, path, file_id, symbol_ids, facts",
+                       ((repo_id, i.path, i.file_id, i.symbol_ids, i.facts) for i in inputs))
+
+    def patch_graph(self, repo_id: int, patch: GraphPatch) -> None:
+        conn = self._conn()
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute("DELETE FROM edges WHERE repo_id = %s", (repo_id,))
+            self._write_edges(cur, repo_id, patch.edges)
+            for table, column, moved in (("symbol_rank", "symbol_id", patch.moved_symbols),
+                                         ("file_rank", "file_id", patch.moved_files)):
+                if moved:
+                    cur.execute(sql.SQL(
+                        "UPDATE {table} t SET {column} = m.now FROM unnest(%s::bigint[], "
+                        "%s::bigint[]) AS m(before, now) WHERE t.repo_id = %s AND "
+                        "t.{column} = m.before").format(table=sql.Identifier(table),
+                                                        column=sql.Identifier(column)),
+                        (list(moved), list(moved.values()), repo_id))
+            cur.execute("DELETE FROM graph_inputs WHERE repo_id = %s AND path = ANY(%s)",
+                        (repo_id, [i.path for i in patch.inputs]))
+            self._copy(cur, "graph_inputs", "repo_id, path, file_id, symbol_ids, facts",
+                       ((repo_id, i.path, i.file_id, i.symbol_ids, i.facts)
+                        for i in patch.inputs))
+
+    def graph_inputs(self, repo_id: int) -> list[GraphInput]:
+        return [GraphInput(path, file_id, bytes(symbol_ids), bytes(facts))
+                for path, file_id, symbol_ids, facts in self._query(
+                    "SELECT path, file_id, symbol_ids, facts FROM graph_inputs "
+                    "WHERE repo_id = %s", (repo_id,))]
+
+    def edge_columns(self, repo_id: int) -> EdgeColumns:
+        return edge_columns_of([
+            (kinds, *map(bytes, ints), bytes(resolution), names)
+            for *ints, resolution, kinds, names in self._query(
+                "SELECT src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds, "
+                "names FROM edges WHERE repo_id = %s ORDER BY part", (repo_id,))])
+
+    @staticmethod
+    def _write_edges(cur: psycopg.Cursor, repo_id: int, edges: EdgeColumns) -> None:
+        for part, start in enumerate(range(0, len(edges), EDGES_A_ROW)):
+            cut = slice(start, start + EDGES_A_ROW)
+            kinds, kinds_param = _text_array(edges.kind[cut])
+            names, names_param = _text_array(edges.name[cut])
+            cur.execute("INSERT INTO edges(repo_id, part, src_file, src_symbol, dst_file, "
+                        "dst_symbol, line, resolution, kinds, names) VALUES(%s, %s, %s, %s, "
+                        f"%s, %s, %s, %s, {kinds_param}, {names_param})", (
+                            repo_id, part, packed(edges.src_file[cut]),
+                            packed(edges.src_symbol[cut]), packed(edges.dst_file[cut]),
+                            packed(edges.dst_symbol[cut]), packed(edges.line[cut]),
+                            packed_bytes(edges.resolution[cut]), kinds, names))
 
     def all_edges(self, repo_id: int | None = None) -> list[StoredEdge]:
         query = ("SELECT src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds, "

@@ -234,6 +234,12 @@ def edges_in_parts_on_shards(cur: psycopg.Cursor) -> None:
     _change_shards(cur, 12, lambda shard: edges_in_parts(shard, "edges"), ())
 
 
+def graph_inputs_on_shards(cur: psycopg.Cursor) -> None:
+    """Schema step 15 on every shard: its graph_inputs table."""
+    _change_shards(cur, 15, lambda shard: create_repository_table(
+        shard, "graph_inputs", "graph_inputs", trgm_schema(shard)), ("graph_inputs",))
+
+
 def dead_entries_on_shards(cur: psycopg.Cursor) -> None:
     """Schema step 13 on every shard: its dead_entries table."""
     _change_shards(cur, 13, lambda shard: create_repository_table(

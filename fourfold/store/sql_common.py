@@ -9,6 +9,7 @@ from array import array
 from typing import Sequence
 
 from ..errors import QueryError
+from .base import EdgeColumns
 
 # Symbols and chunks belong to a document (s.document_id, c.document_id), shared by the
 # files of every branch that holds it: they are read joined to the file (f) that asks.
@@ -30,6 +31,27 @@ def packed(values: Sequence[int]) -> bytes:
     import numpy as np  # only a graph write needs it; importing it costs a CLI start
 
     return np.asarray(values, dtype=np.int64).tobytes()
+
+
+def packed_bytes(values: Sequence[int]) -> bytes:
+    """A column of small integers (an edge's resolution) as one byte each."""
+    import numpy as np
+
+    return np.asarray(values, dtype=np.int8).tobytes()
+
+
+def edge_columns_of(rows: list[tuple]) -> EdgeColumns:
+    """EdgeColumns of a store's rows of packed edges, in order: (kinds, src_file,
+    src_symbol, dst_file, dst_symbol, line as packed int64 bytes, resolution bytes,
+    names)."""
+    import numpy as np
+
+    def ints(i: int) -> np.ndarray:
+        return np.concatenate([np.frombuffer(row[i], np.int64) for row in rows]) if rows \
+            else np.zeros(0, np.int64)
+    return EdgeColumns([k for row in rows for k in row[0]], ints(1), ints(2), ints(3), ints(4),
+                       ints(5), [n for row in rows for n in row[7]],
+                       np.frombuffer(b"".join(row[6] for row in rows), np.int8))
 
 
 def unpacked(blob: bytes) -> array:

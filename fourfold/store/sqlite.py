@@ -27,13 +27,13 @@ from ..errors import FourfoldError, IndexDamagedError, IndexWriteError
 from ..model import Symbol
 from ..tokens import chunk_body, identifier_tokens, token_text
 from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileState,
-                   HeldCodes, compress_references, decompress_references, packed_ids,
-                   RepoInfo, RequiredText, Store, StoredChunk, StoredEdge, StoredFile,
-                   StoredSymbol, TokenRecord)
+                   GraphInput, GraphPatch, HeldCodes, compress_references,
+                   decompress_references, packed_ids, RepoInfo, RequiredText, Store,
+                   StoredChunk, StoredEdge, StoredFile, StoredSymbol, TokenRecord)
 from .chunk_index import FOLDER_NAME as CHUNK_INDEX_FOLDER, ChunkIndex, weighted_text
 from .index_dir import IndexLock
-from .sql_common import (CHUNK_COLS, FILE_COLS, clear_errors, packed, symbol_columns,
-                         unpacked)
+from .sql_common import (CHUNK_COLS, FILE_COLS, clear_errors, edge_columns_of, packed,
+                         packed_bytes, symbol_columns, unpacked)
 
 SCHEMA_VERSION = 14  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
@@ -52,6 +52,16 @@ CODE_CHANGES = """CREATE TABLE IF NOT EXISTS code_changes(
     repo_id INTEGER NOT NULL, model TEXT NOT NULL, version INTEGER NOT NULL,
     removed BLOB NOT NULL, added BLOB NOT NULL, PRIMARY KEY(repo_id, model, version))
     WITHOUT ROWID"""
+
+# what a repository's graph last read of each file (GraphInput), so that an edit of calls
+# alone patches the graph; made on opening for writing, as code_changes
+GRAPH_INPUTS = """CREATE TABLE IF NOT EXISTS graph_inputs(
+    repo_id INTEGER NOT NULL, path TEXT NOT NULL, file_id INTEGER NOT NULL,
+    symbol_ids BLOB NOT NULL, facts BLOB NOT NULL, PRIMARY KEY(repo_id, path)) WITHOUT ROWID"""
+# meta key: the highest file id ever given. A file's id is never given again (SQLite would
+# reuse the highest rowid once its row is deleted): a patched graph tells a changed file by
+# a new id.
+LAST_FILE_ID = "last_file_id"
 
 # A document is what the index derives from one path with one content, read by one parser:
 # its text, symbols, chunks and references. A file is a repository's path at a document, so
@@ -125,6 +135,7 @@ CREATE TABLE IF NOT EXISTS code_means(
     repo_id INTEGER NOT NULL, model TEXT NOT NULL, mean BLOB NOT NULL, version INTEGER NOT NULL,
     PRIMARY KEY(repo_id, model));
 """ + CODE_CHANGES + """;
+""" + GRAPH_INPUTS + """;
 CREATE TABLE IF NOT EXISTS vectors(
     model TEXT NOT NULL, embed_hash TEXT NOT NULL, vec BLOB NOT NULL, scale REAL NOT NULL,
     PRIMARY KEY(model, embed_hash)) WITHOUT ROWID;
@@ -192,13 +203,19 @@ def _placeholders(n: int) -> str:
     return ",".join("?" * n)
 
 
+def _parts(values: list, size: int = 500) -> list[list]:
+    """`values` in parts a statement's variables can hold."""
+    return [values[start:start + size] for start in range(0, len(values), size)]
+
+
 def _pack_edges(edges: EdgeColumns) -> tuple:
     """The columns of an edges row (see the schema)."""
     return tuple(lz4.block.compress(column) for column in (
         packed(edges.src_file), packed(edges.src_symbol), packed(edges.dst_file),
         packed(edges.dst_symbol), packed(edges.line),
-        bytes(bytearray(map(int, edges.resolution))),
-        json.dumps([edges.kind, edges.name]).encode()))
+        packed_bytes(edges.resolution),
+        json.dumps([edges.kind, edges.name], separators=(",", ":"), check_circular=False
+                   ).encode()))
 
 
 def _unpack_edges(row: tuple) -> list[StoredEdge]:
@@ -304,6 +321,7 @@ class SQLiteStore(Store):
                 self._create(conn)
             else:
                 conn.execute(CODE_CHANGES)
+                conn.execute(GRAPH_INPUTS)
 
     def _failure(self, exc: sqlite3.DatabaseError, method: str = "") -> FourfoldError:
         """SQLite's error as a clear one, whichever `method` met it: a damaged file says how
@@ -546,6 +564,9 @@ class SQLiteStore(Store):
             for path, stamp in touched:
                 conn.execute("UPDATE files SET size=?, mtime_ns=?, ctime_ns=?, inode=? "
                              "WHERE repo_id=? AND path=?", (*stamp, repo_id, path))
+            file_id = max(conn.execute("SELECT coalesce(max(id), 0) FROM files").fetchone()[0],
+                          int((conn.execute("SELECT value FROM meta WHERE key=?",
+                                            (LAST_FILE_ID,)).fetchone() or (0,))[0]))
             # Ids are given, not read back row by row, so each table takes one executemany
             # per batch (the index lock makes this the only writer).
             symbol_id = conn.execute("SELECT coalesce(max(id), 0) FROM symbols").fetchone()[0]
@@ -586,11 +607,12 @@ class SQLiteStore(Store):
                         chunk_texts.append((chunk_id, document_id, weighted_text(
                             path_tokens, chunk.symbol, body_tokens)))
                     refs.append((document_id, compress_references(rec.references)))
+                file_id += 1
                 conn.execute(
-                    "INSERT INTO files(repo_id, path, document_id, hash, size, mtime_ns, "
-                    "ctime_ns, inode, language, flags) VALUES(?,?,?,?,?,?,?,?,?,?)",
-                    (repo_id, rec.path, document_id, rec.hash, *rec.stamp, rec.language,
-                     rec.flags))
+                    "INSERT INTO files(id, repo_id, path, document_id, hash, size, mtime_ns, "
+                    "ctime_ns, inode, language, flags) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+                    (file_id, repo_id, rec.path, document_id, rec.hash, *rec.stamp,
+                     rec.language, rec.flags))
             conn.executemany(
                 "INSERT INTO symbols(id, document_id, name, name_lower, qualname, "
                 "qualname_lower, kind, start_line, end_line, signature, doc, parent) "
@@ -607,6 +629,7 @@ class SQLiteStore(Store):
                 self._delete_document(conn, document_id)
             conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)",
                          (FILES_VERSION, os.urandom(8).hex()))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (LAST_FILE_ID, str(file_id)))
             if (dropped or chunk_texts) and not self._chunk_index_unsynced:
                 conn.execute("INSERT OR REPLACE INTO meta VALUES('chunk_index', '')")
         if dropped or chunk_texts:
@@ -881,12 +904,19 @@ class SQLiteStore(Store):
     def symbols_of_file(self, file_id: int) -> list[StoredSymbol]:
         return self._symbols_where("f.id=? ORDER BY s.start_line", [file_id], None)
 
-    def graph_symbols(self, repo_id: int) -> list[tuple[int, str, str, str, str, str | None]]:
-        return self._query("SELECT s.id, f.path, s.name, coalesce(s.qualname, s.name), "
-                           "s.kind, s.parent "
-                           "FROM symbols s JOIN files f ON f.document_id=s.document_id "
-                           "WHERE f.repo_id=? "
-                           "ORDER BY s.id", (repo_id,))
+    def graph_symbols(self, repo_id: int, paths: Collection[str] | None = None
+                      ) -> list[tuple[int, str, str, str, str, str | None]]:
+        sql = ("SELECT s.id, f.path, s.name, coalesce(s.qualname, s.name), s.kind, s.parent "
+               "FROM symbols s JOIN files f ON f.document_id=s.document_id WHERE f.repo_id=?")
+        if paths is None:
+            return self._query(sql + " ORDER BY s.id", (repo_id,))
+        return sorted(row for part in _parts(sorted(paths)) for row in self._query(
+            sql + f" AND f.path IN ({_placeholders(len(part))})", (repo_id, *part)))
+
+    def symbol_ids_by_file(self, repo_id: int) -> list[tuple[int, int]]:
+        return self._query("SELECT f.id, s.id FROM files f JOIN symbols s "
+                           "ON s.document_id=f.document_id WHERE f.repo_id=? ORDER BY s.id",
+                           (repo_id,))
 
     def symbol_keys(self, repo_id: int, file_ids: Sequence[int]) -> list[tuple[int, int, str]]:
         # unary +: the files by their ids, not every file of the repository for each part
@@ -905,27 +935,68 @@ class SQLiteStore(Store):
         return out
 
     # -- graph ----------------------------------------------------------------------------
-    def raw_references(self, repo_id: int) -> list[tuple[str, str]]:
-        return [(path, decompress_references(refs)) for path, refs in self._query(
-            "SELECT f.path, r.refs FROM file_refs r JOIN files f "
-            "ON f.document_id=r.document_id WHERE f.repo_id=?", (repo_id,))]
+    def raw_references(self, repo_id: int, paths: Collection[str] | None = None
+                       ) -> list[tuple[str, str]]:
+        sql = ("SELECT f.path, r.refs FROM file_refs r JOIN files f "
+               "ON f.document_id=r.document_id WHERE f.repo_id=?")
+        rows = self._query(sql, (repo_id,)) if paths is None else [
+            row for part in _parts(sorted(paths)) for row in self._query(
+                sql + f" AND f.path IN ({_placeholders(len(part))})", (repo_id, *part))]
+        return [(path, decompress_references(refs)) for path, refs in rows]
 
-    def replace_graph(self, repo_id: int, edges: EdgeColumns,
-                      symbol_rank: dict[int, float], file_rank: dict[int, float]) -> None:
+    def replace_graph(self, repo_id: int, edges: EdgeColumns, symbol_rank: dict[int, float],
+                      file_rank: dict[int, float], inputs: Sequence[GraphInput] = ()) -> None:
         conn = self._conn()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
-            conn.execute("DELETE FROM edges WHERE repo_id=?", (repo_id,))
-            conn.execute("DELETE FROM symbol_rank WHERE repo_id=?", (repo_id,))
-            conn.execute("DELETE FROM file_rank WHERE repo_id=?", (repo_id,))
-            if edges:
-                conn.execute("INSERT INTO edges VALUES(?,?,?,?,?,?,?,?)",
-                             (repo_id, *_pack_edges(edges)))
+            for table in ("edges", "symbol_rank", "file_rank", "graph_inputs"):
+                conn.execute(f"DELETE FROM {table} WHERE repo_id=?", (repo_id,))
+            self._write_edges(conn, repo_id, edges)
             # rows made as they are written: a big repository ranks millions of symbols
             conn.executemany("INSERT INTO symbol_rank VALUES(?,?,?)",
                              ((repo_id, k, v) for k, v in symbol_rank.items()))
             conn.executemany("INSERT INTO file_rank VALUES(?,?,?)",
                              ((k, repo_id, v) for k, v in file_rank.items()))
+            self._write_inputs(conn, repo_id, inputs)
+
+    def patch_graph(self, repo_id: int, patch: GraphPatch) -> None:
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("DELETE FROM edges WHERE repo_id=?", (repo_id,))
+            self._write_edges(conn, repo_id, patch.edges)
+            conn.executemany("UPDATE symbol_rank SET symbol_id=? WHERE repo_id=? AND "
+                             "symbol_id=?", ((new, repo_id, old)
+                                             for old, new in patch.moved_symbols.items()))
+            conn.executemany("UPDATE file_rank SET file_id=? WHERE file_id=?",
+                             ((new, old) for old, new in patch.moved_files.items()))
+            self._write_inputs(conn, repo_id, patch.inputs)
+
+    @staticmethod
+    def _write_edges(conn: sqlite3.Connection, repo_id: int, edges: EdgeColumns) -> None:
+        if edges:
+            conn.execute("INSERT INTO edges VALUES(?,?,?,?,?,?,?,?)",
+                         (repo_id, *_pack_edges(edges)))
+
+    @staticmethod
+    def _write_inputs(conn: sqlite3.Connection, repo_id: int,
+                      inputs: Sequence[GraphInput]) -> None:
+        conn.executemany("INSERT OR REPLACE INTO graph_inputs VALUES(?,?,?,?,?)",
+                         ((repo_id, i.path, i.file_id, i.symbol_ids, i.facts) for i in inputs))
+
+    def graph_inputs(self, repo_id: int) -> list[GraphInput]:
+        return [GraphInput(*row) for row in self._query(
+            "SELECT path, file_id, symbol_ids, facts FROM graph_inputs WHERE repo_id=?",
+            (repo_id,))]
+
+    def edge_columns(self, repo_id: int) -> EdgeColumns:
+        rows = self._query("SELECT src_file, src_symbol, dst_file, dst_symbol, line, "
+                           "resolution, kinds_names FROM edges WHERE repo_id=?", (repo_id,))
+        if not rows:
+            return edge_columns_of([])
+        *ints, resolution, kinds_names = map(lz4.block.decompress, rows[0])
+        kinds, names = json.loads(kinds_names)
+        return edge_columns_of([(kinds, *ints, resolution, names)])
 
     def all_edges(self, repo_id: int | None = None) -> list[StoredEdge]:
         sql = ("SELECT src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds_names "

@@ -808,7 +808,7 @@ def test_edges_from_a_file_the_store_lacks_are_not_written(tmp_path):
         [Symbol("f", "f", "function", 1, 1)], [], "[]", [], [])], [], [])
     edges = [Edge("call", "a.py", "f", None, None, 1, Resolution.NONE, "g"),
              Edge("call", "gone.py", "h", "a.py", "f", 3, Resolution.EXACT, "f")]
-    graph = build_module.ResolvedGraph(IndexedEdges.of(edges), {}, {})
+    graph = build_module.ResolvedGraph(IndexedEdges.of(edges), {}, {}, {})
     assert build_module.store_graph(store, repo, graph) == 1
     [kept] = store.all_edges(repo)
     assert (kept.kind, kept.line, kept.name, kept.dst_file) == ("call", 1, "g", None)

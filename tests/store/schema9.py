@@ -48,9 +48,11 @@ def insert_rows(cur: psycopg.Cursor, rows: dict[str, list[tuple]]) -> None:
 
 
 def later_steps_undone(cur: psycopg.Cursor, coordinator: bool) -> None:
-    """Undo schemas 11 to 14 (codes' versions, edges in parts: one part per repository
-    here, dead entries, the log of code changes) and mark the database as at schema 9."""
+    """Undo schemas 11 to 15 (codes' versions, edges in parts: one part per repository
+    here, dead entries, the log of code changes, graph inputs) and mark the database as at
+    schema 9."""
     cur.execute("DROP TABLE fourfold.dead_entries")
+    cur.execute("DROP TABLE fourfold.graph_inputs")
     if coordinator:
         cur.execute("DROP TABLE fourfold.code_changes")
     edges = "edges_local" if coordinator else "edges"
