@@ -455,6 +455,12 @@ class Store(ABC):
     def files(self, repo_id: int | None = None) -> list[StoredFile]: ...
 
     @abstractmethod
+    def files_after(self, repo_id: int, file_id: int) -> tuple[int, list[StoredFile]]:
+        """How many files the repository holds, and those with an id above `file_id`, read
+        at one moment: a file's id is never given twice, so these are the files written
+        since `file_id` was the highest."""
+
+    @abstractmethod
     def file_by_path(self, path: str, repo_id: int | None = None) -> StoredFile | None: ...
 
     @abstractmethod

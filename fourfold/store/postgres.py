@@ -1455,6 +1455,12 @@ class PostgresStore(Store):
                            "document_id = %(document)s", mine)
         return symbols, spans, refs[0][0] if refs else "[]"
 
+    def files_after(self, repo_id: int, file_id: int) -> tuple[int, list[StoredFile]]:
+        rows = self._query(f"SELECT held.n, {FILE_COLS} FROM (SELECT count(*) AS n FROM files "
+                           "WHERE repo_id = %s) held LEFT JOIN files f ON f.id > %s AND "
+                           "f.repo_id = %s", (repo_id, file_id, repo_id))
+        return rows[0][0], [StoredFile(*row[1:]) for row in rows if row[1] is not None]
+
     def files(self, repo_id: int | None = None) -> list[StoredFile]:
         query = f"SELECT {FILE_COLS} FROM files f"
         if repo_id:

@@ -668,6 +668,14 @@ class SQLiteStore(Store):
         rows = self._query(sql + " WHERE f.repo_id=?", (repo_id,)) if repo_id else self._query(sql)
         return [StoredFile(*row) for row in rows]
 
+    def files_after(self, repo_id: int, file_id: int) -> tuple[int, list[StoredFile]]:
+        # one statement, one moment: a count from before a write and rows from after would
+        # not fit together
+        rows = self._query(f"SELECT held.n, {FILE_COLS} FROM (SELECT count(*) AS n FROM files "
+                           "WHERE repo_id=?) held LEFT JOIN files f ON f.id > ? AND f.repo_id=?",
+                           (repo_id, file_id, repo_id))
+        return rows[0][0], [StoredFile(*row[1:]) for row in rows if row[1] is not None]
+
     def file_by_path(self, path: str, repo_id: int | None = None) -> StoredFile | None:
         sql = f"SELECT {FILE_COLS} FROM files f WHERE f.path=?"
         rows = (self._query(sql + " AND f.repo_id=?", (path, repo_id)) if repo_id
