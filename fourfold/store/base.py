@@ -263,6 +263,56 @@ def packed_ids(ids: Sequence[int]) -> bytes:
     return struct.pack(f">{len(ids)}q", *ids)
 
 
+# A held repository's codes are copied into one array again once the rows taken out of it
+# and the rows added since number more than this share of it: until then a change marks
+# and appends (a copy of the kernel's 47 MB of codes took its first search after a save
+# 120-230 ms, fresh pages being slow to come by on a virtual machine).
+HELD_CODES_REWRITE_SHARE = 1 / 16
+
+
+@dataclass(slots=True)
+class HeldRows:
+    """A repository's codes as a process holds them: `ids` and `codes` (one row each) in
+    chunk id order, those where `dead` is set taken out since, and `more_ids` and
+    `more_codes` added since (in chunk id order)."""
+
+    ids: Any
+    codes: Any
+    dead: Any = None
+    more_ids: Any = None
+    more_codes: Any = None
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.ids, self.codes, self.dead, self.more_ids,
+                                      self.more_codes) if a is not None)
+
+    def nearest(self, code: bytes, limit: int) -> list[int]:
+        """The chunk ids of the `limit` codes nearest `code` by Hamming distance, then by
+        chunk id."""
+        import numpy as np  # a semantic search needs it; a CLI start must not pay for it
+
+        from ..semantic.binary import hamming_distances, hamming_topk
+
+        query = np.frombuffer(code, np.uint8)
+        if self.dead is None and self.more_ids is None:
+            found, _ = hamming_topk(query, self.codes, limit)
+            return self.ids[found].tolist()
+        distances = hamming_distances(query, self.codes).astype(np.int32)
+        if self.dead is not None:
+            distances[self.dead] = np.iinfo(np.int32).max
+        if 0 < limit < len(distances):  # every row as near as the limit-th: ties go by id
+            best = np.flatnonzero(distances <= np.partition(distances, limit - 1)[limit - 1])
+        else:
+            best = np.arange(len(distances) if limit > 0 else 0)
+        best = best[distances[best] < np.iinfo(np.int32).max]
+        ids, distances = self.ids[best], distances[best]
+        if self.more_ids is not None:
+            ids = np.concatenate([ids, self.more_ids])
+            distances = np.concatenate([distances, hamming_distances(query, self.more_codes)])
+        return ids[np.lexsort((ids, distances))[:limit]].tolist()
+
+
 class HeldCodes:
     """Repositories' binary codes held in memory, each under the version its store raises
     with every change of them; past `budget` bytes (None: no bound) the codes used longest
@@ -270,51 +320,52 @@ class HeldCodes:
 
     def __init__(self, budget: int | None = None) -> None:
         self.budget = budget
-        self._held: OrderedDict[tuple[int, str], tuple[int, Any, Any]] = OrderedDict()
+        self._held: OrderedDict[tuple[int, str], tuple[int, HeldRows]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[int, str], version: int) -> tuple[Any, Any] | None:
-        """(chunk ids, codes) held under this version, else None."""
+    def get(self, key: tuple[int, str], version: int) -> HeldRows | None:
+        """The rows held under this version, else None."""
         with self._lock:
             held = self._held.get(key)
             if held is None or held[0] != version:
                 return None
             self._held.move_to_end(key)
-            return held[1], held[2]
+            return held[1]
 
-    def held(self, key: tuple[int, str]) -> tuple[int, Any, Any] | None:
-        """(version, chunk ids, codes) held, whatever their version."""
+    def held(self, key: tuple[int, str]) -> tuple[int, HeldRows] | None:
+        """(version, rows) held, whatever their version."""
         with self._lock:
             return self._held.get(key)
 
-    def put(self, key: tuple[int, str], version: int, ids: Any, codes: Any) -> None:
-        """Hold (chunk ids as int64, codes one row each) as of a version."""
+    def put(self, key: tuple[int, str], version: int, rows: HeldRows) -> None:
+        """Hold a repository's rows as of a version."""
         with self._lock:
-            self._held[key] = (version, ids, codes)
+            self._held[key] = (version, rows)
             while self.budget is not None and sum(
-                    i.nbytes + c.nbytes for _, i, c in self._held.values()) > self.budget:
+                    r.nbytes for _, r in self._held.values()) > self.budget:
                 self._held.popitem(last=False)
 
     def current(self, key: tuple[int, str], version: int, width: int,
                 changes_since: Callable[[int], list[tuple[int, bytes, bytes]]],
                 read_codes: Callable[[list[int]], list[tuple[int, bytes]]],
-                read_all: Callable[[], tuple[Any, Any] | None]) -> tuple[Any, Any] | None:
-        """(chunk ids, codes) as of `version`: held, else the held ones brought up to it by
-        the store's log (update), else read whole (`read_all()`: in chunk id order, or None
-        when there are none of `width` bytes) and held."""
+                read_all: Callable[[], tuple[Any, Any] | None]) -> HeldRows | None:
+        """The rows as of `version`: held, else the held ones brought up to it by the
+        store's log (update), else read whole (`read_all()`: chunk ids and codes in chunk
+        id order, or None when there are none of `width` bytes) and held."""
         found = self.get(key, version) or self.update(key, version, width, changes_since,
                                                       read_codes)
         if found is None:
-            found = read_all()
-            if found is not None:
-                self.put(key, version, *found)
+            whole = read_all()
+            if whole is not None:
+                found = HeldRows(*whole)
+                self.put(key, version, found)
         return found
 
     def update(self, key: tuple[int, str], version: int, width: int,
                changes_since: Callable[[int], list[tuple[int, bytes, bytes]]],
                read_codes: Callable[[list[int]], list[tuple[int, bytes]]]
-               ) -> tuple[Any, Any] | None:
-        """The codes held of an older version brought to `version` by the changes its store
+               ) -> HeldRows | None:
+        """The rows held of an older version brought to `version` by the changes its store
         logged since (`changes_since(held version)`: each later version's chunk ids taken
         away and added, packed as big-endian int64), the added ones read anew
         (`read_codes(ids)`: (id, code) pairs); None when none are held, or the log does
@@ -324,7 +375,7 @@ class HeldCodes:
         held = self.held(key)
         if held is None or held[0] > version:
             return None
-        since, ids, codes = held
+        since, rows = held
         changes = changes_since(since)
         if [row[0] for row in changes] != list(range(since + 1, version + 1)):
             return None
@@ -338,34 +389,31 @@ class HeldCodes:
         fetched = sorted(read_codes(sorted(added))) if added else []
         if any(len(code) != width for _, code in fetched):
             return None
-        keep = ~np.isin(ids, np.fromiter(removed | added, np.int64, len(removed | added)))
-        new_ids = np.array([i for i, _ in fetched], np.int64)
-        new_codes = np.frombuffer(b"".join(bytes(code) for _, code in fetched),
-                                  np.uint8).reshape(len(fetched), width)
-        # the rows between those taken out, copied as runs (a gather of every row of the
-        # kernel's 47 MB of codes took 80 ms a copy, three copies 250 ms)
-        gone = np.flatnonzero(~keep).tolist()
-        runs = [slice(start, end) for start, end in zip([0] + [g + 1 for g in gone],
-                                                        gone + [len(ids)]) if end > start]
-        out_ids = np.concatenate([ids[run] for run in runs] + [new_ids])
-        out_codes = np.concatenate([codes[run] for run in runs] + [new_codes])
-        kept = len(out_ids) - len(new_ids)
-        if kept and len(new_ids) and new_ids[0] < out_ids[kept - 1]:  # not all newer ids
-            order = np.argsort(out_ids, kind="stable")
-            out_ids, out_codes = out_ids[order], out_codes[order]
-        self.put(key, version, out_ids, out_codes)
-        return out_ids, out_codes
-
-    @staticmethod
-    def nearest(ids: Any, codes: Any, code: bytes, limit: int) -> list[int]:
-        """The chunk ids of the `limit` codes nearest `code` by Hamming distance, then by
-        chunk id (ids in chunk id order)."""
-        import numpy as np  # a semantic search needs it; a CLI start must not pay for it
-
-        from ..semantic.binary import hamming_topk
-
-        found, _ = hamming_topk(np.frombuffer(code, np.uint8), codes, limit)
-        return ids[found].tolist()
+        changed = np.fromiter(removed | added, np.int64, len(removed | added))
+        dead = np.isin(rows.ids, changed)
+        if rows.dead is not None:
+            dead |= rows.dead
+        more_ids = np.array([i for i, _ in fetched], np.int64)
+        more_codes = np.frombuffer(b"".join(bytes(code) for _, code in fetched),
+                                   np.uint8).reshape(len(fetched), width)
+        if rows.more_ids is not None:  # the rows added before, less those changed again
+            kept = ~np.isin(rows.more_ids, changed)
+            more_ids = np.concatenate([rows.more_ids[kept], more_ids])
+            more_codes = np.concatenate([rows.more_codes[kept], more_codes])
+            order = np.argsort(more_ids, kind="stable")
+            more_ids, more_codes = more_ids[order], more_codes[order]
+        if int(dead.sum()) + len(more_ids) > len(rows.ids) * HELD_CODES_REWRITE_SHARE:
+            alive = ~dead
+            ids = np.concatenate([rows.ids[alive], more_ids])
+            codes = np.concatenate([rows.codes[alive], more_codes])
+            order = np.argsort(ids, kind="stable")
+            later = HeldRows(ids[order], codes[order])
+        else:
+            later = HeldRows(rows.ids, rows.codes, dead if dead.any() else None,
+                             more_ids if len(more_ids) else None,
+                             more_codes if len(more_ids) else None)
+        self.put(key, version, later)
+        return later
 
 
 class Store(ABC):

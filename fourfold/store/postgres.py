@@ -33,8 +33,9 @@ from ..model import Symbol
 from ..tokens import identifier_tokens, token_text
 from . import postgres_postings as postings
 from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileRecord,
-                   FileStamp, FileState, GraphInput, GraphPatch, HeldCodes, RepoInfo, RequiredText, Store, StoredChunk,
-                   StoredEdge, StoredFile, StoredSymbol, TokenRecord, packed_ids)
+                   FileStamp, FileState, GraphInput, GraphPatch, HeldCodes, HeldRows,
+                   RepoInfo, RequiredText, Store, StoredChunk, StoredEdge, StoredFile,
+                   StoredSymbol, TokenRecord, packed_ids)
 from .postgres_postings import HeldPostings
 from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, clear_errors, edge_columns_of,
                          packed, packed_bytes, unpacked)
@@ -1943,13 +1944,12 @@ class PostgresStore(Store):
                 "SELECT chunk_id FROM chunk_codes WHERE repo_id = %s AND model = %s "
                 "ORDER BY bit_count(code # %s::bit varying), chunk_id LIMIT %s",
                 (repo_id, model, _bits(code), limit))]
-        return HeldCodes.nearest(*held, code, limit)
+        return held.nearest(code, limit)
 
-    def _held_codes(self, repo_id: int, model: str, width: int
-                    ) -> tuple[np.ndarray, np.ndarray] | None:
-        """(chunk ids, codes of `width` bytes) of a repository, in chunk id order, kept in
-        memory while their version is the stored one; None when it has none, or when they
-        would take more than this process's budget for them."""
+    def _held_codes(self, repo_id: int, model: str, width: int) -> HeldRows | None:
+        """A repository's codes of `width` bytes, kept in memory while their version is the
+        stored one; None when it has none, or when they would take more than this
+        process's budget for them."""
         key = (repo_id, model)
         rows = self._query("SELECT m.version, t.chunks FROM code_means m LEFT JOIN "
                            "repository_totals t ON t.repo_id = m.repo_id WHERE "

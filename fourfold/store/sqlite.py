@@ -1153,7 +1153,7 @@ class SQLiteStore(Store):
         held = self._codes.current(
             key, version[0][0], len(code), partial(self._code_changes, key, version[0][0]),
             partial(self._codes_of, key), partial(self._all_codes, key, len(code)))
-        return HeldCodes.nearest(*held, code, limit)
+        return held.nearest(code, limit)
 
     def _all_codes(self, key: tuple[int, str], width: int) -> tuple:
         """Every code of a repository and model, in chunk id order."""

@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from fourfold.errors import FourfoldError
+from fourfold.store import base
 from fourfold.model import Chunk, Reference, Symbol
 from fourfold.store.base import (EdgeColumns, FileStamp, FileState, RepoInfo, Resolution,
                                  StoredChunk, StoredEdge, StoredFile, StoredSymbol, TokenRecord,
@@ -456,11 +457,14 @@ def test_access_tokens_are_kept_by_hash_and_revoked_by_name(store):
     assert store.token_by_hash("h1").revoked_at == 30.0
 
 
+@pytest.mark.parametrize("rewrite_share", [0, float("inf")])
 def test_codes_held_by_a_searcher_follow_another_process_s_changes_from_their_log(
-        open_store, monkeypatch):
+        open_store, monkeypatch, rewrite_share):
     """A searcher holding a repository's codes reads, after another process added,
     replaced or deleted some, only those (the log of code changes), and answers as a
-    searcher reading them all; codes made anew are read all again."""
+    searcher reading them all, whether it copies its rows into one array again at once
+    (share 0) or marks and appends (inf); codes made anew are read all again."""
+    monkeypatch.setattr(base, "HELD_CODES_REWRITE_SHARE", rewrite_share)
     writer, searcher = open_store(), open_store()
     repo = writer.ensure_repo("/src/proj", "proj")
     writer.write_batch(repo, corpus_records(), [], [])
@@ -479,8 +483,12 @@ def test_codes_held_by_a_searcher_follow_another_process_s_changes_from_their_lo
     writer.add_codes(repo, "m", [ids[2], ids[3]], [b"\x00\x00", b"\xff\xff"])
     writer.add_codes(repo, "m", [ids[3]], [b"\x0f\x0f"])
     assert answers(searcher) == answers(open_store()) and updates[-1] is not None
+    assert (updates[-1].dead is not None) == (rewrite_share > 0)
+    writer.add_codes(repo, "m", [ids[3], ids[4]], [b"\xf0\xf0", b"\x0f\x0f"])  # again
+    assert answers(searcher) == answers(open_store()) and updates[-1] is not None
     writer.write_batch(repo, [], [sorted(CORPUS)[0]], [])  # its chunks' codes go
     assert answers(searcher) == answers(open_store()) and updates[-1] is not None
+    assert (updates[-1].more_ids is not None) == (rewrite_share > 0)
     writer.put_codes(repo, "m", b"other", [(ids[-1], b"\x01\x01")])
     assert answers(searcher) == answers(open_store()) == [[ids[-1]]] * len(questions)
     assert updates[-1] is None
