@@ -10,9 +10,7 @@ the graph (`store_graph`): the child's memory goes back to the system when it en
 from __future__ import annotations
 
 import ctypes
-import json
 import sys
-import zlib
 from collections.abc import Collection, Container
 from dataclasses import dataclass, field
 
@@ -22,9 +20,9 @@ from ..model import Symbol
 from ..store.base import (EdgeColumns, GraphInput, Resolution, Store, compress_references,
                           decode_references, decompress_references)
 from .centrality import EdgeBuilder, IndexedEdges, rank_indexed
-from .facts import USE_KINDS, Definition, FileFacts
+from .facts import USE_KINDS, FileFacts
 from .forked import Forked
-from .inputs import encode_input
+from .inputs import decode_symbols, encode_input, encode_symbols
 from .resolve import resolve_into
 
 EXTRA_FILES = ("go.mod",)  # read by import resolution (Go module path)
@@ -65,28 +63,6 @@ class GraphFacts:
             self.extra[path] = text
 
 
-def encode_symbols(symbols: list[Symbol]) -> bytes:
-    """The fields resolution reads of a file's symbols (name, qualified name, kind,
-    parent), compressed."""
-    rows = [(s.name, None if s.qualname == s.name else s.qualname, s.kind, s.parent)
-            for s in symbols]
-    return zlib.compress(json.dumps(rows, separators=(",", ":")).encode("ascii"), 1)
-
-
-def decode_symbols(blob: bytes, same: dict[str, str] | None = None) -> list[Definition]:
-    """encode_symbols' symbols. One string object where a name recurs (a qualified name
-    equal to the name, a parent named again by each member, kinds; across the files
-    decoded with the same `same`): a big repository's symbols are held at once."""
-    same = {} if same is None else same
-    symbols = []
-    for name, qualname, kind, parent in json.loads(zlib.decompress(blob)):
-        name = same.setdefault(name, name)
-        qualname = name if qualname is None else same.setdefault(qualname, qualname)
-        symbols.append(Definition(name, qualname, sys.intern(kind),
-                                  None if parent is None else same.setdefault(parent, parent)))
-    return symbols
-
-
 def is_extra_file(path: str) -> bool:
     return path.rsplit("/", 1)[-1] in EXTRA_FILES
 
@@ -121,9 +97,8 @@ def resolve_and_rank(facts: GraphFacts, parallel: bool = True) -> ResolvedGraph:
         language, symbols, encoded = facts.files.pop(path)
         references = decode_references(decompress_references(encoded))
         others = [r for r in references if r.kind not in USE_KINDS]
-        definitions = decode_symbols(symbols, names)
-        inputs[path] = encode_input(language, definitions, others, facts.extra.get(path))
-        files[path] = FileFacts(language, definitions, others, encoded,
+        inputs[path] = encode_input(language, symbols, others, facts.extra.get(path))
+        files[path] = FileFacts(language, decode_symbols(symbols, names), others, encoded,
                                 len(references) - len(others))
     del names
     builder = EdgeBuilder(files)
@@ -206,9 +181,10 @@ def store_graph(store: Store, repo_id: int, graph: ResolvedGraph) -> int:
 def stored_inputs(store: Store, repo_id: int, inputs: dict[str, bytes]) -> list[GraphInput]:
     """The GraphInputs of a graph's `inputs` (path -> encode_input), with the ids the
     store's files and symbols have now."""
-    pairs = np.array(store.symbol_ids_by_file(repo_id), np.int64).reshape(-1, 2)
-    order = np.argsort(pairs[:, 0], kind="stable")  # by file, each file's ids in their order
-    by_file, ids = pairs[order, 0], pairs[order, 1].astype(">i8")  # as packed_ids packs
+    file_ids, symbol_ids = map(np.frombuffer, store.symbol_ids_by_file(repo_id),
+                               (np.int64, np.int64))
+    order = np.argsort(file_ids, kind="stable")  # by file, each file's ids in their order
+    by_file, ids = file_ids[order], symbol_ids[order].astype(">i8")  # as packed_ids packs
     files, starts = np.unique(by_file, return_index=True)
     ranges = dict(zip(files.tolist(), zip(starts.tolist(), [*starts[1:].tolist(), len(ids)])))
     out = []

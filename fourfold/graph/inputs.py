@@ -1,5 +1,6 @@
-"""What a stored graph read of each file, kept beside it (Store.graph_inputs): the file's
-facts less its calls and type uses. Those facts alone decide where any name leads (its
+"""What resolution reads of a file, encoded: its symbols (held compressed through an
+indexing run, see build.GraphFacts) and, kept beside a stored graph (Store.graph_inputs),
+its facts less its calls and type uses. Those facts alone decide where any name leads (its
 symbols, imports, bases and the types its bindings give), so a file whose facts are the
 same as the graph read them may change its calls and type uses without changing a single
 edge of another file: the graph is then patched (fourfold.graph.patch).
@@ -10,39 +11,67 @@ and an edit above a binding moves them all.
 from __future__ import annotations
 
 import json
+import struct
+import sys
 import zlib
 from collections.abc import Iterable
 
-from ..model import Reference
+from ..model import Reference, Symbol
 from .facts import Definition, FileFacts
 
+_LENGTH = struct.Struct(">I")  # an input's first part: the length of its symbols' bytes
 
-def encode_input(language: str, symbols: Iterable[Definition], others: Iterable[Reference],
-                 extra_text: str | None) -> bytes:
-    """A file's facts less calls and type uses (`others`: its other references), with the
-    text of a file imports are resolved by (go.mod); compressed."""
-    rows = [language,
-            [(s.name, None if s.qualname == s.name else s.qualname, s.kind, s.parent)
-             for s in symbols],
-            [(r.kind, r.name, r.source) for r in others],
-            extra_text]
+
+def encode_symbols(symbols: list[Symbol]) -> bytes:
+    """The fields resolution reads of a file's symbols (name, qualified name, kind,
+    parent), compressed."""
+    rows = [(s.name, None if s.qualname == s.name else s.qualname, s.kind, s.parent)
+            for s in symbols]
     return zlib.compress(json.dumps(rows, separators=(",", ":")).encode("ascii"), 1)
+
+
+def decode_symbols(blob: bytes, same: dict[str, str] | None = None) -> list[Definition]:
+    """encode_symbols' symbols. One string object where a name recurs (a qualified name
+    equal to the name, a parent named again by each member, kinds; across the files
+    decoded with the same `same`): a big repository's symbols are held at once."""
+    same = {} if same is None else same
+    symbols = []
+    for name, qualname, kind, parent in json.loads(zlib.decompress(blob)):
+        name = same.setdefault(name, name)
+        qualname = name if qualname is None else same.setdefault(qualname, qualname)
+        symbols.append(Definition(name, qualname, sys.intern(kind),
+                                  None if parent is None else same.setdefault(parent, parent)))
+    return symbols
+
+
+def encode_input(language: str, symbols: bytes, others: Iterable[Reference],
+                 extra_text: str | None) -> bytes:
+    """A file's facts less calls and type uses: its symbols as encode_symbols gave them,
+    then its other references (without lines), language and the text of a file imports
+    are resolved by (go.mod), compressed."""
+    rest = [language, [(r.kind, r.name, r.source) for r in others], extra_text]
+    return (_LENGTH.pack(len(symbols)) + symbols
+            + zlib.compress(json.dumps(rest, separators=(",", ":")).encode("ascii"), 1))
+
+
+def _parts(blob: bytes) -> tuple[bytes, bytes]:
+    (length,) = _LENGTH.unpack_from(blob)
+    end = _LENGTH.size + length
+    return blob[_LENGTH.size:end], blob[end:]
 
 
 def same_input(a: bytes, b: bytes) -> bool:
     """Whether two encoded inputs hold the same facts (compressed by any zlib)."""
-    return zlib.decompress(a) == zlib.decompress(b)
+    return all(zlib.decompress(x) == zlib.decompress(y) for x, y in zip(_parts(a), _parts(b)))
 
 
 def decode_input(blob: bytes, same: dict[str, str]) -> tuple[FileFacts, str | None]:
     """encode_input's facts (references at line 0) and text; one string object per name
     across the files decoded with the same `same`, as a big repository's are held at once."""
-    language, symbols, others, extra_text = json.loads(zlib.decompress(blob))
+    symbols, rest = _parts(blob)
+    language, others, extra_text = json.loads(zlib.decompress(rest))
     put = same.setdefault
-    facts = FileFacts(put(language, language), [
-        Definition(put(name, name), put(name, name) if qualname is None else put(qualname, qualname),
-                   put(kind, kind), None if parent is None else put(parent, parent))
-        for name, qualname, kind, parent in symbols], [
-        Reference(put(kind, kind), put(name, name), 0, None if source is None else put(source, source))
-        for kind, name, source in others])
-    return facts, extra_text
+    return FileFacts(put(language, language), decode_symbols(symbols, same), [
+        Reference(put(kind, kind), put(name, name), 0,
+                  None if source is None else put(source, source))
+        for kind, name, source in others]), extra_text

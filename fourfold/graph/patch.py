@@ -11,15 +11,17 @@ their ranks under their new ids, and ranks are made anew by the next whole resol
 """
 from __future__ import annotations
 
+import struct
+import zlib
 from itertools import compress
 
 import numpy as np
 
 from ..store.base import EdgeColumns, GraphInput, GraphPatch, Resolution, Store
 from ..store.base import decode_references, decompress_references
-from .build import SYMBOL_FILES, decode_symbols, rebuild_graph, stored_facts
+from .build import SYMBOL_FILES, GraphFacts, rebuild_graph, stored_facts
 from .facts import USE_KINDS, Edge, FileFacts
-from .inputs import decode_input, encode_input, same_input
+from .inputs import decode_input, decode_symbols, encode_input, same_input
 from .resolve import resolve_into
 
 
@@ -41,29 +43,14 @@ def patch_graph(store: Store, repo_id: int) -> bool:
     changed = sorted(p for p, file_id in files.items() if file_id != inputs[p].file_id)
     if not changed:
         return True
-    now = stored_facts(store, repo_id, paths=changed)
-    facts: dict[str, FileFacts] = {}
-    extra: dict[str, str] = {}
-    new_inputs: dict[str, bytes] = {}
-    same: dict[str, str] = {}
-    for path in sorted(files):  # in a whole resolution's order
-        if path in now.files:
-            language, symbols, encoded = now.files[path]
-            references = decode_references(decompress_references(encoded))
-            definitions = decode_symbols(symbols, same)
-            text = now.extra.get(path)
-            new_inputs[path] = encode_input(language, definitions, (
-                r for r in references if r.kind not in USE_KINDS), text)
-            if not same_input(new_inputs[path], inputs[path].facts):
-                return False
-            facts[path] = FileFacts(language, definitions, references)
-        else:
-            facts[path], text = decode_input(inputs[path].facts, same)
-        if text is not None:
-            extra[path] = text
+    read = _facts_unless_changed(inputs, sorted(files), stored_facts(store, repo_id,
+                                                                      paths=changed))
+    if read is None:
+        return False
+    facts, extra, new_inputs = read
     edges: list[Edge] = []
     resolve_into(edges.append, facts, extra or None, parallel=False, only=set(changed))
-    del facts, same
+    del facts, read
 
     # the new symbol ids of the changed files, in their order, stand for the old ones
     # (their symbols are the same, in the same order) and every id the new edges name
@@ -106,6 +93,36 @@ def patch_graph(store: Store, repo_id: int) -> bool:
         GraphInput(p, files[p], np.array(now_ids[files[p]], ">i8").tobytes(), new_inputs[p])
         for p in changed]))
     return True
+
+
+def _facts_unless_changed(inputs: dict[str, GraphInput], paths: list[str], now: GraphFacts
+                          ) -> tuple[dict[str, FileFacts], dict[str, str], dict[str, bytes]] | None:
+    """Every file's facts, in a whole resolution's order: those in `now` as the store holds
+    them, the others as the graph read them; with the extra files' texts and the inputs of
+    the files in `now`. None where one of those changed more than its calls and type uses,
+    or where a stored input does not decode (damaged, or of another format)."""
+    facts: dict[str, FileFacts] = {}
+    extra: dict[str, str] = {}
+    new_inputs: dict[str, bytes] = {}
+    same: dict[str, str] = {}
+    try:
+        for path in paths:
+            if path in now.files:
+                language, symbols, encoded = now.files[path]
+                references = decode_references(decompress_references(encoded))
+                text = now.extra.get(path)
+                new_inputs[path] = encode_input(language, symbols, (
+                    r for r in references if r.kind not in USE_KINDS), text)
+                if not same_input(new_inputs[path], inputs[path].facts):
+                    return None
+                facts[path] = FileFacts(language, decode_symbols(symbols, same), references)
+            else:
+                facts[path], text = decode_input(inputs[path].facts, same)
+            if text is not None:
+                extra[path] = text
+    except (zlib.error, struct.error, ValueError, TypeError):
+        return None
+    return facts, extra, new_inputs
 
 
 def _ints(values) -> np.ndarray:

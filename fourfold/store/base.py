@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import struct
+from array import array
 import threading
 import zlib
 from abc import ABC, abstractmethod
@@ -577,8 +578,9 @@ class Store(ABC):
         without signatures and docs."""
 
     @abstractmethod
-    def symbol_ids_by_file(self, repo_id: int) -> list[tuple[int, int]]:
-        """(file id, symbol id) of every symbol of a repository, by symbol id."""
+    def symbol_ids_by_file(self, repo_id: int) -> tuple[array, array]:
+        """The file id and the symbol id of every symbol of a repository, by symbol id, as
+        two int64 arrays (the kernel's 3.3 million pairs as tuples took 300 MB)."""
 
     @abstractmethod
     def symbol_keys(self, repo_id: int, file_ids: Sequence[int]) -> list[tuple[int, int, str]]:

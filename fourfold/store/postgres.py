@@ -17,6 +17,7 @@ import re
 import threading
 import time
 import unicodedata
+from array import array
 from collections import Counter
 from contextlib import contextmanager
 from functools import lru_cache
@@ -38,7 +39,7 @@ from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileReco
                    StoredSymbol, TokenRecord, packed_ids)
 from .postgres_postings import HeldPostings
 from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, clear_errors, edge_columns_of,
-                         packed, packed_bytes, unpacked)
+                         packed, packed_bytes, two_columns, unpacked)
 
 SCHEMA = "fourfold"
 
@@ -1701,10 +1702,11 @@ class PostgresStore(Store):
                            f"WHERE s.repo_id = %s AND f.repo_id = %s{of_paths} ORDER BY s.id",
                            (self._home(repo_id), repo_id, *params))
 
-    def symbol_ids_by_file(self, repo_id: int) -> list[tuple[int, int]]:
-        return self._query("SELECT f.id, s.id FROM files f JOIN symbols s "
-                           "ON s.document_id = f.document_id WHERE s.repo_id = %s AND "
-                           "f.repo_id = %s ORDER BY s.id", (self._home(repo_id), repo_id))
+    def symbol_ids_by_file(self, repo_id: int) -> tuple[array, array]:
+        return two_columns(self._conn().execute(
+            "SELECT f.id, s.id FROM files f JOIN symbols s ON s.document_id = f.document_id "
+            "WHERE s.repo_id = %s AND f.repo_id = %s ORDER BY s.id",
+            (self._home(repo_id), repo_id)))
 
     def symbol_keys(self, repo_id: int, file_ids: Sequence[int]) -> list[tuple[int, int, str]]:
         return self._query("SELECT s.id, f.id, s.qualname "

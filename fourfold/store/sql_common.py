@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 from array import array
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from ..errors import QueryError
 from .base import EdgeColumns
@@ -52,6 +52,16 @@ def edge_columns_of(rows: list[tuple]) -> EdgeColumns:
     return EdgeColumns([k for row in rows for k in row[0]], ints(1), ints(2), ints(3), ints(4),
                        ints(5), [n for row in rows for n in row[7]],
                        np.frombuffer(b"".join(row[6] for row in rows), np.int8))
+
+
+def two_columns(rows: Iterable[tuple[int, int]]) -> tuple[array, array]:
+    """Two integer columns of rows as they come, as int64 arrays: millions of rows need
+    not be held as tuples first."""
+    first, second = array("q"), array("q")
+    for a, b in rows:
+        first.append(a)
+        second.append(b)
+    return first, second
 
 
 def unpacked(blob: bytes) -> array:

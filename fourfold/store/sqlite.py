@@ -15,6 +15,7 @@ import os
 import sqlite3
 import threading
 import time
+from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -33,7 +34,7 @@ from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileSt
 from .chunk_index import FOLDER_NAME as CHUNK_INDEX_FOLDER, ChunkIndex, weighted_text
 from .index_dir import IndexLock
 from .sql_common import (CHUNK_COLS, FILE_COLS, clear_errors, edge_columns_of, packed,
-                         packed_bytes, symbol_columns, unpacked)
+                         packed_bytes, symbol_columns, two_columns, unpacked)
 
 SCHEMA_VERSION = 14  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
@@ -921,10 +922,10 @@ class SQLiteStore(Store):
         return sorted(row for part in _parts(sorted(paths)) for row in self._query(
             sql + f" AND f.path IN ({_placeholders(len(part))})", (repo_id, *part)))
 
-    def symbol_ids_by_file(self, repo_id: int) -> list[tuple[int, int]]:
-        return self._query("SELECT f.id, s.id FROM files f JOIN symbols s "
-                           "ON s.document_id=f.document_id WHERE f.repo_id=? ORDER BY s.id",
-                           (repo_id,))
+    def symbol_ids_by_file(self, repo_id: int) -> tuple[array, array]:
+        return two_columns(self._conn().execute(
+            "SELECT f.id, s.id FROM files f JOIN symbols s ON s.document_id=f.document_id "
+            "WHERE f.repo_id=? ORDER BY s.id", (repo_id,)))
 
     def symbol_keys(self, repo_id: int, file_ids: Sequence[int]) -> list[tuple[int, int, str]]:
         # unary +: the files by their ids, not every file of the repository for each part

@@ -14,6 +14,7 @@ from fourfold.discovery.languages import detect_language
 from fourfold.graph import Edge, FileFacts, impact, pagerank, parse_import, resolve_graph
 from fourfold.graph import build as build_module
 from fourfold.graph import calls as calls_module
+from fourfold.graph.inputs import decode_symbols
 from fourfold.graph.imports import DECLARATION, DEFAULT, MODULE, NAMED, NAMESPACE, WILDCARD
 from fourfold.graph.centrality import IndexedEdges
 from fourfold.model import Symbol
@@ -619,7 +620,7 @@ def test_uses_decoded_file_by_file_give_the_same_edges(tmp_path, monkeypatch, he
             continue
         parsed = parse_file(path.read_bytes(), language)
         facts.add(rel, language, parsed.symbols, encode_references(parsed.references))
-    decoded = {path: FileFacts(language, build_module.decode_symbols(symbols),
+    decoded = {path: FileFacts(language, decode_symbols(symbols),
                                decode_references(decompress_references(refs)))
                for path, (language, symbols, refs) in sorted(facts.files.items())}
     expected = IndexedEdges.of(resolve_graph(decoded, extra_files=facts.extra, parallel=False),
@@ -831,7 +832,7 @@ def test_graph_facts_hold_one_string_per_recurring_name():
               Symbol('na\u00efve "\ud800"', 'm.na\u00efve "\ud800"', "function", 6, 7)]
     facts = build_module.GraphFacts()
     facts.add("a.py", "python", parsed, "[]")
-    symbols = build_module.decode_symbols(facts.files["a.py"][1])
+    symbols = decode_symbols(facts.files["a.py"][1])
     assert [(s.name, s.qualname, s.kind, s.parent) for s in symbols] == [
         (s.name, s.qualname, s.kind, s.parent) for s in parsed]
     assert symbols[0].qualname is symbols[0].name is symbols[1].parent is symbols[2].parent

@@ -133,3 +133,20 @@ def test_a_file_id_is_never_given_again(make_tree):
     (root / "z.py").write_text("def z():\n    return 2\n")
     ff.index(embed=False)
     assert max(f.file_id for f in ff.store.files(ff.repo_id())) > highest
+
+
+def test_a_damaged_input_resolves_the_graph_whole(make_tree):
+    root = make_tree({"a.py": "def a():\n    return 1\n",
+                      "b.py": "from a import a\n\ndef b():\n    return a()\n"})
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    conn = ff.store._conn()
+    with conn:
+        conn.execute("UPDATE graph_inputs SET facts = x'00000001ff' WHERE path = 'a.py'")
+    (root / "b.py").write_text("from a import a\n\ndef b():\n    # moved\n    return a()\n")
+    ff.index(embed=False, changed=[str(root / "b.py")], graph_later=True)
+    assert not patch_graph(ff.store, ff.repo_id())
+    assert ff.catch_up() and not ff.behind()["graph"]
+    assert patch_graph(ff.store, ff.repo_id())  # the whole resolution wrote them anew
+    assert [e[:6] for e in _graph(ff)[0] if e[0] == "call"] == [
+        ("call", "b.py", ("b.py", "b"), "a.py", ("a.py", "a"), 5)]
