@@ -1,10 +1,10 @@
 """Bring a stored graph up to date with the files by resolving only the changed files'
 edges, where that gives the graph a whole resolution would (see fourfold.graph.inputs):
 no file was added or taken away, and each changed file's facts less its calls and type
-uses are those the graph read. The kernel's graph took about 130 s of CPU to resolve again
-after a one-line edit; a patch reads what the graph read of each file instead of the
-store's 3.3 million symbols and 6.1 million references, resolves one file's calls and
-rewrites the edges.
+uses are those the graph read. A big repository's whole graph takes minutes to resolve
+again after a one-line edit; a patch reads what the graph read of each file instead of
+every symbol and reference the store holds, resolves the changed files' calls and rewrites
+the edges.
 
 Centrality is carried over, not ranked again: the changed files' files and symbols keep
 their ranks under their new ids, and ranks are made anew by the next whole resolution.

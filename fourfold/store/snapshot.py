@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable
 from functools import cached_property
+from operator import attrgetter
 
 from ..discovery.flags import PROSE, PROSE_LANGUAGES, TEST
 from ..tokens import MODULE_INDEX_STEMS, module_stem, name_words, normalise_name
@@ -33,7 +34,7 @@ class IndexSnapshot:
         """The files by path (one repository's; every repository's by the store's order):
         a snapshot made from the one before it keeps this order."""
         files = self.store.files(self.repo_id)
-        return files if self.repo_id is None else sorted(files, key=_path)
+        return files if self.repo_id is None else sorted(files, key=attrgetter("path"))
 
     @cached_property
     def _last_file_id(self) -> int:
@@ -43,9 +44,9 @@ class IndexSnapshot:
         """The snapshot of a later generation of the same repository made from this one,
         where files were only written again (edited, not added or taken away, as a
         watcher's save); None otherwise. What depends on paths alone is shared, what holds
-        the files is copied with the new ones, the rest is read again when asked for: the
-        kernel's 78,000 file rows and what is made of them took a search after every
-        save 0.15-0.25 s."""
+        the files is copied with the new ones, the rest is read again when asked for: a big
+        repository's file rows, and what is made of them, cost the first search after
+        every save more than the search itself."""
         if self.repo_id is None or "_all_files" not in self.__dict__:
             return None
         held, written = self.store.files_after(self.repo_id, self._last_file_id)
@@ -199,10 +200,6 @@ class IndexSnapshot:
         return self._symbol_kinds.get((path, symbol))
 
 
-def _path(f: StoredFile) -> str:
-    return f.path
-
-
 def _flags(files: Iterable[StoredFile]) -> dict[str, int]:
     return {f.path: f.flags | (PROSE if not f.language or f.language in PROSE_LANGUAGES else 0)
             for f in files}
@@ -224,7 +221,7 @@ class Snapshots:
         with self._lock:
             earlier = self._current
             if earlier is None or earlier.generation != generation or earlier.repo_id != repo_id:
-                self._current = (earlier.following(generation) if earlier is not None
-                                 and earlier.repo_id == repo_id else None) \
-                    or IndexSnapshot(self.store, generation, repo_id, earlier)
+                later = (earlier.following(generation)
+                         if earlier is not None and earlier.repo_id == repo_id else None)
+                self._current = later or IndexSnapshot(self.store, generation, repo_id, earlier)
             return self._current
