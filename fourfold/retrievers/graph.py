@@ -20,7 +20,7 @@ from ..errors import QueryError
 from ..model import Hit
 from ..query.model import Query
 from ..store.base import (Resolution, Store, StoredEdge, StoredSymbol, graph_behind_setting,
-                          unfinished_note)
+                          graph_version_setting, unfinished_note)
 from .structural import StructuralRetriever
 
 Node = tuple[str, int]  # ("s", symbol_id) or ("f", file_id) for module-level code
@@ -102,7 +102,11 @@ class GraphRetriever:
 
     # -- loading ----------------------------------------------------------------------
     def graph(self) -> LoadedGraph:
-        generation = (self.store.generation(), self.scope())
+        """The repository's graph as last written: read again only when it is written
+        again (files saved meanwhile leave it as it was, see behind())."""
+        repo_id = self.scope()
+        generation = (self.store.generation() if repo_id is None else
+                      self.store.setting(graph_version_setting(repo_id), 0), repo_id)
         with self._lock:
             if self._graph is None or self._graph.generation != generation:
                 self._graph = self._load(generation)

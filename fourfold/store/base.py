@@ -238,6 +238,13 @@ def graph_behind_setting(repo_id: int) -> str:
     return f"graph_behind:{repo_id}"
 
 
+def graph_version_setting(repo_id: int) -> str:
+    """The setting a store raises with every write of a repository's graph (replace_graph,
+    patch_graph): a process holding the graph reads it again then, not after every save
+    (reading the kernel's took 20-30 s)."""
+    return f"graph_version:{repo_id}"
+
+
 def unfinished_setting(repo_id: int) -> str:
     """The setting that holds how many files the repository's first complete index will
     hold, while that index is written (0 once complete): it answers meanwhile."""

@@ -36,7 +36,7 @@ from . import postgres_postings as postings
 from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileRecord,
                    FileStamp, FileState, GraphInput, GraphPatch, HeldCodes, HeldRows,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredEdge, StoredFile,
-                   StoredSymbol, TokenRecord, packed_ids)
+                   StoredSymbol, TokenRecord, graph_version_setting, packed_ids)
 from .postgres_postings import HeldPostings
 from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, clear_errors, edge_columns_of,
                          packed, packed_bytes, two_columns, unpacked)
@@ -1745,6 +1745,7 @@ class PostgresStore(Store):
                        ((k, repo_id, v) for k, v in file_rank.items()))
             self._copy(cur, "graph_inputs", "repo_id, path, file_id, symbol_ids, facts",
                        ((repo_id, i.path, i.file_id, i.symbol_ids, i.facts) for i in inputs))
+            self._raise_graph_version(cur, repo_id)
 
     def patch_graph(self, repo_id: int, patch: GraphPatch) -> None:
         conn = self._conn()
@@ -1765,6 +1766,13 @@ class PostgresStore(Store):
             self._copy(cur, "graph_inputs", "repo_id, path, file_id, symbol_ids, facts",
                        ((repo_id, i.path, i.file_id, i.symbol_ids, i.facts)
                         for i in patch.inputs))
+            self._raise_graph_version(cur, repo_id)
+
+    @staticmethod
+    def _raise_graph_version(cur: psycopg.Cursor, repo_id: int) -> None:
+        cur.execute("INSERT INTO meta VALUES(%s, '1') ON CONFLICT (key) DO UPDATE SET "
+                    "value = (meta.value::bigint + 1)::text",
+                    (f"setting:{graph_version_setting(repo_id)}",))
 
     def graph_inputs(self, repo_id: int) -> list[GraphInput]:
         return [GraphInput(path, file_id, bytes(symbol_ids), bytes(facts))

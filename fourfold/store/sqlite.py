@@ -29,8 +29,9 @@ from ..model import Symbol
 from ..tokens import chunk_body, identifier_tokens, token_text
 from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileState,
                    GraphInput, GraphPatch, HeldCodes, compress_references,
-                   decompress_references, packed_ids, RepoInfo, RequiredText, Store,
-                   StoredChunk, StoredEdge, StoredFile, StoredSymbol, TokenRecord)
+                   decompress_references, graph_version_setting, packed_ids, RepoInfo,
+                   RequiredText, Store, StoredChunk, StoredEdge, StoredFile, StoredSymbol,
+                   TokenRecord)
 from .chunk_index import FOLDER_NAME as CHUNK_INDEX_FOLDER, ChunkIndex, weighted_text
 from .index_dir import IndexLock
 from .sql_common import (CHUNK_COLS, FILE_COLS, clear_errors, edge_columns_of, packed,
@@ -967,6 +968,7 @@ class SQLiteStore(Store):
             conn.executemany("INSERT INTO file_rank VALUES(?,?,?)",
                              ((k, repo_id, v) for k, v in file_rank.items()))
             self._write_inputs(conn, repo_id, inputs)
+            self._raise_graph_version(conn, repo_id)
 
     def patch_graph(self, repo_id: int, patch: GraphPatch) -> None:
         conn = self._conn()
@@ -980,6 +982,13 @@ class SQLiteStore(Store):
             conn.executemany("UPDATE file_rank SET file_id=? WHERE file_id=?",
                              ((new, old) for old, new in patch.moved_files.items()))
             self._write_inputs(conn, repo_id, patch.inputs)
+            self._raise_graph_version(conn, repo_id)
+
+    @staticmethod
+    def _raise_graph_version(conn: sqlite3.Connection, repo_id: int) -> None:
+        conn.execute("INSERT INTO meta VALUES(?, '1') ON CONFLICT(key) DO UPDATE SET "
+                     "value = CAST(value AS INTEGER) + 1",
+                     (f"setting:{graph_version_setting(repo_id)}",))
 
     @staticmethod
     def _write_edges(conn: sqlite3.Connection, repo_id: int, edges: EdgeColumns) -> None:

@@ -1,0 +1,46 @@
+"""A process holds a repository's graph until the graph is written again: saves meanwhile
+leave it as it was (answers say the graph is catching up), a catch-up or an index run that
+writes the graph has it read again."""
+from __future__ import annotations
+
+import pytest
+
+from fourfold.api import Fourfold
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def indexed(request, make_tree):
+    root = make_tree({"a.py": "def helper():\n    return 1\n",
+                      "b.py": "from a import helper\n\ndef main():\n    return helper()\n"})
+    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    ff = Fourfold(root, store_url=url)
+    ff.index(embed=False)
+    yield root, ff
+    ff.close()
+
+
+def _callers(ff: Fourfold) -> set[str]:
+    return {r["symbol"] for r in ff.references("helper")["results"]}
+
+
+def test_the_graph_is_read_again_only_when_it_is_written(indexed, monkeypatch):
+    root, ff = indexed
+    reads = []
+    all_edges = ff.store.all_edges
+    monkeypatch.setattr(ff.store, "all_edges", lambda *a: reads.append(a) or all_edges(*a))
+    assert _callers(ff) == {"main"} and len(reads) == 1
+    (root / "c.py").write_text("from a import helper\n\ndef later():\n    return helper()\n")
+    ff.index(embed=False, changed=[str(root / "c.py")], graph_later=True)
+    assert _callers(ff) == {"main"} and len(reads) == 1  # saved: the graph as it was
+    assert ff.catch_up() and _callers(ff) == {"main", "later"} and len(reads) == 2
+    assert _callers(ff) == {"main", "later"} and len(reads) == 2
+    # calls alone changed: the graph is patched, and read again
+    (root / "b.py").write_text("from a import helper\n\ndef main():\n    # moved\n"
+                               "    return helper()\n")
+    ff.index(embed=False, changed=[str(root / "b.py")], graph_later=True)
+    assert ff.catch_up() and len(reads) == 2
+    assert [r["line"] for r in ff.references("helper")["results"] if r["symbol"] == "main"] \
+        == [5] and len(reads) == 3
+    (root / "c.py").write_text("from a import helper\n\ndef renamed():\n    return helper()\n")
+    ff.index(embed=False)  # resolved whole in the run
+    assert _callers(ff) == {"main", "renamed"} and len(reads) == 4
