@@ -13,12 +13,13 @@ import os
 import threading
 import time
 from collections import deque
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, AbstractSet, Callable, Iterable, Iterator
 
+from .collector import collector_paused
 from .discovery.flags import content_flags, path_flags
 from .discovery.languages import detect_language
 from .discovery.read import decode, parseable, read_bytes
@@ -153,32 +154,6 @@ def _parse_from_store(store: Store, record: FileRecord, parser: str, found: Foun
     return record, True
 
 
-_pause_lock = threading.Lock()
-_pauses = 0  # indexing runs that want the collector paused (threads of one process)
-_collector_was_enabled = True
-
-
-@contextmanager
-def _collector_paused():
-    """Indexing allocates millions of small objects that form no cycles (records, symbols,
-    references, edges); each full collection of the cyclic garbage collector would rescan
-    all of them, up to a third of graph resolution's time. The collector is per process, so
-    the pause covers every thread (an MCP server's too) until the last indexing run ends."""
-    global _pauses, _collector_was_enabled
-    with _pause_lock:
-        if _pauses == 0:
-            _collector_was_enabled = gc.isenabled()
-            gc.disable()
-        _pauses += 1
-    try:
-        yield
-    finally:
-        with _pause_lock:
-            _pauses -= 1
-            if _pauses == 0 and _collector_was_enabled:
-                gc.enable()
-
-
 def _on_pool(found: list[FoundFile], workers: int) -> bool:
     return workers > 1 and len(found) > 1 and sum(f.size for f in found) >= PARALLEL_BYTES
 
@@ -310,7 +285,7 @@ def catch_up_graph(store: Store, repo_id: int) -> bool:
     False if it was not behind. The caller holds the index lock. Answers see the new graph
     as after an index run."""
     from .graph.patch import update_graph
-    with _collector_paused():
+    with collector_paused():
         if not store.setting(graph_behind_setting(repo_id), 0):
             return False
         update_graph(store, repo_id, parallel=False)
@@ -349,7 +324,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
     started = time.perf_counter()
     summary = IndexSummary(root=str(root_path))
     workers = workers or os.cpu_count() or 1
-    with lock, store.indexing_run(tidy=not graph_later), _collector_paused():
+    with lock, store.indexing_run(tidy=not graph_later), collector_paused():
         repo_id = store.ensure_repo(str(root_path), name or root_path.name)
         # what the files were read with; without references is another reading
         parser = parser_fingerprint() if build_graph else "without references " + parser_fingerprint()

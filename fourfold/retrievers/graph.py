@@ -10,12 +10,14 @@ a note counts them.
 """
 from __future__ import annotations
 
+import gc
 import re
 import threading
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..collector import collector_paused
 from ..errors import QueryError
 from ..model import Hit
 from ..query.model import Query
@@ -113,6 +115,17 @@ class GraphRetriever:
             return self._graph
 
     def _load(self, generation: tuple) -> LoadedGraph:
+        """The graph read whole. A big repository's millions of edges form no cycles: the
+        collector is paused while they are made, and they are frozen out of its reach
+        after (once made, each full collection rescanned them: 4-5 s on the kernel's,
+        and the first after the load did so twice). A graph let go is freed all the
+        same, by its references' count."""
+        with collector_paused():
+            loaded = self._loaded(generation)
+            gc.freeze()
+        return loaded
+
+    def _loaded(self, generation: tuple) -> LoadedGraph:
         g = LoadedGraph(generation, self.store.all_edges(generation[1]))
         for e in g.edges:
             if e.kind == "import":

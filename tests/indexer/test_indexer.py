@@ -286,9 +286,10 @@ def test_parser_workers_collect_their_garbage_while_the_indexer_pauses_its_own()
     import gc
     import multiprocessing
 
-    from fourfold.indexer import _collector_paused, _start_worker
+    from fourfold.collector import collector_paused
+    from fourfold.indexer import _start_worker
 
-    with _collector_paused():
+    with collector_paused():
         assert not gc.isenabled()
         with multiprocessing.get_context("fork").Pool(
                 1, initializer=_start_worker, initargs=(frozenset(), frozenset())) as pool:

@@ -3,6 +3,9 @@ leave it as it was (answers say the graph is catching up), a catch-up or an inde
 writes the graph has it read again."""
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 
 from fourfold.api import Fourfold
@@ -44,3 +47,23 @@ def test_the_graph_is_read_again_only_when_it_is_written(indexed, monkeypatch):
     (root / "c.py").write_text("from a import helper\n\ndef renamed():\n    return helper()\n")
     ff.index(embed=False)  # resolved whole in the run
     assert _callers(ff) == {"main", "renamed"} and len(reads) == 4
+
+
+def test_a_loaded_graph_is_kept_from_the_collector_and_freed_when_let_go(indexed,
+                                                                        monkeypatch):
+    """The collector is paused while a graph is read and the graph frozen after: full
+    collections do not rescan its edges. A graph read again frees the one before."""
+    root, ff = indexed
+    collecting = []
+    all_edges = ff.store.all_edges
+    monkeypatch.setattr(ff.store, "all_edges",
+                        lambda *a: collecting.append(gc.isenabled()) or all_edges(*a))
+    frozen = gc.get_freeze_count()
+    assert _callers(ff) == {"main"} and collecting == [False]
+    assert gc.isenabled() and gc.get_freeze_count() > frozen
+    loaded = weakref.ref(ff.graph.graph())
+    (root / "b.py").write_text("from a import helper\n\ndef main():\n    # moved\n"
+                               "    return helper()\n")
+    ff.index(embed=False)
+    assert _callers(ff) == {"main"} and ff.graph.graph() is not None
+    assert loaded() is None
