@@ -136,6 +136,32 @@ def test_indexing_writes_to_the_repository_s_shard(servers, placed):
     assert not [d for d in billing.definitions("refund_order") if d["name"] == "refund_order"]
 
 
+def test_a_repository_s_graph_is_patched_on_its_shard(servers, placed):
+    """An edit of calls alone in a repository placed on a shard patches its graph there:
+    the edited file's input, its edges and the ranks under its new ids."""
+    from fourfold.graph.patch import patch_graph
+
+    coordinator, _, _, two, _ = servers
+    root = placed["acme/search"]
+    ff = Fourfold(root, store_url=coordinator, repository="acme/search")
+    ranks = ff.store.ranks_of_files(ff.repo_id(), ["index.py", "ranker.py"])
+    assert "index.py" in ranks[1] and ("index.py", "answer") in ranks[0]
+    (root / "index.py").write_text("from ranker import rank_documents\n\n\ndef answer(query, "
+                                   "docs):\n    # ranked\n    return rank_documents(query, "
+                                   "docs)\n")
+    ff.index(embed=False, changed=[str(root / "index.py")], graph_later=True)
+    assert patch_graph(ff.store, ff.repo_id())
+    with psycopg.connect(two) as conn:
+        assert conn.execute("SELECT g.file_id FROM fourfold.graph_inputs g JOIN "
+                            "fourfold.files f ON f.id = g.file_id WHERE g.path = 'index.py'"
+                            ).fetchone() is not None
+    callers = ff.references("rank_documents")["results"]
+    assert [(r["path"], r["symbol"], r["line"]) for r in callers] == [("index.py", "answer", 6)]
+    assert ff.store.ranks_of_files(ff.repo_id(), ["index.py", "ranker.py"]) == ranks
+    assert ff.catch_up() and not ff.behind()["graph"]
+    ff.close()
+
+
 def test_a_stopped_shard_is_named_and_the_others_answer(servers, placed, capsys):
     coordinator, _, _, _, (_, shard_two) = servers
     before = answers(coordinator, "acme/search")
