@@ -24,6 +24,9 @@ from .facts import USE_KINDS, Edge, FileFacts
 from .inputs import decode_input, decode_symbols, encode_input, same_input
 from .resolve import resolve_into
 
+# every file's facts by path, the extra files' texts, the changed files' new inputs
+ReadFacts = tuple[dict[str, FileFacts], dict[str, str], dict[str, bytes]]
+
 
 def update_graph(store: Store, repo_id: int, parallel: bool = True) -> None:
     """Patch the repository's stored graph, else resolve it whole."""
@@ -96,7 +99,7 @@ def patch_graph(store: Store, repo_id: int) -> bool:
 
 
 def _facts_unless_changed(inputs: dict[str, GraphInput], paths: list[str], now: GraphFacts
-                          ) -> tuple[dict[str, FileFacts], dict[str, str], dict[str, bytes]] | None:
+                          ) -> ReadFacts | None:
     """Every file's facts, in a whole resolution's order: those in `now` as the store holds
     them, the others as the graph read them; with the extra files' texts and the inputs of
     the files in `now`. None where one of those changed more than its calls and type uses,
