@@ -271,18 +271,30 @@ class Fourfold:
         """Do what index runs with `graph_later` left: resolve the graph, take the binary
         codes anew. In a child process where there can be one, given up (its writes rolled
         back) as soon as `interrupted` is set: returns False then, else True."""
-        from .graph.forked import Spawned
-
         behind = self.behind()
         if not any(behind.values()):
             return True
         if interrupted is not None and interrupted.is_set():
             return False
         repo_id, model = self.repo_id(), self._embedder_name()
+        if not self._caught_up(repo_id, model, behind["codes"], wait_s, interrupted):
+            return False
+        # Where this process holds a graph (an MCP server that answered a graph question),
+        # the new one is read now, outside the index lock, rather than by the next question
+        # (seconds on a big repository); not when a change is waiting.
+        if not (interrupted is not None and interrupted.is_set()):
+            self.graph.read_again()
+        return True
+
+    def _caught_up(self, repo_id: int, model: str, codes: bool, wait_s: float,
+                   interrupted: threading.Event | None) -> bool:
+        """catch_up()'s work under the index lock: False where it was given up."""
+        from .graph.forked import Spawned
+
         with self.indexing_lock(wait_s):
             db_path = None if self.store_url else str(self.index_dir / DB_NAME)
             child = Spawned.start(_catch_up_elsewhere, self.store_url, db_path, repo_id, model,
-                                  behind["codes"])
+                                  codes)
             if child is not None:
                 try:
                     while not child.finished(CATCH_UP_POLL_S):
@@ -296,7 +308,7 @@ class Fourfold:
                 if done:
                     return True
             # no child could be had, or it died: here, where a failure is seen
-            return _catch_up(self.store, repo_id, model, behind["codes"])
+            return _catch_up(self.store, repo_id, model, codes)
 
     def watch(self, on_index: Callable[[IndexSummary], None] | None = None,
               stop: threading.Event | None = None, embed: bool = True,

@@ -114,6 +114,11 @@ class GraphRetriever:
                 self._graph = self._load(generation)
             return self._graph
 
+    def read_again(self) -> None:
+        """Read the graph now if one is held and it was written since."""
+        if self._graph is not None:
+            self.graph()
+
     def _load(self, generation: tuple) -> LoadedGraph:
         """The graph read whole. A big repository's millions of edges form no cycles: the
         collector is paused while they are made, and they are frozen out of its reach

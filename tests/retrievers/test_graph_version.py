@@ -35,13 +35,15 @@ def test_the_graph_is_read_again_only_when_it_is_written(indexed, monkeypatch):
     (root / "c.py").write_text("from a import helper\n\ndef later():\n    return helper()\n")
     ff.index(embed=False, changed=[str(root / "c.py")], graph_later=True)
     assert _callers(ff) == {"main"} and len(reads) == 1  # saved: the graph as it was
-    assert ff.catch_up() and _callers(ff) == {"main", "later"} and len(reads) == 2
+    # a process holding the graph reads the new one as the catch-up ends, not at the
+    # next question
+    assert ff.catch_up() and len(reads) == 2
     assert _callers(ff) == {"main", "later"} and len(reads) == 2
     # calls alone changed: the graph is patched, and read again
     (root / "b.py").write_text("from a import helper\n\ndef main():\n    # moved\n"
                                "    return helper()\n")
     ff.index(embed=False, changed=[str(root / "b.py")], graph_later=True)
-    assert ff.catch_up() and len(reads) == 2
+    assert ff.catch_up() and len(reads) == 3
     assert [r["line"] for r in ff.references("helper")["results"] if r["symbol"] == "main"] \
         == [5] and len(reads) == 3
     (root / "c.py").write_text("from a import helper\n\ndef renamed():\n    return helper()\n")
@@ -67,3 +69,14 @@ def test_a_loaded_graph_is_kept_from_the_collector_and_freed_when_let_go(indexed
     ff.index(embed=False)
     assert _callers(ff) == {"main"} and ff.graph.graph() is not None
     assert loaded() is None
+
+
+def test_a_process_without_a_graph_does_not_read_one_after_a_catch_up(indexed, monkeypatch):
+    root, ff = indexed
+    reads = []
+    all_edges = ff.store.all_edges
+    monkeypatch.setattr(ff.store, "all_edges", lambda *a: reads.append(a) or all_edges(*a))
+    (root / "c.py").write_text("from a import helper\n\ndef later():\n    return helper()\n")
+    ff.index(embed=False, changed=[str(root / "c.py")], graph_later=True)
+    assert ff.catch_up() and not reads
+    assert _callers(ff) == {"main", "later"} and len(reads) == 1
