@@ -111,6 +111,9 @@ class GraphRetriever:
                       self.store.setting(graph_version_setting(repo_id), 0), repo_id)
         with self._lock:
             if self._graph is None or self._graph.generation != generation:
+                # the old graph let go first: questions wait for the new one anyway, and
+                # two at once took the kernel's 3.0 GB to 5.8 GB
+                self._graph = None
                 self._graph = self._load(generation)
             return self._graph
 

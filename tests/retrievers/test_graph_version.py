@@ -80,3 +80,17 @@ def test_a_process_without_a_graph_does_not_read_one_after_a_catch_up(indexed, m
     ff.index(embed=False, changed=[str(root / "c.py")], graph_later=True)
     assert ff.catch_up() and not reads
     assert _callers(ff) == {"main", "later"} and len(reads) == 1
+
+
+def test_the_graph_before_is_let_go_before_the_new_one_is_read(indexed, monkeypatch):
+    """Two graphs at once would double a big repository's memory (the kernel's 3 GB)."""
+    root, ff = indexed
+    assert _callers(ff) == {"main"}
+    before = weakref.ref(ff.graph.graph())
+    held_while_reading = []
+    all_edges = ff.store.all_edges
+    monkeypatch.setattr(ff.store, "all_edges", lambda *a: held_while_reading.append(
+        before() is not None) or all_edges(*a))
+    (root / "c.py").write_text("from a import helper\n\ndef later():\n    return helper()\n")
+    ff.index(embed=False)
+    assert _callers(ff) == {"main", "later"} and held_while_reading == [False]
