@@ -39,7 +39,7 @@ from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileReco
                    StoredSymbol, TokenRecord, graph_version_setting, packed_ids)
 from .postgres_postings import HeldPostings
 from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, clear_errors, edge_columns_of,
-                         packed, packed_bytes, two_columns, unpacked)
+                         packed, packed_bytes, stored_edges, two_columns, unpacked)
 
 SCHEMA = "fourfold"
 
@@ -756,17 +756,10 @@ def _bits(code: bytes) -> str:
     return "".join(map(_BYTE_BITS.__getitem__, code))
 
 
-def _none_if_negative(value: int) -> int | None:
-    return None if value < 0 else value
-
-
 def _unpack_edges(row: tuple) -> list[StoredEdge]:
     src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds, names = row
-    return [StoredEdge(kind, sf, _none_if_negative(ss), _none_if_negative(df),
-                       _none_if_negative(ds), ln, name, res)
-            for kind, sf, ss, df, ds, ln, name, res in zip(
-                kinds, unpacked(src_file), unpacked(src_symbol), unpacked(dst_file),
-                unpacked(dst_symbol), unpacked(line), names, bytes(resolution))]
+    return stored_edges(kinds, src_file, src_symbol, dst_file, dst_symbol, line, names,
+                        bytes(resolution))
 
 
 def family(repository: str) -> str:

@@ -9,7 +9,7 @@ from array import array
 from typing import Iterable, Sequence
 
 from ..errors import QueryError
-from .base import EdgeColumns
+from .base import EdgeColumns, StoredEdge
 
 # Symbols and chunks belong to a document (s.document_id, c.document_id), shared by the
 # files of every branch that holds it: they are read joined to the file (f) that asks.
@@ -52,6 +52,24 @@ def edge_columns_of(rows: list[tuple]) -> EdgeColumns:
     return EdgeColumns([k for row in rows for k in row[0]], ints(1), ints(2), ints(3), ints(4),
                        ints(5), [n for row in rows for n in row[7]],
                        np.frombuffer(b"".join(row[6] for row in rows), np.int8))
+
+
+def stored_edges(kinds: list[str], src_file: bytes, src_symbol: bytes, dst_file: bytes,
+                 dst_symbol: bytes, line: bytes, names: list[str], resolution: bytes
+                 ) -> list[StoredEdge]:
+    """The StoredEdges of one row of packed edges (integer columns as packed int64 bytes,
+    -1 for none; one byte of resolution each). One object per distinct kind, name, file id
+    and line: a big repository's edges are held at once, and the kernel's 5.8 million took
+    2.1 GB with objects of their own."""
+    texts: dict[str, str] = {}
+    numbers: dict[int, int] = {}
+    text, number = texts.setdefault, numbers.setdefault
+    return [StoredEdge(text(kind, kind), number(sf, sf), None if ss < 0 else ss,
+                       None if df < 0 else number(df, df), None if ds < 0 else ds,
+                       number(ln, ln), text(name, name), res)
+            for kind, sf, ss, df, ds, ln, name, res in zip(
+                kinds, unpacked(src_file), unpacked(src_symbol), unpacked(dst_file),
+                unpacked(dst_symbol), unpacked(line), names, resolution)]
 
 
 def two_columns(rows: Iterable[tuple[int, int]]) -> tuple[array, array]:

@@ -35,7 +35,7 @@ from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileSt
 from .chunk_index import FOLDER_NAME as CHUNK_INDEX_FOLDER, ChunkIndex, weighted_text
 from .index_dir import IndexLock
 from .sql_common import (CHUNK_COLS, FILE_COLS, clear_errors, edge_columns_of, packed,
-                         packed_bytes, symbol_columns, two_columns, unpacked)
+                         packed_bytes, stored_edges, symbol_columns, two_columns)
 
 SCHEMA_VERSION = 14  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
@@ -224,11 +224,8 @@ def _unpack_edges(row: tuple) -> list[StoredEdge]:
     src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds_names = map(
         lz4.block.decompress, row)
     kinds, names = json.loads(kinds_names)
-    return [StoredEdge(kind, sf, None if ss < 0 else ss, None if df < 0 else df,
-                       None if ds < 0 else ds, ln, name, res)
-            for kind, sf, ss, df, ds, ln, name, res in zip(
-                kinds, unpacked(src_file), unpacked(src_symbol), unpacked(dst_file),
-                unpacked(dst_symbol), unpacked(line), names, resolution)]
+    return stored_edges(kinds, src_file, src_symbol, dst_file, dst_symbol, line, names,
+                        resolution)
 
 
 FILES_VERSION = "files_version"  # meta key: a new random value whenever files change
