@@ -38,8 +38,9 @@ from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileReco
                    RepoInfo, RequiredText, Store, StoredChunk, StoredEdge, StoredFile,
                    StoredSymbol, TokenRecord, graph_version_setting, packed_ids)
 from .postgres_postings import HeldPostings
-from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, clear_errors, edge_columns_of,
-                         packed, packed_bytes, stored_edges, two_columns, unpacked)
+from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, EdgeRow, clear_errors,
+                         edge_columns_of, packed, packed_bytes, stored_edges, two_columns,
+                         unpacked)
 
 SCHEMA = "fourfold"
 
@@ -756,10 +757,14 @@ def _bits(code: bytes) -> str:
     return "".join(map(_BYTE_BITS.__getitem__, code))
 
 
-def _unpack_edges(row: tuple) -> list[StoredEdge]:
+_EDGE_COLUMNS = "src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds, names"
+
+
+def _edge_row(row: tuple) -> EdgeRow:
+    """An edges row (see the schema) as sql_common reads it."""
     src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds, names = row
-    return stored_edges(kinds, src_file, src_symbol, dst_file, dst_symbol, line, names,
-                        bytes(resolution))
+    return (kinds, bytes(src_file), bytes(src_symbol), bytes(dst_file), bytes(dst_symbol),
+            bytes(line), names, bytes(resolution))
 
 
 def family(repository: str) -> str:
@@ -1774,11 +1779,8 @@ class PostgresStore(Store):
                     "WHERE repo_id = %s", (repo_id,))]
 
     def edge_columns(self, repo_id: int) -> EdgeColumns:
-        return edge_columns_of([
-            (kinds, *map(bytes, ints), bytes(resolution), names)
-            for *ints, resolution, kinds, names in self._query(
-                "SELECT src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds, "
-                "names FROM edges WHERE repo_id = %s ORDER BY part", (repo_id,))])
+        return edge_columns_of([_edge_row(row) for row in self._query(
+            f"SELECT {_EDGE_COLUMNS} FROM edges WHERE repo_id = %s ORDER BY part", (repo_id,))])
 
     @staticmethod
     def _write_edges(cur: psycopg.Cursor, repo_id: int, edges: EdgeColumns) -> None:
@@ -1795,15 +1797,14 @@ class PostgresStore(Store):
                             packed_bytes(edges.resolution[cut]), kinds, names))
 
     def all_edges(self, repo_id: int | None = None) -> list[StoredEdge]:
-        query = ("SELECT src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds, "
-                 "names FROM edges")
+        query = f"SELECT {_EDGE_COLUMNS} FROM edges"
         if repo_id:
             rows = self._query(query + " WHERE repo_id = %s ORDER BY part", (repo_id,))
         else:
             reachable, params = self._reachable("repo_id")
             rows = self._query(query + " WHERE true" + reachable + " ORDER BY repo_id, part",
                                params)
-        return [edge for row in rows for edge in _unpack_edges(row)]
+        return stored_edges(map(_edge_row, rows))
 
     def centrality(self, repo_id: int | None = None
                    ) -> tuple[dict[int, float], dict[int, float]]:

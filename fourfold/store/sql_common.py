@@ -40,33 +40,36 @@ def packed_bytes(values: Sequence[int]) -> bytes:
     return np.asarray(values, dtype=np.int8).tobytes()
 
 
-def edge_columns_of(rows: list[tuple]) -> EdgeColumns:
-    """EdgeColumns of a store's rows of packed edges, in order: (kinds, src_file,
-    src_symbol, dst_file, dst_symbol, line as packed int64 bytes, resolution bytes,
-    names)."""
+# A row of packed edges as both stores hand it here, in EdgeColumns' order: kinds, then
+# src_file, src_symbol, dst_file, dst_symbol and line as packed int64 bytes (-1 for none),
+# then names, then the resolution as one byte each.
+EdgeRow = tuple[list[str], bytes, bytes, bytes, bytes, bytes, list[str], bytes]
+
+
+def edge_columns_of(rows: list[EdgeRow]) -> EdgeColumns:
+    """EdgeColumns of a repository's rows of packed edges, in order."""
     import numpy as np
 
     def ints(i: int) -> np.ndarray:
         return np.concatenate([np.frombuffer(row[i], np.int64) for row in rows]) if rows \
             else np.zeros(0, np.int64)
     return EdgeColumns([k for row in rows for k in row[0]], ints(1), ints(2), ints(3), ints(4),
-                       ints(5), [n for row in rows for n in row[7]],
-                       np.frombuffer(b"".join(row[6] for row in rows), np.int8))
+                       ints(5), [n for row in rows for n in row[6]],
+                       np.frombuffer(b"".join(row[7] for row in rows), np.int8))
 
 
-def stored_edges(kinds: list[str], src_file: bytes, src_symbol: bytes, dst_file: bytes,
-                 dst_symbol: bytes, line: bytes, names: list[str], resolution: bytes
-                 ) -> list[StoredEdge]:
-    """The StoredEdges of one row of packed edges (integer columns as packed int64 bytes,
-    -1 for none; one byte of resolution each). One object per distinct kind, name, file id
-    and line: a big repository's edges are held at once, and the kernel's 5.8 million took
-    2.1 GB with objects of their own."""
+def stored_edges(rows: Iterable[EdgeRow]) -> list[StoredEdge]:
+    """The StoredEdges of rows of packed edges, in order. One object per distinct kind,
+    name, file id and line across the rows: a big repository's edges are held at once, and
+    the kernel's 5.8 million took 2.1 GB with objects of their own."""
     texts: dict[str, str] = {}
     numbers: dict[int, int] = {}
     text, number = texts.setdefault, numbers.setdefault
     return [StoredEdge(text(kind, kind), number(sf, sf), None if ss < 0 else ss,
                        None if df < 0 else number(df, df), None if ds < 0 else ds,
                        number(ln, ln), text(name, name), res)
+            for kinds, src_file, src_symbol, dst_file, dst_symbol, line, names, resolution
+            in rows
             for kind, sf, ss, df, ds, ln, name, res in zip(
                 kinds, unpacked(src_file), unpacked(src_symbol), unpacked(dst_file),
                 unpacked(dst_symbol), unpacked(line), names, resolution)]

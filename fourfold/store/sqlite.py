@@ -34,8 +34,8 @@ from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileSt
                    TokenRecord)
 from .chunk_index import FOLDER_NAME as CHUNK_INDEX_FOLDER, ChunkIndex, weighted_text
 from .index_dir import IndexLock
-from .sql_common import (CHUNK_COLS, FILE_COLS, clear_errors, edge_columns_of, packed,
-                         packed_bytes, stored_edges, symbol_columns, two_columns)
+from .sql_common import (CHUNK_COLS, FILE_COLS, EdgeRow, clear_errors, edge_columns_of,
+                         packed, packed_bytes, stored_edges, symbol_columns, two_columns)
 
 SCHEMA_VERSION = 14  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
@@ -220,12 +220,15 @@ def _pack_edges(edges: EdgeColumns) -> tuple:
                    ).encode()))
 
 
-def _unpack_edges(row: tuple) -> list[StoredEdge]:
+_EDGE_COLUMNS = "src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds_names"
+
+
+def _edge_row(row: tuple) -> EdgeRow:
+    """An edges row (see the schema) as sql_common reads it."""
     src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds_names = map(
         lz4.block.decompress, row)
     kinds, names = json.loads(kinds_names)
-    return stored_edges(kinds, src_file, src_symbol, dst_file, dst_symbol, line, names,
-                        resolution)
+    return kinds, src_file, src_symbol, dst_file, dst_symbol, line, names, resolution
 
 
 FILES_VERSION = "files_version"  # meta key: a new random value whenever files change
@@ -1005,19 +1008,13 @@ class SQLiteStore(Store):
             (repo_id,))]
 
     def edge_columns(self, repo_id: int) -> EdgeColumns:
-        rows = self._query("SELECT src_file, src_symbol, dst_file, dst_symbol, line, "
-                           "resolution, kinds_names FROM edges WHERE repo_id=?", (repo_id,))
-        if not rows:
-            return edge_columns_of([])
-        *ints, resolution, kinds_names = map(lz4.block.decompress, rows[0])
-        kinds, names = json.loads(kinds_names)
-        return edge_columns_of([(kinds, *ints, resolution, names)])
+        return edge_columns_of([_edge_row(row) for row in self._query(
+            f"SELECT {_EDGE_COLUMNS} FROM edges WHERE repo_id=?", (repo_id,))])
 
     def all_edges(self, repo_id: int | None = None) -> list[StoredEdge]:
-        sql = ("SELECT src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds_names "
-               "FROM edges")
+        sql = f"SELECT {_EDGE_COLUMNS} FROM edges"
         rows = self._query(sql + " WHERE repo_id=?", (repo_id,)) if repo_id else self._query(sql)
-        return [edge for row in rows for edge in _unpack_edges(row)]
+        return stored_edges(map(_edge_row, rows))
 
     def centrality(self, repo_id: int | None = None
                    ) -> tuple[dict[int, float], dict[int, float]]:
