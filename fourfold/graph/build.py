@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import ctypes
 import sys
-from collections.abc import Collection, Container
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..model import Symbol
-from ..store.base import (EdgeColumns, GraphInput, Resolution, Store, compress_references,
-                          decode_references, decompress_references)
+from ..store.base import (EdgeColumns, GraphInput, Resolution, Store, StoredFile,
+                          compress_references, decode_references, decompress_references)
 from .centrality import EdgeBuilder, IndexedEdges, rank_indexed
 from .facts import USE_KINDS, FileFacts
 from .forked import Forked
@@ -68,13 +68,14 @@ def is_extra_file(path: str) -> bool:
 
 
 def stored_facts(store: Store, repo_id: int, facts: GraphFacts | None = None,
-                 skip: Container[str] = (), paths: Collection[str] | None = None
+                 skip: Container[str] = (), only: Iterable[StoredFile] | None = None
                  ) -> GraphFacts:
-    """Add to `facts` the stored files of the repository (those at `paths`, a few hundred
-    at most), those in `skip` left out."""
+    """Add to `facts` the stored files of the repository (only these, a few hundred at
+    most, where given), those in `skip` left out."""
     facts = facts or GraphFacts()
-    files = {f.path: f for f in store.files(repo_id)
-             if f.path not in skip and (paths is None or f.path in paths)}
+    files = {f.path: f for f in (store.files(repo_id) if only is None else only)
+             if f.path not in skip}
+    paths = None if only is None else list(files)
     symbols: dict[str, list[Symbol]] = {p: [] for p in files}
     for _, path, name, qualname, kind, parent in store.graph_symbols(repo_id, paths):
         if path in symbols:

@@ -40,14 +40,15 @@ def patch_graph(store: Store, repo_id: int) -> bool:
     inputs = {i.path: i for i in store.graph_inputs(repo_id)}
     if not inputs:
         return False
-    files = {f.path: f.file_id for f in store.files(repo_id)}
+    stored = store.files(repo_id)
+    files = {f.path: f.file_id for f in stored}
     if files.keys() != inputs.keys():
         return False
     changed = sorted(p for p, file_id in files.items() if file_id != inputs[p].file_id)
     if not changed:
         return True
-    read = _facts_unless_changed(inputs, sorted(files), stored_facts(store, repo_id,
-                                                                      paths=changed))
+    read = _facts_unless_changed(inputs, sorted(files), stored_facts(
+        store, repo_id, only=[f for f in stored if f.file_id != inputs[f.path].file_id]))
     if read is None:
         return False
     facts, extra, new_inputs = read
