@@ -17,6 +17,7 @@ from itertools import compress
 
 import numpy as np
 
+from ..model import Reference
 from ..store.base import EdgeColumns, GraphInput, GraphPatch, Resolution, Store
 from ..store.base import decode_references, decompress_references
 from .build import SYMBOL_FILES, GraphFacts, rebuild_graph, stored_facts
@@ -108,18 +109,22 @@ def _facts_unless_changed(inputs: dict[str, GraphInput], paths: list[str], now: 
     facts: dict[str, FileFacts] = {}
     extra: dict[str, str] = {}
     new_inputs: dict[str, bytes] = {}
+    references: dict[str, list[Reference]] = {}
     same: dict[str, str] = {}
     try:
+        # the changed files compared first: where one differs, nothing else is decoded
+        for path, (language, symbols, encoded) in now.files.items():
+            references[path] = decode_references(decompress_references(encoded))
+            new_inputs[path] = encode_input(language, symbols, (
+                r for r in references[path] if r.kind not in USE_KINDS), now.extra.get(path))
+            if not same_input(new_inputs[path], inputs[path].facts):
+                return None
         for path in paths:
             if path in now.files:
-                language, symbols, encoded = now.files[path]
-                references = decode_references(decompress_references(encoded))
+                language, symbols, _ = now.files[path]
+                facts[path] = FileFacts(language, decode_symbols(symbols, same),
+                                        references[path])
                 text = now.extra.get(path)
-                new_inputs[path] = encode_input(language, symbols, (
-                    r for r in references if r.kind not in USE_KINDS), text)
-                if not same_input(new_inputs[path], inputs[path].facts):
-                    return None
-                facts[path] = FileFacts(language, decode_symbols(symbols, same), references)
             else:
                 facts[path], text = decode_input(inputs[path].facts, same)
             if text is not None:

@@ -97,7 +97,7 @@ def test_an_edit_of_calls_alone_patches_the_graph_as_a_whole_resolution_would(
 
 
 @pytest.mark.parametrize("change", ["new function", "new import", "file added", "file removed"])
-def test_other_changes_are_resolved_whole(indexed, change):
+def test_other_changes_are_resolved_whole(indexed, change, monkeypatch):
     root, ff = indexed
     before = _graph(ff)
     stored = ff.store.all_edges(ff.repo_id())
@@ -113,7 +113,13 @@ def test_other_changes_are_resolved_whole(indexed, change):
         (root / "fourfold/errors.py").unlink()
         paths = [str(root / "fourfold/errors.py")]
     ff.index(embed=False, changed=paths, graph_later=True)
+    decoded = []
+    decode_input = patch_module.decode_input
+    monkeypatch.setattr(patch_module, "decode_input",
+                        lambda *a: decoded.append(a) or decode_input(*a))
     assert not patch_graph(ff.store, ff.repo_id())
+    assert not decoded  # told from the changed files alone, before the others are read
+    monkeypatch.undo()
     assert ff.store.all_edges(ff.repo_id()) == stored  # nothing written
     assert ff.catch_up() and not ff.behind()["graph"]
     patched = _graph(ff)[0]
