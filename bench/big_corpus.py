@@ -329,7 +329,8 @@ def grep(args: argparse.Namespace) -> None:
 
 def edit(args: argparse.Namespace) -> None:
     """Save a new line into one file while `fourfold watch` runs; time until grep finds it
-    (and, with --graph, until the graph has caught up, before the next save)."""
+    (and, with --graph, until the graph and then the binary codes have caught up, before
+    the next save)."""
     target = TREE / "kernel" / "sched" / "core.c"
     original = target.read_bytes()
     env = {**os.environ, "FOURFOLD_CACHE_DIR": str(VECTOR_CACHE)}
@@ -347,6 +348,7 @@ def edit(args: argparse.Namespace) -> None:
     ff = _open(args.store)
     delays: list[float] = []
     graph_delays: list[float] = []
+    caught_up_delays: list[float] = []
     try:
         if not ready.wait(600):
             sys.exit("watch did not finish its first run")
@@ -365,6 +367,11 @@ def edit(args: argparse.Namespace) -> None:
                 time.sleep(0.1)
             if args.graph:
                 graph_delays.append(time.perf_counter() - saved)
+                while ff.behind()["codes"]:
+                    if time.perf_counter() - saved > 1200:
+                        sys.exit("the codes were not taken anew within 20 minutes")
+                    time.sleep(0.1)
+                caught_up_delays.append(time.perf_counter() - saved)
             time.sleep(1.0)
     finally:
         target.write_bytes(original)
@@ -374,6 +381,8 @@ def edit(args: argparse.Namespace) -> None:
           f"({', '.join(f'{d:.0f}' for d in delays)} ms)")
     if graph_delays:
         print("graph caught up after: " + ", ".join(f"{d:.1f}" for d in graph_delays) + " s")
+        print("codes caught up after: " + ", ".join(f"{d:.1f}" for d in caught_up_delays)
+              + " s")
 
 
 def main() -> None:
@@ -403,7 +412,8 @@ def main() -> None:
     run.add_argument("--rounds", type=int, default=3)
     run.add_argument("--store", help="watch into the index on this PostgreSQL server instead")
     run.add_argument("--graph", action="store_true",
-                     help="also time until the graph has caught up, before the next save")
+                     help="also time until the graph, then the codes, have caught up, "
+                     "before the next save")
     run.set_defaults(run=edit)
     args = parser.parse_args()
     args.run(args)

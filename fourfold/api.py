@@ -32,7 +32,7 @@ from .retrievers.text import GREP_TIME_BUDGET, ResultList, TextRetriever
 from .ranking.granularity import GRANULARITIES
 from .routing.engine import RANKINGS, SearchEngine, SearchOptions, SearchResponse
 from .routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
-from .store.base import codes_behind_setting, unfinished_note
+from .store.base import codes_behind, unfinished_note
 from .store.index_dir import DB_NAME, IndexLock, identity, prepare_index_dir, remove_database
 from .store.snapshot import Snapshots
 from .store.sqlite import SQLiteStore
@@ -215,7 +215,8 @@ class Fourfold:
     def embed(self, progress: Progress | None = None, summary: IndexSummary | None = None
               ) -> int:
         """Embed every chunk that has no vector yet (cached by content; never twice), then
-        take this repository's binary codes anew if its chunks changed (`summary`: the index
+        give the changed files' chunks binary codes (a watcher's run, against the held mean)
+        or take this repository's codes anew if its chunks changed (`summary`: the index
         run just made; None: assume they did)."""
         from .semantic.indexing import add_codes, embed_pending, refresh_codes
 
@@ -235,11 +236,9 @@ class Fourfold:
             return 0
         changed = summary is None or count or summary.added or summary.changed or summary.deleted
         if repo_id is not None and (changed or self.store.code_mean(repo_id, model) is None):
-            if within is not None and add_codes(self.store, model, repo_id, within):
-                self.store.set_setting(codes_behind_setting(repo_id, model), 1)
-            else:
+            if not (within is not None and add_codes(self.store, model, repo_id, within,
+                                                     files_removed=bool(summary.deleted))):
                 refresh_codes(self.store, model, repo_id)
-                self.store.set_setting(codes_behind_setting(repo_id, model), 0)
         if summary is not None:
             summary.embedded += count
             summary.embed_seconds = time.perf_counter() - started
@@ -251,14 +250,14 @@ class Fourfold:
                 for c in self.store.chunks_of_file(f.file_id)]
 
     def behind(self) -> dict[str, bool]:
-        """What index runs with `graph_later` left for catch_up(): the graph, and binary
-        codes taken against an older mean of the repository's vectors."""
+        """What index runs with `graph_later` left for catch_up(): the graph, and the binary
+        codes once more chunks were coded against an older mean of the repository's vectors
+        than semantic.indexing.CODES_RETAKE_SHARE allows."""
         repo_id = self.repo_id()
         if repo_id is None:
             return {"graph": False, "codes": False}
         return {"graph": self.graph.behind(),
-                "codes": bool(self.store.setting(
-                    codes_behind_setting(repo_id, self._embedder_name()), 0))}
+                "codes": codes_behind(self.store, repo_id, self._embedder_name())}
 
     def _embedder_name(self) -> str:
         try:
@@ -1016,7 +1015,6 @@ def _catch_up(store: "Store", repo_id: int, model: str, codes: bool) -> bool:
     catch_up_graph(store, repo_id)
     if codes:
         refresh_codes(store, model, repo_id)
-        store.set_setting(codes_behind_setting(repo_id, model), 0)
     return True
 
 

@@ -16,13 +16,19 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from ..store.base import FileRecord, Store
+from ..store.base import FileRecord, Store, codes_allowance_setting
 from .binary import from_int8, to_codes, to_int8
 from .embedder import Embedder
 from .embedding_text import chunk_text_for_embedding
 
 EMBED_BATCH = 256
 CODE_BLOCK = 8192  # vectors read at a time for codes (8 MiB of float32 at 256 dimensions)
+# Chunks may get codes against the mean the codes were taken with (add_codes) until they
+# pass this share of those coded then; then all are taken anew. Query and chunks are
+# centred by the same held mean either way, so answers stay consistent meanwhile; a 16th
+# of the Linux kernel's chunks replaced moves its mean by 2 % of its length and flips 0.3 %
+# of a code's bits (docs/benchmarks.md), while taking every code anew costs half a minute.
+CODES_RETAKE_SHARE = 1 / 16
 
 
 def shared_cache_path() -> Path:
@@ -161,7 +167,8 @@ def embed_pending(store: Store, embedder: Embedder, cache: VectorCache | None = 
 def refresh_codes(store: Store, model: str, repo_id: int) -> int:
     """Take a repository's binary codes anew from its vectors: the sign bits after centring
     by the repository's mean vector (the mean moves as its code changes, so all of them are
-    retaken together). Returns how many chunks have a code."""
+    retaken together), and let the next CODES_RETAKE_SHARE of them be coded against that
+    mean. Returns how many chunks have a code."""
     # The vectors are read once, a block at a time, and kept in a temporary file while
     # their mean is summed; the codes are made from there. The kernel's 1.47 million
     # vectors take 0.4 GB as int8, 1.5 GB as float32, and 7 s to read from the index.
@@ -176,6 +183,7 @@ def refresh_codes(store: Store, model: str, repo_id: int) -> int:
             spill.write(np.asarray(scales, dtype=np.float32).tobytes())
             spill.write(int8.tobytes())
         if not count:
+            store.set_setting(codes_allowance_setting(repo_id, model), 0)
             return 0
         mean = (total / count).astype(np.float32)
         spill.seek(0)
@@ -189,15 +197,21 @@ def refresh_codes(store: Store, model: str, repo_id: int) -> int:
                     int8.astype(np.float32) * scales[:, None], mean)))
 
         store.put_codes(repo_id, model, mean.tobytes(), codes())
+    store.set_setting(codes_allowance_setting(repo_id, model), int(count * CODES_RETAKE_SHARE))
     return count
 
 
-def add_codes(store: Store, model: str, repo_id: int, chunk_ids: Sequence[int]) -> bool:
+def add_codes(store: Store, model: str, repo_id: int, chunk_ids: Sequence[int],
+              files_removed: bool = False) -> bool:
     """Give these chunks binary codes against the mean the repository's codes were taken
-    with: a few changed files need not move every code. False where there is no mean yet."""
+    with: a few changed files need not move every code. The chunks count against the
+    allowance refresh_codes left; a run that removed files spends all of it (how many
+    chunks went with them is not known here). False where there is no mean yet."""
     mean = store.code_mean(repo_id, model)
     if mean is None:
         return False
+    key = codes_allowance_setting(repo_id, model)
+    store.set_setting(key, -1 if files_removed else store.setting(key, 0) - len(chunk_ids))
     found = store.vectors_of(model, chunk_ids)
     if found:
         ids = sorted(found)

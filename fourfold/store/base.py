@@ -258,10 +258,15 @@ def unfinished_note(store: "Store", repo_id: int | None) -> str | None:
             "the files written so far") if total else None
 
 
-def codes_behind_setting(repo_id: int, model: str) -> str:
-    """The setting that says chunks got binary codes against an older mean of the
-    repository (add_codes), to be taken anew together later."""
-    return f"codes_behind:{repo_id}:{model}"
+def codes_allowance_setting(repo_id: int, model: str) -> str:
+    """The setting that holds how many more chunks may get binary codes against the mean
+    the repository's codes were taken with (add_codes) before all are taken anew together;
+    below 0, they are owed now."""
+    return f"codes_allowance:{repo_id}:{model}"
+
+
+def codes_behind(store: Store, repo_id: int, model: str) -> bool:
+    return store.setting(codes_allowance_setting(repo_id, model), 0) < 0
 
 CODE_CHANGES_KEPT = 1_000  # versions of a repository's codes whose changes a store logs
 

@@ -482,6 +482,39 @@ def test_changed_files_get_vectors_and_codes_without_retaking_every_code(make_tr
     assert ff.store.code_mean(repo_id, model) != mean and coded() == chunk_ids()
 
 
+def test_codes_are_taken_anew_only_once_a_share_of_chunks_changed(make_tree):
+    from fourfold.semantic.indexing import CODES_RETAKE_SHARE
+
+    files = 64
+    root = make_tree({f"m{i}.py": f"def job_{i}(x):\n    return x * {i}\n" for i in range(files)})
+    ff = Fourfold(root)
+    ff.index()
+    repo_id, model = ff.repo_id(), ff.semantic.embedder.name
+    mean = ff.store.code_mean(repo_id, model)
+    allowed = int(files * CODES_RETAKE_SHARE)  # one chunk a file
+    assert allowed >= 2
+
+    def edit(i: int) -> None:
+        (root / f"m{i}.py").write_text(f"def edited_{i}(x):\n    return x - {i}\n")
+        ff.index(changed=[str(root / f"m{i}.py")], graph_later=True)
+
+    for i in range(allowed):  # within the allowance: codes added, no retake owed
+        edit(i)
+        assert ff.behind()["codes"] is False
+    assert ff.catch_up() and ff.store.code_mean(repo_id, model) == mean
+    edit(allowed)  # one chunk past it
+    assert ff.behind()["codes"] is True
+    assert ff.catch_up() and ff.behind()["codes"] is False
+    retaken = ff.store.code_mean(repo_id, model)
+    assert retaken != mean
+    edit(0)  # the allowance starts again from the new mean
+    assert ff.behind()["codes"] is False
+    (root / "m1.py").unlink()  # a removed file's chunks are not counted: it owes a retake
+    ff.index(changed=[str(root / "m1.py")], graph_later=True)
+    assert ff.behind()["codes"] is True
+    assert ff.catch_up() and ff.store.code_mean(repo_id, model) != retaken
+
+
 def test_a_forked_child_does_not_outlive_its_killed_parent():
     import signal
     import subprocess
