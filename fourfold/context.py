@@ -187,10 +187,10 @@ def neighbours(ff: "Fourfold", path: str, symbol: str, repo_id: int | None) -> l
     own = {t.symbol_id for t in targets}
     rank = loaded.symbol_rank
     # edges guessed by name alone are no evidence of a relation
-    callees = {e.dst_symbol for t in targets for e in loaded.outgoing.get(t.symbol_id, [])
+    callees = {e.dst_symbol for t in targets for e in loaded.outgoing(t.symbol_id)
                if e.kind == "call" and e.resolution >= Resolution.INFERRED
                and e.dst_symbol is not None and e.dst_symbol not in own}
-    callers = {e.src_symbol for t in targets for e in loaded.incoming.get(t.symbol_id, [])
+    callers = {e.src_symbol for t in targets for e in loaded.incoming(t.symbol_id)
                if e.src_symbol is not None and e.src_symbol not in own
                and e.resolution >= Resolution.INFERRED}
 

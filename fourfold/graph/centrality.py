@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from array import array
 from collections import deque
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -188,11 +188,11 @@ def _ranked(nodes: np.ndarray, src: np.ndarray, dst: np.ndarray, damping: float,
 # Walks
 
 
-def impact(adj: Mapping[Hashable, Iterable], start_nodes: Iterable[Hashable], depth: int = 3,
-           limit: int | None = None) -> dict[Hashable, int]:
+def impact(neighbours: Callable[[Hashable], Iterable[Hashable]], start_nodes: Iterable[Hashable],
+           depth: int = 3, limit: int | None = None) -> dict[Hashable, int]:
     """Breadth-first walk: node -> distance (1..depth) from the nearest start node.
 
-    Pass a reverse adjacency to get the blast radius (transitive dependents). Cycle-safe (each
+    Pass a node's dependents as its neighbours to get the blast radius. Cycle-safe (each
     node is visited once); `limit` bounds the number of nodes returned (nearest first).
     Start nodes are never in the result (a node's own impact does not include itself).
     """
@@ -204,7 +204,7 @@ def impact(adj: Mapping[Hashable, Iterable], start_nodes: Iterable[Hashable], de
         node, d = frontier.popleft()
         if d >= depth:
             continue
-        for nb in adj.get(node, ()):
+        for nb in neighbours(node):
             if nb in seen:
                 continue
             seen.add(nb)

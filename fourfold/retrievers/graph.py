@@ -1,7 +1,7 @@
 """Graph modality: callers, callees, importers and blast radius over the stored edges.
 
-The edges of the index are loaded once into adjacency maps (reloaded when the index
-changes), so a depth-3 impact query is a breadth-first walk in memory.
+A repository's edges are read once as columns (fourfold.graph.loaded; read again when the
+graph is written again), so a depth-3 impact query is a breadth-first walk in memory.
 
 Each answer row says how sure its edge is: "resolution" is "exact", "inferred", "name_only"
 or "none" (fourfold.store.base.Resolution), and "resolved" is true for exact and inferred.
@@ -10,12 +10,10 @@ a note counts them.
 """
 from __future__ import annotations
 
-import gc
-import re
 import threading
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..collector import collector_paused
 from ..errors import QueryError
@@ -25,32 +23,10 @@ from ..store.base import (Resolution, Store, StoredEdge, StoredSymbol, graph_beh
                           graph_version_setting, unfinished_note)
 from .structural import StructuralRetriever
 
-Node = tuple[str, int]  # ("s", symbol_id) or ("f", file_id) for module-level code
-DEPENDENCY_KINDS = ("call", "inherit", "ref")
+if TYPE_CHECKING:
+    from ..graph.loaded import LoadedGraph, Node
+
 MAX_RANKED_REFERENCES = 2000  # references ranked for the graph modality's answer
-
-
-@dataclass
-class LoadedGraph:
-    generation: tuple
-    edges: list[StoredEdge]
-    dependents: dict[Node, set[Node]] = field(default_factory=lambda: defaultdict(set))
-    incoming: dict[int, list[StoredEdge]] = field(default_factory=lambda: defaultdict(list))
-    outgoing: dict[int, list[StoredEdge]] = field(default_factory=lambda: defaultdict(list))
-    file_importers: dict[int, list[StoredEdge]] = field(default_factory=lambda: defaultdict(list))
-    file_imports: dict[int, list[StoredEdge]] = field(default_factory=lambda: defaultdict(list))
-    unresolved_by_name: dict[str, list[StoredEdge]] = field(
-        default_factory=lambda: defaultdict(list))
-    symbol_rank: dict[int, float] = field(default_factory=dict)
-    file_rank: dict[int, float] = field(default_factory=dict)
-
-
-def _node(symbol: int | None, file_id: int) -> Node:
-    return ("s", symbol) if symbol is not None else ("f", file_id)
-
-
-def _last_name(name: str) -> str:
-    return re.split(r"\.|::|->|:|#", name)[-1]
 
 
 def _sure(e: StoredEdge) -> bool:
@@ -123,39 +99,14 @@ class GraphRetriever:
             self.graph()
 
     def _load(self, generation: tuple) -> LoadedGraph:
-        """The graph read whole. A big repository's millions of edges form no cycles: the
-        collector is paused while they are made, and they are frozen out of its reach
-        after (once made, each full collection rescanned them: 4-5 s on the kernel's,
-        and the first after the load did so twice). A graph let go is freed all the
-        same, by its references' count."""
-        with collector_paused():
-            loaded = self._loaded(generation)
-            gc.freeze()
-        return loaded
+        """The graph read whole, as columns (the collector paused: reading makes millions
+        of short-lived objects and no cycles)."""
+        from ..graph.loaded import LoadedGraph  # numpy: only when a graph is asked for
 
-    def _loaded(self, generation: tuple) -> LoadedGraph:
-        g = LoadedGraph(generation, self.store.all_edges(generation[1]))
-        for e in g.edges:
-            if e.kind == "import":
-                if e.dst_file is not None and e.resolution:
-                    g.file_importers[e.dst_file].append(e)
-                    g.file_imports[e.src_file].append(e)
-                continue
-            if e.src_symbol is not None:
-                g.outgoing[e.src_symbol].append(e)
-            if not e.resolution:
-                if e.kind == "call":
-                    g.unresolved_by_name[_last_name(e.name)].append(e)
-                continue
-            if e.dst_symbol is None:
-                continue
-            g.incoming[e.dst_symbol].append(e)
-            if e.kind in DEPENDENCY_KINDS and _sure(e):
-                src = _node(e.src_symbol, e.src_file)
-                if src != ("s", e.dst_symbol):
-                    g.dependents[("s", e.dst_symbol)].add(src)
-        g.symbol_rank, g.file_rank = self.store.centrality(generation[1])
-        return g
+        with collector_paused():
+            return LoadedGraph(generation, self.store.edge_columns(generation[1]),
+                               *self.store.centrality(generation[1]),
+                               {f.file_id: f.path for f in self.store.files(generation[1])})
 
     # -- targets ----------------------------------------------------------------------
     def definitions_of(self, name: str, repo_id: int | None = None) -> list[StoredSymbol]:
@@ -170,9 +121,6 @@ class GraphRetriever:
 
     def _symbol_info(self, ids) -> dict[int, StoredSymbol]:
         return {s.symbol_id: s for s in self.store.symbols_by_id(ids, self.scope())}
-
-    def _paths(self) -> dict[int, str]:
-        return {f.file_id: f.path for f in self.store.files()}
 
     @staticmethod
     def _page(rows: list[dict], limit: int, offset: int, notes: list[str]) -> dict:
@@ -199,9 +147,9 @@ class GraphRetriever:
         """Call sites and other uses of a symbol, each with the calling symbol."""
         g = self.graph()
         targets = self.definitions_of(name, repo_id)
-        edges = [(t, e) for t in targets for e in g.incoming.get(t.symbol_id, [])]
+        edges = [(t, e) for t in targets for e in g.incoming(t.symbol_id)]
         callers = self._symbol_info({e.src_symbol for _, e in edges if e.src_symbol is not None})
-        paths = self._paths()
+        paths = g.paths
         rows = []
         for target, e in edges:
             caller = callers.get(e.src_symbol)
@@ -212,8 +160,7 @@ class GraphRetriever:
                          "definition": f"{target.path}:{target.qualname}",
                          "resolved": _sure(e), "resolution": _resolution_word(e)})
         resolved_sites = {(r["path"], r["line"]) for r in rows}
-        last = _last_name(name)
-        unresolved = [e for e in g.unresolved_by_name.get(last, [])
+        unresolved = [e for e in g.unresolved_calls(name)
                       if (paths.get(e.src_file), e.line) not in resolved_sites]
         unresolved_callers = self._symbol_info(
             {e.src_symbol for e in unresolved if e.src_symbol is not None})
@@ -231,18 +178,21 @@ class GraphRetriever:
             sum(1 for _, e in edges if e.resolution == Resolution.NAME_ONLY),
             "listed after the resolved ones with resolution=name_only")
         if unresolved:
-            notes.append(f"{len(unresolved)} call sites of the name {last!r} could not be "
-                         "resolved to a definition; they are listed last with resolution=none")
+            from ..graph.loaded import last_name
+
+            notes.append(f"{len(unresolved)} call sites of the name {last_name(name)!r} could "
+                         "not be resolved to a definition; they are listed last with "
+                         "resolution=none")
         return self._page(rows, limit, offset, notes)
 
     def callees(self, name: str, limit: int = 50, offset: int = 0,
                 repo_id: int | None = None) -> dict:
         g = self.graph()
         targets = self.definitions_of(name, repo_id)
-        edges = [(t, e) for t in targets for e in g.outgoing.get(t.symbol_id, [])
+        edges = [(t, e) for t in targets for e in g.outgoing(t.symbol_id)
                  if e.kind == "call"]
         info = self._symbol_info({e.dst_symbol for _, e in edges if e.dst_symbol is not None})
-        paths = self._paths()
+        paths = g.paths
         rows = []
         for target, e in edges:
             callee = info.get(e.dst_symbol)
@@ -263,7 +213,7 @@ class GraphRetriever:
     def importers(self, file_or_module: str, limit: int = 50, offset: int = 0,
                   repo_id: int | None = None) -> dict:
         g = self.graph()
-        paths = self._paths()
+        paths = g.paths
         wanted = file_or_module.strip().strip("/")
         if not wanted:
             raise QueryError("empty file or module name")
@@ -276,7 +226,7 @@ class GraphRetriever:
                                               as_path + "/mod")]
         rows = []
         for fid in targets:
-            for e in g.file_importers.get(fid, []):
+            for e in g.importers(fid):
                 rows.append({"path": paths.get(e.src_file), "line": e.line, "name": e.name,
                              "imports": paths[fid]})
         rows.sort(key=lambda r: (r["path"], r["line"]))
@@ -287,11 +237,12 @@ class GraphRetriever:
         """The indexed files a file imports (the other direction of importers), in line
         order; imports of code outside the repository are not edges and are not listed."""
         g = self.graph()
-        paths = self._paths()
+        paths = g.paths
         source = next((fid for fid, p in paths.items() if p == path), None)
         rows = [{"path": paths.get(e.dst_file), "line": e.line, "name": e.name,
                  "imported_by": path}
-                for e in sorted(g.file_imports.get(source, []), key=lambda e: e.line)]
+                for e in sorted(g.imports(source) if source is not None else [],
+                                 key=lambda e: e.line)]
         notes = [] if source is not None else [f"{path} is not an indexed file"]
         return self._page(rows, limit, offset, notes)
 
@@ -307,7 +258,7 @@ class GraphRetriever:
 
         distance = bfs_impact(g.dependents, [("s", t.symbol_id) for t in targets], depth)
         info = self._symbol_info([n[1] for n in distance if n[0] == "s"])
-        paths = self._paths()
+        paths = g.paths
 
         def centrality(node: Node) -> float:
             return (g.symbol_rank.get(node[1], 0.0) if node[0] == "s"
@@ -327,7 +278,7 @@ class GraphRetriever:
                 rows.append({"path": paths.get(node[1]), "start_line": 1, "end_line": 1,
                              "symbol": None, "kind": "module", "distance": dist,
                              "centrality": round(centrality(node), 4)})
-        guessed = sum(1 for t in targets for e in g.incoming.get(t.symbol_id, ())
+        guessed = sum(1 for t in targets for e in g.incoming(t.symbol_id)
                       if e.resolution == Resolution.NAME_ONLY)
         return self._page(rows, limit, offset,
                           self._definition_notes(name, targets)

@@ -194,6 +194,18 @@ class EdgeColumns:
     def __len__(self) -> int:
         return len(self.kind)
 
+    def edges(self) -> list[StoredEdge]:
+        def ids(values: Sequence[int]) -> list[int | None]:
+            return [None if v < 0 else v for v in _listed(values)]
+        return [StoredEdge(*edge) for edge in zip(
+            self.kind, _listed(self.src_file), ids(self.src_symbol), ids(self.dst_file),
+            ids(self.dst_symbol), _listed(self.line), self.name, _listed(self.resolution))]
+
+
+def _listed(values: Sequence[int]) -> list[int]:
+    """Python ints of a list or a numpy array."""
+    return values.tolist() if hasattr(values, "tolist") else list(values)
+
 
 @dataclass(slots=True)
 class GraphInput:
@@ -625,14 +637,15 @@ class Store(ABC):
         """What the repository's stored graph read of each file."""
 
     @abstractmethod
-    def edge_columns(self, repo_id: int) -> EdgeColumns:
-        """A repository's edges as replace_graph took them (ids and lines as int64 numpy
-        arrays, the resolution as int8)."""
+    def edge_columns(self, repo_id: int | None = None) -> EdgeColumns:
+        """A repository's edges (every one's, repository by repository, where None) as
+        replace_graph took them: ids and lines as int64 numpy arrays, the resolution as
+        int8. Edges are written and read whole (the graph retriever walks them in memory),
+        so a store may keep them packed, unindexed."""
 
-    @abstractmethod
     def all_edges(self, repo_id: int | None = None) -> list[StoredEdge]:
-        """Every edge (of one repository). Edges are written and read whole (the graph
-        retriever walks them in memory), so a store may keep them packed, unindexed."""
+        """edge_columns() as objects."""
+        return self.edge_columns(repo_id).edges()
 
     @abstractmethod
     def centrality(self, repo_id: int | None = None

@@ -35,11 +35,11 @@ from ..tokens import identifier_tokens, token_text
 from . import postgres_postings as postings
 from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileRecord,
                    FileStamp, FileState, GraphInput, GraphPatch, HeldCodes, HeldRows,
-                   RepoInfo, RequiredText, Store, StoredChunk, StoredEdge, StoredFile,
-                   StoredSymbol, TokenRecord, graph_version_setting, packed_ids)
+                   RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
+                   TokenRecord, graph_version_setting, packed_ids)
 from .postgres_postings import HeldPostings
 from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, EdgeRow, clear_errors,
-                         edge_columns_of, packed, packed_bytes, stored_edges, two_columns,
+                         edge_columns_of, packed, packed_bytes, two_columns,
                          unpacked)
 
 SCHEMA = "fourfold"
@@ -1778,9 +1778,15 @@ class PostgresStore(Store):
                     "SELECT path, file_id, symbol_ids, facts FROM graph_inputs "
                     "WHERE repo_id = %s", (repo_id,))]
 
-    def edge_columns(self, repo_id: int) -> EdgeColumns:
-        return edge_columns_of([_edge_row(row) for row in self._query(
-            f"SELECT {_EDGE_COLUMNS} FROM edges WHERE repo_id = %s ORDER BY part", (repo_id,))])
+    def edge_columns(self, repo_id: int | None = None) -> EdgeColumns:
+        query = f"SELECT {_EDGE_COLUMNS} FROM edges"
+        if repo_id:
+            rows = self._query(query + " WHERE repo_id = %s ORDER BY part", (repo_id,))
+        else:
+            reachable, params = self._reachable("repo_id")
+            rows = self._query(query + " WHERE true" + reachable + " ORDER BY repo_id, part",
+                               params)
+        return edge_columns_of([_edge_row(row) for row in rows])
 
     @staticmethod
     def _write_edges(cur: psycopg.Cursor, repo_id: int, edges: EdgeColumns) -> None:
@@ -1795,16 +1801,6 @@ class PostgresStore(Store):
                             packed(edges.src_symbol[cut]), packed(edges.dst_file[cut]),
                             packed(edges.dst_symbol[cut]), packed(edges.line[cut]),
                             packed_bytes(edges.resolution[cut]), kinds, names))
-
-    def all_edges(self, repo_id: int | None = None) -> list[StoredEdge]:
-        query = f"SELECT {_EDGE_COLUMNS} FROM edges"
-        if repo_id:
-            rows = self._query(query + " WHERE repo_id = %s ORDER BY part", (repo_id,))
-        else:
-            reachable, params = self._reachable("repo_id")
-            rows = self._query(query + " WHERE true" + reachable + " ORDER BY repo_id, part",
-                               params)
-        return stored_edges(map(_edge_row, rows))
 
     def centrality(self, repo_id: int | None = None
                    ) -> tuple[dict[int, float], dict[int, float]]:

@@ -9,7 +9,7 @@ from array import array
 from typing import Iterable, Sequence
 
 from ..errors import QueryError
-from .base import EdgeColumns, StoredEdge
+from .base import EdgeColumns
 
 # Symbols and chunks belong to a document (s.document_id, c.document_id), shared by the
 # files of every branch that holds it: they are read joined to the file (f) that asks.
@@ -51,28 +51,13 @@ def edge_columns_of(rows: list[EdgeRow]) -> EdgeColumns:
     import numpy as np
 
     def ints(i: int) -> np.ndarray:
-        return np.concatenate([np.frombuffer(row[i], np.int64) for row in rows]) if rows \
+        parts = [np.frombuffer(row[i], np.int64) for row in rows]
+        # one row (SQLite keeps a repository's edges in one): read in place, not copied
+        return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts \
             else np.zeros(0, np.int64)
     return EdgeColumns([k for row in rows for k in row[0]], ints(1), ints(2), ints(3), ints(4),
                        ints(5), [n for row in rows for n in row[6]],
                        np.frombuffer(b"".join(row[7] for row in rows), np.int8))
-
-
-def stored_edges(rows: Iterable[EdgeRow]) -> list[StoredEdge]:
-    """The StoredEdges of rows of packed edges, in order. One object per distinct kind,
-    name, file id and line across the rows: a big repository's edges are held at once, and
-    the kernel's 5.8 million took 2.1 GB with objects of their own."""
-    texts: dict[str, str] = {}
-    numbers: dict[int, int] = {}
-    text, number = texts.setdefault, numbers.setdefault
-    return [StoredEdge(text(kind, kind), number(sf, sf), None if ss < 0 else ss,
-                       None if df < 0 else number(df, df), None if ds < 0 else ds,
-                       number(ln, ln), text(name, name), res)
-            for kinds, src_file, src_symbol, dst_file, dst_symbol, line, names, resolution
-            in rows
-            for kind, sf, ss, df, ds, ln, name, res in zip(
-                kinds, unpacked(src_file), unpacked(src_symbol), unpacked(dst_file),
-                unpacked(dst_symbol), unpacked(line), names, resolution)]
 
 
 def two_columns(rows: Iterable[tuple[int, int]]) -> tuple[array, array]:

@@ -30,12 +30,12 @@ from ..tokens import chunk_body, identifier_tokens, token_text
 from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileState,
                    GraphInput, GraphPatch, HeldCodes, compress_references,
                    decompress_references, graph_version_setting, packed_ids, RepoInfo,
-                   RequiredText, Store, StoredChunk, StoredEdge, StoredFile, StoredSymbol,
+                   RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
                    TokenRecord)
 from .chunk_index import FOLDER_NAME as CHUNK_INDEX_FOLDER, ChunkIndex, weighted_text
 from .index_dir import IndexLock
 from .sql_common import (CHUNK_COLS, FILE_COLS, EdgeRow, clear_errors, edge_columns_of,
-                         packed, packed_bytes, stored_edges, symbol_columns, two_columns)
+                         packed, packed_bytes, symbol_columns, two_columns)
 
 SCHEMA_VERSION = 14  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
@@ -1007,14 +1007,11 @@ class SQLiteStore(Store):
             "SELECT path, file_id, symbol_ids, facts FROM graph_inputs WHERE repo_id=?",
             (repo_id,))]
 
-    def edge_columns(self, repo_id: int) -> EdgeColumns:
-        return edge_columns_of([_edge_row(row) for row in self._query(
-            f"SELECT {_EDGE_COLUMNS} FROM edges WHERE repo_id=?", (repo_id,))])
-
-    def all_edges(self, repo_id: int | None = None) -> list[StoredEdge]:
+    def edge_columns(self, repo_id: int | None = None) -> EdgeColumns:
         sql = f"SELECT {_EDGE_COLUMNS} FROM edges"
-        rows = self._query(sql + " WHERE repo_id=?", (repo_id,)) if repo_id else self._query(sql)
-        return stored_edges(map(_edge_row, rows))
+        rows = (self._query(sql + " WHERE repo_id=?", (repo_id,)) if repo_id
+                else self._query(sql + " ORDER BY repo_id"))
+        return edge_columns_of([_edge_row(row) for row in rows])
 
     def centrality(self, repo_id: int | None = None
                    ) -> tuple[dict[int, float], dict[int, float]]:

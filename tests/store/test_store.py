@@ -13,7 +13,6 @@ from fourfold.model import Chunk, Reference, Symbol
 from fourfold.store.base import (EdgeColumns, FileStamp, FileState, RepoInfo, Resolution,
                                  StoredChunk, StoredEdge, StoredFile, StoredSymbol, TokenRecord,
                                  decode_references)
-from fourfold.store import postgres as postgres_module
 from fourfold.store.postgres import PostgresStore
 from fourfold.store.sqlite import SQLiteStore
 from tests.store.records import (ALPHA, CORPUS, alpha_record, corpus_records, readme_record,
@@ -339,23 +338,6 @@ def test_stored_edges_come_back_whole_per_repository(store):
     store.replace_graph(first, EdgeColumns(), {}, {})
     assert store.all_edges(first) == [] and store.all_edges() == edges[:1]
     assert store.centrality() == ({}, {})
-
-
-def test_edges_read_back_share_one_object_per_name_file_and_line(store, monkeypatch):
-    """A big repository's millions of edges are held at once: a name, kind, file id or
-    line that recurs is one object, across the rows a server keeps them in too."""
-    monkeypatch.setattr(postgres_module, "EDGES_A_ROW", 2)
-    repo = store.ensure_repo("/a", "a")
-    edges = [StoredEdge("call", 70_000 + n % 2, 900_000 + n, 80_000, None, 5_000,
-                        "kfree" + "", Resolution.NAME_ONLY) for n in range(4)]
-    store.replace_graph(repo, EdgeColumns.of(edges), {}, {})
-    read = store.all_edges(repo)
-    assert read == edges
-    first, *others = read
-    for other in others:
-        assert other.name is first.name and other.kind is first.kind
-        assert other.dst_file is first.dst_file and other.line is first.line
-    assert read[2].src_file is read[0].src_file and read[3].src_file is read[1].src_file
 
 
 @pytest.mark.parametrize("names", [["", "", "tail"], [""], ["multi\nline", "", "x"],
