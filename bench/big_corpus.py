@@ -327,6 +327,44 @@ def grep(args: argparse.Namespace) -> None:
               f"({rg_first / first:.1f}x)")
 
 
+GRAPH_NAMES = ["mutex_lock", "spin_lock", "kmalloc", "printk", "schedule"]
+
+
+def _rss_mib() -> int:
+    with open("/proc/self/status") as status:
+        return int(status.read().split("VmRSS:")[1].split()[0]) // 1024
+
+
+def graph(args: argparse.Namespace) -> None:
+    """Graph questions in this new process: the first (which reads the graph), the memory
+    it left, then callers and blast radius of a few common names, round by round. --dump
+    writes the answers as JSON, to compare two versions."""
+    import resource
+
+    ff = _open(args.store)
+    started = time.perf_counter()
+    ff.references("update_rq_clock")
+    first = time.perf_counter() - started
+    print(f"first caller question {first:.2f} s; process {_rss_mib()} MiB after it, peak "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MiB")
+    rounds = []
+    for _ in range(args.rounds):
+        started = time.perf_counter()
+        for name in GRAPH_NAMES:
+            ff.references(name, limit=50)
+            ff.impact(name, depth=3, limit=50)
+        rounds.append(time.perf_counter() - started)
+    print(f"{2 * len(GRAPH_NAMES)} questions (references and impact of "
+          f"{', '.join(GRAPH_NAMES)}): " + ", ".join(f"{r:.2f}" for r in rounds) + " s")
+    if args.dump:
+        answers = {"references": ff.references("update_rq_clock", limit=5000),
+                   "callees": ff.callees("schedule", limit=5000),
+                   "impact": ff.impact("update_rq_clock", depth=3, limit=100_000),
+                   "importers": ff.importers("include/linux/sched.h", limit=100_000),
+                   "callers of kfree": ff.references("kfree", limit=100_000)["total"]}
+        Path(args.dump).write_text(json.dumps(answers, sort_keys=True, default=str))
+
+
 def edit(args: argparse.Namespace) -> None:
     """Save a new line into one file while `fourfold watch` runs; time until grep finds it
     (and, with --graph, until the graph and then the binary codes have caught up, before
@@ -408,6 +446,11 @@ def main() -> None:
     run.add_argument("--any-case", action="store_true",
                      help="every pattern in any case: fourfold's default, ripgrep -i")
     run.set_defaults(run=grep)
+    run = commands.add_parser("graph")
+    run.add_argument("--rounds", type=int, default=3)
+    run.add_argument("--store", help="ask the index on this PostgreSQL server instead")
+    run.add_argument("--dump", help="write the answers to this JSON file")
+    run.set_defaults(run=graph)
     run = commands.add_parser("edit")
     run.add_argument("--rounds", type=int, default=3)
     run.add_argument("--store", help="watch into the index on this PostgreSQL server instead")
