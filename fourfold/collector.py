@@ -1,8 +1,8 @@
 """The cyclic garbage collector paused while millions of small objects are made that form
-no cycles (records, symbols, references, edges, a loaded graph): each full collection
-would rescan all of them (up to a third of graph resolution's time; loading the kernel's
-graph took 19 s with it running, 7 s paused). The collector is per process, so a pause
-covers every thread (an MCP server's too) until the last pause ends."""
+no cycles (records, symbols, references, edges, the names of a graph read): each full
+collection would rescan all of them (up to a third of graph resolution's time). The
+collector is per process, so a pause covers every thread (an MCP server's too) until the
+last pause ends."""
 from __future__ import annotations
 
 import gc
