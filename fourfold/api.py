@@ -716,6 +716,8 @@ class Fourfold:
         return round(lag, 3) if lag is not None else None
 
     def close(self) -> None:
+        if "text" in self.__dict__:
+            self.text.close()
         self.store.close()
 
     # -- shared by the interfaces (MCP, CLI, a web page) -----------------------------------

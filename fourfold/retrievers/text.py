@@ -18,6 +18,7 @@ from ..errors import QueryError
 from ..model import Hit
 from ..store.base import RequiredText, Store, StoredFile, unfinished_note
 from ..store.snapshot import Snapshots
+from .grep_pool import POOL_BATCH, POOL_MIN_FILES, GrepPool, PoolUnavailable
 from ..tokens import name_match, name_targets, name_words, query_terms, singular
 from ..query.model import Query
 from .base import path_ok
@@ -264,6 +265,62 @@ def _re2_span(regex) -> Callable[[bytes, int], tuple[int, int]]:
     return lambda text, pos: match(_UNANCHORED, text, pos, len(text))[0]
 
 
+@dataclass(frozen=True)
+class Finder:
+    """What a grep looks for, as a process that did not parse it can build it again."""
+
+    pattern: str
+    regex: bool
+    case_sensitive: bool
+    whole_word: bool
+
+    def compiled(self) -> tuple[Callable[[str | bytes, int], int], bool]:
+        """find(text, from) -> the start of the next match or -1, and whether it searches
+        UTF-8 bytes (RE2) rather than str."""
+        pattern, case_sensitive = self.pattern, self.case_sensitive
+        if self.regex:
+            program = compile_regex(pattern, case_sensitive)  # checked as written
+            if self.whole_word:
+                program = compile_regex(rf"\b(?:{pattern})\b", case_sensitive)
+            return _re2_find(program), True
+        folded = None if case_sensitive else compile_folded_literal(pattern)
+        if folded is not None:
+            return (_whole_words(_re2_span(folded)) if self.whole_word
+                    else _re2_find(folded)), True
+        if case_sensitive:
+            return (_whole_words(_literal_span(pattern)) if self.whole_word
+                    else _literal_find(pattern)), False
+        return _re_find(re.compile(
+            rf"(?<!\w){re.escape(pattern)}(?!\w)" if self.whole_word else re.escape(pattern),
+            re.IGNORECASE)), False
+
+
+def matching_lines(text: str | bytes, find: Callable[[str | bytes, int], int]
+                   ) -> list[tuple[int, str]]:
+    """(line number, line) of each line of a text that `find(text, from)` (the start of
+    the next match, or -1) finds a match in; text is str, or UTF-8 bytes for RE2. No match
+    spans a newline (see compile_regex), so a match marks its line; the search goes on
+    from the next line, as a line is reported once."""
+    utf8 = isinstance(text, bytes)
+    newline, cr = (b"\n", b"\r") if utf8 else ("\n", "\r")
+    out: list[tuple[int, str]] = []
+    line_no, counted, pos, size = 1, 0, 0, len(text)
+    while pos < size:
+        start = find(text, pos)
+        if start < 0 or (start == size and text.endswith(newline)):
+            break  # an empty match after the final newline is not a line
+        line_no += text.count(newline, counted, start)
+        counted = start
+        line_start = text.rfind(newline, 0, start) + 1
+        line_end = text.find(newline, start)
+        if line_end < 0:
+            line_end = size
+        line = text[line_start:line_end].rstrip(cr)
+        out.append((line_no, line.decode("utf-8", "surrogatepass") if utf8 else line))
+        pos = line_end + 1
+    return out
+
+
 STEM_BONUS = 1.0  # × the best BM25 score, for a file whose whole name the query spells out
 
 GREP_READ_BATCH = 256  # files read from the store at once
@@ -353,6 +410,15 @@ class TextRetriever:
         self.time_budget = GREP_TIME_BUDGET
 
     @cached_property
+    def _pool(self) -> GrepPool:
+        return GrepPool(self.store.address())
+
+    def close(self) -> None:
+        """Stop the grep workers, if any were started."""
+        if "_pool" in self.__dict__:
+            self._pool.close()
+
+    @cached_property
     def _reader(self) -> ThreadPoolExecutor:
         """The one thread that reads a whole grep's next texts: it keeps its connection to
         the store from one grep to the next."""
@@ -375,28 +441,20 @@ class TextRetriever:
         if not regex and "\n" in pattern:
             return ResultList()  # no line holds a newline
         deadline = time.monotonic() + (self.time_budget if time_budget is None else time_budget)
-        if regex:
-            regex_program = compile_regex(pattern, case_sensitive)  # checked as written
-            if whole_word:
-                regex_program = compile_regex(rf"\b(?:{pattern})\b", case_sensitive)
-            find = _re2_find(regex_program)
-            required = regex_required(pattern)
+        wanted = Finder(pattern, regex, case_sensitive, whole_word)
+        find, utf8 = wanted.compiled()
+        required = regex_required(pattern) if regex else literal_required(pattern)
+        if limit is None:
+            candidates, _ = self._candidates(required, repo_id, path_glob, None, None)
+            if len(candidates) >= POOL_MIN_FILES:
+                try:
+                    return self._grep_in_pool(wanted, candidates, deadline)
+                except PoolUnavailable:
+                    pass  # searched here, from the start
+            batches = self._all_batches(candidates, utf8)
         else:
-            required = literal_required(pattern)
-            folded = None if case_sensitive else compile_folded_literal(pattern)
-            if folded is not None:
-                find = _whole_words(_re2_span(folded)) if whole_word else _re2_find(folded)
-            elif case_sensitive:
-                find = (_whole_words(_literal_span(pattern)) if whole_word
-                        else _literal_find(pattern))
-            else:
-                find = _re_find(re.compile(
-                    rf"(?<!\w){re.escape(pattern)}(?!\w)" if whole_word else re.escape(pattern),
-                    re.IGNORECASE))
-        utf8 = regex or folded is not None
+            batches = self._limited_batches(required, repo_id, path_glob, utf8)
         out = ResultList()
-        batches = (self._all_batches(required, repo_id, path_glob, utf8) if limit is None
-                   else self._limited_batches(required, repo_id, path_glob, utf8))
         for batch, texts in batches:
             for stored, _ in batch:
                 if time.monotonic() > deadline:
@@ -424,13 +482,32 @@ class TextRetriever:
             page *= 4
             candidates, last = self._candidates(required, repo_id, path_glob, last, page)
 
-    def _all_batches(self, required: RequiredText | None, repo_id: int | None,
-                     path_glob: str | None, utf8: bool) -> Iterator[tuple[list, dict]]:
+    def _grep_in_pool(self, wanted: Finder, candidates: list[tuple[StoredFile, str]],
+                      deadline: float) -> ResultList:
+        """A whole grep through many files, searched by worker processes (grep_pool)."""
+        out = ResultList()
+        found = self._pool.batches(wanted, [stored.file_id for stored, _ in candidates],
+                                   deadline)
+        try:
+            for start, (lines_of, partial) in zip(range(0, len(candidates), POOL_BATCH),
+                                                  found):
+                for position, lines in lines_of:
+                    stored = candidates[start + position][0]
+                    out.extend(LineMatch(stored.path, line_no, line, stored.file_id,
+                                         stored.flags) for line_no, line in lines)
+                if partial:
+                    out.partial = True
+                    break
+        finally:
+            found.close()  # the workers' other batches read and dropped, the pool let go
+        return out
+
+    def _all_batches(self, candidates: list[tuple[StoredFile, str]], utf8: bool
+                     ) -> Iterator[tuple[list, dict]]:
         """Every candidate file with its text, a batch at a time; the next batch is read in
         a thread while this one is searched (SQLite and LZ4 let go of the interpreter while
         they work). Only the first files' texts are kept in the cache: a grep through more
         than it holds would otherwise replace every text in it, for no later hit."""
-        candidates, _ = self._candidates(required, repo_id, path_glob, None, None)
         ahead = None
         for start in range(0, len(candidates), GREP_READ_BATCH):
             batch = candidates[start:start + GREP_READ_BATCH]
@@ -456,30 +533,8 @@ class TextRetriever:
     @staticmethod
     def _lines(stored: StoredFile, text: str | bytes, find: Callable[[str | bytes, int], int]
                ) -> list[LineMatch]:
-        """The matching lines of one file, found by `find(text, from)` (the start of the next
-        match, or -1); text is str, or UTF-8 bytes for RE2. No match spans a newline (see
-        compile_regex), so a match marks its line; the search goes on from the next line,
-        as a line is reported once."""
-        utf8 = isinstance(text, bytes)
-        newline, cr = (b"\n", b"\r") if utf8 else ("\n", "\r")
-        out: list[LineMatch] = []
-        line_no, counted, pos, size = 1, 0, 0, len(text)
-        while pos < size:
-            start = find(text, pos)
-            if start < 0 or (start == size and text.endswith(newline)):
-                break  # an empty match after the final newline is not a line
-            line_no += text.count(newline, counted, start)
-            counted = start
-            line_start = text.rfind(newline, 0, start) + 1
-            line_end = text.find(newline, start)
-            if line_end < 0:
-                line_end = size
-            line = text[line_start:line_end].rstrip(cr)
-            out.append(LineMatch(stored.path, line_no,
-                                 line.decode("utf-8", "surrogatepass") if utf8 else line,
-                                 stored.file_id, stored.flags))
-            pos = line_end + 1
-        return out
+        return [LineMatch(stored.path, line_no, line, stored.file_id, stored.flags)
+                for line_no, line in matching_lines(text, find)]
 
     # -- ranked search ------------------------------------------------------------------
     def search(self, query: Query, limit: int) -> list[Hit]:

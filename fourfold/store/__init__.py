@@ -34,3 +34,13 @@ def open_server_store(url: str):
     from .postgres import PostgresStore  # psycopg: loaded only for a server
 
     return PostgresStore(url)
+
+
+def open_store(address: tuple[str, str]):
+    """A store opened again from its address() (another process's, for reading)."""
+    kind, where = address
+    if kind == "sqlite":
+        from .sqlite import SQLiteStore
+
+        return SQLiteStore(where, readonly=True)
+    return open_server_store(where)

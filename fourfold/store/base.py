@@ -553,6 +553,11 @@ class Store(ABC):
     def contents(self, file_ids: Iterable[int]) -> dict[int, str]:
         """file id -> text, for many files at once."""
 
+    def utf8_contents(self, file_ids: Iterable[int]) -> dict[int, bytes]:
+        """contents() as UTF-8 bytes (a store that keeps them so need not decode them)."""
+        return {file_id: text.encode("utf-8", "surrogatepass")
+                for file_id, text in self.contents(file_ids).items()}
+
     @abstractmethod
     def bm25_chunks(self, terms: Sequence[str], limit: int, repo_id: int | None = None
                     ) -> list[tuple[StoredChunk, float]]:
@@ -788,3 +793,8 @@ class Store(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    @abstractmethod
+    def address(self) -> tuple[str, str]:
+        """("sqlite", database path) or ("postgresql", URL): what store.open_store opens
+        this store again with, in another process."""

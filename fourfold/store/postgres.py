@@ -807,6 +807,7 @@ def _codes_budget() -> int:
 @clear_errors(psycopg.Error)
 class PostgresStore(Store):
     def __init__(self, url: str):
+        self._url = url
         try:
             self._params = conninfo_to_dict(url)
         except psycopg.Error:
@@ -828,6 +829,9 @@ class PostgresStore(Store):
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.location!r})"
+
+    def address(self) -> tuple[str, str]:
+        return "postgresql", self._url
 
     # -- connections and errors ---------------------------------------------------------
     def _connect(self) -> psycopg.Connection:

@@ -436,6 +436,9 @@ class SQLiteStore(Store):
             raise
         return int(row[0]) if row else None
 
+    def address(self) -> tuple[str, str]:
+        return "sqlite", self.db_path
+
     def close(self) -> None:
         if not self._in_run:
             self._chunk_index.close()
@@ -807,11 +810,15 @@ class SQLiteStore(Store):
         return order
 
     def contents(self, file_ids: Iterable[int]) -> dict[int, str]:
+        return {file_id: text.decode("utf-8", "surrogatepass")
+                for file_id, text in self.utf8_contents(file_ids).items()}
+
+    def utf8_contents(self, file_ids: Iterable[int]) -> dict[int, bytes]:
         ids = list(file_ids)
-        out: dict[int, str] = {}
+        out: dict[int, bytes] = {}
         for start in range(0, len(ids), 500):
             part = ids[start:start + 500]
-            out.update((file_id, unpack_text(packed_text)) for file_id, packed_text in self._query(
+            out.update((file_id, lz4.block.decompress(packed)) for file_id, packed in self._query(
                 f"SELECT f.id, c.text FROM files f JOIN contents c ON c.document_id=f.document_id "
                 f"WHERE f.id IN ({_placeholders(len(part))})", part))
         return out

@@ -1,0 +1,119 @@
+"""A whole grep through many files searched by worker processes: the same lines, in the
+same order, as the calling process finds by itself; partial past the time budget; and a
+search by itself where the workers are busy or die."""
+from __future__ import annotations
+
+import pytest
+
+from fourfold import Fourfold
+from fourfold.retrievers import grep_pool
+
+FILES = {f"pkg/m{i:02d}.py": (f"def job_{i}(x):\n    return x * {i}\n" * (i % 3 + 1)
+                              + ("# TODO: élan Straße\n" if i % 4 == 0 else "")
+                              + ("JOB_LIMIT = 3\n" if i % 5 == 0 else ""))
+         for i in range(23)}
+FILES["docs/notes.txt"] = "job_1 and job_2\nNothing here\n\ttodo: tabs\n"
+CASES = [("job_1", {}), ("TODO", {"case_sensitive": True}), ("straße", {}),
+         (r"job_\d+\(", {"regex": True}), ("x", {"whole_word": True}),
+         (r"x \* [0-9]", {"regex": True, "case_sensitive": True}),
+         ("return", {"path_glob": "pkg/m1*.py"})]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def indexed(request, make_tree):
+    root = make_tree(FILES)
+    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+    ff = Fourfold(root, store_url=url)
+    ff.index(embed=False)
+    yield ff
+    ff.close()
+
+
+def _lines(found) -> list[tuple[str, int, str]]:
+    return [(m.path, m.line, m.text) for m in found]
+
+
+def _by_itself(ff: Fourfold, monkeypatch, pattern: str, options: dict) -> list[tuple]:
+    monkeypatch.setattr(grep_pool, "POOL_MIN_FILES", 10**9)
+    monkeypatch.setattr("fourfold.retrievers.text.POOL_MIN_FILES", 10**9)
+    try:
+        return _lines(ff.grep(pattern, **options))
+    finally:
+        monkeypatch.setattr("fourfold.retrievers.text.POOL_MIN_FILES", 1)
+
+
+@pytest.fixture
+def small_batches(monkeypatch):
+    monkeypatch.setattr("fourfold.retrievers.text.POOL_MIN_FILES", 1)
+    monkeypatch.setattr("fourfold.retrievers.text.POOL_BATCH", 2)
+    monkeypatch.setattr(grep_pool, "POOL_BATCH", 2)
+
+
+def test_workers_find_the_same_lines_in_the_same_order(indexed, monkeypatch, small_batches):
+    pool_starts = []
+    start = grep_pool.GrepPool._start
+    monkeypatch.setattr(grep_pool.GrepPool, "_start",
+                        lambda self: pool_starts.append(1) or start(self))
+    for pattern, options in CASES:
+        found = _lines(indexed.grep(pattern, **options))
+        assert found and found == _by_itself(indexed, monkeypatch, pattern, options), pattern
+    assert len(pool_starts) == len(CASES)  # every grep went through the workers
+    processes = indexed.text._pool._processes
+    assert len(processes) == grep_pool.pool_workers() and all(p.poll() is None
+                                                              for p in processes)
+    indexed.close()
+    assert all(p.poll() is not None for p in processes)
+
+
+def test_past_the_time_budget_the_lines_found_come_back_partial(indexed, small_batches):
+    everything = _lines(indexed.grep("job"))
+    cut = indexed.grep("job", time_budget=0)
+    assert cut.partial and _lines(cut) == everything[:len(cut)]
+    again = indexed.grep("job")  # what the workers still sent was read and dropped
+    assert not again.partial and _lines(again) == everything
+
+
+def test_busy_or_dead_workers_leave_the_grep_to_the_caller(indexed, monkeypatch,
+                                                          small_batches):
+    expected = _by_itself(indexed, monkeypatch, "job_1", {})
+    assert _lines(indexed.grep("job_1")) == expected
+    pool = indexed.text._pool
+    first = list(pool._processes)
+    first[0].kill()
+    first[0].wait()
+    assert _lines(indexed.grep("job_1")) == expected  # dead before: all started again
+    assert len(pool._processes) == len(first) and not set(pool._processes) & set(first)
+    receive = grep_pool.GrepPool._receive
+    replies = []
+
+    def dying(self, worker):  # a worker dies in the middle of a grep
+        replies.append(worker)
+        if len(replies) == 2:
+            self._processes[worker].kill()
+            self._processes[worker].wait()
+        return receive(self, worker)
+
+    monkeypatch.setattr(grep_pool.GrepPool, "_receive", dying)
+    assert _lines(indexed.grep("job_1")) == expected  # found by the caller, from the start
+    assert len(replies) > 2 and pool._processes == []  # let go
+    monkeypatch.setattr(grep_pool.GrepPool, "_receive", receive)
+    assert _lines(indexed.grep("job_1")) == expected and pool._processes  # started again
+    with pool._lock:  # another grep holds them
+        searched = []
+        by_itself = indexed.text._all_batches
+        monkeypatch.setattr(indexed.text, "_all_batches",
+                            lambda *a: searched.append(1) or by_itself(*a))
+        assert _lines(indexed.grep("job_1")) == expected and searched == [1]
+
+
+def test_a_partial_batch_ends_the_lines(indexed, monkeypatch, small_batches):
+    """Past the budget a worker sends what it found and says so; the batches after it
+    (other workers', searched meanwhile) are left out, so the lines are a prefix."""
+    def batches(finder, file_ids, deadline):
+        yield [(0, [(1, "first")])], False
+        yield [(1, [(2, "cut here")])], True
+        yield [(0, [(3, "after the cut")])], False
+
+    monkeypatch.setattr(indexed.text._pool, "batches", batches)
+    found = indexed.grep("job")
+    assert found.partial and [m.text for m in found] == ["first", "cut here"]
