@@ -18,10 +18,10 @@ from ..errors import QueryError
 from ..model import Hit
 from ..store.base import RequiredText, Store, StoredFile, unfinished_note
 from ..store.snapshot import Snapshots
-from .grep_pool import POOL_BATCH, POOL_MIN_FILES, GrepPool, PoolUnavailable
 from ..tokens import name_match, name_targets, name_words, query_terms, singular
 from ..query.model import Query
 from .base import path_ok
+from .grep_pool import POOL_BATCH, POOL_MIN_FILES, GrepPool, PoolUnavailable
 
 MIN_TRIGRAM = 3
 _WORD_CHAR = re.compile(r"\w")
