@@ -25,8 +25,8 @@ POOL_BATCH = 512  # files a worker reads and searches at a time
 MAX_WORKERS = 8
 IN_FLIGHT = 2  # batches sent ahead to each worker
 
-# (position in the batch, [(line number, line)]) of each file with a match, and whether
-# the time budget ran out before the batch's end
+# (position among the files asked about, [(line number, line)]) of each file of a batch
+# with a match, and whether the time budget ran out before the batch's end
 BatchLines = tuple[list[tuple[int, list[tuple[int, str]]]], bool]
 
 
@@ -50,8 +50,8 @@ class GrepPool:
         self._lock = threading.Lock()
 
     def batches(self, finder, file_ids: list[int], deadline: float) -> Iterator[BatchLines]:
-        """Each POOL_BATCH files' matching lines, in the order of `file_ids`, searched by
-        the workers meanwhile. `finder`: a text.Finder. Raises PoolUnavailable (before or
+        """Each POOL_BATCH files' matching lines, a batch at a time in the order of
+        `file_ids`, searched by the workers meanwhile. `finder`: a text.Finder. Raises PoolUnavailable (before or
         between batches; a worker that died closes the pool)."""
         if not self._lock.acquire(blocking=False):
             raise PoolUnavailable("the grep workers are busy")
@@ -81,11 +81,12 @@ class GrepPool:
             while sent < min(len(parts), count * IN_FLIGHT):
                 send_next()
             for index in range(len(parts)):
-                reply = self._receive(index % count)
+                found, partial = self._receive(index % count)
                 outstanding[index % count] -= 1
                 if sent < len(parts):
                     send_next()
-                yield reply
+                yield [(index * POOL_BATCH + position, lines) for position, lines in found], \
+                    partial
         finally:
             # a grep stopped early: what the workers still send is read and dropped (past
             # the deadline they answer at once)

@@ -21,7 +21,7 @@ from ..store.snapshot import Snapshots
 from ..tokens import name_match, name_targets, name_words, query_terms, singular
 from ..query.model import Query
 from .base import path_ok
-from .grep_pool import POOL_BATCH, POOL_MIN_FILES, GrepPool, PoolUnavailable
+from .grep_pool import POOL_MIN_FILES, GrepPool, PoolUnavailable
 
 MIN_TRIGRAM = 3
 _WORD_CHAR = re.compile(r"\w")
@@ -489,10 +489,9 @@ class TextRetriever:
         found = self._pool.batches(wanted, [stored.file_id for stored, _ in candidates],
                                    deadline)
         try:
-            for start, (lines_of, partial) in zip(range(0, len(candidates), POOL_BATCH),
-                                                  found):
+            for lines_of, partial in found:
                 for position, lines in lines_of:
-                    stored = candidates[start + position][0]
+                    stored = candidates[position][0]
                     out.extend(LineMatch(stored.path, line_no, line, stored.file_id,
                                          stored.flags) for line_no, line in lines)
                 if partial:

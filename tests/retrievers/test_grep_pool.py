@@ -34,7 +34,6 @@ def _lines(found) -> list[tuple[str, int, str]]:
 
 
 def _by_itself(ff: Fourfold, monkeypatch, pattern: str, options: dict) -> list[tuple]:
-    monkeypatch.setattr(grep_pool, "POOL_MIN_FILES", 10**9)
     monkeypatch.setattr("fourfold.retrievers.text.POOL_MIN_FILES", 10**9)
     try:
         return _lines(ff.grep(pattern, **options))
@@ -45,7 +44,6 @@ def _by_itself(ff: Fourfold, monkeypatch, pattern: str, options: dict) -> list[t
 @pytest.fixture
 def small_batches(monkeypatch):
     monkeypatch.setattr("fourfold.retrievers.text.POOL_MIN_FILES", 1)
-    monkeypatch.setattr("fourfold.retrievers.text.POOL_BATCH", 2)
     monkeypatch.setattr(grep_pool, "POOL_BATCH", 2)
 
 
@@ -111,8 +109,8 @@ def test_a_partial_batch_ends_the_lines(indexed, monkeypatch, small_batches):
     (other workers', searched meanwhile) are left out, so the lines are a prefix."""
     def batches(finder, file_ids, deadline):
         yield [(0, [(1, "first")])], False
-        yield [(1, [(2, "cut here")])], True
-        yield [(0, [(3, "after the cut")])], False
+        yield [(3, [(2, "cut here")])], True
+        yield [(4, [(3, "after the cut")])], False
 
     monkeypatch.setattr(indexed.text._pool, "batches", batches)
     found = indexed.grep("job")
