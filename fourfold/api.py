@@ -27,6 +27,7 @@ from .errors import (FourfoldError, IndexBusyError, ModalityUnavailable, NotInde
 from .store import open_server_store, redacted
 from .ranking.priors import rank_definitions
 from .retrievers.graph import GraphRetriever
+from .retrievers.grep_pool import GrepPool
 from .retrievers.structural import StructuralRetriever, match_label
 from .retrievers.text import GREP_TIME_BUDGET, ResultList, TextRetriever
 from .ranking.granularity import GRANULARITIES
@@ -131,6 +132,8 @@ class Fourfold:
         self.max_file_bytes = max_file_bytes or self.store.setting(
             f"max_file_bytes:{self.root}", DEFAULT_MAX_FILE_BYTES)
         self.snapshots = Snapshots(self.store, lambda: self._in(None))
+        # the workers of big greps: one set for the store, whichever repository asks
+        self._grep_pool = GrepPool(self.store.address())
 
     @property
     def location(self) -> str:
@@ -423,7 +426,7 @@ class Fourfold:
     # -- retrievers -----------------------------------------------------------------------
     @cached_property
     def text(self) -> TextRetriever:
-        return TextRetriever(self.store, self.snapshots)
+        return TextRetriever(self.store, self.snapshots, self._grep_pool)
 
     @cached_property
     def structural(self) -> StructuralRetriever:
@@ -519,7 +522,7 @@ class Fourfold:
             view = object.__new__(Fourfold)
             view.__dict__.update({k: v for k, v in self.__dict__.items()
                                   if k in ("root", "store_url", "embedder_name", "index_dir",
-                                           "store", "max_file_bytes")})
+                                           "store", "max_file_bytes", "_grep_pool")})
             view.notes, view.repository_name, view._named = [], name, True
             view._served_id = None
             view.snapshots = Snapshots(view.store, lambda: view._in(None))
@@ -716,8 +719,7 @@ class Fourfold:
         return round(lag, 3) if lag is not None else None
 
     def close(self) -> None:
-        if "text" in self.__dict__:
-            self.text.close()
+        self._grep_pool.close()
         self.store.close()
 
     # -- shared by the interfaces (MCP, CLI, a web page) -----------------------------------

@@ -7,8 +7,9 @@ over their own connection, search them, and send back only the matching lines; t
 puts the shares back in path order. The workers are new interpreters (not forks: a process
 serving questions runs threads, and a fork copies the locks they hold; nor
 multiprocessing's, which would run the caller's main script again in each), started by
-the first grep that needs them and kept until the index is closed. One grep uses them at
-a time; another meanwhile searches by itself.
+the first grep that needs them and kept until the index is closed; a store has one set,
+whichever of its repositories greps. One grep uses them at a time; another meanwhile
+searches by itself.
 """
 from __future__ import annotations
 

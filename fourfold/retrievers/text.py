@@ -403,20 +403,14 @@ def _utf8(text: str) -> bytes:
 class TextRetriever:
     modality = "text"
 
-    def __init__(self, store: Store, snapshots: Snapshots):
+    def __init__(self, store: Store, snapshots: Snapshots, pool: GrepPool):
+        """`pool`: the workers that search big greps (grep_pool), shared by the retrievers
+        of one store."""
         self.store = store
         self.snapshots = snapshots
+        self._pool = pool
         self._texts = ContentCache(store)
         self.time_budget = GREP_TIME_BUDGET
-
-    @cached_property
-    def _pool(self) -> GrepPool:
-        return GrepPool(self.store.address())
-
-    def close(self) -> None:
-        """Stop the grep workers, if any were started."""
-        if "_pool" in self.__dict__:
-            self._pool.close()
 
     @cached_property
     def _reader(self) -> ThreadPoolExecutor:

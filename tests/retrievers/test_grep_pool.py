@@ -56,9 +56,12 @@ def test_workers_find_the_same_lines_in_the_same_order(indexed, monkeypatch, sma
         found = _lines(indexed.grep(pattern, **options))
         assert found and found == _by_itself(indexed, monkeypatch, pattern, options), pattern
     assert len(pool_starts) == len(CASES)  # every grep went through the workers
-    processes = indexed.text._pool._processes
+    processes = list(indexed.text._pool._processes)
     assert len(processes) == grep_pool.pool_workers() and all(p.poll() is None
                                                               for p in processes)
+    # another repository of the store greps with the same workers
+    other = indexed.in_repository("other")
+    assert other.text._pool is indexed.text._pool
     indexed.close()
     assert all(p.poll() is not None for p in processes)
 
