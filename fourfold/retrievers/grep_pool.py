@@ -37,8 +37,11 @@ class PoolUnavailable(Exception):
 
 
 def pool_workers() -> int:
-    """One worker a core, at least two (the caller mostly waits), at most MAX_WORKERS."""
-    return max(2, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
+    """One worker a core this process may use, at least two (the caller mostly waits), at
+    most MAX_WORKERS."""
+    cores = (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+             else os.cpu_count() or 1)
+    return max(2, min(MAX_WORKERS, cores))
 
 
 class GrepPool:
