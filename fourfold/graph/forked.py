@@ -24,7 +24,7 @@ import sys
 import tempfile
 from typing import IO, Any, Callable
 
-from ..workers import quiet_worker
+from ..workers import quiet_worker, start_interpreter
 
 
 class Forked:
@@ -99,13 +99,11 @@ class Spawned:
     @classmethod
     def start(cls, fn: Callable[..., Any], *args) -> "Spawned | None":
         try:
-            process = subprocess.Popen(
-                [sys.executable, "-c", "from fourfold.graph.forked import _serve; _serve()"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
+            process = start_interpreter("fourfold.graph.forked", "_serve")
         except OSError:
             return None
         try:
-            pickle.dump((os.getpid(), sys.path), process.stdin)
+            pickle.dump(os.getpid(), process.stdin)
             pickle.dump((fn, args), process.stdin)
             process.stdin.close()
         except OSError:  # it died at once
@@ -138,8 +136,7 @@ class Spawned:
 def _serve() -> None:
     """A Spawned child: its result goes to the stdout it was given; anything else the work
     prints goes to stderr."""
-    parent_pid, sys.path[:] = pickle.load(sys.stdin.buffer)
-    quiet_worker(parent_pid)
+    quiet_worker(pickle.load(sys.stdin.buffer))
     result_out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     fn, args = pickle.load(sys.stdin.buffer)

@@ -117,13 +117,14 @@ class LoadedGraph:
 
     def dependents(self, node: Node) -> set[Node]:
         """What depends on a symbol by a call, inheritance or reference resolved beyond its
-        name: the symbols (or files, for module-level code) those edges come from."""
+        name: the symbols (or files, for module-level code) those edges come from, the
+        symbol itself left out (a recursive call)."""
         if node[0] != "s":
             return set()
         into = self._into(node[1])
         found = into[self._dependency[into]]
         return {("s", s) if s >= 0 else ("f", f) for s, f in zip(
-            self.src_symbol[found].tolist(), self.src_file[found].tolist())}
+            self.src_symbol[found].tolist(), self.src_file[found].tolist())} - {node}
 
     # -- views, each made on first use ------------------------------------------------
     @cached_property

@@ -21,10 +21,13 @@ import threading
 import time
 from collections.abc import Iterator
 
+from ..workers import quiet_worker, start_interpreter
+
 POOL_MIN_FILES = 2048  # fewer candidate files are searched in the calling process
 POOL_BATCH = 512  # files a worker reads and searches at a time
 MAX_WORKERS = 8
 IN_FLIGHT = 2  # batches sent ahead to each worker
+RESTART_AFTER_S = 60.0  # workers that failed to start are not tried again before this
 
 # (position among the files asked about, [(line number, line)]) of each file of a batch
 # with a match, and whether the time budget ran out before the batch's end
@@ -52,18 +55,22 @@ class GrepPool:
         self.workers = workers or pool_workers()
         self._processes: list[subprocess.Popen] = []
         self._lock = threading.Lock()
+        self._closed = False
+        self._failed_at = -RESTART_AFTER_S  # when workers last failed to start
 
     def batches(self, finder, file_ids: list[int], deadline: float) -> Iterator[BatchLines]:
         """Each POOL_BATCH files' matching lines, a batch at a time in the order of
-        `file_ids`, searched by the workers meanwhile. `finder`: a text.Finder. Raises PoolUnavailable (before or
-        between batches; a worker that died closes the pool)."""
+        `file_ids`, searched by the workers meanwhile. `finder`: a text.Finder. Raises
+        PoolUnavailable, before the first batch or after any (the workers are then
+        stopped, to be started again by a later grep)."""
         if not self._lock.acquire(blocking=False):
             raise PoolUnavailable("the grep workers are busy")
         try:
             self._start()
             yield from self._batches(finder, file_ids, deadline)
-        except (OSError, EOFError, pickle.UnpicklingError) as exc:
-            self.close()
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError, IndexError) as exc:
+            # a worker died or sent its error, or close() came from another thread
+            self._stop()
             raise PoolUnavailable(str(exc)) from None
         finally:
             self._lock.release()
@@ -81,40 +88,44 @@ class GrepPool:
             outstanding[sent % count] += 1
             sent += 1
 
-        try:
-            while sent < min(len(parts), count * IN_FLIGHT):
+        while sent < min(len(parts), count * IN_FLIGHT):
+            send_next()
+        for index in range(len(parts)):
+            outstanding[index % count] -= 1
+            found, partial = self._receive(index % count)
+            if sent < len(parts):
                 send_next()
-            for index in range(len(parts)):
-                found, partial = self._receive(index % count)
-                outstanding[index % count] -= 1
-                if sent < len(parts):
-                    send_next()
-                yield [(index * POOL_BATCH + position, lines) for position, lines in found], \
-                    partial
-        finally:
-            # a grep stopped early: what the workers still send is read and dropped (past
-            # the deadline they answer at once)
-            for worker, left in enumerate(outstanding):
-                for _ in range(left):
-                    self._receive(worker)
+            try:
+                yield ([(index * POOL_BATCH + position, lines) for position, lines in found],
+                       partial)
+            except GeneratorExit:
+                # the caller stopped early (a partial batch): what the workers still send
+                # is read and dropped (past the deadline they answer at once), else they
+                # are stopped
+                try:
+                    for worker, left in enumerate(outstanding):
+                        for _ in range(left):
+                            self._receive(worker)
+                except (OSError, EOFError, pickle.UnpicklingError, ValueError, IndexError):
+                    self._stop()
+                raise
 
     def _start(self) -> None:
-        alive = [p for p in self._processes if p.poll() is None]
-        if len(alive) == self.workers and len(self._processes) == self.workers:
+        if self._closed:
+            raise PoolUnavailable("the index is closed")
+        if (len(self._processes) == self.workers
+                and all(p.poll() is None for p in self._processes)):
             return
-        self.close()
-        try:
-            for _ in range(self.workers):
-                process = subprocess.Popen(
-                    [sys.executable, "-c",
-                     "from fourfold.retrievers.grep_pool import _serve; _serve()"],
-                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, close_fds=True)
-                self._processes.append(process)
-                pickle.dump((os.getpid(), sys.path, self.address), process.stdin)
-                process.stdin.flush()
-        except OSError:
-            self.close()
-            raise
+        if time.monotonic() - self._failed_at < RESTART_AFTER_S:
+            raise PoolUnavailable("the grep workers failed a moment ago")
+        self._stop()
+        self._failed_at = time.monotonic()  # until they are up
+        for _ in range(self.workers):
+            process = start_interpreter("fourfold.retrievers.grep_pool", "_serve")
+            self._processes.append(process)
+            pickle.dump((os.getpid(), self.address), process.stdin)
+            process.stdin.flush()
+        self._failed_at = -RESTART_AFTER_S
 
     def _send(self, worker: int, request: tuple) -> None:
         stream = self._processes[worker].stdin
@@ -128,7 +139,13 @@ class GrepPool:
         return reply
 
     def close(self) -> None:
-        for process in self._processes:
+        """Stop the workers for good: a later grep searches by itself."""
+        self._closed = True
+        self._stop()
+
+    def _stop(self) -> None:
+        processes, self._processes = self._processes, []
+        for process in processes:
             for stream in (process.stdin, process.stdout):
                 try:
                     stream.close()
@@ -137,18 +154,17 @@ class GrepPool:
             if process.poll() is None:
                 process.terminate()
             process.wait()
-        self._processes = []
 
 
 def _serve() -> None:
     """A worker: requests come pickled on stdin, replies go pickled to the stdout it was
     given (anything else printed goes to stderr), until stdin closes."""
     from ..store import open_store
-    from ..workers import quiet_worker
 
     requests = sys.stdin.buffer
-    parent_pid, sys.path[:], address = pickle.load(requests)
-    quiet_worker(parent_pid)
+    parent_pid, address = pickle.load(requests)
+    # kept across the caller's threads: it ends when the caller's pipe closes
+    quiet_worker(parent_pid, die_with_parent=False)
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     store = open_store(address)

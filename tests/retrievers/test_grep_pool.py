@@ -96,7 +96,7 @@ def test_busy_or_dead_workers_leave_the_grep_to_the_caller(indexed, monkeypatch,
 
     monkeypatch.setattr(grep_pool.GrepPool, "_receive", dying)
     assert _lines(indexed.grep("job_1")) == expected  # found by the caller, from the start
-    assert len(replies) > 2 and pool._processes == []  # let go
+    assert len(replies) == 2 and pool._processes == []  # stopped
     monkeypatch.setattr(grep_pool.GrepPool, "_receive", receive)
     assert _lines(indexed.grep("job_1")) == expected and pool._processes  # started again
     with pool._lock:  # another grep holds them
@@ -118,3 +118,63 @@ def test_a_partial_batch_ends_the_lines(indexed, monkeypatch, small_batches):
     monkeypatch.setattr(indexed.text._pool, "batches", batches)
     found = indexed.grep("job")
     assert found.partial and [m.text for m in found] == ["first", "cut here"]
+
+
+def test_a_worker_error_stops_the_workers_and_the_caller_searches(indexed, monkeypatch,
+                                                                  small_batches):
+    expected = _by_itself(indexed, monkeypatch, "job", {})
+    assert _lines(indexed.grep("job")) == expected
+    pool = indexed.text._pool
+    receive = grep_pool.GrepPool._receive
+    calls = []
+
+    def failing(self, worker):  # the last batch in flight answers with an error
+        calls.append(worker)
+        reply = receive(self, worker)
+        if len(calls) == 3:
+            raise OSError("grep worker: OperationalError: database is locked")
+        return reply
+
+    monkeypatch.setattr(grep_pool.GrepPool, "_receive", failing)
+    assert _lines(indexed.grep("job")) == expected and pool._processes == []
+    monkeypatch.setattr(grep_pool.GrepPool, "_receive", receive)
+    assert _lines(indexed.grep("job")) == expected and pool._processes
+
+
+def test_a_closed_pool_starts_no_workers(indexed, small_batches, monkeypatch):
+    expected = _by_itself(indexed, monkeypatch, "job", {})
+    pool = indexed.text._pool
+    pool.close()
+    assert _lines(indexed.grep("job")) == expected and pool._processes == []
+
+
+def test_workers_do_not_run_modules_of_the_folder_they_start_in(indexed, small_batches,
+                                                               monkeypatch, tmp_path):
+    """A server started inside an untrusted repository: its pickle.py or json.py must not
+    run in the workers."""
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    marker = tmp_path / "ran"
+    for name in ("pickle", "json"):
+        (planted / f"{name}.py").write_text(
+            f"open({str(marker)!r}, 'a').write('{name}')\nraise SystemExit(3)\n")
+    monkeypatch.chdir(planted)
+    expected = _by_itself(indexed, monkeypatch, "job", {})
+    assert _lines(indexed.grep("job")) == expected
+    assert indexed.text._pool._processes and not marker.exists()
+
+
+def test_workers_outlive_the_thread_that_started_them(indexed, small_batches):
+    """A web server answers in threads that end when idle; the workers stay."""
+    import threading
+    import time
+
+    found = []
+    asking = threading.Thread(target=lambda: found.append(_lines(indexed.grep("job"))))
+    asking.start()
+    asking.join()
+    processes = list(indexed.text._pool._processes)
+    time.sleep(0.3)
+    assert processes and all(p.poll() is None for p in processes)
+    assert _lines(indexed.grep("job")) == found[0]
+    assert indexed.text._pool._processes == processes  # the same ones
