@@ -240,7 +240,7 @@ class Fourfold:
         changed = summary is None or count or summary.added or summary.changed or summary.deleted
         if repo_id is not None and (changed or self.store.code_mean(repo_id, model) is None):
             if not (within is not None and add_codes(self.store, model, repo_id, within,
-                                                     files_removed=bool(summary.deleted))):
+                                                     removed=summary.deleted_chunks)):
                 refresh_codes(self.store, model, repo_id)
         if summary is not None:
             summary.embedded += count

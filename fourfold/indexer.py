@@ -61,6 +61,7 @@ class IndexSummary:
     added: int = 0
     changed: int = 0
     deleted: int = 0
+    deleted_chunks: int = 0  # of a watcher's run: the deleted files' chunks
     unchanged: int = 0
     read: int = 0
     reused: int = 0  # read, not parsed: the index held a parse of the same content
@@ -79,7 +80,7 @@ class IndexSummary:
         """Every field, but those of watch runs where they do not apply."""
         out = {k: getattr(self, k) for k in self.__dataclass_fields__}
         if self.changed_paths is None:
-            del out["changed_paths"]
+            del out["changed_paths"], out["deleted_chunks"]
         if not self.graph_behind:
             del out["graph_behind"]
         return out
@@ -356,6 +357,9 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         summary.bytes = sum(f.size for f in report.files)
         summary.unchanged = len(report.files) - len(to_read)
         summary.deleted = len(deleted)
+        if scoped is not None:  # a watcher's run: what goes with the files is counted
+            summary.deleted_chunks = sum(len(store.chunks_of_file(known[p].file_id))
+                                         for p in deleted)
         summary.read = len(to_read)
 
         records: list[FileRecord] = []

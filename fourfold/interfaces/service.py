@@ -42,6 +42,7 @@ def _merged(earlier: "IndexSummary | None", later: "IndexSummary") -> "IndexSumm
     return replace(later, added=earlier.added + later.added,
                    changed=earlier.changed + later.changed,
                    deleted=earlier.deleted + later.deleted,
+                   deleted_chunks=earlier.deleted_chunks + later.deleted_chunks,
                    changed_paths=None if whole else
                    sorted(set(earlier.changed_paths) | set(later.changed_paths)))
 

@@ -202,16 +202,16 @@ def refresh_codes(store: Store, model: str, repo_id: int) -> int:
 
 
 def add_codes(store: Store, model: str, repo_id: int, chunk_ids: Sequence[int],
-              files_removed: bool = False) -> bool:
+              removed: int = 0) -> bool:
     """Give these chunks binary codes against the mean the repository's codes were taken
-    with: a few changed files need not move every code. The chunks count against the
-    allowance refresh_codes left; a run that removed files spends all of it (how many
-    chunks went with them is not known here). False where there is no mean yet."""
+    with: a few changed files need not move every code. These chunks and the `removed`
+    ones (of deleted files) count against the allowance refresh_codes left. False where
+    there is no mean yet."""
     mean = store.code_mean(repo_id, model)
     if mean is None:
         return False
     key = codes_allowance_setting(repo_id, model)
-    store.set_setting(key, -1 if files_removed else store.setting(key, 0) - len(chunk_ids))
+    store.set_setting(key, store.setting(key, 0) - len(chunk_ids) - removed)
     found = store.vectors_of(model, chunk_ids)
     if found:
         ids = sorted(found)

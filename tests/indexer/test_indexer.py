@@ -494,8 +494,10 @@ def test_codes_are_taken_anew_only_once_a_share_of_chunks_changed(make_tree):
     allowed = int(files * CODES_RETAKE_SHARE)  # one chunk a file
     assert allowed >= 2
 
-    def edit(i: int) -> None:
-        (root / f"m{i}.py").write_text(f"def edited_{i}(x):\n    return x - {i}\n")
+    edits = iter(range(1000))
+
+    def edit(i: int) -> None:  # new text each time: one chunk to code
+        (root / f"m{i}.py").write_text(f"def edited_{i}_{next(edits)}(x):\n    return x\n")
         ff.index(changed=[str(root / f"m{i}.py")], graph_later=True)
 
     for i in range(allowed):  # within the allowance: codes added, no retake owed
@@ -509,8 +511,12 @@ def test_codes_are_taken_anew_only_once_a_share_of_chunks_changed(make_tree):
     assert retaken != mean
     edit(0)  # the allowance starts again from the new mean
     assert ff.behind()["codes"] is False
-    (root / "m1.py").unlink()  # a removed file's chunks are not counted: it owes a retake
-    ff.index(changed=[str(root / "m1.py")], graph_later=True)
+    for i in range(1, allowed):  # a removed file's chunks count too
+        (root / f"m{i}.py").unlink()
+        run = ff.index(changed=[str(root / f"m{i}.py")], graph_later=True)
+        assert run.deleted_chunks == 1 and ff.behind()["codes"] is False
+    (root / f"m{allowed}.py").unlink()
+    ff.index(changed=[str(root / f"m{allowed}.py")], graph_later=True)
     assert ff.behind()["codes"] is True
     assert ff.catch_up() and ff.store.code_mean(repo_id, model) != retaken
 

@@ -708,3 +708,15 @@ def test_kind_method_means_methods_only(tmp_path):
                                                                               "Repo.save"}
     finally:
         svc.close()
+
+
+def test_runs_merged_for_one_embedding_count_what_both_changed():
+    from fourfold.indexer import IndexSummary
+    from fourfold.interfaces.service import _merged
+
+    first = IndexSummary("/r", added=1, deleted=2, deleted_chunks=5, changed_paths=["a.py"])
+    second = IndexSummary("/r", changed=1, deleted=1, deleted_chunks=3, changed_paths=["b.py"])
+    merged = _merged(first, second)
+    assert (merged.added, merged.changed, merged.deleted, merged.deleted_chunks,
+            merged.changed_paths) == (1, 1, 3, 8, ["a.py", "b.py"])
+    assert _merged(first, IndexSummary("/r")).changed_paths is None  # a whole walk
