@@ -27,7 +27,7 @@ POOL_MIN_FILES = 2048  # fewer candidate files are searched in the calling proce
 POOL_BATCH = 512  # files a worker reads and searches at a time
 MAX_WORKERS = 8
 IN_FLIGHT = 2  # batches sent ahead to each worker
-RESTART_AFTER_S = 60.0  # workers that failed to start are not tried again before this
+RESTART_AFTER_S = 60.0  # workers that failed are not started again before this
 
 # (position among the files asked about, [(line number, line)]) of each file of a batch
 # with a match, and whether the time budget ran out before the batch's end
@@ -69,8 +69,10 @@ class GrepPool:
             self._start()
             yield from self._batches(finder, file_ids, deadline)
         except (OSError, EOFError, pickle.UnpicklingError, ValueError, IndexError) as exc:
-            # a worker died or sent its error, or close() came from another thread
+            # a worker died (perhaps unable to open the store) or sent its error, or close()
+            # came from another thread: greps search by themselves for a while
             self._stop()
+            self._failed_at = time.monotonic()
             raise PoolUnavailable(str(exc)) from None
         finally:
             self._lock.release()

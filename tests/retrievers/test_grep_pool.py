@@ -98,6 +98,8 @@ def test_busy_or_dead_workers_leave_the_grep_to_the_caller(indexed, monkeypatch,
     assert _lines(indexed.grep("job_1")) == expected  # found by the caller, from the start
     assert len(replies) == 2 and pool._processes == []  # stopped
     monkeypatch.setattr(grep_pool.GrepPool, "_receive", receive)
+    assert _lines(indexed.grep("job_1")) == expected and not pool._processes  # a while
+    pool._failed_at -= grep_pool.RESTART_AFTER_S
     assert _lines(indexed.grep("job_1")) == expected and pool._processes  # started again
     with pool._lock:  # another grep holds them
         searched = []
@@ -138,6 +140,7 @@ def test_a_worker_error_stops_the_workers_and_the_caller_searches(indexed, monke
     monkeypatch.setattr(grep_pool.GrepPool, "_receive", failing)
     assert _lines(indexed.grep("job")) == expected and pool._processes == []
     monkeypatch.setattr(grep_pool.GrepPool, "_receive", receive)
+    pool._failed_at -= grep_pool.RESTART_AFTER_S
     assert _lines(indexed.grep("job")) == expected and pool._processes
 
 
