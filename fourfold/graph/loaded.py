@@ -80,15 +80,11 @@ class LoadedGraph:
 
     # -- edges as answers list them ---------------------------------------------------
     def edges(self, positions: np.ndarray) -> list[StoredEdge]:
-        def ids(column: np.ndarray) -> list[int | None]:
-            return [None if v < 0 else v for v in column[positions].tolist()]
-        return [StoredEdge(self.kinds[kind], src_file, src_symbol, dst_file, dst_symbol, line,
-                           self.names[name], resolution)
-                for kind, src_file, src_symbol, dst_file, dst_symbol, line, name, resolution
-                in zip(self.kind[positions].tolist(), self.src_file[positions].tolist(),
-                       ids(self.src_symbol), ids(self.dst_file), ids(self.dst_symbol),
-                       self.line[positions].tolist(), self.name_id[positions].tolist(),
-                       self.resolution[positions].tolist())]
+        return EdgeColumns(
+            [self.kinds[k] for k in self.kind[positions].tolist()], self.src_file[positions],
+            self.src_symbol[positions], self.dst_file[positions], self.dst_symbol[positions],
+            self.line[positions], [self.names[n] for n in self.name_id[positions].tolist()],
+            self.resolution[positions]).edges()
 
     def incoming(self, symbol_id: int) -> list[StoredEdge]:
         """Edges into a symbol, resolved at least by name (imports aside)."""

@@ -454,7 +454,8 @@ class TextRetriever:
                 if time.monotonic() > deadline:
                     out.partial = True
                     return out
-                out.extend(self._lines(stored, texts[stored.file_id], find))
+                out.extend(self._line_matches(stored, matching_lines(texts[stored.file_id],
+                                                                     find)))
                 if limit is not None and len(out) >= limit:
                     del out[limit:]
                     return out
@@ -485,9 +486,7 @@ class TextRetriever:
         try:
             for lines_of, partial in found:
                 for position, lines in lines_of:
-                    stored = candidates[position][0]
-                    out.extend(LineMatch(stored.path, line_no, line, stored.file_id,
-                                         stored.flags) for line_no, line in lines)
+                    out.extend(self._line_matches(candidates[position][0], lines))
                 if partial:
                     out.partial = True
                     break
@@ -524,10 +523,10 @@ class TextRetriever:
         return listed, last
 
     @staticmethod
-    def _lines(stored: StoredFile, text: str | bytes, find: Callable[[str | bytes, int], int]
-               ) -> list[LineMatch]:
+    def _line_matches(stored: StoredFile, lines: list[tuple[int, str]]) -> list[LineMatch]:
+        """A file's matching lines (matching_lines') as answers."""
         return [LineMatch(stored.path, line_no, line, stored.file_id, stored.flags)
-                for line_no, line in matching_lines(text, find)]
+                for line_no, line in lines]
 
     # -- ranked search ------------------------------------------------------------------
     def search(self, query: Query, limit: int) -> list[Hit]:
