@@ -24,6 +24,20 @@ def make_tree(tmp_path):
     return make
 
 
+@pytest.fixture
+def planted_modules(tmp_path, monkeypatch):
+    """The working folder becomes one whose pickle.py and json.py (an untrusted
+    repository's) would leave a mark if they ran; returns where that mark would be."""
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    marker = tmp_path / "ran"
+    for name in ("pickle", "json"):
+        (planted / f"{name}.py").write_text(
+            f"open({str(marker)!r}, 'a').write('{name}')\nraise SystemExit(3)\n")
+    monkeypatch.chdir(planted)
+    return marker
+
+
 @pytest.fixture(autouse=True)
 def private_vector_cache(tmp_path_factory, monkeypatch):
     """Tests never read or write the user's shared embedding cache."""
@@ -73,3 +87,24 @@ def postgres_url(postgres_server):
     yield urlunsplit(urlsplit(postgres_server)._replace(path="/" + name))
     with psycopg.connect(postgres_server, autocommit=True) as admin:
         admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')  # ends connections left open
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def index_on_each_store(request, make_tree):
+    """index(files) -> (root, Fourfold): the tree indexed without vectors, in the embedded
+    index or in a fresh PostgreSQL database (the fixture's two parameters); closed after
+    the test."""
+    from fourfold.api import Fourfold
+
+    opened = []
+
+    def index(files: dict[str, str | bytes]) -> tuple[Path, "Fourfold"]:
+        root = make_tree(files)
+        url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
+        opened.append(Fourfold(root, store_url=url))
+        opened[-1].index(embed=False)
+        return root, opened[-1]
+
+    yield index
+    for ff in opened:
+        ff.close()

@@ -51,14 +51,9 @@ def _prepend(root: Path, path: str, text: str) -> str:
     return str(root / path)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def indexed(request, make_tree):
-    root = make_tree(_own_source())
-    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
-    ff = Fourfold(root, store_url=url)
-    ff.index(embed=False)
-    yield root, ff
-    ff.close()
+@pytest.fixture
+def indexed(index_on_each_store):
+    return index_on_each_store(_own_source())
 
 
 def test_an_edit_of_calls_alone_patches_the_graph_as_a_whole_resolution_would(

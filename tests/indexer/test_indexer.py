@@ -790,19 +790,11 @@ def test_files_parsed_ahead_of_the_writer_are_bounded_in_bytes(tmp_path, monkeyp
     assert most_ahead == 3 * size  # without the bound in bytes: 8 chunks (4 a worker)
 
 
-def test_a_spawned_child_runs_no_module_of_the_folder_it_starts_in(make_tree, monkeypatch,
-                                                                  tmp_path):
+def test_a_spawned_child_runs_no_module_of_the_folder_it_starts_in(planted_modules):
     """A watcher started inside an untrusted repository: its pickle.py or json.py must not
     run in the catch-up's new interpreter."""
     from fourfold.graph.forked import Spawned
 
-    planted = tmp_path / "planted"
-    planted.mkdir()
-    marker = tmp_path / "ran"
-    for name in ("pickle", "json"):
-        (planted / f"{name}.py").write_text(
-            f"open({str(marker)!r}, 'a').write('{name}')\nraise SystemExit(3)\n")
-    monkeypatch.chdir(planted)
     child = Spawned.start(os.path.join, "a", "b")
     assert child is not None and child.result("failed") == os.path.join("a", "b")
-    assert not marker.exists()
+    assert not planted_modules.exists()

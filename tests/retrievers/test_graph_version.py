@@ -11,27 +11,27 @@ import pytest
 from fourfold.api import Fourfold
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def indexed(request, make_tree):
-    root = make_tree({"a.py": "def helper():\n    return 1\n",
-                      "b.py": "from a import helper\n\ndef main():\n    return helper()\n"})
-    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
-    ff = Fourfold(root, store_url=url)
-    ff.index(embed=False)
-    yield root, ff
-    ff.close()
+@pytest.fixture
+def indexed(index_on_each_store):
+    return index_on_each_store({
+        "a.py": "def helper():\n    return 1\n",
+        "b.py": "from a import helper\n\ndef main():\n    return helper()\n"})
 
 
 def _callers(ff: Fourfold) -> set[str]:
     return {r["symbol"] for r in ff.references("helper")["results"]}
 
 
+def _on_read(ff: Fourfold, monkeypatch, note) -> None:
+    """note() is called each time the store's edges are read, just before."""
+    edge_columns = ff.store.edge_columns
+    monkeypatch.setattr(ff.store, "edge_columns", lambda *a: note() or edge_columns(*a))
+
+
 def test_the_graph_is_read_again_only_when_it_is_written(indexed, monkeypatch):
     root, ff = indexed
     reads = []
-    edge_columns = ff.store.edge_columns
-    monkeypatch.setattr(ff.store, "edge_columns",
-                        lambda *a: reads.append(a) or edge_columns(*a))
+    _on_read(ff, monkeypatch, lambda: reads.append(1))
     assert _callers(ff) == {"main"} and len(reads) == 1
     (root / "c.py").write_text("from a import helper\n\ndef later():\n    return helper()\n")
     ff.index(embed=False, changed=[str(root / "c.py")], graph_later=True)
@@ -58,9 +58,7 @@ def test_a_graph_is_read_with_the_collector_paused_and_freed_when_let_go(indexed
     cycles: the collector is paused meanwhile. A graph read again frees the one before."""
     root, ff = indexed
     collecting = []
-    edge_columns = ff.store.edge_columns
-    monkeypatch.setattr(ff.store, "edge_columns",
-                        lambda *a: collecting.append(gc.isenabled()) or edge_columns(*a))
+    _on_read(ff, monkeypatch, lambda: collecting.append(gc.isenabled()))
     assert _callers(ff) == {"main"} and collecting == [False] and gc.isenabled()
     loaded = weakref.ref(ff.graph.graph())
     (root / "b.py").write_text("from a import helper\n\ndef main():\n    # moved\n"
@@ -73,9 +71,7 @@ def test_a_graph_is_read_with_the_collector_paused_and_freed_when_let_go(indexed
 def test_a_process_without_a_graph_does_not_read_one_after_a_catch_up(indexed, monkeypatch):
     root, ff = indexed
     reads = []
-    edge_columns = ff.store.edge_columns
-    monkeypatch.setattr(ff.store, "edge_columns",
-                        lambda *a: reads.append(a) or edge_columns(*a))
+    _on_read(ff, monkeypatch, lambda: reads.append(1))
     (root / "c.py").write_text("from a import helper\n\ndef later():\n    return helper()\n")
     ff.index(embed=False, changed=[str(root / "c.py")], graph_later=True)
     assert ff.catch_up() and not reads
@@ -88,9 +84,7 @@ def test_the_graph_before_is_let_go_before_the_new_one_is_read(indexed, monkeypa
     assert _callers(ff) == {"main"}
     before = weakref.ref(ff.graph.graph())
     held_while_reading = []
-    edge_columns = ff.store.edge_columns
-    monkeypatch.setattr(ff.store, "edge_columns", lambda *a: held_while_reading.append(
-        before() is not None) or edge_columns(*a))
+    _on_read(ff, monkeypatch, lambda: held_while_reading.append(before() is not None))
     (root / "c.py").write_text("from a import helper\n\ndef later():\n    return helper()\n")
     ff.index(embed=False)
     assert _callers(ff) == {"main", "later"} and held_while_reading == [False]

@@ -19,14 +19,9 @@ CASES = [("job_1", {}), ("TODO", {"case_sensitive": True}), ("straße", {}),
          ("return", {"path_glob": "pkg/m1*.py"})]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def indexed(request, make_tree):
-    root = make_tree(FILES)
-    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
-    ff = Fourfold(root, store_url=url)
-    ff.index(embed=False)
-    yield ff
-    ff.close()
+@pytest.fixture
+def indexed(index_on_each_store):
+    return index_on_each_store(FILES)[1]
 
 
 def _lines(found) -> list[tuple[str, int, str]]:
@@ -34,11 +29,9 @@ def _lines(found) -> list[tuple[str, int, str]]:
 
 
 def _by_itself(ff: Fourfold, monkeypatch, pattern: str, options: dict) -> list[tuple]:
-    monkeypatch.setattr("fourfold.retrievers.text.POOL_MIN_FILES", 10**9)
-    try:
+    with monkeypatch.context() as searching_here:
+        searching_here.setattr("fourfold.retrievers.text.POOL_MIN_FILES", 10**9)
         return _lines(ff.grep(pattern, **options))
-    finally:
-        monkeypatch.setattr("fourfold.retrievers.text.POOL_MIN_FILES", 1)
 
 
 @pytest.fixture
@@ -152,19 +145,12 @@ def test_a_closed_pool_starts_no_workers(indexed, small_batches, monkeypatch):
 
 
 def test_workers_do_not_run_modules_of_the_folder_they_start_in(indexed, small_batches,
-                                                               monkeypatch, tmp_path):
+                                                               monkeypatch, planted_modules):
     """A server started inside an untrusted repository: its pickle.py or json.py must not
     run in the workers."""
-    planted = tmp_path / "planted"
-    planted.mkdir()
-    marker = tmp_path / "ran"
-    for name in ("pickle", "json"):
-        (planted / f"{name}.py").write_text(
-            f"open({str(marker)!r}, 'a').write('{name}')\nraise SystemExit(3)\n")
-    monkeypatch.chdir(planted)
     expected = _by_itself(indexed, monkeypatch, "job", {})
     assert _lines(indexed.grep("job")) == expected
-    assert indexed.text._pool._processes and not marker.exists()
+    assert indexed.text._pool._processes and not planted_modules.exists()
 
 
 def test_workers_outlive_the_thread_that_started_them(indexed, small_batches):

@@ -19,14 +19,9 @@ TREE = {
 }
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def indexed(request, make_tree):
-    root = make_tree(TREE)
-    url = request.getfixturevalue("postgres_url") if request.param == "postgres" else None
-    ff = Fourfold(root, store_url=url)
-    ff.index(embed=False)
-    yield root, ff
-    ff.close()
+@pytest.fixture
+def indexed(index_on_each_store):
+    return index_on_each_store(TREE)
 
 
 def _read_anew(ff: Fourfold) -> IndexSnapshot:
