@@ -163,13 +163,9 @@ def store_graph(store: Store, repo_id: int, graph: ResolvedGraph) -> int:
     del wanted, files, file_ids  # a big repository's: freed before the columns are packed
     src_file, dst_file = file_id[g.src_file], file_id[g.dst_file]
     keep = src_file >= 0  # an edge from a file the store does not hold is dropped
-    kind, name = g.kind_names(), g.name
-    if not keep.all():
-        kind = [k for k, kept in zip(kind, keep) if kept]
-        name = [n for n, kept in zip(name, keep) if kept]
-    edges = EdgeColumns(kind, src_file[keep], symbol_id[g.src_symbol][keep], dst_file[keep],
-                        symbol_id[g.dst_symbol][keep], g.line[keep], name,
-                        np.where(dst_file >= 0, g.resolution, Resolution.NONE)[keep])
+    edges = EdgeColumns(g.kinds, g.kind[keep], src_file[keep], symbol_id[g.src_symbol][keep],
+                        dst_file[keep], symbol_id[g.dst_symbol][keep], g.line[keep], g.names,
+                        g.name[keep], np.where(dst_file >= 0, g.resolution, Resolution.NONE)[keep])
     symbol_rank = {int(symbol_id[i]): rank for i, rank in graph.symbol_rank.items()
                    if symbol_id[i] >= 0}
     file_rank = {int(file_id[i]): rank for i, rank in graph.file_rank.items() if file_id[i] >= 0}

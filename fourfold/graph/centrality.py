@@ -65,7 +65,7 @@ class Centrality:
 class IndexedEdges:
     """Edges as columns: files are indexes into `paths`, symbols indexes into `symbols`
     ((path, qualname) pairs), -1 for none, as int32; `kind` an index into `kinds` and
-    `resolution` a Resolution per edge, as int8. Compact to send between processes, and
+    `resolution` a Resolution per edge, as int8; `name` an index into `names`, as int32. Compact to send between processes, and
     ranked by array operations rather than edge by edge."""
 
     paths: list[str]
@@ -77,7 +77,8 @@ class IndexedEdges:
     dst_file: np.ndarray
     dst_symbol: np.ndarray
     line: np.ndarray
-    name: list[str]
+    names: list[str]
+    name: np.ndarray
     resolution: np.ndarray
 
     @classmethod
@@ -87,10 +88,6 @@ class IndexedEdges:
         for e in edges:
             builder.add(e)
         return builder.finish()
-
-    def kind_names(self) -> list[str]:
-        """Each edge's kind, by name."""
-        return [self.kinds[k] for k in self.kind.tolist()]
 
 
 class EdgeBuilder:
@@ -105,10 +102,10 @@ class EdgeBuilder:
         self._symbol_ids: dict[tuple[str | None, str], int] = {}
         self._kinds: dict[str, int] = {}
         self._kind = array("b")
-        self._name: list[str] = []
-        # one object per distinct name: a name recurs in thousands of files, each of which
-        # decoded its own copy, and the columns travel pickled to the indexing process
-        self._names: dict[str, str] | None = {}
+        # each distinct name once: a name recurs in thousands of files, and the columns
+        # travel pickled to the indexing process
+        self._names: dict[str, int] | None = {}
+        self._name = array("i")
         self._src_file, self._dst_file = array("i"), array("i")
         self._src_symbol = array("i")
         self._dst_qualname: list[str | None] = []  # numbered once every source symbol is
@@ -124,7 +121,8 @@ class EdgeBuilder:
         self._dst_qualname.append(e.dst_symbol)
         kinds = self._kinds
         self._kind.append(kinds.setdefault(e.kind, len(kinds)))
-        self._name.append(self._names.setdefault(e.name, e.name))
+        names = self._names
+        self._name.append(names.setdefault(e.name, len(names)))
         self._line.append(e.line)
         self._resolution.append(e.resolution)
 
@@ -136,6 +134,7 @@ class EdgeBuilder:
             (-1 if q is None else add((paths[f] if f >= 0 else None, q), len(symbols))
              for f, q in zip(self._dst_file, self._dst_qualname)),
             np.int32, len(self._dst_qualname))
+        names = list(self._names)
         self._dst_qualname, self._names = [], None
 
         def column(values: array) -> np.ndarray:
@@ -144,7 +143,7 @@ class EdgeBuilder:
         return IndexedEdges(paths, list(symbols), list(self._kinds),
                             np.frombuffer(self._kind, dtype=np.int8), column(self._src_file),
                             column(self._src_symbol), column(self._dst_file), dst_symbol,
-                            column(self._line), self._name,
+                            column(self._line), names, column(self._name),
                             np.frombuffer(self._resolution, dtype=np.int8))
 
 

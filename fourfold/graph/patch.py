@@ -18,7 +18,7 @@ from itertools import compress
 import numpy as np
 
 from ..model import Reference
-from ..store.base import EdgeColumns, GraphInput, GraphPatch, Resolution, Store
+from ..store.base import EdgeColumns, GraphInput, GraphPatch, Resolution, Store, coded
 from ..store.base import decode_references, decompress_references
 from .build import SYMBOL_FILES, GraphFacts, rebuild_graph, stored_facts
 from .facts import USE_KINDS, Edge, FileFacts
@@ -81,7 +81,7 @@ def patch_graph(store: Store, repo_id: int) -> bool:
     keep = ~np.isin(old.src_file, np.fromiter(moved_files, np.int64, len(moved_files)))
     dst_file = _ints(-1 if e.dst_path is None else files[e.dst_path] for e in edges)
     new = EdgeColumns(
-        list(compress(old.kind, keep)) + [e.kind for e in edges],
+        *_coded_after(old.kinds, old.kind[keep], [e.kind for e in edges]),
         np.concatenate([old.src_file[keep], _ints(files[e.src_path] for e in edges)]),
         np.concatenate([old.src_symbol[keep], _ints(
             -1 if e.src_symbol is None else lowest.get((files[e.src_path], e.src_symbol), -1)
@@ -91,13 +91,25 @@ def patch_graph(store: Store, repo_id: int) -> bool:
             -1 if e.dst_symbol is None or e.dst_path is None
             else lowest.get((files[e.dst_path], e.dst_symbol), -1) for e in edges)]),
         np.concatenate([old.line[keep], _ints(e.line for e in edges)]),
-        list(compress(old.name, keep)) + [e.name for e in edges],
+        *_coded_after(old.names, old.name[keep], [e.name for e in edges]),
         np.concatenate([old.resolution[keep], np.where(
             dst_file >= 0, _ints(e.resolution for e in edges), Resolution.NONE).astype(np.int8)]))
     store.patch_graph(repo_id, GraphPatch(new, moved_files, moved_symbols, [
         GraphInput(p, files[p], np.array(now_ids[files[p]], ">i8").tobytes(), new_inputs[p])
         for p in changed]))
     return True
+
+
+def _coded_after(distinct: list[str], kept: np.ndarray, more: list[str]
+                 ) -> tuple[list[str], np.ndarray]:
+    """The kept edges' positions among `distinct` followed by `more` coded among them, the
+    values no edge names any longer left out."""
+    distinct, added = coded(more, distinct)
+    codes = np.concatenate([kept, np.frombuffer(added, np.int32)])
+    used = np.bincount(codes, minlength=len(distinct)) > 0
+    if used.all():
+        return distinct, codes
+    return list(compress(distinct, used)), (np.cumsum(used) - 1)[codes].astype(np.int32)
 
 
 def _facts_unless_changed(inputs: dict[str, GraphInput], paths: list[str], now: GraphFacts

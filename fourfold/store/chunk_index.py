@@ -25,7 +25,7 @@ import tantivy
 from ..errors import FourfoldError
 from ..tokens import token_text
 from .base import BM25_COLUMN_WEIGHTS
-from .index_dir import CHUNK_INDEX_NAME as FOLDER_NAME, UnsafeIndexDir, check_folder, remove_entry
+from .index_dir import UnsafeIndexDir, check_folder, remove_entry
 
 TOKEN_NAME = "fourfold-token"  # the database's token for this folder, written by fourfold
 WRITER_HEAP_BYTES = 64 * 1024 * 1024

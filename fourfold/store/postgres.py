@@ -36,10 +36,10 @@ from . import postgres_postings as postings
 from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileRecord,
                    FileStamp, FileState, GraphInput, GraphPatch, HeldCodes, HeldRows,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
-                   TokenRecord, graph_version_setting, packed_ids)
+                   TokenRecord, coded, graph_version_setting, packed_ids)
 from .postgres_postings import HeldPostings
 from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, EdgeRow, clear_errors,
-                         edge_columns_of, packed, packed_bytes, two_columns,
+                         edge_columns_of, packed, packed_bytes, packed_codes, two_columns,
                          unpacked)
 
 SCHEMA = "fourfold"
@@ -276,11 +276,13 @@ REPOSITORY_TABLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     # below: rows of one repository (edges, centrality, codes), by its own id; a symbol of
     # a shared document is ranked in each branch's graph
     # written and read whole per repository, in parts of EDGES_A_ROW: integer columns
-    # packed as int64, the resolution as one byte per edge
+    # packed as int64, the resolution as one byte per edge, the part's distinct kinds and
+    # names once each and every edge's position among them as int32
     "edges": ("repo_id bigint NOT NULL, src_file bytea NOT NULL, src_symbol bytea NOT NULL, "
               "dst_file bytea NOT NULL, dst_symbol bytea NOT NULL, line bytea NOT NULL, "
               "resolution bytea NOT NULL, kinds text[] NOT NULL, names text[] NOT NULL, "
-              "part integer NOT NULL DEFAULT 0", ("PRIMARY KEY (repo_id, part)",), ()),
+              "part integer NOT NULL DEFAULT 0, kind_codes bytea NOT NULL, "
+              "name_codes bytea NOT NULL", ("PRIMARY KEY (repo_id, part)",), ()),
     "symbol_rank": ("repo_id bigint NOT NULL, symbol_id bigint NOT NULL, "
                     "rank double precision NOT NULL", ("PRIMARY KEY (repo_id, symbol_id)",),
                     ("(repo_id)",)),
@@ -588,11 +590,45 @@ def _graph_inputs(cur: psycopg.Cursor) -> None:
     graph_inputs_on_shards(cur)
 
 
+def coded_edges(cur: psycopg.Cursor, table: str) -> None:
+    """Step 16's change of one database's real edges table (edges_local on the coordinator,
+    whose parent has taken the columns; edges on a shard, which takes them here): each
+    row's kinds and names once each, with every edge's position among them."""
+    if table == "edges":
+        _add_edge_codes(cur)
+    for repo_id, part in cur.execute(f"SELECT repo_id, part FROM fourfold.{table}").fetchall():
+        kinds, names = cur.execute(f"SELECT kinds, names FROM fourfold.{table} WHERE "
+                                   "repo_id = %s AND part = %s", (repo_id, part)).fetchone()
+        kinds, kind_codes = coded(kinds)
+        names, name_codes = coded(names)
+        cur.execute(f"UPDATE fourfold.{table} SET kinds = %s, names = %s, kind_codes = %s, "
+                    "name_codes = %s WHERE repo_id = %s AND part = %s",
+                    (kinds, names, packed_codes(kind_codes), packed_codes(name_codes),
+                     repo_id, part))
+
+
+def _add_edge_codes(cur: psycopg.Cursor) -> None:
+    cur.execute("ALTER TABLE fourfold.edges ADD COLUMN kind_codes bytea NOT NULL DEFAULT "
+                "''::bytea, ADD COLUMN name_codes bytea NOT NULL DEFAULT ''::bytea")
+
+
+def _coded_edges(cur: psycopg.Cursor) -> None:
+    """Step 16: an edges row keeps its distinct kinds and names once each (coded_edges):
+    the kernel's 5.8 million edges name about 560,000 distinct things, and a process read
+    and coded every name before its first graph answer."""
+    from .postgres_shards import coded_edges_on_shards
+
+    _add_edge_codes(cur)
+    coded_edges(cur, "edges" + LOCAL)
+    coded_edges_on_shards(cur)
+
+
 # Step i brings a database from schema version i to i + 1; append, never edit, a step.
 MIGRATIONS: tuple[Callable[[psycopg.Cursor], None], ...] = (
     _create_everything, _count_vectors, _terms_by_repository, _totals_by_repository,
     _binary_codes, _partitioned_by_repository, _shards, _term_counts, _documents, _postings,
-    _code_versions, _edges_in_parts, _dead_entries, _code_changes, _graph_inputs)
+    _code_versions, _edges_in_parts, _dead_entries, _code_changes, _graph_inputs,
+    _coded_edges)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 # Advisory lock keys: one bigint for migrations; (class, hash of the name) for indexing a
@@ -757,14 +793,22 @@ def _bits(code: bytes) -> str:
     return "".join(map(_BYTE_BITS.__getitem__, code))
 
 
-_EDGE_COLUMNS = "src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds, names"
+_EDGE_COLUMNS = ("src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds, "
+                 "kind_codes, names, name_codes")
 
 
 def _edge_row(row: tuple) -> EdgeRow:
     """An edges row (see the schema) as sql_common reads it."""
-    src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds, names = row
-    return (kinds, bytes(src_file), bytes(src_symbol), bytes(dst_file), bytes(dst_symbol),
-            bytes(line), names, bytes(resolution))
+    (src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds, kind_codes, names,
+     name_codes) = row
+    return (kinds, bytes(kind_codes), bytes(src_file), bytes(src_symbol), bytes(dst_file),
+            bytes(dst_symbol), bytes(line), names, bytes(name_codes), bytes(resolution))
+
+
+def _part_coded(distinct: list[str], codes: Sequence[int]) -> tuple[list[str], bytes]:
+    """The distinct values a part of the edges names and its edges' positions among them."""
+    used, positions = np.unique(np.asarray(codes, np.int32), return_inverse=True)
+    return [distinct[i] for i in used.tolist()], packed_codes(positions)
 
 
 def family(repository: str) -> str:
@@ -1796,15 +1840,19 @@ class PostgresStore(Store):
     def _write_edges(cur: psycopg.Cursor, repo_id: int, edges: EdgeColumns) -> None:
         for part, start in enumerate(range(0, len(edges), EDGES_A_ROW)):
             cut = slice(start, start + EDGES_A_ROW)
-            kinds, kinds_param = _text_array(edges.kind[cut])
-            names, names_param = _text_array(edges.name[cut])
+            kinds, kind_codes = _part_coded(edges.kinds, edges.kind[cut])
+            names, name_codes = _part_coded(edges.names, edges.name[cut])
+            kinds, kinds_param = _text_array(kinds)
+            names, names_param = _text_array(names)
             cur.execute("INSERT INTO edges(repo_id, part, src_file, src_symbol, dst_file, "
-                        "dst_symbol, line, resolution, kinds, names) VALUES(%s, %s, %s, %s, "
-                        f"%s, %s, %s, %s, {kinds_param}, {names_param})", (
+                        "dst_symbol, line, resolution, kinds, kind_codes, names, name_codes) "
+                        f"VALUES(%s, %s, %s, %s, %s, %s, %s, %s, {kinds_param}, %s, "
+                        f"{names_param}, %s)", (
                             repo_id, part, packed(edges.src_file[cut]),
                             packed(edges.src_symbol[cut]), packed(edges.dst_file[cut]),
                             packed(edges.dst_symbol[cut]), packed(edges.line[cut]),
-                            packed_bytes(edges.resolution[cut]), kinds, names))
+                            packed_bytes(edges.resolution[cut]), kinds, kind_codes, names,
+                            name_codes))
 
     def centrality(self, repo_id: int | None = None
                    ) -> tuple[dict[int, float], dict[int, float]]:

@@ -26,7 +26,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from ..errors import FourfoldError
-from .postgres import (POSTING_TABLES, REPOSITORY_TABLES, SCHEMA_VERSION,
+from .postgres import (POSTING_TABLES, REPOSITORY_TABLES, SCHEMA_VERSION, coded_edges,
                        create_repository_table, documents_of_files, edges_in_parts,
                        postings_of_rows, trgm_schema)
 
@@ -232,6 +232,11 @@ def postings_on_shards(cur: psycopg.Cursor) -> None:
 def edges_in_parts_on_shards(cur: psycopg.Cursor) -> None:
     """Schema step 12 on every shard (postgres.edges_in_parts)."""
     _change_shards(cur, 12, lambda shard: edges_in_parts(shard, "edges"), ())
+
+
+def coded_edges_on_shards(cur: psycopg.Cursor) -> None:
+    """Schema step 16 on every shard (postgres.coded_edges)."""
+    _change_shards(cur, 16, lambda shard: coded_edges(shard, "edges"), ())
 
 
 def graph_inputs_on_shards(cur: psycopg.Cursor) -> None:

@@ -40,24 +40,47 @@ def packed_bytes(values: Sequence[int]) -> bytes:
     return np.asarray(values, dtype=np.int8).tobytes()
 
 
-# A row of packed edges as both stores hand it here, in EdgeColumns' order: kinds, then
-# src_file, src_symbol, dst_file, dst_symbol and line as packed int64 bytes (-1 for none),
-# then names, then the resolution as one byte each.
-EdgeRow = tuple[list[str], bytes, bytes, bytes, bytes, bytes, list[str], bytes]
+def packed_codes(values: Sequence[int]) -> bytes:
+    """A column of positions among distinct kinds or names as int32 bytes."""
+    import numpy as np
+
+    return np.asarray(values, dtype=np.int32).tobytes()
+
+
+# A row of packed edges as both stores hand it here, in EdgeColumns' order: the row's
+# distinct kinds and each edge's position among them (int32 bytes); src_file, src_symbol,
+# dst_file, dst_symbol and line as packed int64 bytes (-1 for none); the row's distinct
+# names and each edge's position among them; the resolution as one byte each.
+EdgeRow = tuple[list[str], bytes, bytes, bytes, bytes, bytes, bytes, list[str], bytes, bytes]
 
 
 def edge_columns_of(rows: list[EdgeRow]) -> EdgeColumns:
     """EdgeColumns of a repository's rows of packed edges, in order."""
     import numpy as np
 
-    def ints(i: int) -> np.ndarray:
-        parts = [np.frombuffer(row[i], np.int64) for row in rows]
+    def joined(i: int, dtype: type) -> np.ndarray:
+        parts = [np.frombuffer(row[i], dtype) for row in rows]
         # one row (SQLite keeps a repository's edges in one): read in place, not copied
         return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts \
-            else np.zeros(0, np.int64)
-    return EdgeColumns([k for row in rows for k in row[0]], ints(1), ints(2), ints(3), ints(4),
-                       ints(5), [n for row in rows for n in row[6]],
-                       np.frombuffer(b"".join(row[7] for row in rows), np.int8))
+            else np.zeros(0, dtype)
+
+    def recoded(distinct_at: int, codes_at: int) -> tuple[list[str], np.ndarray]:
+        """One list of distinct values for every row: each row's positions moved to it."""
+        if len(rows) == 1:
+            return rows[0][distinct_at], joined(codes_at, np.int32)
+        position: dict[str, int] = {}
+        parts = []
+        for row in rows:
+            moved = np.fromiter((position.setdefault(v, len(position)) for v in row[distinct_at]),
+                                np.int32, len(row[distinct_at]))
+            parts.append(moved[np.frombuffer(row[codes_at], np.int32)])
+        return list(position), np.concatenate(parts) if parts else np.zeros(0, np.int32)
+
+    kinds, kind = recoded(0, 1)
+    names, name = recoded(7, 8)
+    return EdgeColumns(kinds, kind, joined(2, np.int64), joined(3, np.int64),
+                       joined(4, np.int64), joined(5, np.int64), joined(6, np.int64), names,
+                       name, joined(9, np.int8))
 
 
 def two_columns(rows: Iterable[tuple[int, int]]) -> tuple[array, array]:

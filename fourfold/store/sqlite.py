@@ -32,12 +32,12 @@ from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileSt
                    decompress_references, graph_version_setting, packed_ids, RepoInfo,
                    RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
                    TokenRecord)
-from .chunk_index import FOLDER_NAME as CHUNK_INDEX_FOLDER, ChunkIndex, weighted_text
-from .index_dir import IndexLock
+from .chunk_index import ChunkIndex, weighted_text
+from .index_dir import CHUNK_INDEX_NAME, IndexLock
 from .sql_common import (CHUNK_COLS, FILE_COLS, EdgeRow, clear_errors, edge_columns_of,
-                         packed, packed_bytes, symbol_columns, two_columns)
+                         packed, packed_bytes, packed_codes, symbol_columns, two_columns)
 
-SCHEMA_VERSION = 14  # 2: trigram index without positions; 3: contentless chunk tokens;
+SCHEMA_VERSION = 15  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
 # 5: a repository's edges packed in one row; 6: files keep their ctime and inode;
 # 7: an edge's resolution (how sure it is) instead of a resolved flag; 8: binary codes kept;
@@ -45,7 +45,7 @@ SCHEMA_VERSION = 14  # 2: trigram index without positions; 3: contentless chunk 
 # 10: symbol tokens in one b-tree, raw references compressed; 11: file texts compressed;
 # 12: symbol tokens in FTS5, edges compressed, a qualified name kept only where it differs,
 # vectors keyed without a rowid; 13: codes and symbol ranks keyed without a rowid;
-# 14: chunk tokens in a Tantivy index beside the database
+# 14: chunk tokens in a Tantivy index beside the database; 15: edge kinds and names coded
 
 # which chunks' codes each version of a repository's codes took away and added (packed
 # big-endian int64 ids), so that a process holding an older version reads only those; made
@@ -116,13 +116,15 @@ CREATE INDEX IF NOT EXISTS chunks_document ON chunks(document_id);
 CREATE TABLE IF NOT EXISTS file_refs(document_id INTEGER PRIMARY KEY, refs BLOB NOT NULL);
 -- Edges are only written whole (a graph rebuild) and read whole (the graph retriever keeps
 -- them in memory): one row per repository, each integer column packed as 64-bit values
--- (-1 for none) and the strings as one JSON list, writes 25,000 edges in milliseconds where
--- a row per edge took a fifth of a second. Every column is LZ4-compressed (ids and lines
--- repeat): a fifth of the bytes.
+-- (-1 for none), the distinct kinds and names as one JSON list and each edge's positions
+-- among them as 32-bit values, writes 25,000 edges in milliseconds where a row per edge
+-- took a fifth of a second. Every column is LZ4-compressed (ids and lines repeat): a fifth
+-- of the bytes.
 CREATE TABLE IF NOT EXISTS edges(
     repo_id INTEGER PRIMARY KEY, src_file BLOB NOT NULL, src_symbol BLOB NOT NULL,
     dst_file BLOB NOT NULL, dst_symbol BLOB NOT NULL, line BLOB NOT NULL,
-    resolution BLOB NOT NULL, kinds_names BLOB NOT NULL);
+    resolution BLOB NOT NULL, kinds_names BLOB NOT NULL, kind_codes BLOB NOT NULL,
+    name_codes BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS symbol_rank(
     repo_id INTEGER NOT NULL, symbol_id INTEGER NOT NULL, rank REAL,
     PRIMARY KEY(repo_id, symbol_id)) WITHOUT ROWID;
@@ -216,19 +218,21 @@ def _pack_edges(edges: EdgeColumns) -> tuple:
         packed(edges.src_file), packed(edges.src_symbol), packed(edges.dst_file),
         packed(edges.dst_symbol), packed(edges.line),
         packed_bytes(edges.resolution),
-        json.dumps([edges.kind, edges.name], separators=(",", ":"), check_circular=False
-                   ).encode()))
+        json.dumps([edges.kinds, edges.names], separators=(",", ":"), check_circular=False
+                   ).encode(), packed_codes(edges.kind), packed_codes(edges.name)))
 
 
-_EDGE_COLUMNS = "src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds_names"
+_EDGE_COLUMNS = ("src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds_names, "
+                 "kind_codes, name_codes")
 
 
 def _edge_row(row: tuple) -> EdgeRow:
     """An edges row (see the schema) as sql_common reads it."""
-    src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds_names = map(
-        lz4.block.decompress, row)
+    (src_file, src_symbol, dst_file, dst_symbol, line, resolution, kinds_names, kind_codes,
+     name_codes) = map(lz4.block.decompress, row)
     kinds, names = json.loads(kinds_names)
-    return kinds, src_file, src_symbol, dst_file, dst_symbol, line, names, resolution
+    return (kinds, kind_codes, src_file, src_symbol, dst_file, dst_symbol, line, names,
+            name_codes, resolution)
 
 
 FILES_VERSION = "files_version"  # meta key: a new random value whenever files change
@@ -306,7 +310,7 @@ class SQLiteStore(Store):
         self._local = threading.local()
         self._codes = HeldCodes()  # an embedded index's own repositories: no bound
         self._readonly = readonly
-        self._chunk_index = ChunkIndex(Path(self.db_path).parent / CHUNK_INDEX_FOLDER)
+        self._chunk_index = ChunkIndex(Path(self.db_path).parent / CHUNK_INDEX_NAME)
         self._chunk_index_token: str | None = None  # the folder's, once checked by a writer
         self._chunk_index_unsynced = False  # this process wrote chunks not yet committed there
         self._in_run = 0
@@ -1000,7 +1004,7 @@ class SQLiteStore(Store):
     @staticmethod
     def _write_edges(conn: sqlite3.Connection, repo_id: int, edges: EdgeColumns) -> None:
         if edges:
-            conn.execute("INSERT INTO edges VALUES(?,?,?,?,?,?,?,?)",
+            conn.execute("INSERT INTO edges VALUES(?,?,?,?,?,?,?,?,?,?)",
                          (repo_id, *_pack_edges(edges)))
 
     @staticmethod

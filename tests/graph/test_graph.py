@@ -629,11 +629,11 @@ def test_uses_decoded_file_by_file_give_the_same_edges(tmp_path, monkeypatch, he
         monkeypatch.setattr(calls_module, "PARALLEL_REFERENCES", 0)
         monkeypatch.setattr(os, "cpu_count", lambda: 2)
     got = build_module.resolve_and_rank(facts, parallel=helper).edges
-    assert len(expected.kind) > 50 and "call" in expected.kind_names()
-    for column in ("paths", "symbols", "kinds", "name"):
+    assert len(expected.kind) > 50 and "call" in expected.kinds
+    for column in ("paths", "symbols", "kinds", "names"):
         assert list(getattr(got, column)) == list(getattr(expected, column)), column
     for column in ("src_file", "src_symbol", "dst_file", "dst_symbol", "line", "resolution",
-                   "kind"):
+                   "kind", "name"):
         assert getattr(got, column).tolist() == getattr(expected, column).tolist(), column
 
 

@@ -70,6 +70,8 @@ def test_an_edit_of_calls_alone_patches_the_graph_as_a_whole_resolution_would(
               "    parser_fingerprint()\n"),
     ]
     changed.append(_prepend(root, "fourfold/errors.py", "\n\n"))
+    # a call whose name no other edge names goes: the graph forgets the name
+    _edit(root, "fourfold/graph/build.py", "ctypes.CDLL(None).malloc_trim(0)", "pass")
     whole_runs = []
     monkeypatch.setattr(patch_module, "rebuild_graph",
                         lambda *args, **kwargs: whole_runs.append(args))
@@ -81,6 +83,8 @@ def test_an_edit_of_calls_alone_patches_the_graph_as_a_whole_resolution_would(
             parsing, (parsing, "parser_fingerprint")) in {e[:5] for e in edges}
     # ranks carry over to the edited files' new ids, and change nowhere else
     assert symbol_ranks == ranks_before and file_ranks == file_ranks_before
+    names = ff.store.edge_columns(ff.repo_id()).names
+    assert not any("malloc_trim" in name for name in names) and len(set(names)) == len(names)
 
     rebuild_graph(ff.store, ff.repo_id())
     whole, whole_symbol_ranks, whole_file_ranks = _graph(ff)

@@ -188,9 +188,9 @@ def test_edges_are_numbered_files_first_then_sources_then_targets():
     assert indexed.line.tolist() == [1, 2, 3, 4]
     assert indexed.resolution.tolist() == [Resolution.EXACT, Resolution.EXACT,
                                            Resolution.NONE, Resolution.INFERRED]
-    assert indexed.kind_names() == ["call", "import", "call", "call"]
     assert indexed.kinds == ["call", "import"] and indexed.kind.dtype == np.int8
-    assert indexed.name == ["k", "b", "len", "x.f"]
+    assert indexed.kind.tolist() == [0, 1, 0, 0]
+    assert indexed.names == ["k", "b", "len", "x.f"] and indexed.name.tolist() == [0, 1, 2, 3]
     assert indexed.src_file.dtype == indexed.dst_symbol.dtype == indexed.line.dtype == np.int32
 
 

@@ -47,10 +47,25 @@ def insert_rows(cur: psycopg.Cursor, rows: dict[str, list[tuple]]) -> None:
         cur.executemany(f"INSERT INTO fourfold.{table} VALUES({marks})", table_rows)
 
 
+def edges_uncoded(cur: psycopg.Cursor, table: str) -> None:
+    """Undo schema 16's change of one real edges table: every edge's kind and name spelled
+    out again in the rows (the columns of codes are the caller's to drop)."""
+    for repo_id, part, kinds, kind_codes, names, name_codes in cur.execute(
+            "SELECT repo_id, part, kinds, kind_codes, names, name_codes "
+            f"FROM fourfold.{table}").fetchall():
+        cur.execute(f"UPDATE fourfold.{table} SET kinds = %s, names = %s "
+                    "WHERE repo_id = %s AND part = %s",
+                    ([kinds[i] for i in np.frombuffer(kind_codes, np.int32).tolist()],
+                     [names[i] for i in np.frombuffer(name_codes, np.int32).tolist()],
+                     repo_id, part))
+
+
 def later_steps_undone(cur: psycopg.Cursor, coordinator: bool) -> None:
-    """Undo schemas 11 to 15 (codes' versions, edges in parts: one part per repository
-    here, dead entries, the log of code changes, graph inputs) and mark the database as at
-    schema 9."""
+    """Undo schemas 11 to 16 (codes' versions, edges in parts: one part per repository
+    here, dead entries, the log of code changes, graph inputs, coded edge names) and mark
+    the database as at schema 9."""
+    edges_uncoded(cur, "edges_local" if coordinator else "edges")
+    cur.execute("ALTER TABLE fourfold.edges DROP COLUMN kind_codes, DROP COLUMN name_codes")
     cur.execute("DROP TABLE fourfold.dead_entries")
     cur.execute("DROP TABLE fourfold.graph_inputs")
     if coordinator:

@@ -658,14 +658,55 @@ def test_codes_held_in_memory_follow_what_another_process_writes(store, postgres
     writer.close()
 
 
+def _edges_naming_again():
+    """Edges whose kinds and names recur, within a part of three and across parts."""
+    from fourfold.store.base import Resolution, StoredEdge
+
+    return [StoredEdge(kind, 1, n, None, n + 1, n, name, Resolution(n % 4)) for n, (kind, name)
+            in enumerate(zip(["call", "ref", "call", "import", "call", "ref", "call", "ref"],
+                             ["a", "b", "multi\nline", "", "a", "f", "b", "a"]))]
+
+
+def test_an_upgrade_codes_the_kinds_and_names_of_stored_edges(postgres_url, monkeypatch):
+    """Schema 16: rows of edges written with every kind and name spelled out are coded when
+    the database is opened, and read as they were written."""
+    from fourfold.store import postgres
+    from fourfold.store.base import EdgeColumns
+    from tests.store import schema9
+
+    monkeypatch.setattr(postgres, "EDGES_A_ROW", 3)
+    store = PostgresStore(postgres_url)
+    first, second = store.ensure_repo("/a", "a"), store.ensure_repo("/b", "b")
+    edges = _edges_naming_again()
+    store.replace_graph(first, EdgeColumns.of(edges), {}, {})
+    store.replace_graph(second, EdgeColumns.of(edges[2:5]), {}, {})
+    store.close()
+    with _admin(postgres_url) as admin, admin.cursor() as cur:
+        schema9.edges_uncoded(cur, "edges_local")
+        cur.execute("ALTER TABLE fourfold.edges DROP COLUMN kind_codes, DROP COLUMN name_codes")
+        cur.execute("UPDATE fourfold.meta SET value = '15' WHERE key = 'schema_version'")
+        assert cur.execute("SELECT names FROM fourfold.edges WHERE repo_id = %s ORDER BY part",
+                           (first,)).fetchall() == [(["a", "b", "multi\nline"],),
+                                                    (["", "a", "f"],), (["b", "a"],)]
+    upgraded = PostgresStore(postgres_url)
+    try:
+        assert upgraded.all_edges(first) == edges and upgraded.all_edges(second) == edges[2:5]
+        with _admin(postgres_url) as admin:
+            assert admin.execute("SELECT names FROM fourfold.edges WHERE repo_id = %s AND "
+                                 "part = 2", (first,)).fetchone() == (["b", "a"],)
+            assert admin.execute("SELECT kinds FROM fourfold.edges WHERE repo_id = %s AND "
+                                 "part = 0", (first,)).fetchone() == (["call", "ref"],)
+    finally:
+        upgraded.close()
+
+
 def test_a_graph_is_written_and_read_in_parts(store, postgres_url, monkeypatch):
     from fourfold.store import postgres
-    from fourfold.store.base import EdgeColumns, Resolution, StoredEdge
+    from fourfold.store.base import EdgeColumns
 
     monkeypatch.setattr(postgres, "EDGES_A_ROW", 3)
     first, second = store.ensure_repo("/a", "a"), store.ensure_repo("/b", "b")
-    edges = [StoredEdge("call", 1, n, None, n + 1, n, name, Resolution(n % 4))
-             for n, name in enumerate(["a", "b", "multi\nline", "", "e", "f", "g", "h"])]
+    edges = _edges_naming_again()
     store.replace_graph(first, EdgeColumns.of(edges), {}, {})
     store.replace_graph(second, EdgeColumns.of(edges[:4]), {}, {})
     parts = "SELECT repo_id, count(*) FROM fourfold.edges GROUP BY 1 ORDER BY 1"
