@@ -265,6 +265,9 @@ def _re2_span(regex) -> Callable[[bytes, int], tuple[int, int]]:
     return lambda text, pos: match(_UNANCHORED, text, pos, len(text))[0]
 
 
+_CASE_FLAG = re.compile(r"\(\?[^:)]*i")  # (?i), (?mi:...), (?i-s) ... and, to be safe, (?P<id>
+
+
 @dataclass(frozen=True)
 class Finder:
     """What a grep looks for, as a process that did not parse it can build it again."""
@@ -273,6 +276,15 @@ class Finder:
     regex: bool
     case_sensitive: bool
     whole_word: bool
+
+    def required(self) -> RequiredText | None:
+        """What a file must hold to match (its trigram candidates' query)."""
+        return regex_required(self.pattern) if self.regex else literal_required(self.pattern)
+
+    def literals_as_written(self) -> bool:
+        """Whether what is required matches only as written: a case-sensitive search
+        whose regex sets no flag that may make it ignore case."""
+        return self.case_sensitive and not (self.regex and _CASE_FLAG.search(self.pattern))
 
     def compiled(self) -> tuple[Callable[[str | bytes, int], int], bool]:
         """find(text, from) -> the start of the next match or -1, and whether it searches
@@ -437,9 +449,10 @@ class TextRetriever:
         deadline = time.monotonic() + (self.time_budget if time_budget is None else time_budget)
         wanted = Finder(pattern, regex, case_sensitive, whole_word)
         find, utf8 = wanted.compiled()
-        required = regex_required(pattern) if regex else literal_required(pattern)
+        required, as_written = wanted.required(), wanted.literals_as_written()
         if limit is None:
-            candidates, _ = self._candidates(required, repo_id, path_glob, None, None)
+            candidates, _ = self._candidates(required, as_written, repo_id, path_glob, None,
+                                             None)
             if len(candidates) >= POOL_MIN_FILES:
                 try:
                     return self._grep_in_pool(wanted, candidates, deadline)
@@ -447,7 +460,7 @@ class TextRetriever:
                     pass  # searched here, from the start
             batches = self._all_batches(candidates, utf8)
         else:
-            batches = self._limited_batches(required, repo_id, path_glob, utf8)
+            batches = self._limited_batches(required, as_written, repo_id, path_glob, utf8)
         out = ResultList()
         for batch, texts in batches:
             for stored, _ in batch:
@@ -461,13 +474,14 @@ class TextRetriever:
                     return out
         return out
 
-    def _limited_batches(self, required: RequiredText | None, repo_id: int | None,
-                         path_glob: str | None, utf8: bool) -> Iterator[tuple[list, dict]]:
+    def _limited_batches(self, required: RequiredText | None, as_written: bool,
+                         repo_id: int | None, path_glob: str | None, utf8: bool
+                         ) -> Iterator[tuple[list, dict]]:
         """Candidate files with their texts, a few at a time, listed a page at a time and
         each page larger than the last: a common pattern's first lines then cost neither
         listing nor reading every file that holds it."""
         page = GREP_LIST_PAGE
-        candidates, last = self._candidates(required, repo_id, path_glob, None, page)
+        candidates, last = self._candidates(required, as_written, repo_id, path_glob, None, page)
         while True:
             for start in range(0, len(candidates), GREP_LIMITED_READ):
                 batch = candidates[start:start + GREP_LIMITED_READ]
@@ -475,7 +489,8 @@ class TextRetriever:
             if last is None:
                 return
             page *= 4
-            candidates, last = self._candidates(required, repo_id, path_glob, last, page)
+            candidates, last = self._candidates(required, as_written, repo_id, path_glob, last,
+                                                page)
 
     def _grep_in_pool(self, wanted: Finder, candidates: list[tuple[StoredFile, str]],
                       deadline: float) -> ResultList:
@@ -511,12 +526,14 @@ class TextRetriever:
         if ahead is not None:
             yield ahead[0], ahead[1].result()
 
-    def _candidates(self, required: RequiredText | None, repo_id: int | None,
+    def _candidates(self, required: RequiredText | None, as_written: bool, repo_id: int | None,
                     path_glob: str | None, after: str | None, limit: int | None
                     ) -> tuple[list[tuple[StoredFile, str]], str | None]:
         """Candidate files under path_glob, and the last path listed where more may follow
-        (None when the listing is complete)."""
-        listed = self.store.trigram_candidates(required, repo_id, after=after, limit=limit)
+        (None when the listing is complete). `as_written`: the required literals match
+        only as written (Finder.literals_as_written)."""
+        listed = self.store.trigram_candidates(required, repo_id, after=after, limit=limit,
+                                               case_sensitive=as_written)
         last = listed[-1][0].path if limit is not None and len(listed) == limit else None
         if path_glob is not None:
             listed = [c for c in listed if path_ok(c[0].path, path_glob)]

@@ -559,12 +559,14 @@ class Store(ABC):
     # -- text -------------------------------------------------------------------------
     @abstractmethod
     def trigram_candidates(self, required: RequiredText | None, repo_id: int | None = None,
-                           after: str | None = None, limit: int | None = None
-                           ) -> list[tuple[StoredFile, str]]:
+                           after: str | None = None, limit: int | None = None,
+                           case_sensitive: bool = False) -> list[tuple[StoredFile, str]]:
         """(file, content hash) of the files that may hold what `required` asks for (a
-        superset: matching is case-insensitive and may ignore order; exact verification
-        follows), in path order; None means every file. `after`: only paths after this
-        one; `limit`: at most this many files (a first page of a grep reads a few)."""
+        superset: matching may ignore case and order; exact verification follows), in
+        path order; None means every file. `after`: only paths after this one; `limit`: at
+        most this many files (a first page of a grep reads a few); `case_sensitive`: the
+        literals may be matched as written, which a store that checks texts itself does
+        more cheaply."""
 
     @abstractmethod
     def contents(self, file_ids: Iterable[int]) -> dict[int, str]:

@@ -759,18 +759,22 @@ def _like_pattern(literal: str) -> str:
     return "%" + re.sub(r"([\\%_])", r"\\\1", literal) + "%"
 
 
-def text_condition(required: RequiredText, params: list) -> str:
-    """The SQL condition on c.text of what a file must hold; literals go to params."""
+def text_condition(required: RequiredText, params: list, case_sensitive: bool = False) -> str:
+    """The SQL condition on c.text of what a file must hold; literals go to params. The
+    trigram index finds candidates either way; LIKE then checks each one's text three
+    times faster than ILIKE (the kernel's 25,796 files holding `return 0;`: 1.2 s against
+    3.5 s)."""
     if isinstance(required, str):
         if "\x00" in required:
             return "false"  # PostgreSQL text holds no NUL, so no content has one
         params.append(_like_pattern(required))
-        return "c.text ILIKE %s"
+        return "c.text LIKE %s" if case_sensitive else "c.text ILIKE %s"
     op, parts = required
     if not parts:
         return "true" if op == "and" else "false"
     joiner = " AND " if op == "and" else " OR "
-    return "(" + joiner.join(text_condition(part, params) for part in parts) + ")"
+    return "(" + joiner.join(text_condition(part, params, case_sensitive)
+                             for part in parts) + ")"
 
 
 # -- packed edges -------------------------------------------------------------------------
@@ -1538,20 +1542,20 @@ class PostgresStore(Store):
 
     # -- text ---------------------------------------------------------------------------
     def trigram_candidates(self, required: RequiredText | None, repo_id: int | None = None,
-                           after: str | None = None, limit: int | None = None
-                           ) -> list[tuple[StoredFile, str]]:
+                           after: str | None = None, limit: int | None = None,
+                           case_sensitive: bool = False) -> list[tuple[StoredFile, str]]:
         params: list = []
         if required is None:
             query = f"SELECT {FILE_COLS}, f.hash FROM files f WHERE true"
         elif repo_id:
             query = (f"SELECT {FILE_COLS}, f.hash FROM files f JOIN contents c "
                      "ON c.document_id = f.document_id AND c.repo_id = %s "
-                     f"WHERE {text_condition(required, params)}")
+                     f"WHERE {text_condition(required, params, case_sensitive)}")
             params.insert(0, self._home(repo_id))
         else:
             query = (f"SELECT {FILE_COLS}, f.hash FROM files f JOIN repos r ON r.id = f.repo_id "
                      "JOIN contents c ON c.document_id = f.document_id AND c.repo_id = r.home "
-                     f"WHERE {text_condition(required, params)}")
+                     f"WHERE {text_condition(required, params, case_sensitive)}")
         if repo_id:
             query += " AND f.repo_id = %s"
             params.append(repo_id)

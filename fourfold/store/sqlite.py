@@ -698,8 +698,8 @@ class SQLiteStore(Store):
 
     # -- text -----------------------------------------------------------------------------
     def trigram_candidates(self, required: RequiredText | None, repo_id: int | None = None,
-                           after: str | None = None, limit: int | None = None
-                           ) -> list[tuple[StoredFile, str]]:
+                           after: str | None = None, limit: int | None = None,
+                           case_sensitive: bool = False) -> list[tuple[StoredFile, str]]:
         if required is None:
             sql = f"SELECT {FILE_COLS}, f.hash FROM files f WHERE true"
             params: tuple = ()

@@ -278,6 +278,25 @@ def test_a_literal_in_any_case_finds_the_lines_python_folds_to_it(make_tree, pat
     assert [m.line for m in ff.grep(pattern, limit=1)] == expected[:1]
 
 
+@pytest.mark.parametrize("limit", [None, 10])
+def test_a_search_that_ignores_case_inside_its_regex_finds_every_case(index_on_each_store,
+                                                                      limit):
+    """A case-sensitive grep lists candidate files by its literals as written (on the
+    server: LIKE, not ILIKE), unless its regex turns case off: (?i) or (?i:...)."""
+    _, ff = index_on_each_store({"a.py": "Alpha = 1\n", "b.py": "alpha = 2\n",
+                                 "c.py": "ALPHA = 3\n"})
+
+    def files(pattern: str, regex: bool, case_sensitive: bool = True) -> list[str]:
+        return [m.path for m in ff.grep(pattern, regex=regex, case_sensitive=case_sensitive,
+                                        limit=limit)]
+
+    assert files("alpha", regex=False) == files("alpha", regex=True) == ["b.py"]
+    assert files("ALPHA", regex=False) == ["c.py"]
+    assert files("alpha", regex=False, case_sensitive=False) == ["a.py", "b.py", "c.py"]
+    for pattern in ["(?i)alpha", "(?i:alpha)", "(?si)alpha", "(?i)alpha = [0-9]"]:
+        assert files(pattern, regex=True) == ["a.py", "b.py", "c.py"], pattern
+
+
 @pytest.mark.parametrize("case_sensitive", [False, True])
 def test_a_literal_utf8_cannot_carry_is_a_clear_error(make_tree, case_sensitive):
     ff = Fourfold(make_tree({"a.txt": "plain text\n"}))

@@ -180,6 +180,12 @@ def test_trigram_candidates_agree_with_sqlite_on_hostile_literals(postgres_url, 
         if isinstance(required, str):  # and both are exact here: no scattered trigrams
             assert got == sorted(p for p, text in LITERAL_FILES.items()
                                  if required.lower() in text.lower()), required
+    # as written: the server compares case too (and LIKE's metacharacters stay literal)
+    for required in ["AxB", "axb", "UPPER_CASE", "upper_case", "100%", ("or", ["AxB", "a_B"])]:
+        got = [f.path for f, _ in stores[1].trigram_candidates(required, case_sensitive=True)]
+        literals = [required] if isinstance(required, str) else required[1]
+        assert got == sorted(p for p, text in LITERAL_FILES.items()
+                             if any(literal in text for literal in literals)), required
     for opened in stores:
         opened.close()
 
