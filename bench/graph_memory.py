@@ -60,7 +60,8 @@ def main() -> None:
     sampler.join()
     edges = graph.edges
     digest = hashlib.sha256()
-    for column in (edges.kind_names(), edges.name, edges.paths, edges.symbols):
+    for column in ([edges.kinds[k] for k in edges.kind.tolist()],
+                   [edges.names[n] for n in edges.name.tolist()], edges.paths, edges.symbols):
         digest.update(repr(column).encode())
     for values in (edges.src_file, edges.dst_file, edges.src_symbol, edges.dst_symbol,
                    edges.line, edges.resolution):

@@ -13,6 +13,7 @@ import ctypes
 import sys
 from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
+from itertools import compress
 
 import numpy as np
 
@@ -163,9 +164,11 @@ def store_graph(store: Store, repo_id: int, graph: ResolvedGraph) -> int:
     del wanted, files, file_ids  # a big repository's: freed before the columns are packed
     src_file, dst_file = file_id[g.src_file], file_id[g.dst_file]
     keep = src_file >= 0  # an edge from a file the store does not hold is dropped
-    edges = EdgeColumns(g.kinds, g.kind[keep], src_file[keep], symbol_id[g.src_symbol][keep],
-                        dst_file[keep], symbol_id[g.dst_symbol][keep], g.line[keep], g.names,
-                        g.name[keep], np.where(dst_file >= 0, g.resolution, Resolution.NONE)[keep])
+    edges = EdgeColumns(*used_only(g.kinds, g.kind[keep]), src_file[keep],
+                        symbol_id[g.src_symbol][keep], dst_file[keep],
+                        symbol_id[g.dst_symbol][keep], g.line[keep],
+                        *used_only(g.names, g.name[keep]),
+                        np.where(dst_file >= 0, g.resolution, Resolution.NONE)[keep])
     symbol_rank = {int(symbol_id[i]): rank for i, rank in graph.symbol_rank.items()
                    if symbol_id[i] >= 0}
     file_rank = {int(file_id[i]): rank for i, rank in graph.file_rank.items() if file_id[i] >= 0}
@@ -173,6 +176,14 @@ def store_graph(store: Store, repo_id: int, graph: ResolvedGraph) -> int:
     store.replace_graph(repo_id, edges, symbol_rank, file_rank, stored_inputs(store, repo_id,
                                                                               graph.inputs))
     return len(edges)
+
+
+def used_only(distinct: list[str], codes: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The distinct values some edge names, and the edges' positions among them."""
+    used = np.bincount(codes, minlength=len(distinct)) > 0
+    if used.all():
+        return distinct, codes
+    return list(compress(distinct, used)), (np.cumsum(used) - 1)[codes].astype(np.int32)
 
 
 def stored_inputs(store: Store, repo_id: int, inputs: dict[str, bytes]) -> list[GraphInput]:

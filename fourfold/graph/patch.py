@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import struct
 import zlib
-from itertools import compress
 
 import numpy as np
 
 from ..model import Reference
 from ..store.base import EdgeColumns, GraphInput, GraphPatch, Resolution, Store, coded
 from ..store.base import decode_references, decompress_references
-from .build import SYMBOL_FILES, GraphFacts, rebuild_graph, stored_facts
+from .build import SYMBOL_FILES, GraphFacts, rebuild_graph, stored_facts, used_only
 from .facts import USE_KINDS, Edge, FileFacts
 from .inputs import decode_input, decode_symbols, encode_input, same_input
 from .resolve import resolve_into
@@ -105,11 +104,7 @@ def _coded_after(distinct: list[str], kept: np.ndarray, more: list[str]
     """The kept edges' positions among `distinct` followed by `more` coded among them, the
     values no edge names any longer left out."""
     distinct, added = coded(more, distinct)
-    codes = np.concatenate([kept, np.frombuffer(added, np.int32)])
-    used = np.bincount(codes, minlength=len(distinct)) > 0
-    if used.all():
-        return distinct, codes
-    return list(compress(distinct, used)), (np.cumsum(used) - 1)[codes].astype(np.int32)
+    return used_only(distinct, np.concatenate([kept, np.frombuffer(added, np.int32)]))
 
 
 def _facts_unless_changed(inputs: dict[str, GraphInput], paths: list[str], now: GraphFacts

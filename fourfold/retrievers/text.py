@@ -107,6 +107,8 @@ def _depth(required: RequiredText | None) -> int:
 
 def regex_required(pattern: str) -> RequiredText | None:
     """The literals every line the regex matches must contain, or None (scan all)."""
+    if "[:" in pattern:  # RE2 reads [[:upper:]] as a class, Python's parser as literals
+        return None
     try:
         parsed = sre_parse.parse(pattern)
     except Exception:  # RE2 syntax Python cannot read: verification alone stays exact

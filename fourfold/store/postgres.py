@@ -605,11 +605,21 @@ def coded_edges(cur: psycopg.Cursor, table: str) -> None:
                     "name_codes = %s WHERE repo_id = %s AND part = %s",
                     (kinds, names, packed_codes(kind_codes), packed_codes(name_codes),
                      repo_id, part))
+    if table == "edges":
+        _edge_codes_required(cur)
 
 
 def _add_edge_codes(cur: psycopg.Cursor) -> None:
+    """The columns, empty in the rows there are until they are coded."""
     cur.execute("ALTER TABLE fourfold.edges ADD COLUMN kind_codes bytea NOT NULL DEFAULT "
                 "''::bytea, ADD COLUMN name_codes bytea NOT NULL DEFAULT ''::bytea")
+
+
+def _edge_codes_required(cur: psycopg.Cursor) -> None:
+    """No default once the rows are coded: a process of the schema before, still running,
+    fails to write edges without codes rather than writing a graph no one can read."""
+    cur.execute("ALTER TABLE fourfold.edges ALTER COLUMN kind_codes DROP DEFAULT, "
+                "ALTER COLUMN name_codes DROP DEFAULT")
 
 
 def _coded_edges(cur: psycopg.Cursor) -> None:
@@ -620,6 +630,7 @@ def _coded_edges(cur: psycopg.Cursor) -> None:
 
     _add_edge_codes(cur)
     coded_edges(cur, "edges" + LOCAL)
+    _edge_codes_required(cur)
     coded_edges_on_shards(cur)
 
 

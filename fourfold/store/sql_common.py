@@ -8,7 +8,7 @@ import inspect
 from array import array
 from typing import Iterable, Sequence
 
-from ..errors import QueryError
+from ..errors import FourfoldError, QueryError
 from .base import EdgeColumns
 
 # Symbols and chunks belong to a document (s.document_id, c.document_id), shared by the
@@ -63,6 +63,11 @@ def edge_columns_of(rows: list[EdgeRow]) -> EdgeColumns:
         # one row (SQLite keeps a repository's edges in one): read in place, not copied
         return parts[0] if len(parts) == 1 else np.concatenate(parts) if parts \
             else np.zeros(0, dtype)
+
+    for row in rows:
+        if not len(row[1]) // 4 == len(row[8]) // 4 == len(row[2]) // 8:
+            raise FourfoldError("a stored graph's rows of edges disagree on how many edges "
+                                "they hold; index the repository again with --rebuild")
 
     def recoded(distinct_at: int, codes_at: int) -> tuple[list[str], np.ndarray]:
         """One list of distinct values for every row: each row's positions moved to it."""

@@ -87,6 +87,13 @@ def test_required_literals_from_regex():
     assert regex_required("ab+c") is None
     assert regex_required(r"\w+") is None
     assert regex_required("(?:abc)?def") == "def"
+    assert regex_required("[[:upper:]]oo") is None  # RE2's POSIX class, not literals
+
+
+def test_a_posix_class_in_a_regex_is_searched_as_re2_reads_it(index_on_each_store):
+    _, ff = index_on_each_store({"a.py": "Foo = 1\n", "b.py": "foo = 2\n"})
+    assert [m.path for m in ff.grep("[[:upper:]]oo", regex=True, case_sensitive=True)] == \
+        ["a.py"]
 
 
 def test_sqlite_trigram_expression():

@@ -702,6 +702,11 @@ def test_an_upgrade_codes_the_kinds_and_names_of_stored_edges(postgres_url, monk
                                  "part = 2", (first,)).fetchone() == (["b", "a"],)
             assert admin.execute("SELECT kinds FROM fourfold.edges WHERE repo_id = %s AND "
                                  "part = 0", (first,)).fetchone() == (["call", "ref"],)
+            # a process of the schema before, still running, cannot write uncoded rows
+            with pytest.raises(psycopg.errors.NotNullViolation):
+                admin.execute("INSERT INTO fourfold.edges(repo_id, part, src_file, src_symbol, "
+                              "dst_file, dst_symbol, line, resolution, kinds, names) VALUES "
+                              "(%s, 9, '', '', '', '', '', '', '{}', '{}')", (second,))
     finally:
         upgraded.close()
 

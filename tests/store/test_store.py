@@ -521,3 +521,19 @@ def test_binary_codes_are_searched_by_hamming_distance_per_repository(store):
     store.put_vectors("m", [("chunk-a", b"\x02\x00", 0.25)])
     assert store.vectors_of("m", [a, c, c + 99]) == {a: (b"\x02\x00", 0.25),
                                                     c: (b"\x02\x00", 0.25)}
+
+
+def test_rows_of_edges_that_disagree_on_their_length_are_a_clear_error():
+    """A row whose codes do not cover its edges (written by something else than this
+    fourfold) is refused, not read as a shorter graph."""
+    from fourfold.errors import FourfoldError
+    from fourfold.store.sql_common import edge_columns_of
+
+    ids = (1).to_bytes(8, "little") * 2  # two edges
+    row = [["call"], bytes(8), ids, ids, ids, ids, ids, ["f"], bytes(8), bytes(2)]
+    assert edge_columns_of([tuple(row)]).edges()[1].name == "f"
+    for short in (1, 8):  # no kind for the second edge; no name for it
+        broken = list(row)
+        broken[short] = bytes(4)
+        with pytest.raises(FourfoldError, match="--rebuild"):
+            edge_columns_of([tuple(broken)])
