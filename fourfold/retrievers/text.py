@@ -186,7 +186,7 @@ def compile_folded_literal(literal: str):
     return re2.compile(pattern.encode("utf-8"), options)
 
 
-def _literal_find(literal: str) -> Callable[[str, int], int]:
+def _literal_find(literal: bytes) -> Callable[[bytes, int], int]:
     return lambda text, pos: text.find(literal, pos)
 
 
@@ -197,8 +197,8 @@ def _re_find(pattern: re.Pattern) -> Callable[[str, int], int]:
     return find
 
 
-def _literal_span(literal: str) -> Callable[[str, int], tuple[int, int]]:
-    def span(text: str, pos: int) -> tuple[int, int]:
+def _literal_span(literal: bytes) -> Callable[[bytes, int], tuple[int, int]]:
+    def span(text: bytes, pos: int) -> tuple[int, int]:
         start = text.find(literal, pos)
         return start, start + len(literal)
     return span
@@ -301,9 +301,10 @@ class Finder:
         if folded is not None:
             return (_whole_words(_re2_span(folded)) if self.whole_word
                     else _re2_find(folded)), True
-        if case_sensitive:
-            return (_whole_words(_literal_span(pattern)) if self.whole_word
-                    else _literal_find(pattern)), False
+        if case_sensitive:  # as UTF-8 bytes: the texts need not be decoded to be searched
+            literal = _utf8(pattern)
+            return (_whole_words(_literal_span(literal)) if self.whole_word
+                    else _literal_find(literal)), True
         return _re_find(re.compile(
             rf"(?<!\w){re.escape(pattern)}(?!\w)" if self.whole_word else re.escape(pattern),
             re.IGNORECASE)), False
@@ -352,7 +353,8 @@ class ContentCache:
     def __init__(self, store: Store, budget: int = CONTENT_CACHE_BYTES):
         self.store = store
         self.budget = budget
-        self._texts: dict[int, list] = {}  # id -> [hash, str, UTF-8 bytes or None]; by age
+        # id -> [hash, str or None, UTF-8 bytes or None] (one of the two at least); by age
+        self._texts: dict[int, list] = {}
         self._size = 0
         self._lock = threading.Lock()  # modalities and MCP calls run in threads
 
@@ -367,33 +369,34 @@ class ContentCache:
                 entry = self._texts.get(stored.file_id)
                 if entry is None or entry[0] != content_hash:
                     missing.append((stored.file_id, content_hash))
-                elif not utf8:
-                    out[stored.file_id] = entry[1]
-                else:
-                    if entry[2] is None:
-                        entry[2] = _utf8(entry[1])
-                        self._size += sys.getsizeof(entry[2])
-                    out[stored.file_id] = entry[2]
+                    continue
+                form = 2 if utf8 else 1
+                if entry[form] is None:  # the other form, kept from another search
+                    entry[form] = (_utf8(entry[1]) if utf8
+                                   else entry[2].decode("utf-8", "surrogatepass"))
+                    self._size += sys.getsizeof(entry[form])
+                out[stored.file_id] = entry[form]
             self._shrink()
         if missing:
-            fetched = self.store.contents(fid for fid, _ in missing)
+            # read in the form asked for: a store may keep UTF-8, and neither decodes it
+            # only to have it encoded again here
+            read = self.store.utf8_contents if utf8 else self.store.contents
+            fetched = read(fid for fid, _ in missing)
             with self._lock:
                 for fid, content_hash in missing:
                     if fid not in fetched:  # deleted since the candidates were listed
                         out[fid] = b"" if utf8 else ""
                         continue
-                    entry = [content_hash, fetched[fid], None]
-                    if utf8:
-                        entry[2] = _utf8(entry[1])
-                    out[fid] = entry[2] if utf8 else entry[1]
+                    out[fid] = fetched[fid]
                     if keep:
-                        self._put(fid, entry)
+                        self._put(fid, [content_hash, None, fetched[fid]] if utf8
+                                  else [content_hash, fetched[fid], None])
                 self._shrink()
         return out
 
     @staticmethod
     def _cost(entry: list) -> int:
-        return sys.getsizeof(entry[1]) + (sys.getsizeof(entry[2]) if entry[2] is not None else 0)
+        return sum(sys.getsizeof(form) for form in entry[1:] if form is not None)
 
     def _put(self, file_id: int, entry: list) -> None:
         size = self._cost(entry)

@@ -197,6 +197,38 @@ def test_content_cache_stays_within_budget_and_never_keeps_a_vanished_file(make_
     assert cache.get([(ghost, "h")]) == {999_999: ""} and 999_999 not in cache._texts
 
 
+def test_content_cache_reads_the_form_asked_for_and_makes_the_other_from_it(make_tree,
+                                                                           monkeypatch):
+    """UTF-8 bytes are read as bytes (no text decoded to be encoded again), text as text;
+    a file kept in one form is given in the other without reading the store again."""
+    from fourfold.retrievers.text import ContentCache
+    root = make_tree({"a.py": "naïve = 'ü'\n", "b.py": "plain = 1\n"})
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    states = ff.store.file_states(ff.store.files()[0].repo_id)
+    a, b = sorted(((f, states[f.path].hash) for f in ff.store.files()), key=lambda x: x[0].path)
+    reads = []
+
+    def counted(name, read):
+        def counted_read(ids):
+            ids = list(ids)
+            reads.append((name, sorted(ids)))
+            return read(ids)
+        return counted_read
+
+    for method in ("contents", "utf8_contents"):
+        monkeypatch.setattr(ff.store, method, counted(method, getattr(ff.store, method)))
+    cache = ContentCache(ff.store)
+    assert cache.get([a], utf8=True) == {a[0].file_id: "naïve = 'ü'\n".encode()}
+    assert reads == [("utf8_contents", [a[0].file_id])]
+    assert cache.get([a, b]) == {a[0].file_id: "naïve = 'ü'\n", b[0].file_id: "plain = 1\n"}
+    assert reads[1] == ("contents", [b[0].file_id])  # (a store may read it as bytes inside)
+    read_before = len(reads)
+    assert cache.get([a, b], utf8=True)[b[0].file_id] == b"plain = 1\n"
+    assert len(reads) == read_before
+    assert cache._size == sum(cache._cost(entry) for entry in cache._texts.values())
+
+
 def test_a_grep_through_many_files_keeps_only_its_first_texts(make_tree, monkeypatch):
     """A grep reads the next batch of texts while it searches this one, and keeps only its
     first files' texts: one through more files than the cache holds would replace them all."""
