@@ -390,12 +390,21 @@ class HeldCodes:
     def current(self, key: tuple[int, str], version: int, width: int,
                 changes_since: Callable[[int], list[tuple[int, bytes, bytes]]],
                 read_codes: Callable[[list[int]], list[tuple[int, bytes]]],
-                read_all: Callable[[], tuple[Any, Any] | None]) -> HeldRows | None:
+                read_all: Callable[[], tuple[Any, Any] | None],
+                read_snapshot: Callable[[], tuple[int, Any, Any] | None] | None = None
+                ) -> HeldRows | None:
         """The rows as of `version`: held, else the held ones brought up to it by the
-        store's log (update), else read whole (`read_all()`: chunk ids and codes in chunk
-        id order, or None when there are none of `width` bytes) and held."""
+        store's log (update), else a snapshot the store keeps brought up to it the same
+        way (`read_snapshot()`: its version, chunk ids and codes in chunk id order, or
+        None), else read whole (`read_all()`: chunk ids and codes in chunk id order, or
+        None when there are none of `width` bytes) and held."""
         found = self.get(key, version) or self.update(key, version, width, changes_since,
                                                       read_codes)
+        snapshot = None if found is not None or read_snapshot is None else read_snapshot()
+        if snapshot is not None and snapshot[0] <= version:
+            self.put(key, snapshot[0], HeldRows(*snapshot[1:]))
+            found = self.get(key, version) or self.update(key, version, width, changes_since,
+                                                          read_codes)
         if found is None:
             whole = read_all()
             if whole is not None:

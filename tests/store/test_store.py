@@ -494,6 +494,48 @@ def test_codes_held_by_a_searcher_follow_another_process_s_changes_from_their_lo
     assert updates[-1] is None
 
 
+def test_a_new_searcher_reads_the_codes_snapshot_and_the_changes_logged_since(tmp_path,
+                                                                             monkeypatch):
+    """The embedded index keeps a repository's codes as one row when they are all taken
+    anew, and again before the log of changes since would no longer reach it: a new
+    searcher reads that row and the changes logged since, not a row per code, and answers
+    as one that reads every code."""
+    from fourfold.store import sqlite as sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "CODE_CHANGES_KEPT", 6)  # taken again every 3 versions
+    path = tmp_path / "index.sqlite"
+    writer = SQLiteStore(path)
+    repo = writer.ensure_repo("/src/proj", "proj")
+    writer.write_batch(repo, corpus_records(), [], [])
+    ids = chunk_ids(writer, repo)
+    writer.put_codes(repo, "m", b"mean", reversed([(i, bytes([i % 251, i % 7])) for i in ids]))
+    questions = [bytes([q, 255 - q]) for q in range(0, 256, 17)]
+
+    def answers(rows_only: bool) -> list[list[int]]:
+        searcher = SQLiteStore(path)
+        read_whole = []
+        all_codes = searcher._all_codes
+        monkeypatch.setattr(searcher, "_all_codes", lambda *a: read_whole.append(a) or
+                            all_codes(*a))
+        if rows_only:
+            monkeypatch.setattr(searcher, "_code_snapshot", lambda *a: None)
+        found = [searcher.nearest_codes(repo, "m", q, 5) for q in questions]
+        assert bool(read_whole) == rows_only
+        return found
+
+    def snapshot_version() -> int:
+        return writer._query("SELECT version FROM code_snapshots")[0][0]
+
+    assert answers(False) == answers(True) and snapshot_version() == 1
+    writer.add_codes(repo, "m", [ids[2], ids[3]], [b"\x00\x00", b"\xff\xff"])
+    writer.write_batch(repo, [], [sorted(CORPUS)[0]], [])  # its chunks' codes go
+    assert answers(False) == answers(True) and snapshot_version() == 1
+    writer.add_codes(repo, "m", [ids[3]], [b"\x0f\x0f"])  # version 4: 3 past the row
+    assert snapshot_version() == 4 and answers(False) == answers(True)
+    writer.put_codes(repo, "m", b"other", [(ids[-1], b"\x01\x01")])
+    assert snapshot_version() == 5 and answers(False) == answers(True) == [[ids[-1]]] * 16
+
+
 def test_binary_codes_are_searched_by_hamming_distance_per_repository(store):
     first = store.ensure_repo("/src/proj", "proj")
     second = store.ensure_repo("/src/fork", "fork")
