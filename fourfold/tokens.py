@@ -135,7 +135,12 @@ STEM_PARTIAL = 0.5  # share of a name match per matched word when the name is on
 @lru_cache(maxsize=200_000)
 def name_words(path: str) -> tuple[str, ...]:
     """The words of a file's name without extension: 'src/JsonArray.java' -> (json, array)."""
-    return tuple(dict.fromkeys(singular(w) for w in sub_words(module_stem(path)) if w))
+    return stem_words(module_stem(path))
+
+
+def stem_words(stem: str) -> tuple[str, ...]:
+    """name_words of a file whose module_stem is `stem`."""
+    return tuple(dict.fromkeys(singular(w) for w in sub_words(stem) if w))
 
 
 def name_targets(query_words: set[str]) -> frozenset[str]:

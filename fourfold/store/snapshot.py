@@ -10,7 +10,7 @@ from functools import cached_property
 from operator import attrgetter
 
 from ..discovery.flags import PROSE, PROSE_LANGUAGES, TEST
-from ..tokens import MODULE_INDEX_STEMS, module_stem, name_words, normalise_name
+from ..tokens import MODULE_INDEX_STEMS, module_stem, normalise_name, stem_words
 from .base import Store, StoredFile, StoredSymbol
 
 
@@ -83,7 +83,16 @@ class IndexSnapshot:
     def file_name_words(self) -> dict[str, tuple[str, ...]]:
         """path -> the words of its file name, as questions are matched against them."""
         known, self._earlier_words = self._earlier_words, {}
-        return {f.path: known[f.path] if f.path in known else name_words(f.path)
+        by_stem: dict[str, tuple[str, ...]] = {}  # the kernel's 78,257 files: 48,144 stems
+
+        def words(path: str) -> tuple[str, ...]:
+            stem = module_stem(path)
+            found = by_stem.get(stem)
+            if found is None:
+                found = by_stem[stem] = stem_words(stem)
+            return found
+
+        return {f.path: known[f.path] if f.path in known else words(f.path)
                 for f in self._all_files}
 
     @cached_property

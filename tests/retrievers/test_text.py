@@ -270,15 +270,19 @@ def test_a_new_snapshot_splits_only_the_file_names_it_has_not_seen(make_tree, mo
     assert first.file_name_words["src/json_array.py"] == ("json", "array")
     (root / "src" / "url_parser.py").write_text("z = 3\n")
     ff.index(embed=False)
+    (root / "lib").mkdir()
+    (root / "lib" / "url_parser.py").write_text("w = 4\n")  # the same name: split once
+    ff.index(embed=False)
     split = []
-    words = snapshot_module.name_words
-    monkeypatch.setattr(snapshot_module, "name_words", lambda p: split.append(p) or words(p))
+    words = snapshot_module.stem_words
+    monkeypatch.setattr(snapshot_module, "stem_words", lambda s: split.append(s) or words(s))
     second = ff.snapshots.current()
     assert second is not first
-    assert second.file_name_words == {"src/http_client.py": ("http", "client"),
+    assert second.file_name_words == {"lib/url_parser.py": ("url", "parser"),
+                                      "src/http_client.py": ("http", "client"),
                                       "src/json_array.py": ("json", "array"),
                                       "src/url_parser.py": ("url", "parser")}
-    assert split == ["src/url_parser.py"]
+    assert split == ["url_parser"]
 
 
 def test_regex_classes_know_ascii_as_the_readme_says(make_tree):
