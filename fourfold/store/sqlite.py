@@ -58,11 +58,13 @@ CODE_CHANGES = """CREATE TABLE IF NOT EXISTS code_changes(
 # a repository's codes as one row, taken whenever all its codes are taken anew (and again
 # when the log of changes since would soon not reach back to it): a process that searches
 # reads it and the changes logged since instead of a row per code (the kernel's 1.47
-# million rows took 0.85 s); ids as int64 and codes in chunk id order; made on opening for
-# writing, as code_changes
+# million rows took 0.85 s); ids as int64 and codes in chunk id order, written a piece at
+# a time into the row's blobs (a rowid table: SQLite's blob handles need one); made on
+# opening for writing, as code_changes
 CODE_SNAPSHOTS = """CREATE TABLE IF NOT EXISTS code_snapshots(
     repo_id INTEGER NOT NULL, model TEXT NOT NULL, version INTEGER NOT NULL,
-    ids BLOB NOT NULL, codes BLOB NOT NULL, PRIMARY KEY(repo_id, model)) WITHOUT ROWID"""
+    ids BLOB NOT NULL, codes BLOB NOT NULL, UNIQUE(repo_id, model))"""
+SNAPSHOT_PIECE = 65_536  # codes written into a snapshot's blobs at once
 
 # what a repository's graph last read of each file (GraphInput), so that an edit of calls
 # alone patches the graph; made on opening for writing, as code_changes
@@ -303,16 +305,28 @@ def _spans(ids: list[int], gap: int = 1024, most: int = 32) -> list[tuple[int, i
 CONNECT_WAIT_S = 30.0  # as long as a statement waits for a lock (busy_timeout)
 
 
-def _put_snapshot(conn: sqlite3.Connection, repo_id: int, model: str, version: int,
-                  ids: array, codes: bytearray) -> None:
-    """Keep a repository's codes as one row (code_snapshots), in chunk id order."""
-    import numpy as np
-
-    order = np.argsort(np.frombuffer(ids, np.int64), kind="stable")
-    width = len(codes) // len(ids) if ids else 0
-    conn.execute("INSERT OR REPLACE INTO code_snapshots VALUES(?, ?, ?, ?, ?)", (
-        repo_id, model, version, np.frombuffer(ids, np.int64)[order].tobytes(),
-        np.frombuffer(codes, np.uint8).reshape(len(ids), width)[order].tobytes()))
+def _put_snapshot(conn: sqlite3.Connection, repo_id: int, model: str, version: int) -> None:
+    """Keep a repository's codes as one row (code_snapshots), in chunk id order, copied
+    from its codes a piece at a time: the kernel's are 58 MB, written at the end of an
+    indexing run whose memory peaks then."""
+    count, width = conn.execute("SELECT count(*), coalesce(max(length(code)), 0) FROM codes "
+                                "WHERE repo_id=? AND model=?", (repo_id, model)).fetchone()
+    (row,), = conn.execute(
+        "INSERT OR REPLACE INTO code_snapshots VALUES(?, ?, ?, zeroblob(?), zeroblob(?)) "
+        "RETURNING rowid", (repo_id, model, version, 8 * count, width * count)).fetchall()
+    ids, codes = array("q"), bytearray()
+    with conn.blobopen("code_snapshots", "ids", row) as ids_blob, \
+            conn.blobopen("code_snapshots", "codes", row) as codes_blob:
+        for chunk_id, code in conn.execute("SELECT chunk_id, code FROM codes WHERE repo_id=? "
+                                           "AND model=? ORDER BY chunk_id", (repo_id, model)):
+            ids.append(chunk_id)
+            codes += code
+            if len(ids) == SNAPSHOT_PIECE:
+                ids_blob.write(ids.tobytes())
+                codes_blob.write(codes)
+                del ids[:], codes[:]
+        ids_blob.write(ids.tobytes())
+        codes_blob.write(codes)
 
 
 def _log_code_change(conn: sqlite3.Connection, repo_id: int, model: str, version: int,
@@ -1147,19 +1161,12 @@ class SQLiteStore(Store):
 
     def put_codes(self, repo_id: int, model: str, mean: bytes,
                   codes: Iterable[tuple[int, bytes]]) -> None:
-        ids, packed = array("q"), bytearray()
-
-        def rows() -> Iterator[tuple[int, str, int, bytes]]:
-            for cid, code in codes:
-                ids.append(cid)
-                packed.extend(code)
-                yield repo_id, model, cid, code
-
         conn = self._conn()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("DELETE FROM codes WHERE repo_id=? AND model=?", (repo_id, model))
-            conn.executemany("INSERT INTO codes VALUES(?,?,?,?)", rows())
+            conn.executemany("INSERT INTO codes VALUES(?,?,?,?)",
+                             ((repo_id, model, cid, code) for cid, code in codes))
             (version,), = conn.execute(
                 "INSERT INTO code_means VALUES(?, ?, ?, 1) ON CONFLICT(repo_id, model) DO "
                 "UPDATE SET mean=excluded.mean, version=version + 1 RETURNING version",
@@ -1167,7 +1174,7 @@ class SQLiteStore(Store):
             # every code may have changed: a holder of an older version reads them all
             conn.execute("DELETE FROM code_changes WHERE repo_id=? AND model=?",
                          (repo_id, model))
-            _put_snapshot(conn, repo_id, model, version, ids, packed)
+            _put_snapshot(conn, repo_id, model, version)
 
     def add_codes(self, repo_id: int, model: str, chunk_ids: Sequence[int],
                   codes: Sequence[bytes]) -> None:
@@ -1183,12 +1190,7 @@ class SQLiteStore(Store):
                 taken = conn.execute("SELECT version FROM code_snapshots WHERE repo_id=? AND "
                                      "model=?", (repo_id, model)).fetchone()
                 if taken is None or version - taken[0] >= CODE_CHANGES_KEPT // 2:
-                    ids, packed = array("q"), bytearray()
-                    for cid, code in conn.execute("SELECT chunk_id, code FROM codes WHERE "
-                                                  "repo_id=? AND model=?", (repo_id, model)):
-                        ids.append(cid)
-                        packed.extend(code)
-                    _put_snapshot(conn, repo_id, model, version, ids, packed)
+                    _put_snapshot(conn, repo_id, model, version)
 
     def code_mean(self, repo_id: int, model: str) -> bytes | None:
         rows = self._query("SELECT mean FROM code_means WHERE repo_id=? AND model=?",
