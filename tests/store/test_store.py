@@ -503,6 +503,7 @@ def test_a_new_searcher_reads_the_codes_snapshot_and_the_changes_logged_since(tm
     from fourfold.store import sqlite as sqlite_store
 
     monkeypatch.setattr(sqlite_store, "CODE_CHANGES_KEPT", 6)  # taken again every 3 versions
+    monkeypatch.setattr(sqlite_store, "SNAPSHOT_PIECE", 4)  # written in many pieces
     path = tmp_path / "index.sqlite"
     writer = SQLiteStore(path)
     repo = writer.ensure_repo("/src/proj", "proj")
