@@ -103,9 +103,12 @@ class GraphRetriever:
         of short-lived objects and no cycles)."""
         from ..graph.loaded import LoadedGraph  # numpy: only when a graph is asked for
 
+        def ranks() -> tuple[dict[int, float], dict[int, float]]:
+            with collector_paused():
+                return self.store.centrality(generation[1])
+
         with collector_paused():
-            return LoadedGraph(generation, self.store.edge_columns(generation[1]),
-                               *self.store.centrality(generation[1]),
+            return LoadedGraph(generation, self.store.edge_columns(generation[1]), ranks,
                                {f.file_id: f.path for f in self.store.files(generation[1])})
 
     # -- targets ----------------------------------------------------------------------

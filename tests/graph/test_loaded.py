@@ -28,7 +28,8 @@ EDGES = [StoredEdge("call", 1, 10, 2, 20, 3, "helper", EXACT),
 
 
 def _graph() -> LoadedGraph:
-    return LoadedGraph((1, 1), EdgeColumns.of(EDGES), {20: 2.0}, {2: 1.5}, {1: "a.py"})
+    return LoadedGraph((1, 1), EdgeColumns.of(EDGES), lambda: ({20: 2.0}, {2: 1.5}),
+                       {1: "a.py"})
 
 
 def test_each_view_lists_the_edges_it_should_in_edge_order():
@@ -57,6 +58,6 @@ def test_dependents_follow_calls_inheritance_and_references_resolved_beyond_the_
 
 
 def test_an_empty_graph_answers_nothing():
-    g = LoadedGraph((0, None), EdgeColumns(), {}, {}, {})
+    g = LoadedGraph((0, None), EdgeColumns(), lambda: ({}, {}), {})
     assert g.incoming(1) == g.outgoing(1) == g.importers(1) == g.unresolved_calls("x") == []
     assert g.dependents(("s", 1)) == set()
