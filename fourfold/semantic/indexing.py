@@ -137,6 +137,8 @@ def embed_pending(store: Store, embedder: Embedder, cache: VectorCache | None = 
     given); returns how many were embedded."""
     cache = cache or VectorCache()
     done, total = store.vector_progress(embedder.name) if within is None else (0, len(within))
+    if done == total:  # nothing to look for chunk by chunk
+        return 0
     embedded = 0
     last_id = 0
     while True:

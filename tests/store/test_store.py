@@ -3,6 +3,8 @@ files written and read back whole, replaced and deleted, atomically; text candid
 symbols, packed edges, centrality and vectors."""
 from __future__ import annotations
 
+import sqlite3
+import time
 from dataclasses import replace
 
 import pytest
@@ -15,8 +17,8 @@ from fourfold.store.base import (EdgeColumns, FileStamp, FileState, RepoInfo, Re
                                  decode_references)
 from fourfold.store.postgres import PostgresStore
 from fourfold.store.sqlite import SQLiteStore
-from tests.store.records import (ALPHA, CORPUS, alpha_record, corpus_records, readme_record,
-                                 write_out_of_order)
+from tests.store.records import (ALPHA, CORPUS, alpha_record, corpus_records, python_record,
+                                 readme_record, write_out_of_order)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -382,6 +384,57 @@ def test_vectors_are_kept_per_model_and_chunk_hash(store):
     assert store.vector_count("m") == 2 and store.vector_progress("m") == (1, 2)
     assert store.chunks_missing_vectors("m", 10) == [(b, "chunk-b")]
     assert stored_vectors(store, "other-model") == ([], [], [])
+
+
+def test_progress_once_complete_is_remembered_until_files_change(tmp_path, monkeypatch):
+    """The embedded index counts chunks without a vector once they are all embedded, and
+    answers from that until a write batch changes the files; a reader does not wait for a
+    writer to remember it, and one opened read-only remembers nothing."""
+    path = tmp_path / "index.sqlite"
+    store = SQLiteStore(path)
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, [alpha_record(), readme_record()], [], [])
+    store.put_vectors("m", [("chunk-a", b"\x01", 1.0)])
+    assert store.vector_progress("m") == (1, 2)
+    assert store._meta("vectors_complete:m") is None
+    reader = SQLiteStore(path, readonly=True)
+    store.put_vectors("m", [("chunk-b", b"\x02", 1.0)])
+    assert reader.vector_progress("m") == (2, 2) and store._meta("vectors_complete:m") is None
+    busy = sqlite3.connect(path, isolation_level=None)
+    busy.execute("BEGIN IMMEDIATE")  # a writer holds the database
+    started = time.monotonic()
+    assert store.vector_progress("m") == (2, 2) and time.monotonic() - started < 5
+    assert store._meta("vectors_complete:m") is None
+    busy.execute("ROLLBACK")
+    assert store.vector_progress("m") == (2, 2)
+    assert store._meta("vectors_complete:m") == store._meta("files_version")
+    store.put_vectors("m", [])
+    monkeypatch.setattr(store, "_conn", lambda real=store._conn: _no_join(real()))
+    assert store.vector_progress("m") == (2, 2)  # remembered: no chunk looked up
+    monkeypatch.undo()
+    store.write_batch(repo, [python_record("pkg/b.py", "def beta():\n    pass\n")], [], [])
+    # a new chunk, without a vector yet
+    assert store.vector_progress("m") == (2, 3)
+
+
+class _no_join:
+    """A connection that refuses the count of chunks without a vector."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def __getattr__(self, name):
+        return getattr(self.conn, name)
+
+    def __enter__(self):
+        return self.conn.__enter__()
+
+    def __exit__(self, *exc):
+        return self.conn.__exit__(*exc)
+
+    def execute(self, sql, *args):
+        assert "LEFT JOIN vectors" not in sql
+        return self.conn.execute(sql, *args)
 
 
 def test_a_hash_given_twice_in_one_batch_is_one_vector_the_last_given(store):
