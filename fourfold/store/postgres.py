@@ -1592,8 +1592,8 @@ class PostgresStore(Store):
             # workers share it; pg_trgm's estimate (a common pattern: a few files) makes
             # them look too dear to the planner otherwise. The kernel's `return 0;`: 0.64 s
             # against 1.19 s. A server configured without parallel workers stays so.
-            conn.execute("SET LOCAL parallel_setup_cost = 0")
-            conn.execute("SET LOCAL parallel_tuple_cost = 0")
+            conn.execute("SELECT set_config('parallel_setup_cost', '0', true), "
+                         "set_config('parallel_tuple_cost', '0', true)")
             rows = conn.execute(query, params).fetchall()
         return [(StoredFile(*row[:5]), row[5]) for row in rows]
 

@@ -308,9 +308,14 @@ CONNECT_WAIT_S = 30.0  # as long as a statement waits for a lock (busy_timeout)
 def _put_snapshot(conn: sqlite3.Connection, repo_id: int, model: str, version: int) -> None:
     """Keep a repository's codes as one row (code_snapshots), in chunk id order, copied
     from its codes a piece at a time: the kernel's are 58 MB, written at the end of an
-    indexing run whose memory peaks then."""
-    count, width = conn.execute("SELECT count(*), coalesce(max(length(code)), 0) FROM codes "
-                                "WHERE repo_id=? AND model=?", (repo_id, model)).fetchone()
+    indexing run whose memory peaks then. None is kept of codes of several widths, or
+    too many for one of SQLite's values: searchers read the codes row by row then."""
+    count, width, narrowest = conn.execute(
+        "SELECT count(*), coalesce(max(length(code)), 0), coalesce(min(length(code)), 0) "
+        "FROM codes WHERE repo_id=? AND model=?", (repo_id, model)).fetchone()
+    if width != narrowest or max(8, width) * count > conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH):
+        conn.execute("DELETE FROM code_snapshots WHERE repo_id=? AND model=?", (repo_id, model))
+        return
     (row,), = conn.execute(
         "INSERT OR REPLACE INTO code_snapshots VALUES(?, ?, ?, zeroblob(?), zeroblob(?)) "
         "RETURNING rowid", (repo_id, model, version, 8 * count, width * count)).fetchall()
@@ -1208,20 +1213,24 @@ class SQLiteStore(Store):
         held = self._codes.current(
             key, version[0][0], len(code), partial(self._code_changes, key, version[0][0]),
             partial(self._codes_of, key), partial(self._all_codes, key, len(code)),
-            partial(self._code_snapshot, key, len(code)))
+            partial(self._code_snapshot, key, len(code), version[0][0]))
         return held.nearest(code, limit)
 
-    def _code_snapshot(self, key: tuple[int, str], width: int) -> tuple | None:
+    def _code_snapshot(self, key: tuple[int, str], width: int, version: int) -> tuple | None:
         """(version, chunk ids, codes) as code_snapshots took them; None without one of
-        codes of `width` bytes (or from an index opened read-only that no writer of this
-        schema has opened)."""
+        codes of `width` bytes that the log of changes since reaches from `version` (or
+        from an index opened read-only that no writer of this schema has opened)."""
         import numpy as np
 
         try:
-            rows = self._query("SELECT version, ids, codes FROM code_snapshots WHERE "
-                               "repo_id=? AND model=?", key)
+            taken = self._query("SELECT version FROM code_snapshots WHERE repo_id=? AND "
+                                "model=?", key)
         except sqlite3.OperationalError:  # no such table
             return None
+        if not taken or version - taken[0][0] >= CODE_CHANGES_KEPT:
+            return None  # not worth reading: the codes are read row by row anyway
+        rows = self._query("SELECT version, ids, codes FROM code_snapshots WHERE repo_id=? "
+                           "AND model=?", key)
         if not rows or len(rows[0][2]) != len(rows[0][1]) // 8 * width:
             return None
         version, ids, codes = rows[0]

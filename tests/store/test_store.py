@@ -588,6 +588,16 @@ def test_a_new_searcher_reads_the_codes_snapshot_and_the_changes_logged_since(tm
     assert snapshot_version() == 4 and answers(False) == answers(True)
     writer.put_codes(repo, "m", b"other", [(ids[-1], b"\x01\x01")])
     assert snapshot_version() == 5 and answers(False) == answers(True) == [[ids[-1]]] * 16
+    searcher = SQLiteStore(path)  # a row the log no longer reaches is not read at all
+    assert searcher._code_snapshot((repo, "m"), 2, 5 + 5) is not None
+    assert searcher._code_snapshot((repo, "m"), 2, 5 + 6) is None
+    # none kept of codes of two widths, or of more than one of SQLite's values holds
+    writer.put_codes(repo, "m", b"mean", [(ids[0], b"\x01"), (ids[1], b"\x01\x02")])
+    assert writer._query("SELECT count(*) FROM code_snapshots")[0][0] == 0
+    writer._conn().setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 8 * len(ids) - 1)
+    writer.put_codes(repo, "m", b"mean", [(i, b"\x00\x00") for i in ids])
+    assert writer._query("SELECT count(*) FROM code_snapshots")[0][0] == 0
+    assert answers(True)[0] == sorted(ids)[:5]
 
 
 def test_binary_codes_are_searched_by_hamming_distance_per_repository(store):
