@@ -355,6 +355,13 @@ class SQLiteStore(Store):
         self._chunk_index_token: str | None = None  # the folder's, once checked by a writer
         self._chunk_index_unsynced = False  # this process wrote chunks not yet committed there
         self._in_run = 0
+        # the models every chunk had a vector of as a run began, and the chunk hashes the
+        # run wrote: once they all have one, that is remembered again for the files as the
+        # run left them (a save under `watch` need not make the next status count every
+        # chunk); `_awaiting`: per model, the files' version and the hashes still without
+        self._complete_at_start: set[str] = set()
+        self._run_hashes: set[str] = set()
+        self._awaiting: dict[str, tuple[str, set[str]]] = {}
         self._document_orders: dict[int | None, _DocumentOrder] = {}  # by repository
         conn = self._conn()
         if not readonly:
@@ -672,6 +679,8 @@ class SQLiteStore(Store):
                              symbol_tokens)
             conn.executemany("INSERT INTO chunks(id, document_id, start_line, end_line, symbol, "
                              "kind, embed_hash) VALUES(?,?,?,?,?,?,?)", chunks)
+            if self._complete_at_start:
+                self._run_hashes.update(row[6] for row in chunks if row[6] is not None)
             conn.executemany("INSERT INTO file_refs(document_id, refs) VALUES(?,?)", refs)
             dropped = [document_id for document_id in dict.fromkeys(left)
                        if conn.execute("SELECT 1 FROM files WHERE document_id=? LIMIT 1",
@@ -1111,6 +1120,7 @@ class SQLiteStore(Store):
             conn.execute("BEGIN IMMEDIATE")
             conn.executemany("INSERT OR REPLACE INTO vectors(model, embed_hash, vec, scale) "
                              "VALUES(?,?,?,?)", [(model, h, v, s) for h, v, s in rows])
+        self._remember_when_embedded(model, {h for h, _, _ in rows})
 
     def stage_vectors(self, model: str, rows: list[tuple[str, bytes, float]]) -> None:
         # Keyed by hash, a big index's vectors land at random pages of their table: a page
@@ -1315,6 +1325,8 @@ class SQLiteStore(Store):
         (also when the run is stopped: what it holds then was committed to the database).
         Staged vectors are put, a stopped run's too."""
         self._sync_chunk_index()
+        if not self._in_run:
+            self._complete_at_start = self._models_complete()
         self._in_run += 1
         try:
             yield
@@ -1328,6 +1340,43 @@ class SQLiteStore(Store):
                 finally:
                     if not self._in_run:
                         self._chunk_index.close()
+                        self._remember_complete_again()
+
+    def _models_complete(self) -> set[str]:
+        """The models vector_progress remembered every chunk has a vector of, now."""
+        found = dict(self._query("SELECT key, value FROM meta WHERE key = ? OR key LIKE "
+                                 "'vectors\\_complete:%' ESCAPE '\\'", (FILES_VERSION,)))
+        version = found.pop(FILES_VERSION, None)
+        return {key.split(":", 1)[1] for key, value in found.items() if value == version}
+
+    def _remember_complete_again(self) -> None:
+        """At the end of a run: each model complete as it began is remembered complete
+        again once every chunk hash the run wrote has its vector (chunks the run did not
+        write kept theirs: vectors are never taken away), now or as they are put."""
+        models, hashes = self._complete_at_start, sorted(self._run_hashes)
+        self._complete_at_start, self._run_hashes = set(), set()
+        version = self._meta(FILES_VERSION)
+        if version is None:
+            return
+        for model in models:
+            have = {h for part in (hashes[i:i + 500] for i in range(0, len(hashes), 500))
+                    for (h,) in self._query(
+                        "SELECT embed_hash FROM vectors WHERE model=? AND embed_hash IN "
+                        f"({_placeholders(len(part))})", (model, *part))}
+            self._awaiting[model] = (version, set(hashes) - have)
+            self._remember_when_embedded(model, set())
+
+    def _remember_when_embedded(self, model: str, put: set[str]) -> None:
+        """The hashes a run left without a vector of `model`, less `put`: when none is left
+        and the files are as the run left them, every chunk has a vector again."""
+        if model not in self._awaiting:
+            return
+        version, missing = self._awaiting[model]
+        missing -= put
+        if not missing:
+            del self._awaiting[model]
+            if self._meta(FILES_VERSION) == version:
+                self._put_meta(f"vectors_complete:{model}", version)
 
     def _sync_chunk_index(self) -> None:
         """Under the index folder's lock: the chunk index matches the database, or is made

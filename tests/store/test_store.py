@@ -417,6 +417,36 @@ def test_progress_once_complete_is_remembered_until_files_change(tmp_path, monke
     assert store.vector_progress("m") == (2, 3)
 
 
+def test_a_run_that_writes_only_embedded_chunks_keeps_progress_remembered(tmp_path):
+    """A run that begins with every chunk embedded and writes chunks that all have their
+    vectors as it ends (a save under `watch`: embedded while parsed) leaves that
+    remembered for the files it made; one that leaves a chunk without does not."""
+    store = SQLiteStore(tmp_path / "index.sqlite")
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, [alpha_record()], [], [])
+    store.put_vectors("m", [("chunk-a", b"\x01", 1.0)])
+    assert store.vector_progress("m") == (1, 1)  # counted and remembered
+    with store.indexing_run():
+        store.write_batch(repo, [readme_record()], [], [])
+        store.put_vectors("m", [("chunk-b", b"\x02", 1.0)])
+    assert store._meta("vectors_complete:m") == store._meta("files_version")
+    beta = python_record("pkg/b.py", "def beta():\n    pass\n")
+    with store.indexing_run():
+        store.write_batch(repo, [beta], [], [])
+    assert store._meta("vectors_complete:m") != store._meta("files_version")
+    store.put_vectors("m", [("unrelated", b"\x03", 1.0)])
+    assert store._meta("vectors_complete:m") != store._meta("files_version")
+    store.put_vectors("m", [(beta.chunk_hashes[0], b"\x03", 1.0)])  # embedded after the run
+    assert store._meta("vectors_complete:m") == store._meta("files_version")
+    assert store.vector_progress("m") == (3, 3)
+    with store.indexing_run():
+        store.write_batch(repo, [replace(beta, path="pkg/c.py", chunk_hashes=["new"])], [], [])
+    store.write_batch(repo, [], ["pkg/c.py"], [])  # the files change again meanwhile
+    assert store.vector_progress("m") == (3, 3)  # counted, remembered for these files
+    store.put_vectors("m", [("new", b"\x04", 1.0)])  # the run's last: it says nothing now
+    assert store._meta("vectors_complete:m") == store._meta("files_version")
+
+
 class _no_join:
     """A connection that refuses the count of chunks without a vector."""
 
