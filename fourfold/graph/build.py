@@ -13,13 +13,13 @@ import ctypes
 import sys
 from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
-from itertools import compress
 
 import numpy as np
 
 from ..model import Symbol
 from ..store.base import (EdgeColumns, GraphInput, Resolution, Store, StoredFile,
-                          compress_references, decode_references, decompress_references)
+                          compress_references, decode_references, decompress_references,
+                          used_only)
 from .centrality import EdgeBuilder, IndexedEdges, rank_indexed
 from .facts import USE_KINDS, FileFacts
 from .forked import Forked
@@ -176,14 +176,6 @@ def store_graph(store: Store, repo_id: int, graph: ResolvedGraph) -> int:
     store.replace_graph(repo_id, edges, symbol_rank, file_rank, stored_inputs(store, repo_id,
                                                                               graph.inputs))
     return len(edges)
-
-
-def used_only(distinct: list[str], codes: np.ndarray) -> tuple[list[str], np.ndarray]:
-    """The distinct values some edge names, and the edges' positions among them."""
-    used = np.bincount(codes, minlength=len(distinct)) > 0
-    if used.all():
-        return distinct, codes
-    return list(compress(distinct, used)), (np.cumsum(used) - 1)[codes].astype(np.int32)
 
 
 def stored_inputs(store: Store, repo_id: int, inputs: dict[str, bytes]) -> list[GraphInput]:

@@ -65,8 +65,9 @@ class Centrality:
 class IndexedEdges:
     """Edges as columns: files are indexes into `paths`, symbols indexes into `symbols`
     ((path, qualname) pairs), -1 for none, as int32; `kind` an index into `kinds` and
-    `resolution` a Resolution per edge, as int8; `name` an index into `names`, as int32. Compact to send between processes, and
-    ranked by array operations rather than edge by edge."""
+    `resolution` a Resolution per edge, as int8; `name` an index into `names`, as int32.
+    Compact to send between processes, and ranked by array operations rather than edge by
+    edge."""
 
     paths: list[str]
     symbols: list[tuple[str, str]]

@@ -17,9 +17,10 @@ import zlib
 import numpy as np
 
 from ..model import Reference
-from ..store.base import EdgeColumns, GraphInput, GraphPatch, Resolution, Store, coded
+from ..store.base import (EdgeColumns, GraphInput, GraphPatch, Resolution, Store, coded,
+                          used_only)
 from ..store.base import decode_references, decompress_references
-from .build import SYMBOL_FILES, GraphFacts, rebuild_graph, stored_facts, used_only
+from .build import SYMBOL_FILES, GraphFacts, rebuild_graph, stored_facts
 from .facts import USE_KINDS, Edge, FileFacts
 from .inputs import decode_input, decode_symbols, encode_input, same_input
 from .resolve import resolve_into

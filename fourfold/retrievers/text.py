@@ -290,7 +290,7 @@ class Finder:
 
     def compiled(self) -> tuple[Callable[[str | bytes, int], int], bool]:
         """find(text, from) -> the start of the next match or -1, and whether it searches
-        UTF-8 bytes (RE2) rather than str."""
+        UTF-8 bytes (RE2, a case-sensitive literal) rather than str."""
         pattern, case_sensitive = self.pattern, self.case_sensitive
         if self.regex:
             program = compile_regex(pattern, case_sensitive)  # checked as written
@@ -313,7 +313,7 @@ class Finder:
 def matching_lines(text: str | bytes, find: Callable[[str | bytes, int], int]
                    ) -> list[tuple[int, str]]:
     """(line number, line) of each line of a text that `find(text, from)` (the start of
-    the next match, or -1) finds a match in; text is str, or UTF-8 bytes for RE2. No match
+    the next match, or -1) finds a match in; text is str, or UTF-8 bytes. No match
     spans a newline (see compile_regex), so a match marks its line; the search goes on
     from the next line, as a line is reported once."""
     utf8 = isinstance(text, bytes)

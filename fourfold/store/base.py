@@ -12,6 +12,7 @@ from collections import OrderedDict
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import IntEnum
+from itertools import compress
 from typing import Any, Callable, Collection, Iterable, Iterator, NamedTuple, Sequence
 
 from ..errors import FourfoldError
@@ -217,6 +218,17 @@ def coded(values: Iterable[str], distinct: Sequence[str] = ()) -> tuple[list[str
     position = dict(zip(distinct, range(len(distinct))))
     codes = array("i", [position.setdefault(v, len(position)) for v in values])
     return list(position), codes
+
+
+def used_only(distinct: list[str], codes: Any) -> tuple[list[str], Any]:
+    """The distinct values some code (a numpy array of positions) points to, and the codes
+    moved to their positions among those."""
+    import numpy as np  # a graph written or read needs it; a CLI start must not pay for it
+
+    used = np.bincount(codes, minlength=len(distinct)) > 0
+    if used.all():
+        return distinct, codes
+    return list(compress(distinct, used)), (np.cumsum(used) - 1)[codes].astype(np.int32)
 
 
 def _listed(values: Sequence[int]) -> list[int]:

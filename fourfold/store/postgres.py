@@ -36,7 +36,7 @@ from . import postgres_postings as postings
 from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileRecord,
                    FileStamp, FileState, GraphInput, GraphPatch, HeldCodes, HeldRows,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
-                   TokenRecord, coded, graph_version_setting, packed_ids)
+                   TokenRecord, coded, graph_version_setting, packed_ids, used_only)
 from .postgres_postings import HeldPostings
 from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, EdgeRow, clear_errors,
                          edge_columns_of, packed, packed_bytes, packed_codes, two_columns,
@@ -822,8 +822,8 @@ def _edge_row(row: tuple) -> EdgeRow:
 
 def _part_coded(distinct: list[str], codes: Sequence[int]) -> tuple[list[str], bytes]:
     """The distinct values a part of the edges names and its edges' positions among them."""
-    used, positions = np.unique(np.asarray(codes, np.int32), return_inverse=True)
-    return [distinct[i] for i in used.tolist()], packed_codes(positions)
+    used, positions = used_only(distinct, np.asarray(codes))
+    return used, packed_codes(positions)
 
 
 def family(repository: str) -> str:
@@ -1585,16 +1585,17 @@ class PostgresStore(Store):
             query += " LIMIT %s"
             params.append(limit)
         if required is None:
-            return [(StoredFile(*row[:5]), row[5]) for row in self._query(query, params)]
-        conn = self._conn()
-        with conn.transaction():
-            # Checking each trigram candidate's text is most of the work, and parallel
-            # workers share it; pg_trgm's estimate (a common pattern: a few files) makes
-            # them look too dear to the planner otherwise. The kernel's `return 0;`: 0.64 s
-            # against 1.19 s. A server configured without parallel workers stays so.
-            conn.execute("SELECT set_config('parallel_setup_cost', '0', true), "
-                         "set_config('parallel_tuple_cost', '0', true)")
-            rows = conn.execute(query, params).fetchall()
+            rows = self._query(query, params)
+        else:
+            conn = self._conn()
+            with conn.transaction():
+                # Checking each trigram candidate's text is most of the work, and parallel
+                # workers share it; pg_trgm's estimate (a common pattern: a few files) makes
+                # them look too dear to the planner otherwise. The kernel's `return 0;`:
+                # 0.64 s against 1.19 s. A server configured without parallel workers stays so.
+                conn.execute("SELECT set_config('parallel_setup_cost', '0', true), "
+                             "set_config('parallel_tuple_cost', '0', true)")
+                rows = conn.execute(query, params).fetchall()
         return [(StoredFile(*row[:5]), row[5]) for row in rows]
 
     def contents(self, file_ids: Iterable[int]) -> dict[int, str]:

@@ -1284,18 +1284,16 @@ class SQLiteStore(Store):
         files as they are (FILES_VERSION: every write batch changes it; vectors are never
         taken away) and answered from there."""
         key = f"vectors_complete:{model}"
-        conn = self._conn()
-        with conn:  # one read transaction: the counts and the files' version agree
-            conn.execute("BEGIN")
-            total = conn.execute("SELECT count(*) FROM chunks").fetchone()[0]
-            found = dict(conn.execute("SELECT key, value FROM meta WHERE key IN (?, ?)",
-                                      (FILES_VERSION, key)).fetchall())
+        with self._one_state():  # the counts and the files' version agree
+            total = self._query("SELECT count(*) FROM chunks")[0][0]
+            found = dict(self._query("SELECT key, value FROM meta WHERE key IN (?, ?)",
+                                     (FILES_VERSION, key)))
             version, complete = found.get(FILES_VERSION), found.get(key)
             if version is not None and complete == version:
                 return total, total
-            missing = conn.execute("SELECT count(*) FROM chunks c LEFT JOIN vectors v ON "
-                                   "v.model=? AND v.embed_hash=c.embed_hash WHERE "
-                                   "v.embed_hash IS NULL", (model,)).fetchone()[0]
+            missing = self._query("SELECT count(*) FROM chunks c LEFT JOIN vectors v ON "
+                                  "v.model=? AND v.embed_hash=c.embed_hash WHERE "
+                                  "v.embed_hash IS NULL", (model,))[0][0]
         if not missing and version is not None and not self._readonly:
             self._put_meta_unless_busy(key, version)
         return total - missing, total
