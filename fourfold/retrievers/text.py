@@ -16,7 +16,7 @@ import re2
 
 from ..errors import QueryError
 from ..model import Hit
-from ..store.base import RequiredText, Store, StoredFile, unfinished_note
+from ..store.base import PathKey, RequiredText, Store, StoredFile, unfinished_note
 from ..store.snapshot import Snapshots
 from ..tokens import name_match, name_targets, name_words, query_terms, singular
 from ..query.model import Query
@@ -532,14 +532,15 @@ class TextRetriever:
             yield ahead[0], ahead[1].result()
 
     def _candidates(self, required: RequiredText | None, as_written: bool, repo_id: int | None,
-                    path_glob: str | None, after: str | None, limit: int | None
-                    ) -> tuple[list[tuple[StoredFile, str]], str | None]:
-        """Candidate files under path_glob, and the last path listed where more may follow
-        (None when the listing is complete). `as_written`: the required literals match
-        only as written (Finder.literals_as_written)."""
+                    path_glob: str | None, after: PathKey | None, limit: int | None
+                    ) -> tuple[list[tuple[StoredFile, str]], PathKey | None]:
+        """Candidate files under path_glob, and the key of the last one listed where more
+        may follow (None when the listing is complete). `as_written`: the required literals
+        match only as written (Finder.literals_as_written)."""
         listed = self.store.trigram_candidates(required, repo_id, after=after, limit=limit,
                                                case_sensitive=as_written)
-        last = listed[-1][0].path if limit is not None and len(listed) == limit else None
+        last = ((listed[-1][0].path, listed[-1][0].file_id)
+                if limit is not None and len(listed) == limit else None)
         if path_glob is not None:
             listed = [c for c in listed if path_ok(c[0].path, path_glob)]
         return listed, last

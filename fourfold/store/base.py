@@ -145,6 +145,10 @@ class StoredChunk:
 # What text a file must hold: a literal (str), ("and", [...]) or ("or", [...]) of these.
 RequiredText = str | tuple[str, list["RequiredText"]]
 
+# Where a file stands in a listing by path: (path, file id). Several repositories may hold
+# one path, and file ids tell their files apart.
+PathKey = tuple[str, int]
+
 BM25_COLUMN_WEIGHTS = (3.0, 5.0, 1.0)  # path, symbol name, body
 
 
@@ -580,11 +584,12 @@ class Store(ABC):
     # -- text -------------------------------------------------------------------------
     @abstractmethod
     def trigram_candidates(self, required: RequiredText | None, repo_id: int | None = None,
-                           after: str | None = None, limit: int | None = None,
+                           after: PathKey | None = None, limit: int | None = None,
                            case_sensitive: bool = False) -> list[tuple[StoredFile, str]]:
         """(file, content hash) of the files that may hold what `required` asks for (a
         superset: matching may ignore case and order; exact verification follows), in
-        path order; None means every file. `after`: only paths after this one; `limit`: at
+        (path, file id) order; None means every file. `after`: only files after this key
+        (the last one of a page before); `limit`: at
         most this many files (a first page of a grep reads a few); `case_sensitive`: the
         literals may be matched as written, which a store that checks texts itself does
         more cheaply."""

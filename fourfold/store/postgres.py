@@ -35,7 +35,7 @@ from ..tokens import identifier_tokens, token_text
 from . import postgres_postings as postings
 from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileRecord,
                    FileStamp, FileState, GraphInput, GraphPatch, HeldCodes, HeldRows,
-                   RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
+                   PathKey, RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
                    TokenRecord, coded, graph_version_setting, packed_ids, used_only)
 from .postgres_postings import HeldPostings
 from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, EdgeRow, clear_errors,
@@ -1555,7 +1555,7 @@ class PostgresStore(Store):
 
     # -- text ---------------------------------------------------------------------------
     def trigram_candidates(self, required: RequiredText | None, repo_id: int | None = None,
-                           after: str | None = None, limit: int | None = None,
+                           after: PathKey | None = None, limit: int | None = None,
                            case_sensitive: bool = False) -> list[tuple[StoredFile, str]]:
         params: list = []
         if required is None:
@@ -1578,9 +1578,9 @@ class PostgresStore(Store):
                 query += reachable
                 params += more
         if after is not None:
-            query += " AND f.path > %s"
-            params.append(after)
-        query += " ORDER BY f.path"
+            query += " AND (f.path, f.id) > (%s, %s)"
+            params += after
+        query += " ORDER BY f.path, f.id"
         if limit is not None:
             query += " LIMIT %s"
             params.append(limit)

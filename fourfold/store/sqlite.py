@@ -29,8 +29,8 @@ from ..model import Symbol
 from ..tokens import chunk_body, identifier_tokens, token_text
 from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileState,
                    GraphInput, GraphPatch, HeldCodes, compress_references,
-                   decompress_references, graph_version_setting, packed_ids, RepoInfo,
-                   RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
+                   decompress_references, graph_version_setting, packed_ids, PathKey,
+                   RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
                    TokenRecord)
 from .chunk_index import ChunkIndex, weighted_text
 from .index_dir import CHUNK_INDEX_NAME, IndexLock
@@ -254,30 +254,29 @@ MAX_LATE_FILES = 4096  # past this many files out of document order, candidates 
 @dataclass(slots=True)
 class _DocumentOrder:
     """A repository's files (or every one's) by document id. A new index numbers its
-    documents in path order, so most files are in both orders at once (their `documents`,
-    `file_ids` and `paths`, documents and paths each ascending); the others (edited or
-    added later, mostly) are `late`: (document id, file id, path), by path."""
+    documents in path order, so most files are in both orders at once (their `documents`
+    and `keys`, (path, file id), each ascending); the others (edited or added later,
+    mostly) are `late`: (document id, key), by key."""
 
     version: str
     documents: list[int]
-    file_ids: list[int]
-    paths: list[str]
-    late: list[tuple[int, int, str]]
+    keys: list[tuple[str, int]]
+    late: list[tuple[int, tuple[str, int]]]
 
 
-def _longest_ordered(paths: list[str]) -> list[int]:
-    """The positions of a longest run of `paths`, not necessarily adjacent, in ascending
+def _longest_ordered(keys: list[tuple[str, int]]) -> list[int]:
+    """The positions of a longest run of `keys`, not necessarily adjacent, in ascending
     order (patience sorting)."""
-    tails: list[str] = []  # tails[k]: the least last path of an ascending run of k + 1
+    tails: list[tuple[str, int]] = []  # tails[k]: the least last key of a run of k + 1
     tail_at: list[int] = []
-    before = [-1] * len(paths)
-    for n, path in enumerate(paths):
-        k = bisect.bisect_right(tails, path)
+    before = [-1] * len(keys)
+    for n, key in enumerate(keys):
+        k = bisect.bisect_right(tails, key)
         if k == len(tails):
-            tails.append(path)
+            tails.append(key)
             tail_at.append(n)
         else:
-            tails[k] = path
+            tails[k] = key
             tail_at[k] = n
         before[n] = tail_at[k - 1] if k else -1
     run: list[int] = []
@@ -749,7 +748,7 @@ class SQLiteStore(Store):
 
     # -- text -----------------------------------------------------------------------------
     def trigram_candidates(self, required: RequiredText | None, repo_id: int | None = None,
-                           after: str | None = None, limit: int | None = None,
+                           after: PathKey | None = None, limit: int | None = None,
                            case_sensitive: bool = False) -> list[tuple[StoredFile, str]]:
         if required is None:
             sql = f"SELECT {FILE_COLS}, f.hash FROM files f WHERE true"
@@ -769,17 +768,18 @@ class SQLiteStore(Store):
                 sql += " AND +f.repo_id=?"
                 params += (repo_id,)
         if after is not None:
-            sql += " AND f.path > ?"
-            params += (after,)
-        sql += " ORDER BY f.path"
+            sql += " AND (f.path, f.id) > (?, ?)"
+            params += after
+        sql += " ORDER BY f.path, f.id"
         if limit is not None:
             sql += " LIMIT ?"
             params += (limit,)
         return [(StoredFile(*row[:5]), row[5]) for row in self._query(sql, params)]
 
-    def _listed_in_order(self, required: RequiredText, repo_id: int | None, after: str | None,
-                         limit: int) -> list[tuple[StoredFile, str]] | None:
-        """The first `limit` files after `after` by path that hold what is required, read
+    def _listed_in_order(self, required: RequiredText, repo_id: int | None,
+                         after: PathKey | None, limit: int
+                         ) -> list[tuple[StoredFile, str]] | None:
+        """The first `limit` files after `after` by (path, file id) that hold what is required, read
         from the trigram index in document order and stopping there (a common pattern's
         whole candidate list costs tens of milliseconds on a large repository); None where
         too many files are out of document order for that to pay."""
@@ -804,10 +804,10 @@ class SQLiteStore(Store):
             if conn.in_transaction:
                 conn.execute("COMMIT")
 
-    def _listed_from(self, order: _DocumentOrder, match: str, after: str | None, limit: int
-                     ) -> list[tuple[StoredFile, str]]:
-        found: list[tuple[str, int]] = []  # (path, file id)
-        start = bisect.bisect_right(order.paths, after) if after is not None else 0
+    def _listed_from(self, order: _DocumentOrder, match: str, after: PathKey | None,
+                     limit: int) -> list[tuple[StoredFile, str]]:
+        found: list[PathKey] = []
+        start = bisect.bisect_right(order.keys, after) if after is not None else 0
         lowest = order.documents[start] if start < len(order.documents) else None
         while lowest is not None:
             rowids = [row[0] for row in self._query(
@@ -816,22 +816,21 @@ class SQLiteStore(Store):
             for rowid in rowids:
                 at = bisect.bisect_left(order.documents, rowid, start)
                 while at < len(order.documents) and order.documents[at] == rowid:
-                    found.append((order.paths[at], order.file_ids[at]))
+                    found.append(order.keys[at])
                     at += 1
             lowest = rowids[-1] + 1 if len(rowids) == limit and len(found) < limit else None
         del found[limit:]
-        # Files out of document order that hold it, up to the last path found in order
+        # Files out of document order that hold it, up to the last file found in order
         # (or all, when fewer were found): they are few, and numbered last, nearly always.
-        bound = found[-1][0] if len(found) == limit else None
-        late = [entry for entry in order.late if (after is None or entry[2] > after)
-                and (bound is None or entry[2] <= bound)]
+        bound = found[-1] if len(found) == limit else None
+        late = [(document, key) for document, key in order.late
+                if (after is None or key > after) and (bound is None or key <= bound)]
         if late:
-            held = {row[0] for low, high in _spans(sorted(d for d, _, _ in late))
+            held = {row[0] for low, high in _spans(sorted(d for d, _ in late))
                     for row in self._query(
                         "SELECT rowid FROM content_trigrams WHERE content_trigrams MATCH ? AND "
                         "rowid BETWEEN ? AND ?", (match, low, high))}
-            found = sorted(found + [(path, file_id) for document, file_id, path in late
-                                    if document in held])[:limit]
+            found = sorted(found + [key for document, key in late if document in held])[:limit]
         ids = [file_id for _, file_id in found]
         listed: dict[int, tuple[StoredFile, str]] = {}
         for start in range(0, len(ids), 500):  # pages grow past SQLite's bound on variables
@@ -849,18 +848,18 @@ class SQLiteStore(Store):
         sql = ("SELECT f.document_id, f.id, f.path FROM files f"
                + (" WHERE f.repo_id=?" if repo_id else "") + " ORDER BY f.document_id")
         rows = self._query(sql, (repo_id,) if repo_id else ())
-        # files of one document (in several repositories) by path: sorted here, as SQLite
+        # files of one document (in several repositories) by key: sorted here, as SQLite
         # would sort every row again for them
-        rows.sort(key=lambda row: (row[0], row[2]))
-        paths = [row[2] for row in rows]
-        ordered = (range(len(rows)) if paths == sorted(paths)  # a new index: all of them
-                   else _longest_ordered(paths))
+        rows.sort(key=lambda row: (row[0], row[2], row[1]))
+        keys = [(path, file_id) for _, file_id, path in rows]
+        ordered = (range(len(rows)) if keys == sorted(keys)  # a new index: all of them
+                   else _longest_ordered(keys))
         order = _DocumentOrder(version, [rows[n][0] for n in ordered],
-                               [rows[n][1] for n in ordered], [paths[n] for n in ordered], [])
+                               [keys[n] for n in ordered], [])
         if len(ordered) < len(rows):
             kept = set(ordered)
-            order.late = sorted((rows[n] for n in range(len(rows)) if n not in kept),
-                                key=lambda row: row[2])
+            order.late = sorted(((rows[n][0], keys[n]) for n in range(len(rows))
+                                 if n not in kept), key=lambda late: late[1])
         self._document_orders[repo_id] = order
         return order
 
