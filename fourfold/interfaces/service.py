@@ -300,8 +300,11 @@ class Service:
             self._cache.clear()
 
     def rows(self, key: str, compute: Callable[[], list]) -> list:
-        """The full result list of a query, computed once per index generation."""
-        cache_key = (key, self.ff.generation())
+        """The full result list of a query, computed once per index generation and per
+        set of repositories the caller may see: an unnamed repository means the one (or
+        the ones) the caller's token sees."""
+        grant = current_grant.get()
+        cache_key = (key, self.ff.generation(), grant and grant.repositories)
         with self._cache_lock:
             if cache_key in self._cache:
                 self._cache.move_to_end(cache_key)

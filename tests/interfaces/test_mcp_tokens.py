@@ -7,7 +7,10 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from fourfold.access import Grant
+from fourfold.interfaces.caller import current_grant
 from fourfold.interfaces.cli import main
+from fourfold.interfaces.mcp.tools import FourfoldService
 from tests.interfaces.test_mcp import call, call_error, run
 from tests.servers import mcp_http_server
 
@@ -78,6 +81,35 @@ def test_a_token_sees_only_its_repositories(two_repositories, capsys):
         assert main(["token", "revoke", "reader-two", *where]) == 0
         assert status(url, only_two) == 401  # at once, without a restart
         assert status(url, everything) != 401  # let in (400: no MCP session yet)
+
+
+def test_a_token_is_never_answered_from_another_tokens_cached_answers(two_repositories):
+    """The same question without a repository means each token's own repositories: the
+    answers cached for one are not served to the other (the service called in this
+    process, so that nothing re-indexes between the two calls)."""
+    where, _, one = two_repositories
+    if where[0] == "--index-dir":
+        service = FourfoldService(one, index_dir=where[1], watch=False, embed=False)
+    else:
+        service = FourfoldService(store_url=where[1], watch=False, embed=False)
+    service.start(block=True)
+    try:
+        def paths(grant: Grant, tool: str, **args) -> set[str]:
+            token = current_grant.set(grant)
+            try:
+                return {row["path"] for row in getattr(service, tool)(**args)["results"]}
+            finally:
+                current_grant.reset(token)
+        everything = Grant("reader-all", "read", None)
+        only_two = Grant("reader-two", "read", frozenset({"acme/two"}))
+        assert "one.py" in paths(everything, "intelligent_search", query="handler")
+        assert paths(only_two, "intelligent_search", query="handler") == {"two.py"}
+        if service.serves_many:
+            return  # a server's grep asks for one repository by name
+        assert paths(everything, "text_pattern_search", pattern="SECRET") == {"one.py"}
+        assert paths(only_two, "text_pattern_search", pattern="SECRET") == {"two.py"}
+    finally:
+        service.close()
 
 
 def test_token_list_never_shows_a_secret(two_repositories, capsys):
