@@ -393,11 +393,14 @@ class Fourfold:
         if self._served_id is not None:
             return self._served_id
         by_name = self.store_url is not None or self._named
-        for repo in self.store.repos(counts=False):
-            if repo.indexed_at and (repo.name == self.repository_name if by_name
-                                    else Path(repo.root) == self.root):
-                self._served_id = repo.repo_id
-                return repo.repo_id
+        found = [repo for repo in self.store.repos(counts=False)
+                 if repo.indexed_at and (repo.name == self.repository_name if by_name
+                                         else Path(repo.root) == self.root)]
+        # an embedded index written before its names were unique may hold one twice
+        found.sort(key=lambda repo: Path(repo.root) != self.root)
+        if found:
+            self._served_id = found[0].repo_id
+            return self._served_id
         return None
 
     def _in(self, repo_id: int | None) -> int | None:
@@ -492,7 +495,7 @@ class Fourfold:
         responses = []
         best = max(choice.evidence.values(), default=0.0)
         for repo in choice.searched:
-            response = self.in_repository(repo.name).search(
+            response = self._view(repo.repo_id).search(
                 query, replace(options, repo_id=repo.repo_id))
             # each repository ranks its own hits; across them, a hit counts in proportion
             # to how strongly the question points at its repository
@@ -512,28 +515,28 @@ class Fourfold:
         return merged
 
     def in_repository(self, name: str) -> "Fourfold":
-        """This index serving another of its repositories: one object per repository, sharing
-        this one's store (and, through the process cache, its embedding model)."""
-        if name == self.repository_name and self._named:
+        """This index serving another of its repositories, named by name, root or id."""
+        return self._view(self.repository(name))
+
+    def _view(self, repo_id: int | None) -> "Fourfold":
+        """The object serving repository `repo_id` of this index (None: this one): one
+        object per repository, sharing this one's store (and, through the process cache,
+        its embedding model)."""
+        if repo_id is None or repo_id == self.repo_id():
             return self
         views = self.__dict__.setdefault("_views", {})
-        view = views.get(name)
+        view = views.get(repo_id)
         if view is None:
             view = object.__new__(Fourfold)
             view.__dict__.update({k: v for k, v in self.__dict__.items()
                                   if k in ("root", "store_url", "embedder_name", "index_dir",
                                            "store", "max_file_bytes", "_grep_pool")})
-            view.notes, view.repository_name, view._named = [], name, True
-            view._served_id = None
+            view.notes, view._named = [], True
+            view.repository_name = self.repository_name_of(repo_id)
+            view._served_id = repo_id
             view.snapshots = Snapshots(view.store, lambda: view._in(None))
-            views[name] = view
+            views[repo_id] = view
         return view
-
-    def _view(self, repo_id: int | None) -> "Fourfold":
-        """The object serving repository `repo_id` of this index (None: this one)."""
-        if repo_id is None or repo_id == self.repo_id():
-            return self
-        return self.in_repository(self.repository_name_of(repo_id))
 
     def _repo_of_file(self) -> dict[int, int]:
         """file id -> repository id, for this generation of the index."""
@@ -574,8 +577,9 @@ class Fourfold:
 
     def outline(self, path: str) -> list[dict]:
         """The symbols of one file, nested by parent."""
-        self._require_index()
-        stored = self.store.file_by_path(self.relative(path), self._in(None))
+        repo_id, stored_path = self.located(path)
+        self._require_index(repo_id)
+        stored = self.store.file_by_path(stored_path, repo_id)
         if stored is None:
             raise FourfoldError(f"{path} is not in the index")
         nodes: dict[str, dict] = {}
@@ -660,7 +664,8 @@ class Fourfold:
         path, _, line_text = location.rpartition(":")
         if not path or not line_text.isdigit():
             path, line_text = location, "1"
-        return self.similar_at(self.relative(path), int(line_text), self.repo_id(), limit)
+        repo_id, stored_path = self.located(path)
+        return self.similar_at(stored_path, int(line_text), repo_id, limit)
 
     @_in_its_repository
     def similar_at(self, path: str, line: int, repo_id: int | None = None,
@@ -678,17 +683,21 @@ class Fourfold:
         innermost = min(covering, key=lambda c: c.end_line - c.start_line)
         return self.semantic.similar(innermost.chunk_id, limit)
 
-    def relative(self, path: str) -> str:
-        """A user-given path (absolute, or relative to the cwd or the root) as stored."""
+    def located(self, path: str) -> tuple[int | None, str]:
+        """(repository id, path as stored) of a user-given path: absolute, or relative to
+        the cwd or the root, in the indexed repository whose root holds it (the innermost
+        one, where roots nest); else the served repository and the path as given."""
         candidate = Path(path)
+        repos = self.store.repos(counts=False)
         for base in (Path.cwd(), self.root):
-            full = (base / candidate).resolve() if not candidate.is_absolute() else candidate
-            for repo in self.store.repos(counts=False):
-                try:
-                    return full.relative_to(repo.root).as_posix()
-                except ValueError:
-                    continue
-        return candidate.as_posix()
+            if base is None and not candidate.is_absolute():
+                continue
+            full = candidate if candidate.is_absolute() else (base / candidate).resolve()
+            holding = [repo for repo in repos if full.is_relative_to(repo.root)]
+            if holding:
+                repo = max(holding, key=lambda repo: len(Path(repo.root).parts))
+                return repo.repo_id, full.relative_to(repo.root).as_posix()
+        return self._in(None), candidate.as_posix()
 
     def status(self) -> dict:
         repos = [_repository_facts(r) for r in self.store.repos()]

@@ -29,9 +29,14 @@ class RepositoryChoice:
 def find_repository(repos: Iterable[RepoInfo], spec: str) -> int:
     """The id of the repository a user names by name, root path or id."""
     repos = list(repos)
-    for repo in repos:
-        if spec in (repo.name, repo.root, str(repo.repo_id)):
-            return repo.repo_id
+    named = [repo for repo in repos if spec in (repo.name, repo.root, str(repo.repo_id))]
+    if len({repo.repo_id for repo in named}) > 1:
+        # an embedded index written before its names were unique
+        held = ", ".join(f"{repo.root} (id {repo.repo_id})" for repo in named)
+        raise QueryError(f"repository name {spec!r} names several repositories: {held}; "
+                         "name one by its root path or id")
+    if named:
+        return named[0].repo_id
     try:
         wanted = Path(spec).expanduser().resolve()
     except (OSError, ValueError, RuntimeError):

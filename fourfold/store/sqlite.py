@@ -511,6 +511,13 @@ class SQLiteStore(Store):
             return row[0]
         with conn:
             conn.execute("BEGIN IMMEDIATE")
+            # a name answers for one repository: questions, views and links go by it
+            held = conn.execute("SELECT root FROM repos WHERE name=?", (name,)).fetchone()
+            if held:
+                raise FourfoldError(
+                    f"the repository name {name!r} is taken in this index by {held[0]}; "
+                    f"give {root} another name with --repository NAME, or keep it in an "
+                    "index of its own (--index-dir)")
             return conn.execute("INSERT INTO repos(root, name) VALUES(?, ?)", (root, name)).lastrowid
 
     def repos(self, counts: bool = True) -> list[RepoInfo]:

@@ -134,7 +134,7 @@ def test_file_text_is_the_file_as_indexed(shop):
                                            "lines": ["# Shop", "", "A tiny shop."]}
     assert shop.file_text("shop/cart.py")["lines"][8] == "    return discount(total(items))"
     assert shop.file_text("nope.py") is None
-    assert shop.relative(str(shop.root / "shop" / "cart.py")) == "shop/cart.py"
+    assert shop.located(str(shop.root / "shop" / "cart.py")) == (shop.repo_id(), "shop/cart.py")
 
 
 # -- graph --------------------------------------------------------------------------------------

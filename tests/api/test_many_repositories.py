@@ -7,7 +7,7 @@ import json
 import pytest
 
 from fourfold import Fourfold
-from fourfold.errors import NotIndexedError, QueryError
+from fourfold.errors import FourfoldError, NotIndexedError, QueryError
 from fourfold.interfaces.cli import main
 from fourfold.parsing import parser_fingerprint
 
@@ -115,6 +115,60 @@ def test_an_unindexed_repository_name_is_a_clear_error(shared_index, tmp_path):
     with pytest.raises(NotIndexedError, match="acme/auth, acme/billing, acme/search"):
         other.search("anything")
     other.close()
+
+
+@pytest.mark.parametrize("shared_index", ["sqlite"], indirect=True)
+def test_a_repository_name_names_one_repository_of_an_embedded_index(shared_index, tmp_path):
+    """A second folder under a name the index already gives another is refused, saying
+    what to do; the index keeps what it held."""
+    cli, ff = shared_index
+    other = write_tree(tmp_path / "elsewhere" / "billing", {"util.py": "def moved(): pass\n"})
+    same_name = Fourfold(other, repository="acme/billing", index_dir=cli[1])
+    with pytest.raises(FourfoldError, match="'acme/billing' is taken in this index by "
+                       f"{ff['acme/billing'].root}.*--repository NAME"):
+        same_name.index(embed=False)
+    same_name.close()
+    assert [d["path"] for d in ff["acme/billing"].definitions("format_money")] == ["util.py"]
+    assert [r.name for r in ff["acme/billing"].store.repos()] == list(REPOSITORIES)
+
+
+@pytest.mark.parametrize("shared_index", ["sqlite"], indirect=True)
+def test_an_index_holding_one_name_twice_answers_each_by_id(shared_index):
+    """An embedded index written before names were unique may hold one twice: a
+    question for each repository by id is answered from that one, and the name alone is
+    refused as ambiguous."""
+    _, ff = shared_index
+    billing, auth = ff["acme/billing"], ff["acme/auth"]
+    conn = billing.store._conn()
+    with conn:
+        conn.execute("UPDATE repos SET name='acme/billing' WHERE id=?", (auth.repo_id(),))
+    assert [(d["path"], d["name"]) for d in billing.definitions(
+        "constant_time_compare", repo_id=auth.repo_id())] == [("util.py", "constant_time_compare")]
+    assert billing.definitions("constant_time_compare") == []
+    hits = billing.search("constant_time_compare", repo_id=auth.repo_id(),
+                          granularity="function").hits
+    assert [(h.path, h.symbol) for h in hits[:1]] == [("util.py", "constant_time_compare")]
+    with pytest.raises(QueryError, match="names several repositories"):
+        billing.repository("acme/billing")
+    assert billing.repository(str(auth.root)) == auth.repo_id()
+
+
+@pytest.mark.parametrize("shared_index", ["sqlite"], indirect=True)
+def test_a_path_is_looked_up_in_the_repository_whose_root_holds_it(shared_index):
+    """The outline of another repository's file (an absolute path) is that repository's,
+    though both hold its path."""
+    _, ff = shared_index
+    billing, auth = ff["acme/billing"], ff["acme/auth"]
+    theirs = str(auth.root / "util.py")
+    assert billing.located(theirs) == (auth.repo_id(), "util.py")
+    assert [node["name"] for node in billing.outline(theirs)] == ["constant_time_compare"]
+    assert [node["name"] for node in billing.outline(str(billing.root / "util.py"))] == [
+        "format_money"]
+    inner = Fourfold(write_tree(billing.root / "inner", {"deep.py": "def deep(): pass\n"}),
+                     repository="acme/inner", index_dir=billing.index_dir)
+    inner.index(embed=False)  # a repository inside another's folder: the innermost root
+    assert billing.located(str(inner.root / "deep.py")) == (inner.repo_id(), "deep.py")
+    inner.close()
 
 
 def test_cli_searches_one_several_or_every_repository(shared_index, capsys, monkeypatch,

@@ -40,7 +40,8 @@ def small_batches(monkeypatch):
     monkeypatch.setattr(grep_pool, "POOL_BATCH", 2)
 
 
-def test_workers_find_the_same_lines_in_the_same_order(indexed, monkeypatch, small_batches):
+def test_workers_find_the_same_lines_in_the_same_order(indexed, monkeypatch, small_batches,
+                                                       make_tree):
     pool_starts = []
     start = grep_pool.GrepPool._start
     monkeypatch.setattr(grep_pool.GrepPool, "_start",
@@ -53,8 +54,15 @@ def test_workers_find_the_same_lines_in_the_same_order(indexed, monkeypatch, sma
     assert len(processes) == grep_pool.pool_workers() and all(p.poll() is None
                                                               for p in processes)
     # another repository of the store greps with the same workers
+    where = ({"store_url": indexed.store_url} if indexed.store_url
+             else {"index_dir": indexed.index_dir})
+    indexer = Fourfold(make_tree({"other.py": "job_1 = 1\n"}, "other"), repository="other",
+                       **where)
+    indexer.index(embed=False)
+    indexer.close()
     other = indexed.in_repository("other")
     assert other.text._pool is indexed.text._pool
+    assert _lines(other.grep("job_1")) == [("other.py", 1, "job_1 = 1")]
     indexed.close()
     assert all(p.poll() is not None for p in processes)
 
