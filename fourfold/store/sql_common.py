@@ -54,6 +54,24 @@ def packed_codes(values: Sequence[int]) -> bytes:
 EdgeRow = tuple[list[str], bytes, bytes, bytes, bytes, bytes, bytes, list[str], bytes, bytes]
 
 
+def _edge_row_whole(row: EdgeRow) -> bool:
+    """Whether a row's columns hold one value for each of its edges, and its codes are
+    positions in its lists of distinct kinds and names: a damaged row would otherwise
+    fail later or, with a negative code, name another edge's name."""
+    import numpy as np
+
+    edges, remainder = divmod(len(row[2]), 8)
+    if remainder or len(row[9]) != edges or any(
+            len(row[i]) != edges * 8 for i in (3, 4, 5, 6)) or any(
+            len(row[i]) != edges * 4 for i in (1, 8)):
+        return False
+    for distinct, codes in ((row[0], row[1]), (row[7], row[8])):
+        coded_at = np.frombuffer(codes, np.int32)
+        if len(coded_at) and not (0 <= coded_at.min() and coded_at.max() < len(distinct)):
+            return False
+    return True
+
+
 def edge_columns_of(rows: list[EdgeRow]) -> EdgeColumns:
     """EdgeColumns of a repository's rows of packed edges, in order."""
     import numpy as np
@@ -65,9 +83,10 @@ def edge_columns_of(rows: list[EdgeRow]) -> EdgeColumns:
             else np.zeros(0, dtype)
 
     for row in rows:
-        if not len(row[1]) // 4 == len(row[8]) // 4 == len(row[2]) // 8:
-            raise FourfoldError("a stored graph's rows of edges disagree on how many edges "
-                                "they hold; index the repository again with --rebuild")
+        if not _edge_row_whole(row):
+            raise FourfoldError("a stored graph's rows of edges are damaged (columns of "
+                                "different lengths, or codes outside their lists); index "
+                                "the repository again with --rebuild")
 
     def recoded(distinct_at: int, codes_at: int) -> tuple[list[str], np.ndarray]:
         """One list of distinct values for every row: each row's positions moved to it."""

@@ -1247,9 +1247,12 @@ class SQLiteStore(Store):
             return None  # not worth reading: the codes are read row by row anyway
         rows = self._query("SELECT version, ids, codes FROM code_snapshots WHERE repo_id=? "
                            "AND model=?", key)
-        if not rows or len(rows[0][2]) != len(rows[0][1]) // 8 * width:
+        if not rows:
             return None
         version, ids, codes = rows[0]
+        if not (isinstance(ids, bytes) and isinstance(codes, bytes) and len(ids) % 8 == 0
+                and len(codes) == len(ids) // 8 * width):
+            return None  # damaged: the codes are read row by row instead
         return (version, np.frombuffer(ids, np.int64),
                 np.frombuffer(codes, np.uint8).reshape(len(ids) // 8, width))
 

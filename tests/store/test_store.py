@@ -620,6 +620,12 @@ def test_a_new_searcher_reads_the_codes_snapshot_and_the_changes_logged_since(tm
     searcher = SQLiteStore(path)  # a row the log no longer reaches is not read at all
     assert searcher._code_snapshot((repo, "m"), 2, 5 + 5) is not None
     assert searcher._code_snapshot((repo, "m"), 2, 5 + 6) is None
+    whole = writer._query("SELECT ids FROM code_snapshots")[0][0]
+    for damaged in (whole + b"\x00", whole.hex()):  # not read: the rows are, instead
+        with writer._conn() as conn:
+            conn.execute("UPDATE code_snapshots SET ids=?", (damaged,))
+        assert SQLiteStore(path)._code_snapshot((repo, "m"), 2, 5) is None
+        assert SQLiteStore(path).nearest_codes(repo, "m", b"\x01\x01", 1) == [ids[-1]]
     # none kept of codes of two widths, or of more than one of SQLite's values holds
     writer.put_codes(repo, "m", b"mean", [(ids[0], b"\x01"), (ids[1], b"\x01\x02")])
     assert writer._query("SELECT count(*) FROM code_snapshots")[0][0] == 0
@@ -658,17 +664,22 @@ def test_binary_codes_are_searched_by_hamming_distance_per_repository(store):
                                                     c: (b"\x02\x00", 0.25)}
 
 
-def test_rows_of_edges_that_disagree_on_their_length_are_a_clear_error():
-    """A row whose codes do not cover its edges (written by something else than this
-    fourfold) is refused, not read as a shorter graph."""
+def test_damaged_rows_of_edges_are_a_clear_error():
+    """A row whose columns do not hold one value an edge, or whose codes are not positions
+    in its lists (written by something else than this fourfold), is refused, not read as
+    another graph."""
     from fourfold.errors import FourfoldError
     from fourfold.store.sql_common import edge_columns_of
 
     ids = (1).to_bytes(8, "little") * 2  # two edges
     row = [["call"], bytes(8), ids, ids, ids, ids, ids, ["f"], bytes(8), bytes(2)]
     assert edge_columns_of([tuple(row)]).edges()[1].name == "f"
-    for short in (1, 8):  # no kind for the second edge; no name for it
+    minus_one = (-1).to_bytes(4, "little", signed=True)
+    for column, damaged in ((1, bytes(4)), (8, bytes(4)),  # no kind, no name for an edge
+                            (3, bytes(8)), (9, bytes(1)), (2, ids + b"\x00"),  # cut short
+                            (8, bytes(4) + (1).to_bytes(4, "little")),  # past the names
+                            (8, bytes(4) + minus_one), (1, minus_one * 2)):  # before them
         broken = list(row)
-        broken[short] = bytes(4)
+        broken[column] = damaged
         with pytest.raises(FourfoldError, match="--rebuild"):
             edge_columns_of([tuple(broken)])
