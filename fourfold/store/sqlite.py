@@ -308,12 +308,15 @@ def _put_snapshot(conn: sqlite3.Connection, repo_id: int, model: str, version: i
     """Keep a repository's codes as one row (code_snapshots), in chunk id order, copied
     from its codes a piece at a time: the kernel's are 58 MB, written at the end of an
     indexing run whose memory peaks then. None is kept of codes of several widths, or
-    too many for one of SQLite's values: searchers read the codes row by row then."""
+    too many for one of SQLite's values: searchers read the codes row by row then, and an
+    empty row says so until the snapshot is due again (without a row, each save would
+    count every code to see whether one is due)."""
     count, width, narrowest = conn.execute(
         "SELECT count(*), coalesce(max(length(code)), 0), coalesce(min(length(code)), 0) "
         "FROM codes WHERE repo_id=? AND model=?", (repo_id, model)).fetchone()
     if width != narrowest or max(8, width) * count > conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH):
-        conn.execute("DELETE FROM code_snapshots WHERE repo_id=? AND model=?", (repo_id, model))
+        conn.execute("INSERT OR REPLACE INTO code_snapshots VALUES(?, ?, ?, x'', x'')",
+                     (repo_id, model, version))
         return
     (row,), = conn.execute(
         "INSERT OR REPLACE INTO code_snapshots VALUES(?, ?, ?, zeroblob(?), zeroblob(?)) "
@@ -1251,8 +1254,8 @@ class SQLiteStore(Store):
             return None
         version, ids, codes = rows[0]
         if not (isinstance(ids, bytes) and isinstance(codes, bytes) and len(ids) % 8 == 0
-                and len(codes) == len(ids) // 8 * width):
-            return None  # damaged: the codes are read row by row instead
+                and len(codes) == len(ids) // 8 * width) or not ids:
+            return None  # damaged, or none kept: the codes are read row by row instead
         return (version, np.frombuffer(ids, np.int64),
                 np.frombuffer(codes, np.uint8).reshape(len(ids) // 8, width))
 

@@ -626,13 +626,23 @@ def test_a_new_searcher_reads_the_codes_snapshot_and_the_changes_logged_since(tm
             conn.execute("UPDATE code_snapshots SET ids=?", (damaged,))
         assert SQLiteStore(path)._code_snapshot((repo, "m"), 2, 5) is None
         assert SQLiteStore(path).nearest_codes(repo, "m", b"\x01\x01", 1) == [ids[-1]]
-    # none kept of codes of two widths, or of more than one of SQLite's values holds
+    # none kept of codes of two widths, or of more than one of SQLite's values holds: an
+    # empty row says so, and is not read; the next saves need not look again
+    def kept() -> list[tuple[int, int]]:
+        return writer._query("SELECT length(ids), length(codes) FROM code_snapshots")
     writer.put_codes(repo, "m", b"mean", [(ids[0], b"\x01"), (ids[1], b"\x01\x02")])
-    assert writer._query("SELECT count(*) FROM code_snapshots")[0][0] == 0
+    assert kept() == [(0, 0)]
     writer._conn().setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 8 * len(ids) - 1)
     writer.put_codes(repo, "m", b"mean", [(i, b"\x00\x00") for i in ids])
-    assert writer._query("SELECT count(*) FROM code_snapshots")[0][0] == 0
+    assert kept() == [(0, 0)] and SQLiteStore(path)._code_snapshot((repo, "m"), 2, 7) is None
     assert answers(True)[0] == sorted(ids)[:5]
+    looked = []
+    put_snapshot = sqlite_store._put_snapshot
+    monkeypatch.setattr(sqlite_store, "_put_snapshot",
+                        lambda *a: looked.append(a[3]) or put_snapshot(*a))
+    for _ in range(4):
+        writer.add_codes(repo, "m", [ids[3]], [b"\x0f\x0f"])
+    assert looked == [10]  # versions 8, 9, 10, 11: due again at 7 + 6 // 2
 
 
 def test_binary_codes_are_searched_by_hamming_distance_per_repository(store):
