@@ -12,7 +12,7 @@ import stat
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Iterable
+from typing import AbstractSet, Iterable
 
 import pathspec
 from pathspec.patterns.gitignore import GitIgnorePatternError
@@ -143,11 +143,15 @@ def _root_rules(root_path: Path) -> list[tuple[str, Spec]]:
     return [("", exclude)] if exclude else []
 
 
-def _with_ignore_files(rules: list[tuple[str, Spec]], folder_abs: str, folder_rel: str
-                       ) -> list[tuple[str, Spec]]:
-    """The rules a folder's entries are checked by: those above, then its own files'."""
+def _with_ignore_files(rules: list[tuple[str, Spec]], folder_abs: str, folder_rel: str,
+                       names: AbstractSet[str] | None = None) -> list[tuple[str, Spec]]:
+    """The rules a folder's entries are checked by: those above, then its own files'.
+    `names`: the folder's entries where they are listed already; only the ignore files
+    among them are opened (most folders have none, and failing to open them is dear)."""
     local = list(rules)
     for name in IGNORE_FILES:
+        if names is not None and name not in names:
+            continue
         spec = _spec(_read_patterns(Path(folder_abs) / name))
         if spec:
             local.append((folder_rel, spec))
@@ -194,12 +198,12 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
             report.skip("symlink loop")
             return
         visited.add(key)
-        local = _with_ignore_files(specs, dir_abs, dir_rel)
         try:
             entries = sorted(os.scandir(dir_abs), key=lambda e: e.name)
         except OSError:
             report.skip("unreadable directory")
             return
+        local = _with_ignore_files(specs, dir_abs, dir_rel, {e.name for e in entries})
         for entry in entries:
             try:
                 entry.name.encode("utf-8")
