@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import functools
+import re
 from dataclasses import dataclass
-from typing import Iterable, Protocol
+from typing import Callable, Iterable, Protocol
 
 from ..discovery.languages import EXTENSIONS, FILENAMES
 from ..errors import QueryError
@@ -81,9 +83,24 @@ def kinds_named(names: Iterable[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+MAX_GLOB_CHARS = 1024  # as long as an indexed path may be
+
+
 def in_glob(path: str, glob: str) -> bool:
     """A path matches a glob as a whole or below some folder ('*.py', 'src/*')."""
-    return fnmatch.fnmatch(path, glob) or fnmatch.fnmatch(path, f"*/{glob}")
+    return _glob_matcher(glob)(path) is not None
+
+
+@functools.lru_cache(maxsize=64)
+def _glob_matcher(glob: str) -> Callable[[str], re.Match | None]:
+    """A glob's match, compiled once. Refused past MAX_GLOB_CHARS: translating a glob takes
+    time quadratic in its brackets, and fnmatch's own cache would keep thousands of
+    compiled patterns (a hostile caller's megabyte globs held a server's core for minutes
+    and its memory for good)."""
+    if len(glob) > MAX_GLOB_CHARS:
+        raise QueryError(f"a path glob of {len(glob):,} characters; at most {MAX_GLOB_CHARS:,}")
+    return re.compile(f"(?:{fnmatch.translate(glob)})|(?:{fnmatch.translate('*/' + glob)})"
+                      ).match
 
 
 @dataclass(frozen=True)
@@ -104,6 +121,8 @@ class Filters:
         error, never a filter that silently matches nothing (or everything)."""
         if path_glob is not None and not path_glob.strip():
             path_glob = None
+        if path_glob is not None:
+            _glob_matcher(path_glob)  # a bad glob is refused before anything is searched
         return cls(repo_id, path_glob, languages_named(languages), kinds_named(kinds),
                    exclude_tests)
 

@@ -110,6 +110,25 @@ def test_queries_just_under_the_limit_are_fast_and_small(handlers):
     assert peak <= 200, peak
 
 
+def test_path_globs_are_bounded(handlers):
+    """A glob past MAX_GLOB_CHARS is a clear error wherever it is given; one just under it,
+    of the shapes that cost most to translate and match, answers at once."""
+    ff = Fourfold(handlers)
+    for refused in ("*a" * 513, "[a" * 513):
+        for ask in (lambda g: ff.search("handler", path_glob=g),
+                    lambda g: ff.grep("Ab", path_glob=g), lambda g: ff.list_files(glob=g),
+                    lambda g: ff.definitions("Ab1Handler", path_glob=g)):
+            with pytest.raises(QueryError, match="a path glob of 1,026 characters; at most 1,024"):
+                ask(refused)
+    started = time.perf_counter()
+    for glob in ("*a" * 511 + "*", "[a" * 512, "**/" * 341, "*?" * 512):
+        assert ff.grep("Ab", path_glob=glob, limit=5) == []
+        assert ff.search("handler", path_glob=glob).hits == []
+    assert time.perf_counter() - started < 5
+    assert [m.path for m in ff.grep("class Ab1Handler", path_glob="ab_module_1?.py")] == [
+        f"ab_module_1{i}.py" for i in range(10)]
+
+
 def test_identifier_patterns_keep_their_meaning():
     """The linear forms of the identifier and definition patterns accept exactly what their
     plain forms do, on every short string over the characters that matter to them."""
