@@ -201,6 +201,15 @@ def test_a_browser_signs_in_with_a_token_and_the_cookie_never_opens_mcp(tmp_path
         assert get(f"{base}/static/style.css").status_code == 200  # the form's style
         wrong = httpx2.post(f"{base}/login?next=/", data={"token": "guess"}, timeout=10)
         assert wrong.status_code == 401 and "Unknown or revoked token" in wrong.text
+        # anyone may post here: nothing but a small form of one token is read
+        for body, kind in ((b"token=" + b"x" * 5000, "application/x-www-form-urlencoded"),
+                           ("&".join(f"f{n}=1" for n in range(3)).encode(),
+                            "application/x-www-form-urlencoded"),
+                           (b"--b\r\nContent-Disposition: form-data; name=\"token\"\r\n\r\n"
+                            b"s3cret-token\r\n--b--\r\n", "multipart/form-data; boundary=b")):
+            refused = httpx2.post(f"{base}/login?next=/", content=body, timeout=10,
+                                  headers={"Content-Type": kind}, follow_redirects=False)
+            assert refused.status_code == 400 and "one token" in refused.text
         signed = httpx2.post(f"{base}/login?next=//evil.example/", timeout=10,
                              data={"token": "s3cret-token"}, follow_redirects=False)
         assert signed.status_code == 303 and signed.headers["location"] == "/"

@@ -10,7 +10,7 @@ apply here too; nothing here reads a file from disk, only the index.
 import functools
 import time
 from pathlib import Path
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import anyio.to_thread
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -346,8 +346,10 @@ class WebPage:
             if not _same_origin(request):
                 return HTMLResponse("sign in from this server's own page", status_code=403,
                                     headers=SECURITY_HEADERS)
-            form = await request.form()
-            secret = str(form.get("token", "")).strip()
+            secret = await _signed_in_token(request)
+            if secret is None:
+                return HTMLResponse("the sign-in form holds one token, nothing more",
+                                    status_code=400, headers=SECURITY_HEADERS)
             if secret and await anyio.to_thread.run_sync(self.admits, secret):
                 response = RedirectResponse(target, status_code=303)
                 response.set_cookie(TOKEN_COOKIE, secret, httponly=True, samesite="strict",
@@ -360,3 +362,25 @@ class WebPage:
 
     async def highlight_style(self, request: Request) -> Response:
         return Response(self.highlight_css, media_type="text/css")
+
+
+SIGN_IN_BYTES = 4096  # a token and the form's name for it: anyone may post here unsigned
+
+
+async def _signed_in_token(request: Request) -> str | None:
+    """The token a sign-in form posts; None for anything else (another type of body, more
+    than SIGN_IN_BYTES, more than the one field): the body is read only that far, as
+    whoever posts here has shown no token yet."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/x-www-form-urlencoded":
+        return None
+    body = bytearray()
+    async for part in request.stream():
+        body += part
+        if len(body) > SIGN_IN_BYTES:
+            return None
+    try:
+        fields = parse_qs(body.decode("utf-8"), max_num_fields=2)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return fields.get("token", [""])[0].strip()
