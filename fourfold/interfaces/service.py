@@ -255,9 +255,10 @@ class Service:
 
     def freshness(self) -> dict:
         """Whether the index is kept fresh, what is pending and how the last run went."""
+        seen = self.sees_served()  # a run's paths and errors are the served repository's
         return {"watching": self.watching, "pending_changes": self._dirty or self._reindexing,
-                "embedding": self.embedding, "last_index": self.last_index,
-                "last_error": self.last_error}
+                "embedding": self.embedding, "last_index": self.last_index if seen else None,
+                "last_error": self.last_error if seen else None}
 
     # -- who may see what -----------------------------------------------------------------
     def answering_repository(self, repository: str | None) -> int | None:
@@ -265,6 +266,18 @@ class Service:
         one the caller's token is not granted). None: the served repository (or the one
         repository the caller's token sees); on a server holding several, the caller must
         name one (only searches ask several)."""
+        grant = current_grant.get()
+        if repository and grant is not None:
+            # the same answer for a repository that does not exist and one not granted: a
+            # token learns no other repository's name (nor which id is whose)
+            try:
+                repo_id = self.ff.repository(repository)
+            except QueryError:
+                repo_id = None
+            if repo_id is None or not grant.sees(self.ff.repository_name_of(repo_id)):
+                raise QueryError(f"repository {repository!r} is unknown or not granted to "
+                                 "this token; it may see: "
+                                 f"{', '.join(self.visible_repositories()) or 'nothing'}")
         repo_id = self.ff.repository(repository)
         if repo_id is None and self.serves_many:
             names = self.visible_repositories()
@@ -280,13 +293,18 @@ class Service:
                 names = self.visible_repositories()  # a token granted only another one:
                 if len(names) == 1:                   # that one is the caller's default
                     repo_id = self.ff.repository(names[0])
-        grant = current_grant.get()
-        if grant is not None and repo_id is not None:
-            name = self.ff.repository_name_of(repo_id)
-            if not grant.sees(name):
-                raise QueryError(f"repository {name!r} is not granted to this token; it may "
-                                 f"see: {', '.join(self.visible_repositories()) or 'nothing'}")
+        if grant is not None and repo_id is not None and \
+                not grant.sees(self.ff.repository_name_of(repo_id)):
+            raise QueryError("name the repository to ask in `repository`; this token may "
+                             f"see: {', '.join(self.visible_repositories()) or 'nothing'}")
         return repo_id
+
+    def sees_served(self) -> bool:
+        """Whether the caller may see the repository this process serves (and so what its
+        watcher and index runs say)."""
+        grant = current_grant.get()
+        repo_id = self.ff.repo_id()
+        return grant is None or repo_id is None or grant.sees(self.ff.repository_name_of(repo_id))
 
     def visible_repositories(self) -> list[str]:
         """The indexed repositories the caller may see."""

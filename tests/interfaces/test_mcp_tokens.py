@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import anyio
 import httpx2
+import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from fourfold.access import Grant
+from fourfold.errors import QueryError
 from fourfold.interfaces.caller import current_grant
 from fourfold.interfaces.cli import main
 from fourfold.interfaces.mcp.tools import FourfoldService
@@ -109,6 +111,40 @@ def test_a_token_is_never_answered_from_another_tokens_cached_answers(two_reposi
         assert paths(everything, "text_pattern_search", pattern="SECRET") == {"one.py"}
         assert paths(only_two, "text_pattern_search", pattern="SECRET") == {"two.py"}
     finally:
+        service.close()
+
+
+def test_a_token_learns_nothing_of_repositories_it_is_not_granted(two_repositories):
+    """A repository that does not exist and one not granted are refused in the same words,
+    which name only the token's own; the served repository's index runs and re-indexing
+    are not a token's that may not see it."""
+    where, _, one = two_repositories
+    if where[0] == "--index-dir":
+        service = FourfoldService(one, index_dir=where[1], watch=False, embed=False)
+    else:
+        service = FourfoldService(store_url=where[1], watch=False, embed=False)
+    service.start(block=True)
+    only_two = Grant("reader-two", "write", frozenset({"acme/two"}))
+    token = current_grant.set(only_two)
+    try:
+        refusals = set()
+        for asked in ("acme/one", "acme/nowhere", str(service.ff.repository("acme/one")),
+                      "999"):
+            with pytest.raises(QueryError) as refused:
+                service.answering_repository(asked)
+            refusals.add(str(refused.value).replace(repr(asked), "NAME"))
+        assert len(refusals) == 1 and "acme/one" not in refusals.pop()
+        context = service.repository_context()
+        assert [r["name"] for r in context["repositories"]] == ["acme/two"]
+        if not service.serves_many:  # this process indexed acme/one
+            assert context["freshness"]["last_index"] is None
+            with pytest.raises(QueryError, match="not granted"):
+                service.reindex()
+            current_grant.set(None)
+            assert service.repository_context(repository="acme/one")["freshness"][
+                "last_index"]["root"] == str(one)
+    finally:
+        current_grant.reset(token)
         service.close()
 
 

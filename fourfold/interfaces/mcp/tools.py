@@ -425,12 +425,11 @@ class FourfoldService(Service):
         # on a server, naming no repository lists every one the caller sees, without a map
         overview = repository is None and self.serves_many and len(self.visible_repositories()) > 1
         repo_id = None if overview else self.answering_repository(repository)
-        modalities = self.ff.modality_status()
         now = time.time()
         visible = set(self.visible_repositories())
         repos = [{**r, "age_seconds": round(now - r["indexed_at"], 1) if r["indexed_at"] else None,
-                  "modalities": modalities} for r in self.ff.repositories(repo_id)
-                 if r["name"] in visible]
+                  "modalities": self.ff.in_repository(r["name"]).modality_status()}
+                 for r in self.ff.repositories(repo_id) if r["name"] in visible]
 
         def compute() -> list:
             if overview:
@@ -497,6 +496,9 @@ class FourfoldService(Service):
         grant = current_grant.get()
         if grant is not None and not grant.writes:
             raise QueryError("this token may read, not write: reindex needs a write token")
+        if not self.sees_served():
+            raise QueryError("reindex re-indexes the repository this server serves, which "
+                             "this token is not granted")
         if self.serves_many:
             raise QueryError("this server answers from what its indexers write; it does not "
                              "read files itself (`fourfold index PATH --store URL` updates a "
