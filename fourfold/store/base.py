@@ -330,19 +330,26 @@ HELD_CODES_REWRITE_SHARE = 1 / 16
 
 @dataclass(slots=True)
 class HeldRows:
-    """A repository's codes as a process holds them: `ids` and `codes` (one row each) in
-    chunk id order, those where `dead` is set taken out since, and `more_ids` and
-    `more_codes` added since (in chunk id order)."""
+    """A repository's codes as a process holds them: `ids` in chunk id order and their
+    codes as columns (semantic.binary.code_columns), those where `dead` is set taken out
+    since, and `more_ids` and `more_codes` (a row each) added since, in chunk id order."""
 
     ids: Any
-    codes: Any
+    columns: Any
     dead: Any = None
     more_ids: Any = None
     more_codes: Any = None
 
+    @classmethod
+    def of(cls, ids: Any, codes: Any) -> "HeldRows":
+        """Rows held from chunk ids and their codes, a row each."""
+        from ..semantic.binary import code_columns
+
+        return cls(ids, code_columns(codes))
+
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.ids, self.codes, self.dead, self.more_ids,
+        return sum(a.nbytes for a in (self.ids, self.columns, self.dead, self.more_ids,
                                       self.more_codes) if a is not None)
 
     def nearest(self, code: bytes, limit: int) -> list[int]:
@@ -350,20 +357,15 @@ class HeldRows:
         chunk id."""
         import numpy as np  # a semantic search needs it; a CLI start must not pay for it
 
-        from ..semantic.binary import hamming_distances, hamming_topk
+        from ..semantic.binary import column_distances, hamming_distances, within_nearest
 
         query = np.frombuffer(code, np.uint8)
-        if self.dead is None and self.more_ids is None:
-            found, _ = hamming_topk(query, self.codes, limit)
-            return self.ids[found].tolist()
-        distances = hamming_distances(query, self.codes).astype(np.int32)
+        distances = column_distances(query, self.columns)
+        gone = np.iinfo(distances.dtype).max  # beyond any distance of real codes
         if self.dead is not None:
-            distances[self.dead] = np.iinfo(np.int32).max
-        if 0 < limit < len(distances):  # every row as near as the limit-th: ties go by id
-            best = np.flatnonzero(distances <= np.partition(distances, limit - 1)[limit - 1])
-        else:
-            best = np.arange(len(distances) if limit > 0 else 0)
-        best = best[distances[best] < np.iinfo(np.int32).max]
+            distances[self.dead] = gone
+        best = within_nearest(distances, limit)  # every row as near as the limit-th: ties
+        best = best[distances[best] != gone]     # go by id
         ids, distances = self.ids[best], distances[best]
         if self.more_ids is not None:
             ids = np.concatenate([ids, self.more_ids])
@@ -418,13 +420,13 @@ class HeldCodes:
                                                       read_codes)
         snapshot = None if found is not None or read_snapshot is None else read_snapshot()
         if snapshot is not None and snapshot[0] <= version:
-            self.put(key, snapshot[0], HeldRows(*snapshot[1:]))
+            self.put(key, snapshot[0], HeldRows.of(*snapshot[1:]))
             found = self.get(key, version) or self.update(key, version, width, changes_since,
                                                           read_codes)
         if found is None:
             whole = read_all()
             if whole is not None:
-                found = HeldRows(*whole)
+                found = HeldRows.of(*whole)
                 self.put(key, version, found)
         return found
 
@@ -438,6 +440,8 @@ class HeldCodes:
         (`read_codes(ids)`: (id, code) pairs); None when none are held, or the log does
         not reach back to them (all the codes were made anew)."""
         import numpy as np  # a semantic search needs it; a CLI start must not pay for it
+
+        from ..semantic.binary import column_codes
 
         held = self.held(key)
         if held is None or held[0] > version:
@@ -472,11 +476,11 @@ class HeldCodes:
         if int(dead.sum()) + len(more_ids) > len(rows.ids) * HELD_CODES_REWRITE_SHARE:
             alive = ~dead
             ids = np.concatenate([rows.ids[alive], more_ids])
-            codes = np.concatenate([rows.codes[alive], more_codes])
+            codes = np.concatenate([column_codes(rows.columns)[alive], more_codes])
             order = np.argsort(ids, kind="stable")
-            later = HeldRows(ids[order], codes[order])
+            later = HeldRows.of(ids[order], codes[order])
         else:
-            later = HeldRows(rows.ids, rows.codes, dead if dead.any() else None,
+            later = HeldRows(rows.ids, rows.columns, dead if dead.any() else None,
                              more_ids if len(more_ids) else None,
                              more_codes if len(more_ids) else None)
         self.put(key, version, later)

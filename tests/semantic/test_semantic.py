@@ -69,6 +69,29 @@ def test_hamming_topk_equals_brute_force(nbytes):
     assert binary.hamming_topk(codes[0], codes[:4], 10)[0].size == 4
 
 
+@pytest.mark.parametrize("nbytes", [32, 12])  # columns of 8 bytes, and of one
+def test_codes_held_as_columns_give_the_same_distances_and_nearest(nbytes):
+    """Held codes are searched as contiguous columns: the same distances as row by row,
+    the same rows back, and the rows within the k-th smallest distance (ties included)
+    found by counting as by sorting."""
+    rng = np.random.default_rng(3)
+    codes = rng.integers(0, 256, size=(2000, nbytes), dtype=np.uint8)
+    codes[500] = codes[9]
+    columns = binary.code_columns(codes)
+    assert columns.flags.c_contiguous and columns.shape[1] == 2000
+    np.testing.assert_array_equal(binary.column_codes(columns), codes)
+    for q in (codes[9], codes[1999], rng.integers(0, 256, nbytes, dtype=np.uint8)):
+        distances = binary.column_distances(q, columns)
+        np.testing.assert_array_equal(distances, binary.hamming_distances(q, codes))
+        for k in (1, 2, 37, 1999, 2000, 5000):
+            kth = np.sort(distances)[min(k, len(distances)) - 1]
+            np.testing.assert_array_equal(binary.within_nearest(distances, k),
+                                          np.flatnonzero(distances <= kth))
+        assert binary.within_nearest(distances, 0).size == 0
+    assert binary.within_nearest(binary.column_distances(codes[9], columns), 2).tolist() == [
+        9, 500]
+
+
 def test_search_rescoring_reorders_hamming_candidates():
     # query is closest (cosine) to row 2, but rows 0 and 1 share its sign pattern exactly:
     # hamming alone cannot separate them; int8 rescoring must put row 2 first.
