@@ -85,45 +85,43 @@ def test_a_token_sees_only_its_repositories(two_repositories, capsys):
         assert status(url, everything) != 401  # let in (400: no MCP session yet)
 
 
-def test_a_token_is_never_answered_from_another_tokens_cached_answers(two_repositories):
-    """The same question without a repository means each token's own repositories: the
-    answers cached for one are not served to the other (the service called in this
-    process, so that nothing re-indexes between the two calls)."""
+@pytest.fixture
+def service(two_repositories):
+    """The MCP tools over the two repositories, called in this process (so that nothing
+    re-indexes between two calls): serving acme/one's folder, or every repository of
+    the server."""
     where, _, one = two_repositories
     if where[0] == "--index-dir":
-        service = FourfoldService(one, index_dir=where[1], watch=False, embed=False)
+        tools = FourfoldService(one, index_dir=where[1], watch=False, embed=False)
     else:
-        service = FourfoldService(store_url=where[1], watch=False, embed=False)
-    service.start(block=True)
-    try:
-        def paths(grant: Grant, tool: str, **args) -> set[str]:
-            token = current_grant.set(grant)
-            try:
-                return {row["path"] for row in getattr(service, tool)(**args)["results"]}
-            finally:
-                current_grant.reset(token)
-        everything = Grant("reader-all", "read", None)
-        only_two = Grant("reader-two", "read", frozenset({"acme/two"}))
-        assert "one.py" in paths(everything, "intelligent_search", query="handler")
-        assert paths(only_two, "intelligent_search", query="handler") == {"two.py"}
-        if service.serves_many:
-            return  # a server's grep asks for one repository by name
-        assert paths(everything, "text_pattern_search", pattern="SECRET") == {"one.py"}
-        assert paths(only_two, "text_pattern_search", pattern="SECRET") == {"two.py"}
-    finally:
-        service.close()
+        tools = FourfoldService(store_url=where[1], watch=False, embed=False)
+    yield tools.start(block=True)
+    tools.close()
 
 
-def test_a_token_learns_nothing_of_repositories_it_is_not_granted(two_repositories):
+def test_a_token_is_never_answered_from_another_tokens_cached_answers(service):
+    """The same question without a repository means each token's own repositories: the
+    answers cached for one are not served to the other."""
+    def paths(grant: Grant, tool: str, **args) -> set[str]:
+        token = current_grant.set(grant)
+        try:
+            return {row["path"] for row in getattr(service, tool)(**args)["results"]}
+        finally:
+            current_grant.reset(token)
+    everything = Grant("reader-all", "read", None)
+    only_two = Grant("reader-two", "read", frozenset({"acme/two"}))
+    assert "one.py" in paths(everything, "intelligent_search", query="handler")
+    assert paths(only_two, "intelligent_search", query="handler") == {"two.py"}
+    if service.serves_many:
+        return  # a server's grep asks for one repository by name
+    assert paths(everything, "text_pattern_search", pattern="SECRET") == {"one.py"}
+    assert paths(only_two, "text_pattern_search", pattern="SECRET") == {"two.py"}
+
+
+def test_a_token_learns_nothing_of_repositories_it_is_not_granted(service):
     """A repository that does not exist and one not granted are refused in the same words,
     which name only the token's own; the served repository's index runs and re-indexing
     are not a token's that may not see it."""
-    where, _, one = two_repositories
-    if where[0] == "--index-dir":
-        service = FourfoldService(one, index_dir=where[1], watch=False, embed=False)
-    else:
-        service = FourfoldService(store_url=where[1], watch=False, embed=False)
-    service.start(block=True)
     only_two = Grant("reader-two", "write", frozenset({"acme/two"}))
     token = current_grant.set(only_two)
     try:
@@ -142,10 +140,9 @@ def test_a_token_learns_nothing_of_repositories_it_is_not_granted(two_repositori
                 service.reindex()
             current_grant.set(None)
             assert service.repository_context(repository="acme/one")["freshness"][
-                "last_index"]["root"] == str(one)
+                "last_index"]["root"] == str(service.root)
     finally:
         current_grant.reset(token)
-        service.close()
 
 
 def test_token_list_never_shows_a_secret(two_repositories, capsys):
