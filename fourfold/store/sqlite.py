@@ -1241,22 +1241,27 @@ class SQLiteStore(Store):
         from an index opened read-only that no writer of this schema has opened)."""
         import numpy as np
 
-        try:
-            taken = self._query("SELECT version FROM code_snapshots WHERE repo_id=? AND "
-                                "model=?", key)
-        except sqlite3.OperationalError:  # no such table
-            return None
-        if not taken or version - taken[0][0] >= CODE_CHANGES_KEPT:
-            return None  # not worth reading: the codes are read row by row anyway
-        rows = self._query("SELECT version, ids, codes FROM code_snapshots WHERE repo_id=? "
-                           "AND model=?", key)
-        if not rows:
-            return None
-        version, ids, codes = rows[0]
-        if not (isinstance(ids, bytes) and isinstance(codes, bytes) and len(ids) % 8 == 0
-                and len(codes) == len(ids) // 8 * width) or not ids:
-            return None  # damaged, or none kept: the codes are read row by row instead
-        return (version, np.frombuffer(ids, np.int64),
+        # its blobs read through blob handles, in the same read transaction as the row:
+        # the kernel's 58 MB in 0.06 s, against 0.12-0.22 s as a row
+        with self._one_state():
+            try:
+                rows = self._query("SELECT rowid, version, typeof(ids), typeof(codes), "
+                                   "length(ids), length(codes) FROM code_snapshots WHERE "
+                                   "repo_id=? AND model=?", key)
+            except sqlite3.OperationalError:  # no such table
+                return None
+            if not rows or version - rows[0][1] >= CODE_CHANGES_KEPT:
+                return None  # not worth reading: the codes are read row by row anyway
+            rowid, taken, ids_type, codes_type, ids_bytes, codes_bytes = rows[0]
+            if (ids_type, codes_type) != ("blob", "blob") or not ids_bytes \
+                    or ids_bytes % 8 or codes_bytes != ids_bytes // 8 * width:
+                return None  # damaged, or none kept: the codes are read row by row instead
+            conn = self._conn()
+            with conn.blobopen("code_snapshots", "ids", rowid, readonly=True) as blob:
+                ids = blob.read()
+            with conn.blobopen("code_snapshots", "codes", rowid, readonly=True) as blob:
+                codes = blob.read()
+        return (taken, np.frombuffer(ids, np.int64),
                 np.frombuffer(codes, np.uint8).reshape(len(ids) // 8, width))
 
     def _all_codes(self, key: tuple[int, str], width: int) -> tuple:
