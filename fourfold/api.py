@@ -59,7 +59,8 @@ CATCH_UP_POLL_S = 0.01  # how often catch_up() looks for a change that comes fir
 
 def _repository_facts(r: "RepoInfo") -> dict:
     """What status() and repositories() say of a repository."""
-    return {"root": r.root, "name": r.name, "indexed_at": r.indexed_at, "files": r.files,
+    return {"id": r.repo_id, "root": r.root, "name": r.name, "indexed_at": r.indexed_at,
+            "files": r.files,
             "bytes": r.bytes, "chunks": r.chunks, "symbols": r.symbols,
             "languages": r.languages, **({"shard": r.shard} if r.shard else {}),
             **({"unreachable": r.unreachable} if r.unreachable else {})}
@@ -834,9 +835,10 @@ class Fourfold:
         return [{**_repository_facts(r), "branch": git_branch(Path(r.root))}
                 for r in self.store.repos() if repo_id is None or r.repo_id == repo_id]
 
-    def modality_status(self) -> dict[str, str]:
-        """Per modality: "ready", "building…" (answers use what is built so far) or
-        "unavailable: why"."""
+    @_in_its_repository
+    def modality_status(self, repo_id: int | None = None) -> dict[str, str]:
+        """Per modality of the repository (`repo_id`; None: the served one): "ready",
+        "building…" (answers use what is built so far) or "unavailable: why"."""
         out = {}
         for m in MODALITIES:
             retriever = self.engine.retrievers.get(m)

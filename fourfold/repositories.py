@@ -27,14 +27,16 @@ class RepositoryChoice:
 
 
 def find_repository(repos: Iterable[RepoInfo], spec: str) -> int:
-    """The id of the repository a user names by name, root path or id."""
+    """The id of the repository a user names by name, root path or id (a name first: a
+    folder may be named like another repository's id)."""
     repos = list(repos)
-    named = [repo for repo in repos if spec in (repo.name, repo.root, str(repo.repo_id))]
-    if len({repo.repo_id for repo in named}) > 1:
-        # an embedded index written before its names were unique
+    named = [repo for repo in repos if repo.name == spec]
+    if len(named) > 1:  # an embedded index written before its names were unique
         held = ", ".join(f"{repo.root} (id {repo.repo_id})" for repo in named)
         raise QueryError(f"repository name {spec!r} names several repositories: {held}; "
                          "name one by its root path or id")
+    named = (named or [repo for repo in repos if repo.root == spec]
+             or [repo for repo in repos if str(repo.repo_id) == spec])
     if named:
         return named[0].repo_id
     try:

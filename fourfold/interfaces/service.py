@@ -303,8 +303,12 @@ class Service:
         """Whether the caller may see the repository this process serves (and so what its
         watcher and index runs say)."""
         grant = current_grant.get()
-        repo_id = self.ff.repo_id()
-        return grant is None or repo_id is None or grant.sees(self.ff.repository_name_of(repo_id))
+        if grant is None:
+            return True
+        repo_id = self.ff.repo_id()  # None until its first index: then by the name it takes
+        name = (self.ff.repository_name_of(repo_id) if repo_id is not None
+                else self.ff.repository_name)
+        return name is not None and grant.sees(name)
 
     def visible_repositories(self) -> list[str]:
         """The indexed repositories the caller may see."""

@@ -93,8 +93,7 @@ def code_columns(codes: np.ndarray) -> np.ndarray:
 
 def column_codes(columns: np.ndarray) -> np.ndarray:
     """code_columns' codes as rows of bytes again."""
-    rows = np.ascontiguousarray(columns.T)
-    return rows.view(np.uint8).reshape(rows.shape[0], -1)
+    return np.ascontiguousarray(columns.T).view(np.uint8)
 
 
 def column_distances(query_code: np.ndarray, columns: np.ndarray) -> np.ndarray:

@@ -151,6 +151,21 @@ def test_an_index_holding_one_name_twice_answers_each_by_id(shared_index):
     with pytest.raises(QueryError, match="names several repositories"):
         billing.repository("acme/billing")
     assert billing.repository(str(auth.root)) == auth.repo_id()
+    assert billing.modality_status(auth.repo_id())["text"] == "ready"
+
+
+@pytest.mark.parametrize("shared_index", ["sqlite"], indirect=True)
+def test_a_name_comes_before_an_id(shared_index, tmp_path):
+    """A repository named like another's id is found by its name; the other by its root."""
+    cli, ff = shared_index
+    billing = ff["acme/billing"]
+    named = Fourfold(write_tree(tmp_path / "one", {"one.py": "def one(): pass\n"}),
+                     repository=str(billing.repo_id()), index_dir=cli[1])
+    named.index(embed=False)
+    assert billing.repository(str(billing.repo_id())) == named.repo_id() != billing.repo_id()
+    assert billing.repository(str(billing.root)) == billing.repo_id()
+    assert billing.in_repository(str(billing.repo_id())).definitions("one")[0]["path"] == "one.py"
+    named.close()
 
 
 @pytest.mark.parametrize("shared_index", ["sqlite"], indirect=True)

@@ -90,6 +90,9 @@ def test_codes_held_as_columns_give_the_same_distances_and_nearest(nbytes):
         assert binary.within_nearest(distances, 0).size == 0
     assert binary.within_nearest(binary.column_distances(codes[9], columns), 2).tolist() == [
         9, 500]
+    none = binary.code_columns(codes[:0])
+    assert binary.column_codes(none).shape == (0, nbytes)
+    assert binary.column_distances(codes[0], none).size == 0
 
 
 def test_search_rescoring_reorders_hamming_candidates():

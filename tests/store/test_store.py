@@ -631,10 +631,10 @@ def test_a_new_searcher_reads_the_codes_snapshot_and_the_changes_logged_since(tm
     def kept() -> list[tuple[int, int]]:
         return writer._query("SELECT length(ids), length(codes) FROM code_snapshots")
     writer.put_codes(repo, "m", b"mean", [(ids[0], b"\x01"), (ids[1], b"\x01\x02")])
-    assert kept() == [(0, 0)]
+    assert kept() == [(0, 1)]
     writer._conn().setlimit(sqlite3.SQLITE_LIMIT_LENGTH, 8 * len(ids) - 1)
     writer.put_codes(repo, "m", b"mean", [(i, b"\x00\x00") for i in ids])
-    assert kept() == [(0, 0)] and SQLiteStore(path)._code_snapshot((repo, "m"), 2, 7) is None
+    assert kept() == [(0, 1)] and SQLiteStore(path)._code_snapshot((repo, "m"), 2, 7) is None
     assert answers(True)[0] == sorted(ids)[:5]
     looked = []
     put_snapshot = sqlite_store._put_snapshot
@@ -643,6 +643,18 @@ def test_a_new_searcher_reads_the_codes_snapshot_and_the_changes_logged_since(tm
     for _ in range(4):
         writer.add_codes(repo, "m", [ids[3]], [b"\x0f\x0f"])
     assert looked == [10]  # versions 8, 9, 10, 11: due again at 7 + 6 // 2
+
+
+def test_codes_added_to_a_repository_that_had_none_are_found(store):
+    """A searcher holding a repository's codes while it has none finds the codes added
+    later (held rows of no codes are rewritten with them)."""
+    repo = store.ensure_repo("/src/proj", "proj")
+    store.write_batch(repo, corpus_records(), [], [])
+    ids = chunk_ids(store, repo)
+    store.put_codes(repo, "m", b"mean", [])
+    assert store.nearest_codes(repo, "m", b"\x00\x00", 3) == []
+    store.add_codes(repo, "m", [ids[1]], [b"\x01\x00"])
+    assert store.nearest_codes(repo, "m", b"\x00\x00", 3) == [ids[1]]
 
 
 def test_binary_codes_are_searched_by_hamming_distance_per_repository(store):

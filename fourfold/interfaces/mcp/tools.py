@@ -428,7 +428,7 @@ class FourfoldService(Service):
         now = time.time()
         visible = set(self.visible_repositories())
         repos = [{**r, "age_seconds": round(now - r["indexed_at"], 1) if r["indexed_at"] else None,
-                  "modalities": self.ff.in_repository(r["name"]).modality_status()}
+                  "modalities": self.ff.modality_status(r["id"])}
                  for r in self.ff.repositories(repo_id) if r["name"] in visible]
 
         def compute() -> list:

@@ -328,8 +328,7 @@ class WebPage:
         for repo in self.ff.repositories():
             if repo["name"] not in visible:
                 continue
-            view = self.ff.in_repository(repo["name"]) if len(visible) > 1 else self.ff
-            repositories.append({**repo, "modalities": view.modality_status()})
+            repositories.append({**repo, "modalities": self.ff.modality_status(repo["id"])})
         return "status.html", {"shown": repositories, "index_bytes": self.ff.index_bytes(),
                                "replica_behind_s": self.ff.replica_lag(),
                                "location": self.ff.location,
