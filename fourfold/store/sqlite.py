@@ -515,11 +515,16 @@ class SQLiteStore(Store):
             return row[0]
         with conn:
             conn.execute("BEGIN IMMEDIATE")
-            # a name answers for one repository: questions, views and links go by it
-            held = conn.execute("SELECT root FROM repos WHERE name=?", (name,)).fetchone()
+            # a name answers for one repository: questions, views and links go by it. A
+            # name whose folder is gone moves to the new one (the folder was moved), as a
+            # server's does.
+            held = conn.execute("SELECT id, root FROM repos WHERE name=?", (name,)).fetchone()
+            if held and not os.path.isdir(held[1]):
+                conn.execute("UPDATE repos SET root=? WHERE id=?", (root, held[0]))
+                return held[0]
             if held:
                 raise FourfoldError(
-                    f"the repository name {name!r} is taken in this index by {held[0]}; "
+                    f"the repository name {name!r} is taken in this index by {held[1]}; "
                     f"give {root} another name with --repository NAME, or keep it in an "
                     "index of its own (--index-dir)")
             return conn.execute("INSERT INTO repos(root, name) VALUES(?, ?)", (root, name)).lastrowid

@@ -130,6 +130,16 @@ def test_a_repository_name_names_one_repository_of_an_embedded_index(shared_inde
     same_name.close()
     assert [d["path"] for d in ff["acme/billing"].definitions("format_money")] == ["util.py"]
     assert [r.name for r in ff["acme/billing"].store.repos()] == list(REPOSITORIES)
+    # once the first folder is gone (moved), the name moves to the new one, files and all
+    billing = ff["acme/billing"]
+    before = {f["path"]: f["size"] for f in billing.list_files()}
+    moved = billing.root.rename(tmp_path / "moved-billing")
+    again = Fourfold(moved, repository="acme/billing", index_dir=cli[1])
+    summary = again.index(embed=False)
+    assert (again.repo_id(), summary.added, summary.changed) == (billing.repo_id(), 0, 0)
+    assert {f["path"]: f["size"] for f in again.list_files()} == before
+    assert [r.root for r in again.store.repos()].count(str(moved)) == 1
+    again.close()
 
 
 @pytest.mark.parametrize("shared_index", ["sqlite"], indirect=True)
