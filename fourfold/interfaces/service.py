@@ -299,6 +299,15 @@ class Service:
                              f"see: {', '.join(self.visible_repositories()) or 'nothing'}")
         return repo_id
 
+    def index_bytes(self) -> int | None:
+        """The index's size on disk, for a caller who may see every repository in it (the
+        size of the others would say how much they hold)."""
+        grant = current_grant.get()
+        if grant is None or grant.repositories is None or set(
+                self.ff.repository_names()) <= grant.repositories:
+            return self.ff.index_bytes()
+        return None
+
     def sees_served(self) -> bool:
         """Whether the caller may see the repository this process serves (and so what its
         watcher and index runs say)."""

@@ -134,13 +134,15 @@ def test_a_token_learns_nothing_of_repositories_it_is_not_granted(service):
         assert len(refusals) == 1 and "acme/one" not in refusals.pop()
         context = service.repository_context()
         assert [r["name"] for r in context["repositories"]] == ["acme/two"]
+        assert context["index_bytes"] is None  # how much the others hold
         if not service.serves_many:  # this process indexed acme/one
             assert context["freshness"]["last_index"] is None
             with pytest.raises(QueryError, match="not granted"):
                 service.reindex()
             current_grant.set(None)
-            assert service.repository_context(repository="acme/one")["freshness"][
-                "last_index"]["root"] == str(service.root)
+            everything = service.repository_context(repository="acme/one")
+            assert everything["freshness"]["last_index"]["root"] == str(service.root)
+            assert everything["index_bytes"] > 0
     finally:
         current_grant.reset(token)
 

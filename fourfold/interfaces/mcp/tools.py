@@ -439,7 +439,7 @@ class FourfoldService(Service):
 
         files, symbols = self.rows(key, compute)
         total = max(len(files), len(symbols))
-        reply = {"index_dir": self.ff.location, "index_bytes": self.ff.index_bytes(),
+        reply = {"index_dir": self.ff.location, "index_bytes": self.index_bytes(),
                  "repositories": repos, "freshness": self.freshness(), "total": total,
                  "central_files": [], "central_files_total": len(files),
                  "central_symbols": [], "central_symbols_total": len(symbols),

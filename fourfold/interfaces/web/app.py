@@ -329,7 +329,7 @@ class WebPage:
             if repo["name"] not in visible:
                 continue
             repositories.append({**repo, "modalities": self.ff.modality_status(repo["id"])})
-        return "status.html", {"shown": repositories, "index_bytes": self.ff.index_bytes(),
+        return "status.html", {"shown": repositories, "index_bytes": self.service.index_bytes(),
                                "replica_behind_s": self.ff.replica_lag(),
                                "location": self.ff.location,
                                "freshness": self.service.freshness(),
