@@ -332,9 +332,10 @@ def cmd_status(args) -> int:
             langs = ", ".join(f"{k} {v}" for k, v in list(r["languages"].items())[:8])
             where = f" on shard {r['shard']}" if r.get("shard") else ""
             if r.get("unreachable"):
-                print(f"{r['name']} ({r['root']}){where}: {r['unreachable']}; indexed {when}")
+                print(f"{r['name']} ({r['root']}, id {r['id']}){where}: {r['unreachable']}; "
+                      f"indexed {when}")
                 continue
-            print(f"{r['name']} ({r['root']}){where}: {r['files']} files, "
+            print(f"{r['name']} ({r['root']}, id {r['id']}){where}: {r['files']} files, "
                   f"{_human_size(r['bytes'])}, {r['symbols']} symbols, {r['chunks']} chunks; "
                   f"indexed {when}")
             print(f"  languages: {langs}")

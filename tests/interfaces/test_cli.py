@@ -142,6 +142,8 @@ def test_status_and_not_indexed_error(project, tmp_path):
     assert (repo["root"], repo["files"], repo["symbols"], repo["chunks"]) == (
         str(project), 3, 6, 8)
     assert repo["languages"] == {"python": 2, "typescript": 1}
+    code, out, _ = fourfold("status", str(project), "--index-dir", str(tmp_path / "idx"))
+    assert f"({project}, id {repo['id']}): 3 files" in out  # an id names it too
     code, _, err = fourfold("index", str(tmp_path / "missing"))
     assert code == 2 and "no such folder" in err
 
