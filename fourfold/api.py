@@ -60,8 +60,7 @@ CATCH_UP_POLL_S = 0.01  # how often catch_up() looks for a change that comes fir
 def _repository_facts(r: "RepoInfo") -> dict:
     """What status() and repositories() say of a repository."""
     return {"id": r.repo_id, "root": r.root, "name": r.name, "indexed_at": r.indexed_at,
-            "files": r.files,
-            "bytes": r.bytes, "chunks": r.chunks, "symbols": r.symbols,
+            "files": r.files, "bytes": r.bytes, "chunks": r.chunks, "symbols": r.symbols,
             "languages": r.languages, **({"shard": r.shard} if r.shard else {}),
             **({"unreachable": r.unreachable} if r.unreachable else {})}
 

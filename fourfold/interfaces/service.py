@@ -267,18 +267,19 @@ class Service:
         repository the caller's token sees); on a server holding several, the caller must
         name one (only searches ask several)."""
         grant = current_grant.get()
-        if repository and grant is not None:
+        try:
+            repo_id = self.ff.repository(repository)
+        except QueryError:
+            if grant is None:
+                raise
+            repo_id = None
+        if repository and grant is not None and (
+                repo_id is None or not grant.sees(self.ff.repository_name_of(repo_id))):
             # the same answer for a repository that does not exist and one not granted: a
             # token learns no other repository's name (nor which id is whose)
-            try:
-                repo_id = self.ff.repository(repository)
-            except QueryError:
-                repo_id = None
-            if repo_id is None or not grant.sees(self.ff.repository_name_of(repo_id)):
-                raise QueryError(f"repository {repository!r} is unknown or not granted to "
-                                 "this token; it may see: "
-                                 f"{', '.join(self.visible_repositories()) or 'nothing'}")
-        repo_id = self.ff.repository(repository)
+            raise QueryError(f"repository {repository!r} is unknown or not granted to this "
+                             f"token; it may see: "
+                             f"{', '.join(self.visible_repositories()) or 'nothing'}")
         if repo_id is None and self.serves_many:
             names = self.visible_repositories()
             if len(names) != 1:

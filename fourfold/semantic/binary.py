@@ -146,11 +146,7 @@ def hamming_topk(query_code: np.ndarray, codes: np.ndarray, k: int,
         d, i = index.search(np.ascontiguousarray(query_code, dtype=np.uint8).reshape(1, -1), k)
         return i[0].astype(np.int64), d[0].astype(np.int64)
     dist = hamming_distances(query_code, codes)
-    if k < n:
-        kth = np.partition(dist, k - 1)[k - 1]
-        cand = np.flatnonzero(dist <= kth)
-    else:
-        cand = np.arange(n)
+    cand = within_nearest(dist, k)
     order = np.lexsort((cand, dist[cand]))[:k]  # by distance, then index
     idx = cand[order].astype(np.int64)
     return idx, dist[idx].astype(np.int64)

@@ -593,10 +593,9 @@ class Store(ABC):
         """(file, content hash) of the files that may hold what `required` asks for (a
         superset: matching may ignore case and order; exact verification follows), in
         (path, file id) order; None means every file. `after`: only files after this key
-        (the last one of a page before); `limit`: at
-        most this many files (a first page of a grep reads a few); `case_sensitive`: the
-        literals may be matched as written, which a store that checks texts itself does
-        more cheaply."""
+        (the last one of a page before); `limit`: at most this many files (a first page of
+        a grep reads a few); `case_sensitive`: the literals may be matched as written,
+        which a store that checks texts itself does more cheaply."""
 
     @abstractmethod
     def contents(self, file_ids: Iterable[int]) -> dict[int, str]:

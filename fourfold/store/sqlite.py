@@ -315,7 +315,8 @@ def _put_snapshot(conn: sqlite3.Connection, repo_id: int, model: str, version: i
         "SELECT count(*), coalesce(max(length(code)), 0), coalesce(min(length(code)), 0) "
         "FROM codes WHERE repo_id=? AND model=?", (repo_id, model)).fetchone()
     if width != narrowest or max(8, width) * count > conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH):
-        # ids empty, one byte of codes: a reader of stop 33's took empty blobs for no codes
+        # ids empty and one byte of codes: a reader that checks only that the lengths
+        # agree takes it for no snapshot, not for one of no codes
         conn.execute("INSERT OR REPLACE INTO code_snapshots VALUES(?, ?, ?, x'', x'00')",
                      (repo_id, model, version))
         return
@@ -795,10 +796,11 @@ class SQLiteStore(Store):
     def _listed_in_order(self, required: RequiredText, repo_id: int | None,
                          after: PathKey | None, limit: int
                          ) -> list[tuple[StoredFile, str]] | None:
-        """The first `limit` files after `after` by (path, file id) that hold what is required, read
-        from the trigram index in document order and stopping there (a common pattern's
-        whole candidate list costs tens of milliseconds on a large repository); None where
-        too many files are out of document order for that to pay."""
+        """The first `limit` files after `after` by (path, file id) that hold what is
+        required, read from the trigram index in document order and stopping there (a
+        common pattern's whole candidate list costs tens of milliseconds on a large
+        repository); None where too many files are out of document order for that to
+        pay."""
         with self._one_state():
             order = self._document_order(repo_id)
             if len(order.late) > MAX_LATE_FILES:
