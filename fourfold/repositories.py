@@ -76,13 +76,7 @@ def choose_repositories(store: Store, repos: list[RepoInfo], question: str,
     if len(repos) <= 1:
         return RepositoryChoice(list(repos))
     wanted = {r.repo_id for r in repos}
-    scores: dict[int, list[float]] = {}
-    terms = query_terms(question)
-    for chunk, score in (store.bm25_chunks(terms, EVIDENCE_CHUNKS) if terms else []):
-        repo_id = repo_of_file.get(chunk.file_id)
-        if repo_id in wanted and len(scores.setdefault(repo_id, [])) < BEST_PER_REPOSITORY:
-            scores[repo_id].append(score)
-    evidence = {repo_id: sum(s) for repo_id, s in scores.items()}
+    evidence = _text_evidence(store, wanted, query_terms(question), repo_of_file)
     names = [w for w in question.replace("`", " ").split()
              if w.isidentifier() and len(identifier_tokens(w)) > 1]
     if names:
@@ -98,3 +92,26 @@ def choose_repositories(store: Store, repos: list[RepoInfo], question: str,
     searched = [r for r in ranked if evidence.get(r.repo_id, 0.0) >= RELATIVE_FLOOR * best][:limit]
     chosen = {r.repo_id for r in searched}
     return RepositoryChoice(searched, [r for r in ranked if r.repo_id not in chosen], evidence)
+
+
+def _text_evidence(store: Store, wanted: set[int], terms: list[str],
+                   repo_of_file: dict[int, int]) -> dict[int, float]:
+    """Each wanted repository's evidence: the summed BM25 of its best few chunks. Where
+    some of the index's repositories are not wanted (a token's grant, a named few), each
+    wanted one is asked on its own, so that the others' text cannot crowd it out of the
+    best chunks of the whole index and so decide which of the wanted ones are searched."""
+    if not terms:
+        return {}
+    if wanted >= set(repo_of_file.values()):
+        scores: dict[int, list[float]] = {}
+        for chunk, score in store.bm25_chunks(terms, EVIDENCE_CHUNKS):
+            repo_id = repo_of_file.get(chunk.file_id)
+            if repo_id in wanted and len(scores.setdefault(repo_id, [])) < BEST_PER_REPOSITORY:
+                scores[repo_id].append(score)
+        return {repo_id: sum(s) for repo_id, s in scores.items()}
+    evidence = {}
+    for repo_id in sorted(wanted):
+        best = store.bm25_chunks(terms, BEST_PER_REPOSITORY, repo_id=repo_id)
+        if best:
+            evidence[repo_id] = sum(score for _, score in best)
+    return evidence

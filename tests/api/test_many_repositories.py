@@ -108,6 +108,30 @@ def test_a_search_of_named_repositories_stays_in_them(shared_index):
         ff["acme/billing"].search_repositories("format money", ["acme/nowhere"])
 
 
+def test_other_repositories_text_does_not_decide_which_named_ones_are_searched(
+        shared_index, tmp_path, monkeypatch):
+    """A token granted some repositories: the others' text, however strong, cannot push its
+    own out of the evidence that picks which of them a question searches."""
+    import fourfold.repositories
+
+    cli, ff = shared_index
+    where = {"index_dir": cli[1]} if cli[0] == "--index-dir" else {"store_url": cli[1]}
+    noise = Fourfold(write_tree(tmp_path / "noise", {
+        f"render{i}.py": f'''
+            def render_invoice_pdf_{i}(invoice):
+                """Render the invoice pdf, render the pdf of the invoice."""
+                return render_pdf(invoice, pdf=True)
+            ''' for i in range(6)}), repository="acme/noise", **where)
+    noise.index(embed=False)
+    monkeypatch.setattr(fourfold.repositories, "EVIDENCE_CHUNKS", 3)
+    response = ff["acme/auth"].search_repositories("render invoice pdf",
+                                                   ["acme/billing", "acme/auth"])
+    assert response.repositories_searched == ["acme/billing"]
+    assert response.repositories_skipped == ["acme/auth"]
+    assert response.hits[0].path == "invoice.py"
+    noise.close()
+
+
 def test_an_unindexed_repository_name_is_a_clear_error(shared_index, tmp_path):
     cli, ff = shared_index
     other = Fourfold(tmp_path / "billing", repository="acme/unknown",
