@@ -65,11 +65,16 @@ def _repository_facts(r: "RepoInfo") -> dict:
             **({"unreachable": r.unreachable} if r.unreachable else {})}
 
 
+def holds_index(index_dir: str | os.PathLike) -> bool:
+    """Whether a folder holds an embedded index."""
+    return (Path(index_dir) / DB_NAME).is_file()
+
+
 def find_index_root(start: Path) -> Path | None:
     """The nearest folder at or above `start` with an index of its own (to find the
     repository a file belongs to)."""
     for folder in (start, *start.parents):
-        if (folder / INDEX_DIR_NAME / DB_NAME).is_file():
+        if holds_index(folder / INDEX_DIR_NAME):
             return folder
     return None
 
@@ -415,6 +420,10 @@ class Fourfold:
         if repo_id is not None and any(r.repo_id == repo_id and r.indexed_at
                                        for r in self.store.repos(counts=False)):
             return
+        if repo_id is None and self._served_id is not None:
+            if any(held == self._served_id and when for held, when in self.store.generation()):
+                return
+            self._served_id = None  # taken out of the index (remove_repositories) meanwhile
         if repo_id is None and self.is_indexed():
             return
         if self.store_url is None and not self._named:
@@ -749,6 +758,24 @@ class Fourfold:
         from .repositories import find_repository
 
         return find_repository(self.store.repos(counts=False), spec) if spec else None
+
+    def remove_repositories(self, repositories: list[str], wait_s: float = 0.0) -> list[dict]:
+        """Take repositories (names, roots or ids) out of the index with everything only
+        they hold, waiting up to `wait_s` for an indexer of each to finish; returns what
+        each held (as status() tells it). On a server, a repository's branches share its
+        documents: named together, the branches go first."""
+        if not repositories:
+            raise QueryError("name the repositories to remove")
+        held = {r.repo_id: r for r in self.store.repos()}
+        asked = list(dict.fromkeys(self.repository(spec) for spec in repositories))
+        # a family's first repository, which holds its documents, has the lowest id
+        for repo_id in sorted(asked, reverse=True):
+            with self.store.indexing_lock(held[repo_id].name, wait_s):
+                self.store.remove_repository(repo_id)
+            self.__dict__.get("_views", {}).pop(repo_id, None)
+            if repo_id == self._served_id:
+                self._served_id = None
+        return [_repository_facts(held[repo_id]) for repo_id in asked]
 
     # -- shards (a server store spread over several PostgreSQL servers) ------------------
     def add_shard(self, name: str, url: str) -> None:

@@ -1,5 +1,5 @@
 """Command line: index, watch, search, grep, files, def, outline, similar, map, refs,
-callees, importers, impact, status.
+callees, importers, impact, status, token, remove, shard.
 
 Human output by default, --json for machines. Exit code 0: results; 1: none; 2: error.
 """
@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 from ..api import (COORDINATOR, GRANULARITIES, GREP_TIME_BUDGET, MODALITIES, PRESETS, PROFILES,
-                   RANKINGS, Fourfold, SearchOptions, find_index_root, parse_weights)
+                   RANKINGS, Fourfold, SearchOptions, find_index_root, holds_index,
+                   parse_weights)
 from .. import __version__
 from ..errors import FourfoldError
 
@@ -385,6 +386,31 @@ def cmd_token(args) -> int:
     return EXIT_RESULTS
 
 
+def cmd_remove(args) -> int:
+    """`fourfold remove REPOSITORY...`: take repositories out of a shared index."""
+    if args.store:
+        ff = Fourfold(None, store_url=args.store)
+    elif args.index_dir:
+        if not holds_index(args.index_dir):
+            raise FourfoldError(f"{args.index_dir} holds no index")
+        ff = Fourfold(args.path, index_dir=args.index_dir)
+    else:
+        root = find_index_root(Path(args.path).resolve())
+        if root is None:
+            raise FourfoldError(f"no index at or above {args.path}; name one with "
+                                "--index-dir or --store")
+        ff = Fourfold(root)
+    removed = ff.remove_repositories(args.names, wait_s=args.wait)
+    payload = {"total": len(removed), "results": removed}
+
+    def human() -> None:
+        for r in removed:
+            print(f"removed {r['name']} ({r['root']}, id {r['id']}): {r['files']} files, "
+                  f"{_human_size(r['bytes'])}")
+    _emit(args, payload, human)
+    return EXIT_RESULTS
+
+
 def cmd_shard(args) -> int:
     """`fourfold shard add|place|list`: the PostgreSQL servers a server store spreads its
     repositories over."""
@@ -636,6 +662,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scope", choices=("read", "write"), default="read")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_token)
+
+    p = sub.add_parser("remove", help="take repositories out of a shared index",
+                       description="Take each REPOSITORY (a name, root or id, as `status` "
+                                   "shows them) out of the index with everything only it "
+                                   "holds. On a --store server, branches of a repository "
+                                   "go before it (name them together).")
+    p.add_argument("names", nargs="+", metavar="REPOSITORY")
+    p.add_argument("--path", default=".",
+                   help="a folder whose index to use (default: the nearest indexed folder "
+                        "at or above the current one)")
+    p.add_argument("--index-dir", help="the embedded index to remove them from")
+    p.add_argument("--store", default=os.environ.get("FOURFOLD_STORE") or None, metavar="URL",
+                   help="the PostgreSQL store to remove them from (default: $FOURFOLD_STORE)")
+    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                   help="while an indexer updates one of them, wait up to this long for it")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_remove)
 
     p = sub.add_parser("shard", help="spread a PostgreSQL store over several servers",
                        description="Shards of a PostgreSQL store (--store): `add NAME URL` "

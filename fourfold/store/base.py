@@ -310,6 +310,17 @@ def codes_allowance_setting(repo_id: int, model: str) -> str:
     return f"codes_allowance:{repo_id}:{model}"
 
 
+def repository_settings(repo_id: int, root: str | None) -> list[str]:
+    """Every setting of one repository, as SQL LIKE patterns ('\\' escapes): what taking
+    the repository out of an index takes with it (its root's too, unless None: another
+    repository of the index has that root)."""
+    keys = [graph_behind_setting(repo_id), graph_version_setting(repo_id),
+            unfinished_setting(repo_id)] + ([f"max_file_bytes:{root}"] if root else [])
+    escaped = [key.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+               for key in keys]
+    return escaped + [codes_allowance_setting(repo_id, "").replace("_", "\\_") + "%"]
+
+
 def codes_behind(store: Store, repo_id: int, model: str) -> bool:
     return store.setting(codes_allowance_setting(repo_id, model), 0) < 0
 
@@ -811,6 +822,15 @@ class Store(ABC):
 
     @abstractmethod
     def token_by_hash(self, token_hash: str) -> TokenRecord | None: ...
+
+    # -- taking a repository out -------------------------------------------------------
+    @abstractmethod
+    def remove_repository(self, repo_id: int) -> None:
+        """Take a repository out of the index with all only it holds: its files, the
+        documents no other repository holds, its graph, binary codes, statistics and
+        settings, and the vectors no chunk uses any more. It stops answering at once; an
+        interrupted removal leaves it unindexed, to be removed (or indexed) again. The
+        caller holds its indexing lock. Ids are never given again."""
 
     @abstractmethod
     def revoke_token(self, name: str, when: float) -> bool:

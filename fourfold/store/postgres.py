@@ -29,14 +29,15 @@ import Stemmer
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from ..errors import FourfoldError, IndexBusyError, IndexWriteError
+from ..errors import FourfoldError, IndexBusyError, IndexWriteError, QueryError
 from ..model import Symbol
 from ..tokens import identifier_tokens, token_text
 from . import postgres_postings as postings
 from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileRecord,
                    FileStamp, FileState, GraphInput, GraphPatch, HeldCodes, HeldRows,
                    PathKey, RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
-                   TokenRecord, coded, graph_version_setting, packed_ids, used_only)
+                   TokenRecord, coded, graph_version_setting, packed_ids,
+                   repository_settings, used_only)
 from .postgres_postings import HeldPostings
 from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, EdgeRow, clear_errors,
                          edge_columns_of, packed, packed_bytes, packed_codes, two_columns,
@@ -1338,6 +1339,59 @@ class PostgresStore(Store):
                         mine)
         cur.execute("DELETE FROM documents WHERE repo_id = %(home)s AND id = ANY(%(docs)s)",
                     mine)
+
+    # -- taking a repository out ---------------------------------------------------------
+    def remove_repository(self, repo_id: int) -> None:
+        """A branch's files go in an indexing run, which takes the documents no other
+        repository of its family holds out of the family's word lists; a repository
+        without branches goes a table at a time. A family's home holds its branches'
+        documents: it goes after them."""
+        rows = self._query("SELECT name, root, home, shard FROM repos WHERE id = %s",
+                           (repo_id,))
+        if not rows:
+            raise FourfoldError(f"no repository with id {repo_id}")
+        name, root, home, shard = rows[0]
+        sharing = [row[0] for row in self._query(
+            "SELECT name FROM repos WHERE home = %s AND id <> %s ORDER BY name",
+            (repo_id, repo_id))]
+        if sharing:
+            raise QueryError(f"{name} holds the documents of {', '.join(sharing)}, which "
+                             "share them: remove those first (or name them all, and it last)")
+        same_root = self._query("SELECT 1 FROM repos WHERE root = %s AND id <> %s",
+                                (root, repo_id))
+        conn = self._conn()
+        with conn.transaction(), conn.cursor() as cur:  # first it stops answering
+            cur.execute("UPDATE repos SET indexed_at = NULL WHERE id = %s", (repo_id,))
+            for table in ("edges", "symbol_rank", "graph_inputs", "file_rank", "chunk_codes",
+                          "code_means", "code_changes"):
+                cur.execute(sql.SQL("DELETE FROM {} WHERE repo_id = %s").format(
+                    sql.Identifier(table)), (repo_id,))
+            cur.execute("DELETE FROM meta WHERE key = %s", (f"parser:{repo_id}",))
+            for pattern in repository_settings(repo_id, None if same_root else root):
+                cur.execute("DELETE FROM meta WHERE key LIKE %s", ("setting:" + pattern,))
+        if home != repo_id:  # its files, and the documents no other one of its family holds
+            with self.indexing_run(), conn.transaction(), conn.cursor() as cur:
+                gone = cur.execute("DELETE FROM files WHERE repo_id = %s RETURNING document_id",
+                                   (repo_id,)).fetchall()
+                self._delete_documents(cur, home, sorted({row[0] for row in gone}))
+        with conn.transaction(), conn.cursor() as cur:
+            if shard is not None:
+                cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            for table in [*REPOSITORY_TABLES, "term_counts", "repository_totals"]:
+                cur.execute(sql.SQL("DELETE FROM {} WHERE repo_id = %s").format(
+                    sql.Identifier(table)), (repo_id,))
+            cur.execute("DELETE FROM repos WHERE id = %s", (repo_id,))
+            if shard is not None:
+                from .postgres_shards import rebound
+
+                rebound(cur, shard)
+            for model, gone in cur.execute(
+                    "WITH gone AS (DELETE FROM vectors v WHERE NOT EXISTS (SELECT FROM chunks c "
+                    "WHERE c.embed_hash = v.embed_hash) RETURNING model) "
+                    "SELECT model, count(*) FROM gone GROUP BY model").fetchall():
+                cur.execute("UPDATE vector_totals SET vectors = vectors - %s WHERE model = %s",
+                            (gone, model))
+        self._homes.pop(repo_id, None)
 
     @staticmethod
     def _new_ids(cur: psycopg.Cursor, repo_id: int, count: int) -> list[int]:

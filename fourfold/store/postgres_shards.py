@@ -126,7 +126,7 @@ def attach_shard(cur: psycopg.Cursor, name: str, params: dict, location: str) ->
                 (name, location, marker, time.time()))
 
 
-def _rebound(cur: psycopg.Cursor, shard: str) -> None:
+def rebound(cur: psycopg.Cursor, shard: str) -> None:
     """Set a shard's partitions' bounds to its marker and the repositories placed there."""
     marker = cur.execute("SELECT marker FROM fourfold.shards WHERE name = %s",
                          (shard,)).fetchone()[0]
@@ -155,7 +155,7 @@ def move_repositories(cur: psycopg.Cursor, repo_ids: list[int], source: str | No
     cur.execute("UPDATE fourfold.repos SET shard = %s WHERE id = ANY(%s)", (target, repo_ids))
     for shard in (source, target):  # the source first: bounds may not overlap
         if shard is not None:
-            _rebound(cur, shard)
+            rebound(cur, shard)
     for table in REPOSITORY_TABLES:
         moved += cur.execute(sql.SQL("INSERT INTO fourfold.{} SELECT * FROM {}").format(
             sql.Identifier(table), sql.Identifier(f"moving_{table}"))).rowcount

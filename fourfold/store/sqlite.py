@@ -31,7 +31,7 @@ from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileSt
                    GraphInput, GraphPatch, HeldCodes, compress_references,
                    decompress_references, graph_version_setting, packed_ids, PathKey,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
-                   TokenRecord)
+                   TokenRecord, repository_settings)
 from .chunk_index import ChunkIndex, weighted_text
 from .index_dir import CHUNK_INDEX_NAME, IndexLock
 from .sql_common import (CHUNK_COLS, FILE_COLS, EdgeRow, clear_errors, edge_columns_of,
@@ -75,6 +75,14 @@ GRAPH_INPUTS = """CREATE TABLE IF NOT EXISTS graph_inputs(
 # reuse the highest rowid once its row is deleted): a patched graph tells a changed file by
 # a new id.
 LAST_FILE_ID = "last_file_id"
+# meta key: the highest id of a repository taken out of the index, never given again (a
+# process holding a repository's graph or codes in memory keeps them by its id)
+LAST_REPO_ID = "last_repo_id"
+# the rows kept by a repository's own id, not by a document
+REPOSITORY_ROWS = ("edges", "symbol_rank", "file_rank", "codes", "code_means", "code_changes",
+                   "code_snapshots", "graph_inputs")
+REMOVED_A_BATCH = 2_000  # files a removal takes out in one transaction
+COMPACTED_FREE_SHARE = 0.25  # a removal leaving more of the database free compacts it
 
 # A document is what the index derives from one path with one content, read by one parser:
 # its text, symbols, chunks and references. A file is a repository's path at a document, so
@@ -528,7 +536,11 @@ class SQLiteStore(Store):
                     f"the repository name {name!r} is taken in this index by {held[1]}; "
                     f"give {root} another name with --repository NAME, or keep it in an "
                     "index of its own (--index-dir)")
-            return conn.execute("INSERT INTO repos(root, name) VALUES(?, ?)", (root, name)).lastrowid
+            last = conn.execute("SELECT max(coalesce((SELECT max(id) FROM repos), 0), "
+                                "coalesce((SELECT CAST(value AS INTEGER) FROM meta WHERE "
+                                "key=?), 0))", (LAST_REPO_ID,)).fetchone()[0]
+            return conn.execute("INSERT INTO repos(id, root, name) VALUES(?, ?, ?)",
+                                (last + 1, root, name)).lastrowid
 
     def repos(self, counts: bool = True) -> list[RepoInfo]:
         out = []
@@ -714,6 +726,43 @@ class SQLiteStore(Store):
             self._chunk_index.add(chunk_texts)
             if not self._in_run:
                 self._publish_chunk_index()
+
+    # -- taking a repository out ---------------------------------------------------------------
+    def remove_repository(self, repo_id: int) -> None:
+        conn = self._conn()
+        root = conn.execute("SELECT root FROM repos WHERE id=?", (repo_id,)).fetchone()
+        if root is None:
+            raise FourfoldError(f"no repository with id {repo_id}")
+        with conn:  # first it stops answering, and its graph and codes go
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("UPDATE repos SET indexed_at=NULL WHERE id=?", (repo_id,))
+            for table in REPOSITORY_ROWS:
+                conn.execute(f"DELETE FROM {table} WHERE repo_id=?", (repo_id,))
+            conn.execute("DELETE FROM meta WHERE key=?", (f"parser:{repo_id}",))
+            for pattern in repository_settings(repo_id, root[0]):
+                conn.execute("DELETE FROM meta WHERE key LIKE ? ESCAPE '\\'",
+                             ("setting:" + pattern,))
+        # then its files, as an index run that finds them all deleted takes them out
+        paths = [row[0] for row in self._query("SELECT path FROM files WHERE repo_id=? "
+                                               "ORDER BY path", (repo_id,))]
+        with self.indexing_run():
+            for start in range(0, len(paths), REMOVED_A_BATCH):
+                self.write_batch(repo_id, [], paths[start:start + REMOVED_A_BATCH], [])
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT INTO meta VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET "
+                         "value = max(CAST(value AS INTEGER), excluded.value)",
+                         (LAST_REPO_ID, repo_id))
+            conn.execute("DELETE FROM repos WHERE id=?", (repo_id,))
+            conn.execute("DELETE FROM vectors WHERE embed_hash NOT IN "
+                         "(SELECT embed_hash FROM chunks WHERE embed_hash IS NOT NULL)")
+        # freed pages are reused by later writes; where they are much of the file, the
+        # space goes back to the disk (VACUUM writes the database anew: ~1 s per 100 MB)
+        pages, free = (conn.execute(f"PRAGMA {count}").fetchone()[0]
+                       for count in ("page_count", "freelist_count"))
+        if free > pages * COMPACTED_FREE_SHARE:
+            conn.execute("VACUUM")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # -- documents shared by branches and copies -----------------------------------------------
     def parsed_hashes(self, parser: str) -> set[str]:

@@ -4,6 +4,8 @@ both shards; a stopped shard named in the answer (and indexing there refused, ch
 nothing); a repository moved between shards answering the same afterwards."""
 from __future__ import annotations
 
+import re
+
 import psycopg
 import pytest
 
@@ -239,6 +241,29 @@ def test_a_branch_lives_on_its_family_s_shard_shares_its_documents_and_moves_wit
     assert [m.text for m in branch.grep("0.25")] == ["    return amount * 0.25"]
     assert ff.in_repository("acme/billing").search("render_invoice").hits[0].path == \
         "invoice.py"
+    ff.close()
+
+
+def test_a_repository_on_a_shard_is_removed_there_and_leaves_its_bounds(
+        servers, placed, tmp_path):
+    coordinator, _, one, two, _ = servers
+    ff = Fourfold(store_url=coordinator)
+    before = {name: answers(coordinator, name) for name in REPOSITORIES}
+    root = write_tree(tmp_path / "extra", {"extra.py": "def extra_work():\n    return 1\n"})
+    for name in ("acme/extra", "acme/extra@next"):
+        assert main(["index", str(root), "--store", coordinator, "--repository", name]) == 0
+    assert ff.place_repository("acme/extra", "two") > 0
+    extra, following = ff.repository("acme/extra"), ff.repository("acme/extra@next")
+    assert {extra, following} <= set(rows_on(two))
+    assert main(["remove", "acme/extra", "acme/extra@next", "--store", coordinator]) == 0
+    for table in ("files", "documents", "chunks", "chunk_postings", "edges"):
+        assert not {extra, following} & set(rows_on(two, table))
+    with psycopg.connect(coordinator) as conn:
+        bounds = conn.execute("SELECT pg_get_expr(relpartbound, oid) FROM pg_class WHERE "
+                              "relname = 'files__two'").fetchone()[0]
+    assert not {extra, following} & {int(n) for n in re.findall(r"-?\d+", bounds)}
+    assert "acme/extra" not in {s["name"]: s for s in ff.shards()}["two"]["repositories"]
+    assert {name: answers(coordinator, name) for name in REPOSITORIES} == before
     ff.close()
 
 
