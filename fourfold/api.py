@@ -194,6 +194,7 @@ class Fourfold:
 
         if self.root is None:
             raise FourfoldError("give the folder to index")
+        self._served_id = None  # looked up again: it may have been removed meanwhile
         # A cheap model embeds while a big repository's graph is resolved (another may take
         # longer than the graph, and embeds after it), and in the parser processes where
         # the index holds none of its vectors yet. Later runs embed after parsing, only the
@@ -417,9 +418,11 @@ class Fourfold:
     def _require_index(self, repo_id: int | None = None) -> None:
         """Raise NotIndexedError unless the repository asked for (default: the one this
         object serves) has been indexed."""
-        if repo_id is not None and any(r.repo_id == repo_id and r.indexed_at
-                                       for r in self.store.repos(counts=False)):
-            return
+        if repo_id is not None:
+            if any(r.repo_id == repo_id and r.indexed_at
+                   for r in self.store.repos(counts=False)):
+                return
+            self.__dict__.get("_views", {}).pop(repo_id, None)  # removed, or never indexed
         if repo_id is None and self._served_id is not None:
             if any(held == self._served_id and when for held, when in self.store.generation()):
                 return
@@ -768,6 +771,13 @@ class Fourfold:
             raise QueryError("name the repositories to remove")
         held = {r.repo_id: r for r in self.store.repos()}
         asked = list(dict.fromkeys(self.repository(spec) for spec in repositories))
+        for repo_id in asked:  # nothing goes unless everything asked can
+            left = [name for name in self.store.sharing_documents(repo_id)
+                    if self.repository(name) not in asked]
+            if left:
+                raise QueryError(f"{held[repo_id].name} holds the documents of "
+                                 f"{', '.join(left)}, which share them: remove those first, "
+                                 "or name them too")
         # a family's first repository, which holds its documents, has the lowest id
         for repo_id in sorted(asked, reverse=True):
             with self.store.indexing_lock(held[repo_id].name, wait_s):

@@ -388,8 +388,8 @@ def cmd_token(args) -> int:
 
 def cmd_remove(args) -> int:
     """`fourfold remove REPOSITORY...`: take repositories out of a shared index."""
-    if args.store:
-        ff = Fourfold(None, store_url=args.store)
+    if args.store:  # with --index-dir too: refused, as by every command
+        ff = Fourfold(None, store_url=args.store, index_dir=args.index_dir)
     elif args.index_dir:
         if not holds_index(args.index_dir):
             raise FourfoldError(f"{args.index_dir} holds no index")

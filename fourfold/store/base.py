@@ -15,7 +15,7 @@ from enum import IntEnum
 from itertools import compress
 from typing import Any, Callable, Collection, Iterable, Iterator, NamedTuple, Sequence
 
-from ..errors import FourfoldError
+from ..errors import FourfoldError, QueryError
 from ..model import Chunk, Reference, Symbol
 
 
@@ -310,15 +310,25 @@ def codes_allowance_setting(repo_id: int, model: str) -> str:
     return f"codes_allowance:{repo_id}:{model}"
 
 
-def repository_settings(repo_id: int, root: str | None) -> list[str]:
-    """Every setting of one repository, as SQL LIKE patterns ('\\' escapes): what taking
-    the repository out of an index takes with it (its root's too, unless None: another
-    repository of the index has that root)."""
-    keys = [graph_behind_setting(repo_id), graph_version_setting(repo_id),
-            unfinished_setting(repo_id)] + ([f"max_file_bytes:{root}"] if root else [])
-    escaped = [key.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-               for key in keys]
-    return escaped + [codes_allowance_setting(repo_id, "").replace("_", "\\_") + "%"]
+def repository_settings(repo_id: int, root: str | None) -> tuple[list[str], list[str]]:
+    """Every setting of one repository: the names of its settings, and the prefixes of the
+    names of those it keeps per model; what taking the repository out takes with it (its
+    root's too, unless None: another repository of the index has that root)."""
+    names = [graph_behind_setting(repo_id), graph_version_setting(repo_id),
+             unfinished_setting(repo_id)] + ([f"max_file_bytes:{root}"] if root else [])
+    return names, [codes_allowance_setting(repo_id, "")]
+
+
+def removing_key(repo_id: int) -> str:
+    """The meta key that marks a repository whose removal began and has not finished: it
+    is not indexed again under its id (a process that held its graph or codes would take
+    the new ones for the old) until `remove` finishes."""
+    return f"removing:{repo_id}"
+
+
+def being_removed(name: str) -> QueryError:
+    return QueryError(f"repository {name!r} is being taken out of the index (a `fourfold "
+                      f"remove` was interrupted): run `fourfold remove {name}` again first")
 
 
 def codes_behind(store: Store, repo_id: int, model: str) -> bool:
@@ -824,6 +834,11 @@ class Store(ABC):
     def token_by_hash(self, token_hash: str) -> TokenRecord | None: ...
 
     # -- taking a repository out -------------------------------------------------------
+    def sharing_documents(self, repo_id: int) -> list[str]:
+        """The names of the other repositories whose documents this one holds (a server
+        family's first repository holds its branches'): it can only go after them."""
+        return []
+
     @abstractmethod
     def remove_repository(self, repo_id: int) -> None:
         """Take a repository out of the index with all only it holds: its files, the

@@ -75,8 +75,10 @@ class ChunkIndex:
         self._lock = threading.Lock()
 
     # -- reading --------------------------------------------------------------------------
-    def search(self, terms: Sequence[str], limit: int) -> list[tuple[int, float]]:
-        """(chunk id, BM25 score) of the best `limit` chunks holding any of the terms."""
+    def search(self, terms: Sequence[str], limit: int,
+               documents: Sequence[int] | None = None) -> list[tuple[int, float]]:
+        """(chunk id, BM25 score) of the best `limit` chunks holding any of the terms (of
+        these documents only, unless None)."""
         stems = dict.fromkeys(s for t in terms for s in self._analyzer.analyze(t))
         if not stems or limit <= 0:
             return []
@@ -86,6 +88,12 @@ class ChunkIndex:
         query = tantivy.Query.boolean_query(
             [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "text", s))
              for s in stems])
+        if documents is not None:  # scores unchanged: the filter adds 0
+            query = tantivy.Query.boolean_query([
+                (tantivy.Occur.Must, query),
+                (tantivy.Occur.Must, tantivy.Query.const_score_query(
+                    tantivy.Query.term_set_query(self._schema, "document", list(documents)),
+                    0.0))])
         try:
             hits = searcher.search(query, limit, count=False).hits
             ids = searcher.fast_field_values("chunk", [address for _, address in hits])

@@ -13,6 +13,7 @@ import itertools
 import math
 import operator
 import os
+import queue
 import re
 import threading
 import time
@@ -36,8 +37,8 @@ from . import postgres_postings as postings
 from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileRecord,
                    FileStamp, FileState, GraphInput, GraphPatch, HeldCodes, HeldRows,
                    PathKey, RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
-                   TokenRecord, coded, graph_version_setting, packed_ids,
-                   repository_settings, used_only)
+                   TokenRecord, being_removed, coded, graph_version_setting, packed_ids,
+                   removing_key, repository_settings, used_only)
 from .postgres_postings import HeldPostings
 from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, EdgeRow, clear_errors,
                          edge_columns_of, packed, packed_bytes, packed_codes, two_columns,
@@ -659,13 +660,24 @@ EDGES_A_ROW = 500_000  # a repository's graph edges a row of the edges table hol
 # repository's are searched in the database); FOURFOLD_CODES_MEMORY_MB sets it
 CODES_MEMORY_ENV = "FOURFOLD_CODES_MEMORY_MB"
 CODES_MEMORY_MB = 512
+# a grep's page of candidates not listed by the trigram index in this long is also asked
+# in path order (PostgresStore._first_answer)
+INDEXED_PAGE_MS = 150
+PATH_ORDER_WINDOW = 16_384  # files read in path order for such a page, at most
+# Checking each trigram candidate's text is most of a grep's listing, and parallel workers
+# share it; pg_trgm's estimate (a common pattern: a few files) makes them look too dear to
+# the planner otherwise. The kernel's `return 0;`: 0.64 s against 1.19 s. A server
+# configured without parallel workers stays so. For one transaction.
+_CHEAP_PARALLEL_WORKERS = ("SELECT set_config('parallel_setup_cost', '0', true), "
+                           "set_config('parallel_tuple_cost', '0', true)")
 TERM_COUNTS_SENT = 50_000  # BM25 term counts a statement writes
 TERM_COUNTS_HELD = 1_000_000  # and an indexing run holds before writing them
 
 # Methods that write: their failure keeps the last complete write and says so.
 _WRITES = frozenset({"ensure_repo", "mark_indexed", "mark_identity", "set_setting",
                      "write_batch", "replace_graph", "patch_graph", "put_vectors", "put_codes",
-                     "add_codes", "put_token", "revoke_token", "indexing_run", "tidy"})
+                     "add_codes", "put_token", "revoke_token", "indexing_run", "tidy",
+                     "remove_repository"})
 
 
 # -- the BM25 tokenizer: SQLite's "porter unicode61 tokenchars '_'", in Python ------------
@@ -905,17 +917,21 @@ class PostgresStore(Store):
                 "check --store") from None
 
     def _conn(self) -> psycopg.Connection:
+        """This thread's session."""
         conn = getattr(self._local, "conn", None)
         if conn is None or conn.closed:
-            conn = self._connect()
-            # JIT compiling costs a search hundreds of milliseconds and pays off only on
-            # scans far larger than a query's rows
-            # counting a question's terms per repository is a GROUP BY on the partition key:
-            # partitionwise, each shard counts its own (one round trip, not one per term)
-            conn.execute(f"SET search_path TO {SCHEMA}; SET jit = off; "
-                         "SET enable_partitionwise_aggregate = on; "
-                         "SET enable_partitionwise_join = on")
-            self._local.conn = conn
+            conn = self._local.conn = self._session()
+        return conn
+
+    def _session(self) -> psycopg.Connection:
+        conn = self._connect()
+        # JIT compiling costs a search hundreds of milliseconds and pays off only on
+        # scans far larger than a query's rows
+        # counting a question's terms per repository is a GROUP BY on the partition key:
+        # partitionwise, each shard counts its own (one round trip, not one per term)
+        conn.execute(f"SET search_path TO {SCHEMA}; SET jit = off; "
+                     "SET enable_partitionwise_aggregate = on; "
+                     "SET enable_partitionwise_join = on")
         return conn
 
     def _scrubbed(self, exc: Exception) -> str:
@@ -1129,6 +1145,8 @@ class PostgresStore(Store):
         repository) and is placed on the shard its family lives on."""
         conn = self._conn()
         row = conn.execute("SELECT id, root FROM repos WHERE name = %s", (name,)).fetchone()
+        if row is not None and self._meta(removing_key(row[0])) is not None:
+            raise being_removed(name)
         if row is not None and row[1] == root:
             return row[0]
         with conn.transaction(), conn.cursor() as cur:
@@ -1341,6 +1359,11 @@ class PostgresStore(Store):
                     mine)
 
     # -- taking a repository out ---------------------------------------------------------
+    def sharing_documents(self, repo_id: int) -> list[str]:
+        return [row[0] for row in self._query(
+            "SELECT name FROM repos WHERE home = %s AND id <> %s ORDER BY name",
+            (repo_id, repo_id))]
+
     def remove_repository(self, repo_id: int) -> None:
         """A branch's files go in an indexing run, which takes the documents no other
         repository of its family holds out of the family's word lists; a repository
@@ -1351,29 +1374,51 @@ class PostgresStore(Store):
         if not rows:
             raise FourfoldError(f"no repository with id {repo_id}")
         name, root, home, shard = rows[0]
-        sharing = [row[0] for row in self._query(
-            "SELECT name FROM repos WHERE home = %s AND id <> %s ORDER BY name",
-            (repo_id, repo_id))]
+        sharing = self.sharing_documents(repo_id)
         if sharing:
             raise QueryError(f"{name} holds the documents of {', '.join(sharing)}, which "
                              "share them: remove those first (or name them all, and it last)")
         same_root = self._query("SELECT 1 FROM repos WHERE root = %s AND id <> %s",
                                 (root, repo_id))
+        names, prefixes = repository_settings(repo_id, None if same_root else root)
         conn = self._conn()
         with conn.transaction(), conn.cursor() as cur:  # first it stops answering
             cur.execute("UPDATE repos SET indexed_at = NULL WHERE id = %s", (repo_id,))
+            self._set_meta(conn, removing_key(repo_id), "1")
             for table in ("edges", "symbol_rank", "graph_inputs", "file_rank", "chunk_codes",
                           "code_means", "code_changes"):
                 cur.execute(sql.SQL("DELETE FROM {} WHERE repo_id = %s").format(
                     sql.Identifier(table)), (repo_id,))
-            cur.execute("DELETE FROM meta WHERE key = %s", (f"parser:{repo_id}",))
-            for pattern in repository_settings(repo_id, None if same_root else root):
-                cur.execute("DELETE FROM meta WHERE key LIKE %s", ("setting:" + pattern,))
+            cur.execute("DELETE FROM meta WHERE key = ANY(%s)",
+                        ([f"parser:{repo_id}"] + ["setting:" + n for n in names],))
+            for prefix in prefixes:
+                cur.execute("DELETE FROM meta WHERE starts_with(key, %s)", ("setting:" + prefix,))
         if home != repo_id:  # its files, and the documents no other one of its family holds
             with self.indexing_run(), conn.transaction(), conn.cursor() as cur:
                 gone = cur.execute("DELETE FROM files WHERE repo_id = %s RETURNING document_id",
                                    (repo_id,)).fetchall()
                 self._delete_documents(cur, home, sorted({row[0] for row in gone}))
+        self._take_out_rows(repo_id, shard)
+        self._homes.pop(repo_id, None)
+        # The vectors no chunk uses go in a transaction of their own, which reads every
+        # shard's chunks: while one does not answer they stay (a cache; the next removal
+        # takes them).
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                for model, gone in cur.execute(
+                        "WITH gone AS (DELETE FROM vectors v WHERE NOT EXISTS (SELECT FROM "
+                        "chunks c WHERE c.embed_hash = v.embed_hash) RETURNING model) "
+                        "SELECT model, count(*) FROM gone GROUP BY model").fetchall():
+                    cur.execute("UPDATE vector_totals SET vectors = vectors - %s "
+                                "WHERE model = %s", (gone, model))
+        except psycopg.Error as exc:
+            if self._shard_failure(exc) is None:
+                raise
+
+    def _take_out_rows(self, repo_id: int, shard: str | None) -> None:
+        """The last of a removal, in one transaction: every row left under the
+        repository's id, and the id itself (out of its shard's bounds too)."""
+        conn = self._conn()
         with conn.transaction(), conn.cursor() as cur:
             if shard is not None:
                 cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
@@ -1381,17 +1426,11 @@ class PostgresStore(Store):
                 cur.execute(sql.SQL("DELETE FROM {} WHERE repo_id = %s").format(
                     sql.Identifier(table)), (repo_id,))
             cur.execute("DELETE FROM repos WHERE id = %s", (repo_id,))
+            cur.execute("DELETE FROM meta WHERE key = %s", (removing_key(repo_id),))
             if shard is not None:
                 from .postgres_shards import rebound
 
                 rebound(cur, shard)
-            for model, gone in cur.execute(
-                    "WITH gone AS (DELETE FROM vectors v WHERE NOT EXISTS (SELECT FROM chunks c "
-                    "WHERE c.embed_hash = v.embed_hash) RETURNING model) "
-                    "SELECT model, count(*) FROM gone GROUP BY model").fetchall():
-                cur.execute("UPDATE vector_totals SET vectors = vectors - %s WHERE model = %s",
-                            (gone, model))
-        self._homes.pop(repo_id, None)
 
     @staticmethod
     def _new_ids(cur: psycopg.Cursor, repo_id: int, count: int) -> list[int]:
@@ -1640,17 +1679,112 @@ class PostgresStore(Store):
             params.append(limit)
         if required is None:
             rows = self._query(query, params)
+        elif limit is not None and self._may_race(self._conn()):
+            rows = self._first_answer(
+                [(query, params, 0),
+                 (*self._path_ordered_page(required, repo_id, after, limit, case_sensitive),
+                  limit)], INDEXED_PAGE_MS / 1000)
         else:
             conn = self._conn()
             with conn.transaction():
-                # Checking each trigram candidate's text is most of the work, and parallel
-                # workers share it; pg_trgm's estimate (a common pattern: a few files) makes
-                # them look too dear to the planner otherwise. The kernel's `return 0;`:
-                # 0.64 s against 1.19 s. A server configured without parallel workers stays so.
-                conn.execute("SELECT set_config('parallel_setup_cost', '0', true), "
-                             "set_config('parallel_tuple_cost', '0', true)")
+                conn.execute(_CHEAP_PARALLEL_WORKERS)
                 rows = conn.execute(query, params).fetchall()
         return [(StoredFile(*row[:5]), row[5]) for row in rows]
+
+    @staticmethod
+    def _may_race(conn: psycopg.Connection) -> bool:
+        """Whether this session may be given to _first_answer: not inside a caller's
+        transaction (it may be closed)."""
+        return conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+    def _first_answer(self, queries: list[tuple[str, list, int]], later_s: float
+                      ) -> list[tuple]:
+        """The rows of whichever query answers first with at least as many rows as it
+        names: the first on this thread's session at once, the others each on a session of
+        its own once the first has not answered in `later_s` (each with parallel workers
+        as cheap as trigram_candidates makes them). A grep's page of candidates by the
+        trigram index checks all of them before the first by path are known: tens of
+        thousands for a common pattern, whose page comes at once in path order (the other
+        query: each of the next PATH_ORDER_WINDOW files checked as it comes; a pattern
+        whose trigrams are common and whose text is rare fills no page there). The queries
+        still running are cancelled (also when the caller is interrupted), and every
+        session a cancel was sent to is closed: a cancel can reach a session's next
+        command."""
+        answers: queue.SimpleQueue = queue.SimpleQueue()
+
+        def run(conn: psycopg.Connection, statement: str, params: list, wanted: int) -> None:
+            try:
+                with conn.transaction():
+                    conn.execute(_CHEAP_PARALLEL_WORKERS)
+                    rows = conn.execute(statement, params).fetchall()
+                answers.put((conn, rows if len(rows) >= wanted else None, None))
+            except BaseException as exc:  # cancelled, or handed to the caller
+                answers.put((conn, None, exc))
+
+        def start(conn: psycopg.Connection, statement: str, params: list, wanted: int) -> None:
+            threads[conn] = threading.Thread(target=run, args=(conn, statement, params, wanted),
+                                             daemon=True)
+            threads[conn].start()
+
+        threads: dict[psycopg.Connection, threading.Thread] = {}
+        answered: set[psycopg.Connection] = set()
+        try:
+            start(self._conn(), *queries[0])
+            try:
+                got = [answers.get(timeout=later_s)]
+            except queue.Empty:
+                got = []
+                for query in queries[1:]:
+                    start(self._session(), *query)
+            failure = None
+            while len(answered) < len(threads):
+                conn, rows, exc = got.pop() if got else answers.get()
+                answered.add(conn)
+                if rows is not None:
+                    return rows
+                failure = failure or exc
+            raise failure or FourfoldError("no query gave enough rows")
+        finally:
+            # again until each ends: a cancel that comes before its query starts is lost
+            for conn, thread in threads.items():
+                cancelled = False
+                while conn not in answered and thread.is_alive():
+                    conn.cancel()
+                    cancelled = True
+                    thread.join(0.05)
+                thread.join()
+                if cancelled or conn is not self._local.conn:
+                    conn.close()  # this thread's own connects again when next asked
+
+    def _path_ordered_page(self, required: RequiredText, repo_id: int | None,
+                           after: PathKey | None, limit: int, case_sensitive: bool
+                           ) -> tuple[str, list]:
+        """The SQL of a page of candidate files among the next PATH_ORDER_WINDOW files in
+        path order, each one's text checked as it comes (a lateral subquery with a limit
+        is never flattened into a join: it runs once per file, in the files' order). It is
+        the page only where it holds `limit` files."""
+        params: list = []
+        mine = ""
+        if repo_id:
+            mine = " AND f.repo_id = %s"
+            params.append(repo_id)
+        else:
+            reachable, more = self._reachable("f.repo_id")
+            mine, params = reachable, params + more
+        if after is not None:
+            mine += " AND (f.path, f.id) > (%s, %s)"
+            params += after
+        home = "%s" if repo_id else "f.home"
+        if repo_id:
+            params.append(self._home(repo_id))
+        condition = text_condition(required, params, case_sensitive)
+        params.append(limit)
+        return (f"SELECT {FILE_COLS}, f.hash FROM (SELECT f.*, r.home FROM files f JOIN repos r "
+                f"ON r.id = f.repo_id WHERE true{mine} ORDER BY f.path, f.id "
+                f"LIMIT {PATH_ORDER_WINDOW}) f "
+                "CROSS JOIN LATERAL (SELECT FROM contents c WHERE c.document_id = f.document_id "
+                f"AND c.repo_id = {home} AND {condition} LIMIT 1) held "
+                "ORDER BY f.path, f.id LIMIT %s", params)
 
     def contents(self, file_ids: Iterable[int]) -> dict[int, str]:
         file_ids = list(file_ids)

@@ -31,7 +31,8 @@ from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileSt
                    GraphInput, GraphPatch, HeldCodes, compress_references,
                    decompress_references, graph_version_setting, packed_ids, PathKey,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
-                   TokenRecord, repository_settings)
+                   TokenRecord, being_removed, removing_key,
+                   repository_settings)
 from .chunk_index import ChunkIndex, weighted_text
 from .index_dir import CHUNK_INDEX_NAME, IndexLock
 from .sql_common import (CHUNK_COLS, FILE_COLS, EdgeRow, clear_errors, edge_columns_of,
@@ -82,7 +83,7 @@ LAST_REPO_ID = "last_repo_id"
 REPOSITORY_ROWS = ("edges", "symbol_rank", "file_rank", "codes", "code_means", "code_changes",
                    "code_snapshots", "graph_inputs")
 REMOVED_A_BATCH = 2_000  # files a removal takes out in one transaction
-COMPACTED_FREE_SHARE = 0.25  # a removal leaving more of the database free compacts it
+COMPACTED_FREE_SHARE = 0.5  # a removal leaving more of the database free compacts it
 
 # A document is what the index derives from one path with one content, read by one parser:
 # its text, symbols, chunks and references. A file is a repository's path at a document, so
@@ -375,6 +376,8 @@ class SQLiteStore(Store):
         self._run_hashes: set[str] = set()
         self._awaiting: dict[str, tuple[str, set[str]]] = {}
         self._document_orders: dict[int | None, _DocumentOrder] = {}  # by repository
+        # by repository: (the files' version, the documents its files hold)
+        self._documents_held: dict[int, tuple[str | None, list[int]]] = {}
         conn = self._conn()
         if not readonly:
             version = self._schema_version(conn)
@@ -519,8 +522,10 @@ class SQLiteStore(Store):
     # -- repositories and files ---------------------------------------------------------
     def ensure_repo(self, root: str, name: str) -> int:
         conn = self._conn()
-        row = conn.execute("SELECT id FROM repos WHERE root=?", (root,)).fetchone()
+        row = conn.execute("SELECT id, name FROM repos WHERE root=?", (root,)).fetchone()
         if row:
+            if conn.execute("SELECT 1 FROM meta WHERE key=?", (removing_key(row[0]),)).fetchone():
+                raise being_removed(row[1])
             return row[0]
         with conn:
             conn.execute("BEGIN IMMEDIATE")
@@ -528,6 +533,9 @@ class SQLiteStore(Store):
             # name whose folder is gone moves to the new one (the folder was moved), as a
             # server's does.
             held = conn.execute("SELECT id, root FROM repos WHERE name=?", (name,)).fetchone()
+            if held and conn.execute("SELECT 1 FROM meta WHERE key=?",
+                                     (removing_key(held[0]),)).fetchone():
+                raise being_removed(name)
             if held and not os.path.isdir(held[1]):
                 conn.execute("UPDATE repos SET root=? WHERE id=?", (root, held[0]))
                 return held[0]
@@ -733,15 +741,17 @@ class SQLiteStore(Store):
         root = conn.execute("SELECT root FROM repos WHERE id=?", (repo_id,)).fetchone()
         if root is None:
             raise FourfoldError(f"no repository with id {repo_id}")
+        names, prefixes = repository_settings(repo_id, root[0])
         with conn:  # first it stops answering, and its graph and codes go
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("UPDATE repos SET indexed_at=NULL WHERE id=?", (repo_id,))
+            conn.execute("INSERT OR REPLACE INTO meta VALUES(?, '1')", (removing_key(repo_id),))
             for table in REPOSITORY_ROWS:
                 conn.execute(f"DELETE FROM {table} WHERE repo_id=?", (repo_id,))
-            conn.execute("DELETE FROM meta WHERE key=?", (f"parser:{repo_id}",))
-            for pattern in repository_settings(repo_id, root[0]):
-                conn.execute("DELETE FROM meta WHERE key LIKE ? ESCAPE '\\'",
-                             ("setting:" + pattern,))
+            conn.executemany("DELETE FROM meta WHERE key=?",
+                             [(f"parser:{repo_id}",)] + [("setting:" + n,) for n in names])
+            conn.executemany("DELETE FROM meta WHERE substr(key, 1, ?) = ?",
+                             [(len("setting:" + p), "setting:" + p) for p in prefixes])
         # then its files, as an index run that finds them all deleted takes them out
         paths = [row[0] for row in self._query("SELECT path FROM files WHERE repo_id=? "
                                                "ORDER BY path", (repo_id,))]
@@ -751,18 +761,31 @@ class SQLiteStore(Store):
         with conn:
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("INSERT INTO meta VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET "
-                         "value = max(CAST(value AS INTEGER), excluded.value)",
+                         "value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
                          (LAST_REPO_ID, repo_id))
             conn.execute("DELETE FROM repos WHERE id=?", (repo_id,))
+            conn.execute("DELETE FROM meta WHERE key=?", (removing_key(repo_id),))
             conn.execute("DELETE FROM vectors WHERE embed_hash NOT IN "
                          "(SELECT embed_hash FROM chunks WHERE embed_hash IS NOT NULL)")
-        # freed pages are reused by later writes; where they are much of the file, the
-        # space goes back to the disk (VACUUM writes the database anew: ~1 s per 100 MB)
+        self._compact()
+
+    def _compact(self) -> None:
+        """Where more than COMPACTED_FREE_SHARE of the database is free pages, give them
+        back to the disk (VACUUM writes the rest anew: about 1 s per 100 MB, at most what
+        was freed) unless a reader holds the database now (the pages are reused later)."""
+        conn = self._conn()
         pages, free = (conn.execute(f"PRAGMA {count}").fetchone()[0]
                        for count in ("page_count", "freelist_count"))
-        if free > pages * COMPACTED_FREE_SHARE:
+        if free <= pages * COMPACTED_FREE_SHARE:
+            return
+        conn.execute("PRAGMA busy_timeout=0")
+        try:
             conn.execute("VACUUM")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.OperationalError:  # busy: another connection reads or writes
+            pass
+        finally:
+            conn.execute(f"PRAGMA busy_timeout={int(CONNECT_WAIT_S * 1000)}")
 
     # -- documents shared by branches and copies -----------------------------------------------
     def parsed_hashes(self, parser: str) -> set[str]:
@@ -948,21 +971,25 @@ class SQLiteStore(Store):
                     ) -> list[tuple[StoredChunk, float]]:
         if not terms or limit <= 0:
             return []
-        # In an index of several repositories the best chunks may lie in the others: more
-        # are asked for until enough are this repository's, or there are no more.
+        # in an index of several repositories, only this one's documents are searched
         several = bool(repo_id) and self._query("SELECT count(*) FROM repos")[0][0] > 1
-        wanted = limit * 4 if several else limit
-        while True:
-            ranked = self._chunk_index.search(terms, wanted)
-            found: dict[int, list[StoredChunk]] = {}
-            for chunk in self.chunks([chunk_id for chunk_id, _ in ranked],
-                                     repo_id if several else None):
-                found.setdefault(chunk.chunk_id, []).append(chunk)  # one per file holding it
-            out = [(chunk, score) for chunk_id, score in ranked
-                   for chunk in found.get(chunk_id, ())]
-            if len(out) >= limit or len(ranked) < wanted:
-                return out[:limit]
-            wanted *= 4
+        ranked = self._chunk_index.search(
+            terms, limit, self._documents_of(repo_id) if several else None)
+        found: dict[int, list[StoredChunk]] = {}
+        for chunk in self.chunks([chunk_id for chunk_id, _ in ranked],
+                                 repo_id if several else None):
+            found.setdefault(chunk.chunk_id, []).append(chunk)  # one per file holding it
+        return [(chunk, score) for chunk_id, score in ranked
+                for chunk in found.get(chunk_id, ())][:limit]
+
+    def _documents_of(self, repo_id: int) -> list[int]:
+        """The documents a repository's files hold, kept until the files change."""
+        version = self._meta(FILES_VERSION)
+        held = self._documents_held.get(repo_id)
+        if held is None or held[0] != version:
+            held = self._documents_held[repo_id] = (version, [row[0] for row in self._query(
+                "SELECT DISTINCT document_id FROM files WHERE repo_id=?", (repo_id,))])
+        return held[1]
 
     def chunks(self, chunk_ids: Iterable[int], repo_id: int | None = None
                ) -> list[StoredChunk]:

@@ -18,7 +18,8 @@ import psycopg
 import pytest
 
 from fourfold.errors import FourfoldError, IndexBusyError, IndexWriteError
-from fourfold.store.base import BM25_COLUMN_WEIGHTS, FileRecord, FileStamp, StoredChunk
+from fourfold.store.base import (BM25_COLUMN_WEIGHTS, FileRecord, FileStamp, StoredChunk,
+                                 StoredFile)
 from fourfold.store.postgres import SCHEMA_VERSION, PostgresStore, index_terms
 from fourfold.store.sqlite import SQLiteStore
 from fourfold.tokens import token_text
@@ -188,6 +189,101 @@ def test_trigram_candidates_agree_with_sqlite_on_hostile_literals(postgres_url, 
                              if any(literal in text for literal in literals)), required
     for opened in stores:
         opened.close()
+
+
+def _many_files(store: PostgresStore) -> tuple[int, int, int]:
+    """Three repositories (two of one family) of 40 files holding "return 0;" or not, at
+    the same paths, some of one branch's changed."""
+    def records(changed: bool) -> list[FileRecord]:
+        texts = {f"src/f{i:02}.c": ("int x;\nreturn 0;\n" if i % 3 else "int y;\n")
+                 for i in range(40)}
+        if changed:
+            texts.update({f"src/f{i:02}.c": "return 1;\n" for i in range(0, 40, 4)})
+        return [FileRecord(path, FileStamp(len(text), 1, 1, 1), f"h-{path}-{text}", "c", 0,
+                           text) for path, text in texts.items()]
+
+    ids = (store.ensure_repo("/src/a", "acme/a"), store.ensure_repo("/src/a2", "acme/a@b"),
+           store.ensure_repo("/src/z", "acme/z"))
+    for repo_id, changed in zip(ids, (False, True, False)):
+        store.write_batch(repo_id, records(changed), [], [])
+    return ids
+
+
+def test_a_page_of_candidates_in_path_order_is_the_trigram_index_s_page(store):
+    """The two ways of listing a page of a grep's candidate files give the same page, for
+    one repository (a branch sharing its family's documents) or all, from any key."""
+    ids = _many_files(store)
+    conn = store._conn()
+    for required in ["return 0;", "RETURN", ("or", ["int y", "return 1"]), "nowhere"]:
+        for repo_id in (*ids, None):
+            everything = store.trigram_candidates(required, repo_id)
+            for limit in (1, 7, 100):
+                keys = [None] + [(f.path, f.file_id) for f, _ in everything[:12:5]]
+                for after in keys:
+                    indexed = store.trigram_candidates(required, repo_id, after=after,
+                                                       limit=limit)
+                    in_order = [(StoredFile(*row[:5]), row[5]) for row in conn.execute(
+                        *store._path_ordered_page(required, repo_id, after, limit, False))]
+                    assert in_order == indexed, (required, repo_id, limit, after)
+                    assert len(indexed) == min(limit, sum(
+                        1 for f, _ in everything if after is None or (f.path, f.file_id) > after))
+
+
+def test_a_slow_page_of_candidates_is_also_asked_in_path_order(store, postgres_url,
+                                                               monkeypatch):
+    """Where the trigram index does not answer within INDEXED_PAGE_MS (here: its table
+    locked for a moment), the page is asked in path order too, on a session of its own;
+    the first answer is the same page."""
+    import fourfold.store.postgres as postgres_store
+
+    a, _, _ = _many_files(store)
+    expected = store.trigram_candidates("return 0;", a, limit=10)
+    sessions = []
+    original = PostgresStore._session
+    monkeypatch.setattr(PostgresStore, "_session",
+                        lambda self: sessions.append(1) or original(self))
+    monkeypatch.setattr(postgres_store, "INDEXED_PAGE_MS", 50)
+    assert store.trigram_candidates("return 0;", a, limit=10) == expected
+    assert sessions == []  # answered in time: no second session
+    with psycopg.connect(postgres_url) as holder:
+        holder.execute("LOCK TABLE fourfold.contents IN ACCESS EXCLUSIVE MODE")
+        threading.Timer(0.5, holder.commit).start()
+        started = time.monotonic()
+        assert store.trigram_candidates("return 0;", a, limit=10) == expected
+        assert time.monotonic() - started >= 0.4  # it waited for the lock, then listed
+    # a second session (and this thread's own again, if the path order answered first)
+    assert 1 <= len(sessions) <= 2
+    conn = store._conn()
+    made = len(sessions)
+    with conn.transaction():  # inside a caller's transaction it only asks the index
+        assert store.trigram_candidates("return 0;", a, limit=10) == expected
+        assert conn.execute("SELECT 1").fetchall() == [(1,)]
+    assert len(sessions) == made
+
+
+def test_the_first_of_two_queries_to_answer_is_taken_and_the_other_cancelled(
+        store, postgres_url):
+    slow, quick = ("SELECT pg_sleep(20), 1", [], 0), ("SELECT %s", [7], 0)
+    for _ in range(3):  # the other may not have begun when the first answers
+        for queries, later_s in (([slow, quick], 0.05), ([quick, slow], 0.0)):
+            started = time.monotonic()
+            assert store._first_answer(queries, later_s) == [(7,)]
+            assert time.monotonic() - started < 5
+            assert store._query("SELECT 2") == [(2,)]  # its own session, anew if cancelled
+    with pytest.raises(psycopg.errors.DivisionByZero):
+        store._first_answer([("SELECT 1 / 0", [], 0), ("SELECT 1 / 0", [], 0)], 0.0)
+    # an answer of fewer rows than its query names is no answer: a page not filled
+    assert store._first_answer([("SELECT 1 FROM pg_sleep(0.3)", [], 0),
+                                ("SELECT 5", [], 2)], 0.0) == [(1,)]
+    with psycopg.connect(postgres_url, autocommit=True) as admin:  # the others are closed
+        for _ in range(40):
+            others = admin.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                                   "current_database() AND pid <> pg_backend_pid()"
+                                   ).fetchone()[0]
+            if others <= 1:  # the store's own
+                break
+            time.sleep(0.05)
+        assert others <= 1
 
 
 # -- hostile text ---------------------------------------------------------------------------
