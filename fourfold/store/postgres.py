@@ -664,6 +664,7 @@ CODES_MEMORY_MB = 512
 # in path order (PostgresStore._first_answer)
 INDEXED_PAGE_MS = 150
 PATH_ORDER_WINDOW = 16_384  # files read in path order for such a page, at most
+CANCEL_WAIT_S = 2.0  # how long a request to cancel a query may take to be sent
 # Checking each trigram candidate's text is most of a grep's listing, and parallel workers
 # share it; pg_trgm's estimate (a common pattern: a few files) makes them look too dear to
 # the planner otherwise. The kernel's `return 0;`: 0.64 s against 1.19 s. A server
@@ -1679,11 +1680,11 @@ class PostgresStore(Store):
             params.append(limit)
         if required is None:
             rows = self._query(query, params)
-        elif limit is not None and self._may_race(self._conn()):
-            rows = self._first_answer(
-                [(query, params, 0),
-                 (*self._path_ordered_page(required, repo_id, after, limit, case_sensitive),
-                  limit)], INDEXED_PAGE_MS / 1000)
+        elif limit is not None and limit * 16 <= PATH_ORDER_WINDOW and self._may_race(
+                self._conn()):  # a larger page is seldom filled in the window
+            rows = self._first_answer((query, params, 0), lambda: [
+                (*self._path_ordered_page(required, repo_id, after, limit, case_sensitive),
+                 limit)], INDEXED_PAGE_MS / 1000)
         else:
             conn = self._conn()
             with conn.transaction():
@@ -1697,12 +1698,14 @@ class PostgresStore(Store):
         transaction (it may be closed)."""
         return conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
 
-    def _first_answer(self, queries: list[tuple[str, list, int]], later_s: float
+    def _first_answer(self, first: tuple[str, list, int],
+                      later: Callable[[], list[tuple[str, list, int]]], later_s: float
                       ) -> list[tuple]:
         """The rows of whichever query answers first with at least as many rows as it
-        names: the first on this thread's session at once, the others each on a session of
-        its own once the first has not answered in `later_s` (each with parallel workers
-        as cheap as trigram_candidates makes them). A grep's page of candidates by the
+        names: `first` on this thread's session at once, the `later` ones each on a session
+        of its own once the first has not answered in `later_s` (not where no session can
+        be opened now; each with parallel workers as cheap as trigram_candidates makes
+        them). A grep's page of candidates by the
         trigram index checks all of them before the first by path are known: tens of
         thousands for a common pattern, whose page comes at once in path order (the other
         query: each of the next PATH_ORDER_WINDOW files checked as it comes; a pattern
@@ -1729,13 +1732,17 @@ class PostgresStore(Store):
         threads: dict[psycopg.Connection, threading.Thread] = {}
         answered: set[psycopg.Connection] = set()
         try:
-            start(self._conn(), *queries[0])
+            start(self._conn(), *first)
             try:
                 got = [answers.get(timeout=later_s)]
             except queue.Empty:
                 got = []
-                for query in queries[1:]:
-                    start(self._session(), *query)
+                for query in later():
+                    try:
+                        session = self._session()
+                    except FourfoldError:  # the server takes no more sessions now
+                        break
+                    start(session, *query)
             failure = None
             while len(answered) < len(threads):
                 conn, rows, exc = got.pop() if got else answers.get()
@@ -1749,7 +1756,10 @@ class PostgresStore(Store):
             for conn, thread in threads.items():
                 cancelled = False
                 while conn not in answered and thread.is_alive():
-                    conn.cancel()
+                    try:
+                        conn.cancel_safe(timeout=CANCEL_WAIT_S)
+                    except (psycopg.Error, OSError):  # the server is gone: the query ends too
+                        pass
                     cancelled = True
                     thread.join(0.05)
                 thread.join()
