@@ -422,11 +422,11 @@ class Fourfold:
             if any(r.repo_id == repo_id and r.indexed_at
                    for r in self.store.repos(counts=False)):
                 return
-            self.__dict__.get("_views", {}).pop(repo_id, None)  # removed, or never indexed
+            self._let_go(repo_id)  # removed, or never indexed
         if repo_id is None and self._served_id is not None:
             if any(held == self._served_id and when for held, when in self.store.generation()):
                 return
-            self._served_id = None  # taken out of the index (remove_repositories) meanwhile
+            self._let_go(self._served_id)  # taken out (remove_repositories) meanwhile
         if repo_id is None and self.is_indexed():
             return
         if self.store_url is None and not self._named:
@@ -549,6 +549,14 @@ class Fourfold:
             view.snapshots = Snapshots(view.store, lambda: view._in(None))
             views[repo_id] = view
         return view
+
+    def _let_go(self, repo_id: int) -> None:
+        """Forget a repository that is not (or no longer) in the index: its view, and what
+        the store holds of it in this process."""
+        self.__dict__.get("_views", {}).pop(repo_id, None)
+        self.store.forget_repository(repo_id)
+        if repo_id == self._served_id:
+            self._served_id = None
 
     def _repo_of_file(self) -> dict[int, int]:
         """file id -> repository id, for this generation of the index."""
@@ -769,8 +777,8 @@ class Fourfold:
         documents: named together, the branches go first."""
         if not repositories:
             raise QueryError("name the repositories to remove")
-        held = {r.repo_id: r for r in self.store.repos()}
         asked = list(dict.fromkeys(self.repository(spec) for spec in repositories))
+        held = {r.repo_id: r for r in self.store.repos(only=asked)}
         for repo_id in asked:  # nothing goes unless everything asked can
             left = [name for name in self.store.sharing_documents(repo_id)
                     if self.repository(name) not in asked]
@@ -782,9 +790,7 @@ class Fourfold:
         for repo_id in sorted(asked, reverse=True):
             with self.store.indexing_lock(held[repo_id].name, wait_s):
                 self.store.remove_repository(repo_id)
-            self.__dict__.get("_views", {}).pop(repo_id, None)
-            if repo_id == self._served_id:
-                self._served_id = None
+            self._let_go(repo_id)
         return [_repository_facts(held[repo_id]) for repo_id in asked]
 
     # -- shards (a server store spread over several PostgreSQL servers) ------------------

@@ -413,6 +413,12 @@ class HeldCodes:
             self._held.move_to_end(key)
             return held[1]
 
+    def forget(self, repo_id: int) -> None:
+        """Let go of a repository's codes (of every model)."""
+        with self._lock:
+            for key in [key for key in self._held if key[0] == repo_id]:
+                del self._held[key]
+
     def held(self, key: tuple[int, str]) -> tuple[int, HeldRows] | None:
         """(version, rows) held, whatever their version."""
         with self._lock:
@@ -516,8 +522,10 @@ class Store(ABC):
     def ensure_repo(self, root: str, name: str) -> int: ...
 
     @abstractmethod
-    def repos(self, counts: bool = True) -> list[RepoInfo]:
-        """Indexed repositories; counts=False skips the (slower) file/chunk/symbol counts."""
+    def repos(self, counts: bool = True, only: Collection[int] | None = None
+              ) -> list[RepoInfo]:
+        """Indexed repositories (those of the ids in `only`, unless None); counts=False
+        skips the (slower) file/chunk/symbol counts."""
 
     @abstractmethod
     def mark_indexed(self, repo_id: int, when: float, parser: str) -> None:
@@ -532,6 +540,10 @@ class Store(ABC):
         """Give back what this process's connection caches (before a big process forks: a
         child would hold its copy for as long as it runs). A store that caches nothing in
         this process does nothing."""
+
+    def forget_repository(self, repo_id: int) -> None:
+        """Let go of what this process holds of a repository taken out of the index. A
+        store that holds nothing of one does nothing."""
 
     @abstractmethod
     def parser_of(self, repo_id: int) -> str | None:

@@ -1184,11 +1184,14 @@ class PostgresStore(Store):
         return [row[0] for row in self._query(
             "SELECT id FROM repos WHERE home = ANY(%s) ORDER BY id", (list(homes),))]
 
-    def repos(self, counts: bool = True) -> list[RepoInfo]:
+    def repos(self, counts: bool = True, only: Collection[int] | None = None
+              ) -> list[RepoInfo]:
         out = []
         down = self.unreachable_repositories() if counts else {}
         for repo_id, root, name, indexed_at, shard, home in self._query(
                 "SELECT id, root, name, indexed_at, shard, home FROM repos ORDER BY id"):
+            if only is not None and repo_id not in only:
+                continue
             if not counts or repo_id in down:
                 out.append(RepoInfo(repo_id, root, name, indexed_at, 0, 0, 0, 0, {}, shard,
                                     down.get(repo_id)))
@@ -1360,6 +1363,10 @@ class PostgresStore(Store):
                     mine)
 
     # -- taking a repository out ---------------------------------------------------------
+    def forget_repository(self, repo_id: int) -> None:
+        self._codes.forget(repo_id)
+        self._homes.pop(repo_id, None)
+
     def sharing_documents(self, repo_id: int) -> list[str]:
         return [row[0] for row in self._query(
             "SELECT name FROM repos WHERE home = %s AND id <> %s ORDER BY name",
@@ -1400,7 +1407,7 @@ class PostgresStore(Store):
                                    (repo_id,)).fetchall()
                 self._delete_documents(cur, home, sorted({row[0] for row in gone}))
         self._take_out_rows(repo_id, shard)
-        self._homes.pop(repo_id, None)
+        self.forget_repository(repo_id)
         # The vectors no chunk uses go in a transaction of their own, which reads every
         # shard's chunks: while one does not answer they stay (a cache; the next removal
         # takes them).

@@ -550,10 +550,13 @@ class SQLiteStore(Store):
             return conn.execute("INSERT INTO repos(id, root, name) VALUES(?, ?, ?)",
                                 (last + 1, root, name)).lastrowid
 
-    def repos(self, counts: bool = True) -> list[RepoInfo]:
+    def repos(self, counts: bool = True, only: Collection[int] | None = None
+              ) -> list[RepoInfo]:
         out = []
         for repo_id, root, name, indexed_at in self._query(
                 "SELECT id, root, name, indexed_at FROM repos ORDER BY id"):
+            if only is not None and repo_id not in only:
+                continue
             if not counts:
                 out.append(RepoInfo(repo_id, root, name, indexed_at, 0, 0, 0, 0, {}))
                 continue
@@ -582,6 +585,10 @@ class SQLiteStore(Store):
 
     def release_memory(self) -> None:
         self._conn().execute("PRAGMA shrink_memory")
+
+    def forget_repository(self, repo_id: int) -> None:
+        self._codes.forget(repo_id)
+        self._documents_held.pop(repo_id, None)
 
     def merge_text_indexes(self) -> None:
         # A bulk load leaves the symbol token index in many segments, which the commit of the
@@ -767,7 +774,7 @@ class SQLiteStore(Store):
             conn.execute("DELETE FROM meta WHERE key=?", (removing_key(repo_id),))
             conn.execute("DELETE FROM vectors WHERE embed_hash NOT IN "
                          "(SELECT embed_hash FROM chunks WHERE embed_hash IS NOT NULL)")
-        self._documents_held.pop(repo_id, None)
+        self.forget_repository(repo_id)
         self._compact()
 
     def _compact(self) -> None:

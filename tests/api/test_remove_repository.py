@@ -90,7 +90,10 @@ def test_a_removed_repository_leaves_nothing_and_the_others_answer_as_before(
     before = answers(auth)
     model = auth.semantic.embedder.name
     vectors, billing_id = auth.store.vector_count(model), billing.repo_id()
+    billing.search("render invoice", modalities=("semantic",))
+    assert billing.store._codes.held((billing_id, model)) is not None
     assert rows_naming(where, billing_id)  # the check below can see rows where there are
+    assert [r.name for r in auth.store.repos(only=[billing_id])] == ["acme/billing"]
     removed = auth.remove_repositories(["acme/billing"])
     assert [(r["name"], r["files"]) for r in removed] == [("acme/billing", 2)]
     assert auth.repository_names() == ["acme/auth"]
@@ -108,6 +111,7 @@ def test_a_removed_repository_leaves_nothing_and_the_others_answer_as_before(
     assert [m.path for m in auth.grep("def ")] == ["session.py", "util.py"]
     with pytest.raises((NotIndexedError, QueryError)):
         billing.search("render invoice")
+    assert billing.store._codes.held((billing_id, model)) is None  # let go, in that process
     with pytest.raises(QueryError, match="unknown repository 'acme/billing'"):
         auth.remove_repositories(["acme/billing"])
     # indexed again, it is a new repository with a new id, and answers as before
