@@ -418,15 +418,18 @@ class Fourfold:
     def _require_index(self, repo_id: int | None = None) -> None:
         """Raise NotIndexedError unless the repository asked for (default: the one this
         object serves) has been indexed."""
+        indexed_at = dict(self.store.generation())  # repository id -> when (None: not yet)
+        for gone in set(self.__dict__.get("_views", ())) - set(indexed_at):
+            self._let_go(gone)  # taken out of the index (remove_repositories) meanwhile
         if repo_id is not None:
-            if any(r.repo_id == repo_id and r.indexed_at
-                   for r in self.store.repos(counts=False)):
+            if indexed_at.get(repo_id):
                 return
             self._let_go(repo_id)  # removed, or never indexed
-        if repo_id is None and self._served_id is not None:
-            if any(held == self._served_id and when for held, when in self.store.generation()):
+        served = self._served_id
+        if repo_id is None and served is not None:
+            if indexed_at.get(served):
                 return
-            self._let_go(self._served_id)  # taken out (remove_repositories) meanwhile
+            self._let_go(served)  # taken out meanwhile
         if repo_id is None and self.is_indexed():
             return
         if self.store_url is None and not self._named:
@@ -540,9 +543,10 @@ class Fourfold:
         view = views.get(repo_id)
         if view is None:
             view = object.__new__(Fourfold)
+            # the views are one dict, shared: any of them lets go of a removed one
             view.__dict__.update({k: v for k, v in self.__dict__.items()
                                   if k in ("root", "store_url", "embedder_name", "index_dir",
-                                           "store", "max_file_bytes", "_grep_pool")})
+                                           "store", "max_file_bytes", "_grep_pool", "_views")})
             view.notes, view._named = [], True
             view.repository_name = self.repository_name_of(repo_id)
             view._served_id = repo_id
@@ -773,8 +777,9 @@ class Fourfold:
     def remove_repositories(self, repositories: list[str], wait_s: float = 0.0) -> list[dict]:
         """Take repositories (names, roots or ids) out of the index with everything only
         they hold, waiting up to `wait_s` for an indexer of each to finish; returns what
-        each held (as status() tells it). On a server, a repository's branches share its
-        documents: named together, the branches go first."""
+        each held (as status() tells it) and the active tokens its name stays granted to
+        ("granted_to"). On a server, a repository's branches share its documents: named
+        together, the branches go first."""
         if not repositories:
             raise QueryError("name the repositories to remove")
         asked = list(dict.fromkeys(self.repository(spec) for spec in repositories))
@@ -791,7 +796,11 @@ class Fourfold:
             with self.store.indexing_lock(held[repo_id].name, wait_s):
                 self.store.remove_repository(repo_id)
             self._let_go(repo_id)
-        return [_repository_facts(held[repo_id]) for repo_id in asked]
+        granted = [t for t in self.store.tokens() if t.revoked_at is None and t.repositories]
+        return [{**_repository_facts(held[repo_id]),
+                 "granted_to": [t.name for t in granted
+                                if held[repo_id].name in t.repositories]}
+                for repo_id in asked]
 
     # -- shards (a server store spread over several PostgreSQL servers) ------------------
     def add_shard(self, name: str, url: str) -> None:

@@ -407,6 +407,10 @@ def cmd_remove(args) -> int:
         for r in removed:
             print(f"removed {r['name']} ({r['root']}, id {r['id']}): {r['files']} files, "
                   f"{_human_size(r['bytes'])}")
+            if r["granted_to"]:
+                print(f"  its name stays granted to the tokens {', '.join(r['granted_to'])} "
+                      "(a repository indexed under it again is theirs to see; `fourfold "
+                      "token revoke NAME` refuses a token)")
     _emit(args, payload, human)
     return EXIT_RESULTS
 

@@ -1689,7 +1689,7 @@ class PostgresStore(Store):
             rows = self._query(query, params)
         elif limit is not None and limit * 16 <= PATH_ORDER_WINDOW and self._may_race(
                 self._conn()):  # a larger page is seldom filled in the window
-            rows = self._first_answer((query, params, 0), lambda: [
+            rows = self._first_answer((query, params, 0), [
                 (*self._path_ordered_page(required, repo_id, after, limit, case_sensitive),
                  limit)], INDEXED_PAGE_MS / 1000)
         else:
@@ -1706,8 +1706,7 @@ class PostgresStore(Store):
         return conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
 
     def _first_answer(self, first: tuple[str, list, int],
-                      later: Callable[[], list[tuple[str, list, int]]], later_s: float
-                      ) -> list[tuple]:
+                      later: list[tuple[str, list, int]], later_s: float) -> list[tuple]:
         """The rows of whichever query answers first with at least as many rows as it
         names: `first` on this thread's session at once, the `later` ones each on a session
         of its own once the first has not answered in `later_s` (not where no session can
@@ -1744,7 +1743,7 @@ class PostgresStore(Store):
                 got = [answers.get(timeout=later_s)]
             except queue.Empty:
                 got = []
-                for query in later():
+                for query in later:
                     try:
                         session = self._session()
                     except FourfoldError:  # the server takes no more sessions now

@@ -589,6 +589,7 @@ class SQLiteStore(Store):
     def forget_repository(self, repo_id: int) -> None:
         self._codes.forget(repo_id)
         self._documents_held.pop(repo_id, None)
+        self._document_orders.pop(repo_id, None)
 
     def merge_text_indexes(self) -> None:
         # A bulk load leaves the symbol token index in many segments, which the commit of the
@@ -981,7 +982,7 @@ class SQLiteStore(Store):
             return []
         several = bool(repo_id) and self._query("SELECT count(*) FROM repos")[0][0] > 1
         if not several:
-            return self._best_chunks(terms, limit, None, None)
+            return self._best_chunks(terms, limit, None, None)[:limit]
         # In an index of several repositories the best chunks may lie in the others: a few
         # more are asked for (enough where this one holds much of the index), then, if
         # they are not enough, the best of this one's documents (a filter whose cost grows

@@ -3,6 +3,7 @@
 answer as before, and its id is never given again."""
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import psycopg
@@ -122,6 +123,28 @@ def test_a_removed_repository_leaves_nothing_and_the_others_answer_as_before(
     assert answers(auth) == before
     billing.close()
     auth.close()
+
+
+def test_a_process_lets_go_of_a_removed_repository_it_answered_for(two_repositories,
+                                                                    tmp_path):
+    """A server's object that answered for other repositories (a view of each, their
+    codes) lets go of a removed one on its next question, whichever repository it asks."""
+    where, roots = two_repositories
+    server = Fourfold(write_tree(tmp_path / "third", {"c.py": "def gamma():\n    pass\n"}),
+                      repository="acme/third", **where)
+    server.index(embed=False)
+    billing_id = server.repository("acme/billing")
+    model = server.semantic.embedder.name
+    assert server.in_repository("acme/billing").search(
+        "render invoice", modalities=("semantic",)).hits
+    assert billing_id in server._views and server.store._codes.held((billing_id, model))
+    remover = Fourfold(roots["acme/billing"], repository="acme/billing", **where)
+    remover.remove_repositories(["acme/billing"])
+    assert server.in_repository("acme/auth").search("refresh the session token").hits
+    assert billing_id not in server._views
+    assert server.store._codes.held((billing_id, model)) is None
+    remover.close()
+    server.close()
 
 
 def test_the_last_repositories_ids_are_not_given_again(two_repositories, tmp_path):
@@ -256,8 +279,12 @@ def test_cli_removes_from_a_shared_index(two_repositories, capsys, monkeypatch):
         assert main(["remove", "acme/billing", *at]) == 2
         assert "--index-dir" in capsys.readouterr().err
         monkeypatch.delenv("FOURFOLD_STORE")
+    assert main(["token", "create", "bot", *at, "--repository", "acme/billing"]) == 0
+    assert main(["token", "create", "all", *at]) == 0  # every repository: not named
+    capsys.readouterr()
     assert main(["remove", "acme/billing", *at, "--json"]) == 0
-    assert '"name": "acme/billing"' in capsys.readouterr().out
+    removed = json.loads(capsys.readouterr().out)["results"]
+    assert [(r["name"], r["granted_to"]) for r in removed] == [("acme/billing", ["bot"])]
     assert main(["remove", "acme/auth", *at]) == 0
     assert capsys.readouterr().out.startswith("removed acme/auth (")
     assert main(["status", *at, str(roots["acme/auth"])]) == 0

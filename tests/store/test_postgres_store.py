@@ -267,19 +267,19 @@ def test_the_first_of_two_queries_to_answer_is_taken_and_the_other_cancelled(
     for _ in range(3):  # the other may not have begun when the first answers
         for (first, then), later_s in (((slow, quick), 0.05), ((quick, slow), 0.0)):
             started = time.monotonic()
-            assert store._first_answer(first, lambda: [then], later_s) == [(7,)]
+            assert store._first_answer(first, [then], later_s) == [(7,)]
             assert time.monotonic() - started < 5
             assert store._query("SELECT 2") == [(2,)]  # its own session, anew if cancelled
     with pytest.raises(psycopg.errors.DivisionByZero):
-        store._first_answer(("SELECT 1 / 0", [], 0), lambda: [("SELECT 1 / 0", [], 0)], 0.0)
+        store._first_answer(("SELECT 1 / 0", [], 0), [("SELECT 1 / 0", [], 0)], 0.0)
     # an answer of fewer rows than its query names is no answer: a page not filled
     assert store._first_answer(("SELECT 1 FROM pg_sleep(0.3)", [], 0),
-                               lambda: [("SELECT 5", [], 2)], 0.0) == [(1,)]
+                               [("SELECT 5", [], 2)], 0.0) == [(1,)]
     # where no other session can be opened, the first query's answer is waited for
     original = store._session
     store._session = lambda: (_ for _ in ()).throw(FourfoldError("too many clients"))
     assert store._first_answer(("SELECT 1 FROM pg_sleep(0.2)", [], 0),
-                               lambda: [("SELECT 5", [], 0)], 0.0) == [(1,)]
+                               [("SELECT 5", [], 0)], 0.0) == [(1,)]
     store._session = original
     with psycopg.connect(postgres_url, autocommit=True) as admin:  # the others are closed
         for _ in range(40):
