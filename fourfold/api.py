@@ -62,7 +62,8 @@ def _repository_facts(r: "RepoInfo") -> dict:
     return {"id": r.repo_id, "root": r.root, "name": r.name, "indexed_at": r.indexed_at,
             "files": r.files, "bytes": r.bytes, "chunks": r.chunks, "symbols": r.symbols,
             "languages": r.languages, **({"shard": r.shard} if r.shard else {}),
-            **({"unreachable": r.unreachable} if r.unreachable else {})}
+            **({"unreachable": r.unreachable} if r.unreachable else {}),
+            **({"removing": True} if r.removing else {})}
 
 
 def holds_index(index_dir: str | os.PathLike) -> bool:

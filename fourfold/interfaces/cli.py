@@ -332,6 +332,11 @@ def cmd_status(args) -> int:
                     if r["indexed_at"] else "never (interrupted)")
             langs = ", ".join(f"{k} {v}" for k, v in list(r["languages"].items())[:8])
             where = f" on shard {r['shard']}" if r.get("shard") else ""
+            if r.get("removing"):
+                print(f"{r['name']} ({r['root']}, id {r['id']}){where}: being taken out of the "
+                      f"index (a `fourfold remove` was interrupted): run `fourfold remove "
+                      f"{r['name']}` again")
+                continue
             if r.get("unreachable"):
                 print(f"{r['name']} ({r['root']}, id {r['id']}){where}: {r['unreachable']}; "
                       f"indexed {when}")

@@ -102,6 +102,7 @@ class RepoInfo:
     languages: dict[str, int]
     shard: str | None = None        # the server its rows live on (None: the index itself)
     unreachable: str | None = None  # why its shard does not answer now, if it does not
+    removing: bool = False          # a removal of it began and has not finished
 
 
 @dataclass(slots=True)

@@ -1188,13 +1188,16 @@ class PostgresStore(Store):
               ) -> list[RepoInfo]:
         out = []
         down = self.unreachable_repositories() if counts else {}
+        removing = {key for (key,) in self._query(
+            "SELECT key FROM meta WHERE starts_with(key, 'removing:')")}
         for repo_id, root, name, indexed_at, shard, home in self._query(
                 "SELECT id, root, name, indexed_at, shard, home FROM repos ORDER BY id"):
             if only is not None and repo_id not in only:
                 continue
+            marked = removing_key(repo_id) in removing
             if not counts or repo_id in down:
                 out.append(RepoInfo(repo_id, root, name, indexed_at, 0, 0, 0, 0, {}, shard,
-                                    down.get(repo_id)))
+                                    down.get(repo_id), marked))
                 continue
             mine = {"repo": repo_id, "home": home}
             files, size = self._query("SELECT count(*), coalesce(sum(size), 0) FROM files "
@@ -1209,7 +1212,7 @@ class PostgresStore(Store):
                 "SELECT coalesce(language, 'other'), count(*) FROM files WHERE "
                 "repo_id = %(repo)s GROUP BY 1 ORDER BY 2 DESC", mine))
             out.append(RepoInfo(repo_id, root, name, indexed_at, files, int(size), chunks,
-                                symbols, languages, shard))
+                                symbols, languages, shard, removing=marked))
         return out
 
     def mark_indexed(self, repo_id: int, when: float, parser: str) -> None:

@@ -553,12 +553,16 @@ class SQLiteStore(Store):
     def repos(self, counts: bool = True, only: Collection[int] | None = None
               ) -> list[RepoInfo]:
         out = []
+        removing = {key for (key,) in self._query(
+            "SELECT key FROM meta WHERE key LIKE 'removing:%'")}
         for repo_id, root, name, indexed_at in self._query(
                 "SELECT id, root, name, indexed_at FROM repos ORDER BY id"):
             if only is not None and repo_id not in only:
                 continue
+            marked = removing_key(repo_id) in removing
             if not counts:
-                out.append(RepoInfo(repo_id, root, name, indexed_at, 0, 0, 0, 0, {}))
+                out.append(RepoInfo(repo_id, root, name, indexed_at, 0, 0, 0, 0, {},
+                                    removing=marked))
                 continue
             files, size = self._query("SELECT count(*), coalesce(sum(size), 0) FROM files "
                                       "WHERE repo_id=?", (repo_id,))[0]
@@ -572,7 +576,7 @@ class SQLiteStore(Store):
                 "SELECT coalesce(language, 'other'), count(*) FROM files WHERE repo_id=? "
                 "GROUP BY 1 ORDER BY 2 DESC", (repo_id,)))
             out.append(RepoInfo(repo_id, root, name, indexed_at, files, size, chunks, symbols,
-                                languages))
+                                languages, removing=marked))
         return out
 
     def mark_indexed(self, repo_id: int, when: float, parser: str) -> None:

@@ -183,7 +183,7 @@ def test_a_process_serving_a_removed_repository_indexes_it_anew_whole(two_reposi
 
 
 def test_an_interrupted_removal_is_finished_before_the_repository_is_indexed_again(
-        two_repositories, monkeypatch):
+        two_repositories, monkeypatch, capsys):
     where, roots = two_repositories
     billing = Fourfold(roots["acme/billing"], repository="acme/billing", **where)
     old = billing.repo_id()
@@ -201,6 +201,12 @@ def test_an_interrupted_removal_is_finished_before_the_repository_is_indexed_aga
             billing.remove_repositories(["acme/billing"])
     with pytest.raises(QueryError, match="is being taken out of the index"):
         billing.index()
+    assert [r["name"] for r in billing.status()["repositories"] if r.get("removing")] == [
+        "acme/billing"]
+    at = (["--index-dir", str(where["index_dir"])] if "index_dir" in where
+          else ["--store", where["store_url"]])
+    assert main(["status", str(roots["acme/auth"]), *at]) == 0
+    assert "run `fourfold remove acme/billing` again" in capsys.readouterr().out
     with pytest.raises(NotIndexedError):
         billing.search("render invoice")
     billing.remove_repositories(["acme/billing"])
