@@ -775,12 +775,13 @@ class Fourfold:
 
         return find_repository(self.store.repos(counts=False), spec) if spec else None
 
-    def remove_repositories(self, repositories: list[str], wait_s: float = 0.0) -> list[dict]:
+    def remove_repositories(self, repositories: list[str], wait_s: float = 0.0,
+                            dry_run: bool = False) -> list[dict]:
         """Take repositories (names, roots or ids) out of the index with everything only
         they hold, waiting up to `wait_s` for an indexer of each to finish; returns what
         each held (as status() tells it) and the active tokens its name stays granted to
         ("granted_to"). On a server, a repository's branches share its documents: named
-        together, the branches go first."""
+        together, the branches go first. `dry_run`: check and tell, remove nothing."""
         if not repositories:
             raise QueryError("name the repositories to remove")
         asked = list(dict.fromkeys(self.repository(spec) for spec in repositories))
@@ -793,7 +794,7 @@ class Fourfold:
                                  f"{', '.join(left)}, which share them: remove those first, "
                                  "or name them too")
         # a family's first repository, which holds its documents, has the lowest id
-        for repo_id in sorted(asked, reverse=True):
+        for repo_id in [] if dry_run else sorted(asked, reverse=True):
             with self.store.indexing_lock(held[repo_id].name, wait_s):
                 self.store.remove_repository(repo_id)
             self._let_go(repo_id)

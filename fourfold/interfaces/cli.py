@@ -405,13 +405,13 @@ def cmd_remove(args) -> int:
             raise FourfoldError(f"no index at or above {args.path}; name one with "
                                 "--index-dir or --store")
         ff = Fourfold(root)
-    removed = ff.remove_repositories(args.names, wait_s=args.wait)
-    payload = {"total": len(removed), "results": removed}
+    removed = ff.remove_repositories(args.names, wait_s=args.wait, dry_run=args.dry_run)
+    payload = {"total": len(removed), "results": removed, "dry_run": args.dry_run}
 
     def human() -> None:
         for r in removed:
-            print(f"removed {r['name']} ({r['root']}, id {r['id']}): {r['files']} files, "
-                  f"{_human_size(r['bytes'])}")
+            print(f"{'would remove' if args.dry_run else 'removed'} {r['name']} ({r['root']}, "
+                  f"id {r['id']}): {r['files']} files, {_human_size(r['bytes'])}")
             if r["granted_to"]:
                 print(f"  its name stays granted to the tokens {', '.join(r['granted_to'])} "
                       "(a repository indexed under it again is theirs to see; `fourfold "
@@ -686,6 +686,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the PostgreSQL store to remove them from (default: $FOURFOLD_STORE)")
     p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                    help="while an indexer updates one of them, wait up to this long for it")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check and say what would be removed; remove nothing")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_remove)
 

@@ -285,6 +285,10 @@ def test_cli_removes_from_a_shared_index(two_repositories, capsys, monkeypatch):
         assert main(["remove", "acme/billing", *at]) == 2
         assert "--index-dir" in capsys.readouterr().err
         monkeypatch.delenv("FOURFOLD_STORE")
+    assert main(["remove", "acme/billing", *at, "--dry-run"]) == 0
+    assert capsys.readouterr().out.startswith("would remove acme/billing (")
+    assert main(["status", *at, str(roots["acme/auth"]), "--json"]) == 0
+    assert '"acme/billing"' in capsys.readouterr().out  # nothing was removed
     assert main(["token", "create", "bot", *at, "--repository", "acme/billing"]) == 0
     assert main(["token", "create", "all", *at]) == 0  # every repository: not named
     capsys.readouterr()
