@@ -786,9 +786,9 @@ class Fourfold:
             raise QueryError("name the repositories to remove")
         asked = list(dict.fromkeys(self.repository(spec) for spec in repositories))
         held = {r.repo_id: r for r in self.store.repos(only=asked)}
+        names = {held[repo_id].name for repo_id in asked}
         for repo_id in asked:  # nothing goes unless everything asked can
-            left = [name for name in self.store.sharing_documents(repo_id)
-                    if self.repository(name) not in asked]
+            left = [name for name in self.store.sharing_documents(repo_id) if name not in names]
             if left:
                 raise QueryError(f"{held[repo_id].name} holds the documents of "
                                  f"{', '.join(left)}, which share them: remove those first, "

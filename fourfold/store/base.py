@@ -320,11 +320,14 @@ def repository_settings(repo_id: int, root: str | None) -> tuple[list[str], list
     return names, [codes_allowance_setting(repo_id, "")]
 
 
+# the meta keys that mark repositories whose removal began and has not finished, with the
+# id after it: one is not indexed again under its id (a process that held its graph or
+# codes would take the new ones for the old) until `remove` finishes
+REMOVING = "removing:"
+
+
 def removing_key(repo_id: int) -> str:
-    """The meta key that marks a repository whose removal began and has not finished: it
-    is not indexed again under its id (a process that held its graph or codes would take
-    the new ones for the old) until `remove` finishes."""
-    return f"removing:{repo_id}"
+    return f"{REMOVING}{repo_id}"
 
 
 def being_removed(name: str) -> QueryError:

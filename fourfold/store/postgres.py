@@ -37,7 +37,7 @@ from . import postgres_postings as postings
 from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileRecord,
                    FileStamp, FileState, GraphInput, GraphPatch, HeldCodes, HeldRows,
                    PathKey, RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
-                   TokenRecord, being_removed, coded, graph_version_setting, packed_ids,
+                   TokenRecord, REMOVING, being_removed, coded, graph_version_setting, packed_ids,
                    removing_key, repository_settings, used_only)
 from .postgres_postings import HeldPostings
 from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, EdgeRow, clear_errors,
@@ -1188,13 +1188,11 @@ class PostgresStore(Store):
               ) -> list[RepoInfo]:
         out = []
         down = self.unreachable_repositories() if counts else {}
-        removing = {key for (key,) in self._query(
-            "SELECT key FROM meta WHERE starts_with(key, 'removing:')")}
-        for repo_id, root, name, indexed_at, shard, home in self._query(
-                "SELECT id, root, name, indexed_at, shard, home FROM repos ORDER BY id"):
+        for repo_id, root, name, indexed_at, shard, home, marked in self._query(
+                "SELECT id, root, name, indexed_at, shard, home, EXISTS (SELECT FROM meta "
+                "WHERE key = %s || id) FROM repos ORDER BY id", (REMOVING,)):
             if only is not None and repo_id not in only:
                 continue
-            marked = removing_key(repo_id) in removing
             if not counts or repo_id in down:
                 out.append(RepoInfo(repo_id, root, name, indexed_at, 0, 0, 0, 0, {}, shard,
                                     down.get(repo_id), marked))
@@ -1714,14 +1712,13 @@ class PostgresStore(Store):
         names: `first` on this thread's session at once, the `later` ones each on a session
         of its own once the first has not answered in `later_s` (not where no session can
         be opened now; each with parallel workers as cheap as trigram_candidates makes
-        them). A grep's page of candidates by the
-        trigram index checks all of them before the first by path are known: tens of
-        thousands for a common pattern, whose page comes at once in path order (the other
-        query: each of the next PATH_ORDER_WINDOW files checked as it comes; a pattern
-        whose trigrams are common and whose text is rare fills no page there). The queries
-        still running are cancelled (also when the caller is interrupted), and every
-        session a cancel was sent to is closed: a cancel can reach a session's next
-        command."""
+        them). A grep's page of candidates by the trigram index checks all of them before
+        the first by path are known: tens of thousands for a common pattern, whose page
+        comes at once in path order (the other query: each of the next PATH_ORDER_WINDOW
+        files checked as it comes; a pattern whose trigrams are common and whose text is
+        rare fills no page there). The queries still running are cancelled (also when the
+        caller is interrupted), and every session a cancel was sent to is closed: a cancel
+        can reach a session's next command."""
         answers: queue.SimpleQueue = queue.SimpleQueue()
 
         def run(conn: psycopg.Connection, statement: str, params: list, wanted: int) -> None:
@@ -1782,14 +1779,8 @@ class PostgresStore(Store):
         path order, each one's text checked as it comes (a lateral subquery with a limit
         is never flattened into a join: it runs once per file, in the files' order). It is
         the page only where it holds `limit` files."""
-        params: list = []
-        mine = ""
-        if repo_id:
-            mine = " AND f.repo_id = %s"
-            params.append(repo_id)
-        else:
-            reachable, more = self._reachable("f.repo_id")
-            mine, params = reachable, params + more
+        mine, params = ((" AND f.repo_id = %s", [repo_id]) if repo_id
+                        else self._reachable("f.repo_id"))
         if after is not None:
             mine += " AND (f.path, f.id) > (%s, %s)"
             params += after

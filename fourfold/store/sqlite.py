@@ -31,7 +31,7 @@ from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileSt
                    GraphInput, GraphPatch, HeldCodes, compress_references,
                    decompress_references, graph_version_setting, packed_ids, PathKey,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
-                   TokenRecord, being_removed, removing_key,
+                   TokenRecord, REMOVING, being_removed, removing_key,
                    repository_settings)
 from .chunk_index import ChunkIndex, weighted_text
 from .index_dir import CHUNK_INDEX_NAME, IndexLock
@@ -524,7 +524,7 @@ class SQLiteStore(Store):
         conn = self._conn()
         row = conn.execute("SELECT id, name FROM repos WHERE root=?", (root,)).fetchone()
         if row:
-            if conn.execute("SELECT 1 FROM meta WHERE key=?", (removing_key(row[0]),)).fetchone():
+            if self._meta(removing_key(row[0])) is not None:
                 raise being_removed(row[1])
             return row[0]
         with conn:
@@ -533,8 +533,7 @@ class SQLiteStore(Store):
             # name whose folder is gone moves to the new one (the folder was moved), as a
             # server's does.
             held = conn.execute("SELECT id, root FROM repos WHERE name=?", (name,)).fetchone()
-            if held and conn.execute("SELECT 1 FROM meta WHERE key=?",
-                                     (removing_key(held[0]),)).fetchone():
+            if held and self._meta(removing_key(held[0])) is not None:
                 raise being_removed(name)
             if held and not os.path.isdir(held[1]):
                 conn.execute("UPDATE repos SET root=? WHERE id=?", (root, held[0]))
@@ -553,13 +552,12 @@ class SQLiteStore(Store):
     def repos(self, counts: bool = True, only: Collection[int] | None = None
               ) -> list[RepoInfo]:
         out = []
-        removing = {key for (key,) in self._query(
-            "SELECT key FROM meta WHERE key LIKE 'removing:%'")}
-        for repo_id, root, name, indexed_at in self._query(
-                "SELECT id, root, name, indexed_at FROM repos ORDER BY id"):
+        for repo_id, root, name, indexed_at, marked in self._query(
+                "SELECT id, root, name, indexed_at, EXISTS (SELECT 1 FROM meta WHERE key = "
+                "? || id) FROM repos ORDER BY id", (REMOVING,)):
             if only is not None and repo_id not in only:
                 continue
-            marked = removing_key(repo_id) in removing
+            marked = bool(marked)
             if not counts:
                 out.append(RepoInfo(repo_id, root, name, indexed_at, 0, 0, 0, 0, {},
                                     removing=marked))
