@@ -792,7 +792,9 @@ def main(argv: list[str] | None = None) -> int:
         print("fourfold: terminated; the index keeps its last complete batch", file=sys.stderr)
         return 128 + signal.SIGTERM
     except FourfoldError as exc:
-        print(f"fourfold: {exc}", file=sys.stderr)
+        # a message may quote a path that is not UTF-8: its odd bytes are shown escaped
+        message = f"fourfold: {exc}".encode("utf-8", "backslashreplace").decode("utf-8")
+        print(message, file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("fourfold: interrupted; the index keeps its last complete batch", file=sys.stderr)

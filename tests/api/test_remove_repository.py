@@ -299,3 +299,26 @@ def test_cli_removes_from_a_shared_index(two_repositories, capsys, monkeypatch):
     assert capsys.readouterr().out.startswith("removed acme/auth (")
     assert main(["status", *at, str(roots["acme/auth"])]) == 0
     assert "nothing indexed yet" in capsys.readouterr().out
+
+
+def test_cli_remove_takes_odd_index_paths_clearly(tmp_path, capsys):
+    """The paths `remove` is given: an index reached through a symlink the user names
+    works; a folder outside any index, a folder that holds none and a name that is not
+    UTF-8 are each one clear line and exit code 2, with nothing created."""
+    index = tmp_path / "index"
+    ff = Fourfold(write_tree(tmp_path / "repo", {"a.py": "A = 1\n"}), index_dir=index)
+    ff.index(embed=False)
+    ff.close()
+    (tmp_path / "link").symlink_to(index, target_is_directory=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    odd = tmp_path / b"\xff-index".decode("utf-8", "surrogateescape")
+    odd.mkdir()
+    for args in (["--path", str(outside)], ["--index-dir", str(outside)],
+                 ["--index-dir", str(odd)]):
+        assert main(["remove", "repo", *args]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err
+    assert list(outside.iterdir()) == [] and list(odd.iterdir()) == []
+    assert main(["remove", "repo", "--index-dir", str(tmp_path / "link")]) == 0
+    assert capsys.readouterr().out.startswith("removed repo (")
