@@ -322,8 +322,14 @@ class Service:
 
     def visible_repositories(self) -> list[str]:
         """The indexed repositories the caller may see."""
+        return [n for n in self.ff.repository_names() if self.sees(n)]
+
+    @staticmethod
+    def sees(name: str) -> bool:
+        """Whether the caller may see the repository of this name (indexed or not: status
+        also names one not yet indexed or being taken out)."""
         grant = current_grant.get()
-        return [n for n in self.ff.repository_names() if grant is None or grant.sees(n)]
+        return grant is None or grant.sees(name)
 
     # -- result cache -----------------------------------------------------------------------
     def clear_cache(self) -> None:

@@ -246,6 +246,44 @@ def test_a_token_sees_only_its_repositories_on_the_page(two_repositories, capsys
         assert get(f"{base}/map", cookies=jar).status_code == 200
 
 
+def test_the_status_page_names_a_repository_whose_removal_was_interrupted(
+        two_repositories, monkeypatch, capsys, tmp_path):
+    from fourfold import Fourfold
+
+    where, serve, one = two_repositories
+    at = ({"index_dir": where[1]} if where[0] == "--index-dir" else {"store_url": where[1]})
+    remover = Fourfold(one, repository="acme/one", **at)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        # after its first step (see tests/api/test_remove_repository.py)
+        patched.setattr(type(remover.store), "write_batch", interrupted)
+        patched.setattr(type(remover.store), "_take_out_rows", interrupted, raising=False)
+        with pytest.raises(KeyboardInterrupt):
+            remover.remove_repositories(["acme/two"])
+    remover.close()
+    with mcp_http_server(serve) as (url, _):
+        status = get(f"{url.removesuffix('/mcp')}/status").text
+    taken_out = status[status.index("<h2>acme/two"):]
+    assert re.search(r'<td class="state removing">being taken out of the index .*'
+                     r'run <code>fourfold remove acme/two</code> again', taken_out)
+    assert "modality-state" not in taken_out  # nothing of it is served any more
+    assert re.search(r'<td class="state ready">ready</td>',
+                     status[status.index("<h2>acme/one"):status.index("<h2>acme/two")])
+    if "--store" in serve:  # a server of several repositories: MCP's overview says so too
+        from fourfold.interfaces.mcp.tools import FourfoldService
+
+        three = write_tree(tmp_path / "three", {"three.py": "GAMMA = 3\n"})
+        assert main(["index", str(three), *where, "--repository", "acme/three",
+                     "--no-embed"]) == 0
+        service = FourfoldService(None, store_url=at["store_url"], watch=False).start()
+        overview = {r["name"]: r for r in service.repository_context()["repositories"]}
+        service.close()
+        assert overview["acme/two"]["removing"] and not overview["acme/one"].get("removing")
+
+
 def test_the_page_in_a_browser(site):
     from playwright.sync_api import sync_playwright
 

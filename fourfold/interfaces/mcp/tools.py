@@ -426,10 +426,9 @@ class FourfoldService(Service):
         overview = repository is None and self.serves_many and len(self.visible_repositories()) > 1
         repo_id = None if overview else self.answering_repository(repository)
         now = time.time()
-        visible = set(self.visible_repositories())
         repos = [{**r, "age_seconds": round(now - r["indexed_at"], 1) if r["indexed_at"] else None,
                   "modalities": self.ff.modality_status(r["id"])}
-                 for r in self.ff.repositories(repo_id) if r["name"] in visible]
+                 for r in self.ff.repositories(repo_id) if self.sees(r["name"])]
 
         def compute() -> list:
             if overview:

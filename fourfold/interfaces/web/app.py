@@ -323,12 +323,8 @@ class WebPage:
         return await self._render(request, self._status)
 
     def _status(self) -> tuple[str, dict]:
-        visible = set(self.service.visible_repositories())
-        repositories = []
-        for repo in self.ff.repositories():
-            if repo["name"] not in visible:
-                continue
-            repositories.append({**repo, "modalities": self.ff.modality_status(repo["id"])})
+        repositories = [{**repo, "modalities": self.ff.modality_status(repo["id"])}
+                        for repo in self.ff.repositories() if self.service.sees(repo["name"])]
         return "status.html", {"shown": repositories, "index_bytes": self.service.index_bytes(),
                                "replica_behind_s": self.ff.replica_lag(),
                                "location": self.ff.location,
