@@ -1,7 +1,8 @@
 """A held-out figure for the fusion weights: leave-repositories-out cross-validation of the
 understand_code weights and the RRF k on semble-dev.
 
-    python bench/cv_fusion.py
+    python bench/cv_fusion.py [--deep]   (--deep: the deep pass's model answers semantic
+                                          questions, as in `eval.py semble --deep`)
 
 The tuned profile (fourfold/routing/profiles.py) was chosen on all of semble-dev, so its
 NDCG@10 there is in-sample. Here each fold of repositories (name order, every third) is
@@ -42,6 +43,7 @@ def _targets(q: dict) -> list[tuple]:
 
 
 def main() -> None:
+    deep = "--deep" in sys.argv[1:]
     repos = sorted(datasets.semble_repos(), key=lambda r: r["name"])
     fold_of = {r["name"]: i % FOLDS for i, r in enumerate(repos)}
     tuned = profiles.TUNED[UNDERSTAND_CODE]
@@ -49,8 +51,11 @@ def main() -> None:
     # scores[setting index][repo] = that repository's mean NDCG@10 under the setting
     scores: list[dict[str, float]] = [dict() for _ in settings]
     for repo in repos:
-        ff = Fourfold(Path(repo["index_root"]), index_dir=INDEXES / "semble" / repo["name"])
+        ff = Fourfold(Path(repo["index_root"]), index_dir=INDEXES / "semble" / repo["name"],
+                      deep_embedder="minilm" if deep else None)
         ff.index()
+        if deep:
+            ff.deepen()
         fixed, varying = {}, []
         for q in repo["queries"]:
             if classify(q["query"]).intent == UNDERSTAND_CODE:

@@ -1,6 +1,8 @@
 """Quality, latency and zero-result rate on the benchmark sets, scored by the reference scorer.
 
     python bench/eval.py semble   [--preset default] [--modality M ...] [--no-direct] ...
+    python bench/eval.py semble --deep   (the deep pass after indexing: its model answers
+        semantic questions; without --deep the indexing model answers)
     python bench/eval.py localize [--preset default] ...
     python bench/eval.py train [--granularity function]   (localization-train, 398 issues at
         release trees: bench/datasets.py prepare train)
@@ -41,18 +43,24 @@ STORE: str | None = None  # --store: one server index for every repository
 SHARED = False  # --shared: one embedded index for every repository
 ACROSS = False  # --across: each query asks every repository of the shared index
 SELECTED: list[bool] = []  # --across: whether the query's own repository was searched
+DEEP = False  # --deep: the deep pass after indexing (its model answers semantic questions)
 
 
 def open_index(kind: str, key: str, root: Path, log: dict) -> Fourfold:
+    deep = "minilm" if DEEP else None  # without --deep, the indexing model answers
     if STORE:
-        ff = Fourfold(root, store_url=STORE, repository=key, embedder=EMBEDDER)
+        ff = Fourfold(root, store_url=STORE, repository=key, embedder=EMBEDDER,
+                      deep_embedder=deep)
     elif SHARED:
         ff = Fourfold(root, index_dir=INDEXES / f"{kind}-shared", repository=key,
-                      embedder=EMBEDDER)
+                      embedder=EMBEDDER, deep_embedder=deep)
     else:
-        ff = Fourfold(root, index_dir=INDEXES / kind / key, embedder=EMBEDDER)
+        ff = Fourfold(root, index_dir=INDEXES / kind / key, embedder=EMBEDDER,
+                      deep_embedder=deep)
     started = time.perf_counter()
     summary = ff.index()
+    if DEEP:
+        ff.deepen()
     log.setdefault("index_s", {})[key] = time.perf_counter() - started
     log.setdefault("files", {})[key] = summary.files
     return ff
@@ -209,19 +217,24 @@ def main() -> None:
     parser.add_argument("--repos", help="only these semble-dev repositories (comma-separated); "
                                          "the scores then cover those only")
     parser.add_argument("--ablations", action="store_true")
+    parser.add_argument("--deep", action="store_true",
+                        help="run the deep pass after indexing; without it the indexing "
+                             "model answers even where an index holds the deep model's codes")
     parser.add_argument("--store", help="index every repository into this server store")
     parser.add_argument("--shared", action="store_true",
                         help="index every repository into one embedded index")
     parser.add_argument("--across", action="store_true",
                         help="with --shared or --store: ask every repository for each query")
     args = parser.parse_args()
-    global EMBEDDER, REPOS, STORE, SHARED, ACROSS
+    global EMBEDDER, REPOS, STORE, SHARED, ACROSS, DEEP
     EMBEDDER, STORE, SHARED, ACROSS = args.embedder, args.store, args.shared, args.across
+    DEEP = args.deep
     if ACROSS and not (STORE or SHARED):
         parser.error("--across needs --shared or --store")
     REPOS = set(args.repos.split(",")) if args.repos else None
     if not args.ablations:
-        label = args.label or "-".join(filter(None, [args.preset, *(args.modality or []),
+        label = args.label or "-".join(filter(None, [args.preset, "deep" if DEEP else "",
+                                                     *(args.modality or []),
                                                      args.granularity or "",
                                                      "fused" if args.ranking == "fused" else "",
                                                      "nodirect" if args.no_direct else "",

@@ -139,7 +139,8 @@ def dump() -> None:
     with open(OUT / "candidates.jsonl", "w") as out:
         repos = sorted(datasets.semble_repos(), key=lambda r: r["name"])
         for n, repo in enumerate(repos):
-            ff = Fourfold(Path(repo["index_root"]), index_dir=INDEXES / "semble" / repo["name"])
+            ff = Fourfold(Path(repo["index_root"]), index_dir=INDEXES / "semble" / repo["name"],
+                          deep_embedder=None)  # the semantic ranks it was trained on
             ff.index()
             queries = [{"id": q["id"], "query": q["query"],
                         "targets": q["relevant"] + q["secondary"]} for q in repo["queries"]]
@@ -150,7 +151,7 @@ def dump() -> None:
         for inst in datasets.train_instances():
             by_tree[inst["tree"]].append(inst)
         for tree, instances in sorted(by_tree.items()):
-            ff = Fourfold(tree, index_dir=INDEXES / "releases" / tree.name)
+            ff = Fourfold(tree, index_dir=INDEXES / "releases" / tree.name, deep_embedder=None)
             ff.index()
             for inst in instances:
                 _dump_queries(ff, "train", TRAIN_FOLD[inst["repo"]],

@@ -108,7 +108,7 @@ class Fourfold:
                  index_dir: str | os.PathLike | None = None,
                  max_file_bytes: int | None = None, embedder: str = "default",
                  rebuild: bool = False, store_url: str | None = None,
-                 repository: str | None = None):
+                 repository: str | None = None, deep_embedder: str | None = "minilm"):
         self.root = Path(root).resolve() if root is not None else None
         if self.root is not None and not self.root.is_dir():
             raise FourfoldError(f"{root}: no such folder")
@@ -118,6 +118,8 @@ class Fourfold:
         self._named = repository is not None
         self._served_id: int | None = None  # repo_id(), once found
         self.embedder_name = embedder
+        self.deep_embedder_name = deep_embedder
+        self.deep_threads = 2  # the deep model's threads (a server gives it one)
         self.notes: list[str] = []  # what opening the index had to do, for the user to read
         if store_url is not None:
             if index_dir is not None or rebuild:
@@ -252,6 +254,29 @@ class Fourfold:
         if summary is not None:
             summary.embedded += count
             summary.embed_seconds = time.perf_counter() - started
+        return count
+
+    def deepen(self, progress: Progress | None = None,
+               interrupted: threading.Event | None = None) -> int:
+        """The deep pass: embed this repository's chunks that have no vector of the deep
+        model yet (cached by content, as every vector is), then take the repository's codes
+        of that model; from then on the semantic modality answers with it. The model reads
+        about 50 chunks a second on two cores, hence a pass of its own after the index is
+        complete. Given up between batches once `interrupted` is set (what it embedded is
+        kept for the next pass). Returns how many chunks it embedded."""
+        from .semantic.indexing import embed_pending, refresh_codes
+
+        repo_id = self.repo_id()
+        deep = self.semantic.deep_embedder
+        if deep is None or repo_id is None:
+            return 0
+        chunks = self.store.repos(only=[repo_id])[0].chunks
+        count = embed_pending(self.store, deep, progress=progress, repo_id=repo_id,
+                              total=chunks, interrupted=interrupted, stage="deep")
+        if interrupted is not None and interrupted.is_set():
+            return count
+        if count or self.store.code_mean(repo_id, deep.name) is None:
+            refresh_codes(self.store, deep.name, repo_id)
         return count
 
     def _chunk_ids(self, paths: list[str], repo_id: int) -> list[int]:
@@ -457,7 +482,25 @@ class Fourfold:
         from .semantic.embedder import load_embedder
 
         return SemanticRetriever(self.store, lambda: load_embedder(self.embedder_name),
-                                 lambda: self._in(None))
+                                 lambda: self._in(None), self._load_deep_embedder,
+                                 self._deep_model_name)
+
+    def _load_deep_embedder(self) -> "Embedder":
+        from .semantic.embedder import load_embedder
+
+        return load_embedder(self.deep_embedder_name, threads=self.deep_threads)
+
+    def _deep_model_name(self) -> str | None:
+        """The name the deep pass's vectors are stored under; None without a deep pass or
+        where its model cannot be found (the indexing model answers then)."""
+        from .semantic.embedder import stored_name
+
+        if self.deep_embedder_name is None:
+            return None
+        try:
+            return stored_name(self.deep_embedder_name)
+        except ModalityUnavailable:
+            return None
 
     @cached_property
     def graph(self) -> GraphRetriever:
@@ -546,7 +589,8 @@ class Fourfold:
             view = object.__new__(Fourfold)
             # the views are one dict, shared: any of them lets go of a removed one
             view.__dict__.update({k: v for k, v in self.__dict__.items()
-                                  if k in ("root", "store_url", "embedder_name", "index_dir",
+                                  if k in ("root", "store_url", "embedder_name",
+                                           "deep_embedder_name", "deep_threads", "index_dir",
                                            "store", "max_file_bytes", "_grep_pool", "_views")})
             view.notes, view._named = [], True
             view.repository_name = self.repository_name_of(repo_id)
@@ -733,8 +777,11 @@ class Fourfold:
         try:
             done, total = self.semantic.progress()
             ready = done == total and self.semantic.ready()  # vectors, then their codes
+            answering = self.semantic.answering(self.repo_id()).name
+            deep = (f"; answered by the deep pass's model, {answering}"
+                    if answering != self.semantic.embedder.name else "")
             modalities["semantic"] = ("ready" if ready else "building") + \
-                f" ({done}/{total} chunks embedded, model {self.semantic.embedder.name})"
+                f" ({done}/{total} chunks embedded, model {self.semantic.embedder.name}{deep})"
         except ModalityUnavailable as exc:
             modalities["semantic"] = f"unavailable: {exc}"
         lag = self.replica_lag()

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Callable
 
 from ..api import STEP_MS, Fourfold
-from ..errors import FourfoldError, IndexBusyError, QueryError
+from ..errors import FourfoldError, IndexBusyError, ModalityUnavailable, QueryError
 from .caller import current_grant
 
 if TYPE_CHECKING:
@@ -31,6 +31,9 @@ FIRST_INDEX_WAIT_S = 25.0
 FIRST_INDEX_POLL_S = 0.25  # how often a call waiting for the first index looks for answers
 START_INDEX_DELAY_S = 2.0  # with an index to answer from, the start's index waits this long at most
 CACHED_QUERIES = 32
+# The deep pass in the background reads about 25 chunks a second on one core: a repository
+# of more chunks (two hours' worth) is left to `fourfold index --deep`.
+DEEP_MAX_CHUNKS = 200_000
 
 
 def _merged(earlier: "IndexSummary | None", later: "IndexSummary") -> "IndexSummary":
@@ -59,6 +62,7 @@ class Service:
         number of them can serve one database."""
         self.ff = Fourfold(None if store_url else root, index_dir=index_dir,
                            store_url=store_url)
+        self.ff.deep_threads = 1  # the deep pass runs beside the questions
         self.root = self.ff.root
         self.serves_many = store_url is not None
         self.watch_enabled = watch and not self.serves_many
@@ -69,6 +73,7 @@ class Service:
         self.last_error: str | None = None
         self.watching = False
         self.embedding = False
+        self.deepening = False
         self._index_lock = threading.Lock()
         self._state = threading.Condition()
         self._dirty = False          # the watcher saw changes not yet indexed
@@ -195,6 +200,28 @@ class Service:
             except Exception as exc:
                 self.last_error = f"the graph could not catch up: {exc}"
                 log.warning("the graph could not catch up: %s", exc)
+            self._deepen()
+
+    def _deepen(self) -> None:
+        """The deep pass, last and on one core (queries keep the other), given up when a
+        change comes; the next run after that change goes on from where it stopped."""
+        if not self.embed_enabled or self._change_seen.is_set() or self._stop.is_set():
+            return
+        repo_id = self.ff.repo_id()
+        if repo_id is None or self.ff.repositories(repo_id)[0]["chunks"] > DEEP_MAX_CHUNKS:
+            return
+        self.deepening = True
+        try:
+            if self.ff.deepen(interrupted=self._change_seen) or \
+                    not self._change_seen.is_set():
+                self.clear_cache()
+        except ModalityUnavailable:
+            pass  # no deep model here: the indexing model answers
+        except Exception as exc:
+            self.last_error = f"the deep pass failed: {exc}"
+            log.warning("the deep pass failed: %s", exc)
+        finally:
+            self.deepening = False
 
     def _watch_loop(self) -> None:
         self.watching = True
@@ -257,7 +284,8 @@ class Service:
         """Whether the index is kept fresh, what is pending and how the last run went."""
         seen = self.sees_served()  # a run's paths and errors are the served repository's
         return {"watching": self.watching, "pending_changes": self._dirty or self._reindexing,
-                "embedding": self.embedding, "last_index": self.last_index if seen else None,
+                "embedding": self.embedding, "deepening": self.deepening,
+                "last_index": self.last_index if seen else None,
                 "last_error": self.last_error if seen else None}
 
     # -- who may see what -----------------------------------------------------------------

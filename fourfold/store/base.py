@@ -757,9 +757,10 @@ class Store(ABC):
     # -- vectors ----------------------------------------------------------------------
     @abstractmethod
     def chunks_missing_vectors(self, model: str, limit: int, after: int = 0,
-                               within: Sequence[int] | None = None) -> list[tuple[int, str]]:
+                               within: Sequence[int] | None = None,
+                               repo_id: int | None = None) -> list[tuple[int, str]]:
         """(chunk id, chunk hash) of chunks with no vector yet for this model, by id > after;
-        only those of `within` (chunk ids) if given."""
+        only those of `within` (chunk ids) if given, of repository `repo_id` if given."""
 
     @abstractmethod
     def put_vectors(self, model: str, rows: list[tuple[str, bytes, float]]) -> None:

@@ -2109,8 +2109,13 @@ class PostgresStore(Store):
 
     # -- vectors ------------------------------------------------------------------------
     def chunks_missing_vectors(self, model: str, limit: int, after: int = 0,
-                               within: Sequence[int] | None = None) -> list[tuple[int, str]]:
+                               within: Sequence[int] | None = None,
+                               repo_id: int | None = None) -> list[tuple[int, str]]:
         reachable, params = self._reachable("c.repo_id")
+        if repo_id is not None:  # a branch's shared documents' chunks are its home's
+            reachable += (" AND c.repo_id = %s AND c.document_id IN (SELECT document_id FROM "
+                          "files WHERE repo_id = %s)")
+            params = [*params, self._home(repo_id), repo_id]
         if within is not None:
             ids = list(within)
             reachable += " AND c.repo_id = ANY(%s) AND c.id = ANY(%s)"

@@ -1219,9 +1219,13 @@ class SQLiteStore(Store):
 
     # -- vectors --------------------------------------------------------------------------
     def chunks_missing_vectors(self, model: str, limit: int, after: int = 0,
-                               within: Sequence[int] | None = None) -> list[tuple[int, str]]:
+                               within: Sequence[int] | None = None,
+                               repo_id: int | None = None) -> list[tuple[int, str]]:
         sql = ("SELECT c.id, c.embed_hash FROM chunks c LEFT JOIN vectors v ON v.model=? AND "
                "v.embed_hash=c.embed_hash WHERE v.embed_hash IS NULL AND c.id>?")
+        if repo_id is not None:
+            sql += (f" AND c.document_id IN (SELECT document_id FROM files WHERE "
+                    f"repo_id={int(repo_id)})")
         if within is None:
             return self._query(sql + " ORDER BY c.id LIMIT ?", (model, after, limit))
         ids = sorted(within)

@@ -22,6 +22,9 @@ from .params import (Cursor, FilePath, Intent, Kind, Language, Limit, MaxTokens,
 from .paths import check_glob, check_path, inside_root
 from ..service import Service
 
+# what repository_context keeps of the last index run where its budget is too small for all
+LAST_INDEX_BRIEF = ("reason", "finished_at", "files", "added", "changed", "deleted")
+
 SEARCH_DEPTH = 100        # ranked results computed once per query, then paged
 GREP_CAP = 50_000         # matching lines kept per pattern
 MAX_SIMILAR = 200         # nearest chunks kept for find_similar_code
@@ -443,9 +446,17 @@ class FourfoldService(Service):
                  "central_files": [], "central_files_total": len(files),
                  "central_symbols": [], "central_symbols_total": len(symbols),
                  "cursor": encode_cursor(total, key), "approx_tokens": tokens}
-        room = tokens - approx_tokens(reply) - 1  # split between the two lists
-        shown_files, _ = fill(files, offset, limit, room // 2)
-        shown_symbols, _ = fill(symbols, offset, limit, room - room // 2)
+        last = reply["freshness"].get("last_index")
+        while True:
+            room = tokens - approx_tokens(reply) - 1  # split between the two lists
+            shown_files, _ = fill(files, offset, limit, room // 2)
+            shown_symbols, _ = fill(symbols, offset, limit, room - room // 2)
+            if not last or room - approx_tokens([shown_files, shown_symbols]) >= 0:
+                break
+            # a budget too small for the first rows: the last run's summary says less
+            reply["freshness"]["last_index"] = {
+                **{k: last[k] for k in LAST_INDEX_BRIEF if k in last}, "truncated": True}
+            last = None
         # the next page starts after the shorter list still going, so that none is skipped
         going = [len(shown) for shown, rows in ((shown_files, files), (shown_symbols, symbols))
                  if offset + len(shown) < len(rows)]

@@ -1,0 +1,126 @@
+"""The deep pass: the transformer embeds a repository's chunks after the index is complete,
+and its codes then answer semantic questions in place of the static model's."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from fourfold import Fourfold
+from fourfold.interfaces.cli import main
+from fourfold.semantic.embedder import DEFAULT_MODEL
+
+FILES = {
+    "mail.py": '''\
+        def send_welcome_email(user):
+            """Send a greeting message to a newly registered user."""
+            return smtp.deliver(user.address, "Welcome aboard")
+        ''',
+    "geometry.py": '''\
+        def polygon_area(points):
+            """Area enclosed by a closed polygon (shoelace formula)."""
+            total = 0
+            for (x1, y1), (x2, y2) in zip(points, points[1:] + points[:1]):
+                total += x1 * y2 - x2 * y1
+            return abs(total) / 2
+        ''',
+    "cache.py": '''\
+        def evict_oldest(entries):
+            """Drop the least recently used entry of the cache."""
+            return entries.popitem(last=False)
+        ''',
+}
+
+
+def semantic_paths(ff: Fourfold, question: str) -> list[str]:
+    return [h.path for h in ff.search(question, modalities=("semantic",)).hits]
+
+
+def test_the_deep_model_answers_once_the_pass_has_made_its_codes(make_tree):
+    root = make_tree(FILES)
+    ff = Fourfold(root)
+    ff.index()
+    repo_id = ff.repo_id()
+    assert ff.semantic.answering(repo_id).name == DEFAULT_MODEL
+    assert "deep pass" not in ff.status()["modalities"]["semantic"]
+    chunks = ff.store.repos(only=[repo_id])[0].chunks
+    assert ff.deepen() == chunks > 0
+    assert ff.store.code_mean(repo_id, "minilm") is not None
+    assert ff.semantic.answering(repo_id).name == "minilm"
+    assert ff.status()["modalities"]["semantic"].endswith(
+        "answered by the deep pass's model, minilm)")
+    assert semantic_paths(ff, "compute the area of a shape")[0] == "geometry.py"
+    assert ff.deepen() == 0  # nothing twice
+    # another process opening the index answers with it too; one without a deep model not
+    assert Fourfold(root).semantic.answering(repo_id).name == "minilm"
+    assert Fourfold(root, deep_embedder=None).semantic.answering(repo_id).name == DEFAULT_MODEL
+
+
+def test_after_an_edit_the_pass_embeds_only_the_new_chunks(make_tree):
+    root = make_tree(FILES)
+    ff = Fourfold(root)
+    ff.index()
+    ff.deepen()
+    (root / "billing.py").write_text(
+        'def charge_credit_card(card, amount):\n'
+        '    """Take a payment from a customer\'s card."""\n'
+        '    return gateway.capture(card, amount)\n')
+    ff.index()
+    assert "billing.py" not in semantic_paths(ff, "take a payment from a customer")
+    assert ff.deepen() == 1
+    assert semantic_paths(ff, "take a payment from a customer")[0] == "billing.py"
+
+
+def test_an_interrupted_pass_keeps_what_it_embedded_and_answers_as_before(make_tree):
+    root = make_tree(FILES)
+    ff = Fourfold(root)
+    ff.index()
+    stop = threading.Event()
+    stop.set()
+    assert ff.deepen(interrupted=stop) == 0
+    assert ff.store.code_mean(ff.repo_id(), "minilm") is None
+    assert ff.semantic.answering(ff.repo_id()).name == DEFAULT_MODEL
+    assert ff.deepen() > 0
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_the_pass_embeds_only_its_own_repository_of_a_shared_index(make_tree, tmp_path,
+                                                                   request, store):
+    where = ({"index_dir": tmp_path / "index"} if store == "sqlite"
+             else {"store_url": request.getfixturevalue("postgres_url")})
+    one = Fourfold(make_tree(FILES, name="one"), repository="acme/one", **where)
+    two = Fourfold(make_tree({"two.py": "def beta():\n    return 2\n"}, name="two"),
+                   repository="acme/two", **where)
+    one.index()
+    two.index()
+    assert two.deepen() == two.store.repos(only=[two.repo_id()])[0].chunks == 1
+    assert one.semantic.answering(one.repo_id()).name == DEFAULT_MODEL
+    assert one.deepen() == one.store.repos(only=[one.repo_id()])[0].chunks
+
+
+def test_index_deep_on_the_command_line(make_tree, capsys):
+    root = make_tree(FILES)
+    assert main(["index", str(root), "--deep", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["deep_embedded"] == payload["embedded"] > 0
+    assert main(["status", str(root)]) == 0
+    assert "answered by the deep pass's model, minilm" in capsys.readouterr().out
+
+
+def test_a_server_runs_the_pass_in_the_background(make_tree):
+    from fourfold.interfaces.mcp.tools import FourfoldService
+
+    root = make_tree(FILES)
+    service = FourfoldService(root, watch=False).start()
+    try:
+        deadline = time.monotonic() + 60
+        while service.ff.repo_id() is None or \
+                service.ff.semantic.answering(service.ff.repo_id()).name != "minilm":
+            assert time.monotonic() < deadline, "the deep pass did not run"
+            time.sleep(0.1)
+        found = service.semantic_search("compute the area of a shape", snippet_lines=0)
+        assert found["results"][0]["path"] == "geometry.py"
+    finally:
+        service.close()
