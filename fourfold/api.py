@@ -33,7 +33,7 @@ from .retrievers.text import GREP_TIME_BUDGET, ResultList, TextRetriever
 from .ranking.granularity import GRANULARITIES
 from .routing.engine import RANKINGS, SearchEngine, SearchOptions, SearchResponse
 from .routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
-from .store.base import codes_behind, unfinished_note
+from .store.base import codes_behind, deep_codes_setting, unfinished_note
 from .store.index_dir import DB_NAME, IndexLock, identity, prepare_index_dir, remove_database
 from .store.snapshot import Snapshots
 from .store.sqlite import SQLiteStore
@@ -212,6 +212,11 @@ class Fourfold:
                       and self.store.vector_count(cheap.name) == 0 else None),
             after_files=partial(self.embed, progress) if cheap is not None else None)
         self.store.set_setting(f"max_file_bytes:{self.root}", self.max_file_bytes)
+        deep = self._deep_model_name()
+        if deep is not None and (summary.added or summary.changed) and \
+                self.repo_id() is not None:
+            # its chunks have no deep codes yet: the indexing model answers until a pass
+            self.store.set_setting(deep_codes_setting(self.repo_id(), deep), 0)
         if embed and cheap is None:
             self.embed(progress, summary)
         return summary
@@ -257,26 +262,45 @@ class Fourfold:
         return count
 
     def deepen(self, progress: Progress | None = None,
-               interrupted: threading.Event | None = None) -> int:
+               interrupted: threading.Event | None = None, wait_s: float = 0.0) -> int:
         """The deep pass: embed this repository's chunks that have no vector of the deep
         model yet (cached by content, as every vector is), then take the repository's codes
-        of that model; from then on the semantic modality answers with it. The model reads
-        about 50 chunks a second on two cores, hence a pass of its own after the index is
-        complete. Given up between batches once `interrupted` is set (what it embedded is
-        kept for the next pass). Returns how many chunks it embedded."""
-        from .semantic.indexing import embed_pending, refresh_codes
+        of that model; from then on the semantic modality answers with it, until an index
+        run writes chunks (the next pass codes them). The model reads about 50 chunks a
+        second on two cores, hence a pass of its own after the index is complete. Given up
+        between batches once `interrupted` is set (what it embedded is kept for the next
+        pass). The codes are taken under the index lock (`wait_s` as index()'s), so that no
+        index run or removal of the repository comes between. Returns how many chunks it
+        embedded."""
+        from .semantic.embedder import load_embedder
+        from .semantic.indexing import DEEP_BATCH, embed_pending, refresh_codes
 
-        repo_id = self.repo_id()
-        deep = self.semantic.deep_embedder
-        if deep is None or repo_id is None:
+        repo_id, name = self.repo_id(), self.semantic.deep_model()
+        if name is None or repo_id is None:
             return 0
-        chunks = self.store.repos(only=[repo_id])[0].chunks
-        count = embed_pending(self.store, deep, progress=progress, repo_id=repo_id,
-                              total=chunks, interrupted=interrupted, stage="deep")
-        if interrupted is not None and interrupted.is_set():
-            return count
-        if count or self.store.code_mean(repo_id, deep.name) is None:
-            refresh_codes(self.store, deep.name, repo_id)
+        # a model of its own: questions asked meanwhile do not wait for its batches
+        deep = load_embedder(self.deep_embedder_name, threads=self.deep_threads)
+        count = 0
+        while not (interrupted is not None and interrupted.is_set()):
+            chunks = self.store.repos(only=[repo_id])
+            if not chunks or chunks[0].removing:
+                break
+            count += embed_pending(self.store, deep, progress=progress, repo_id=repo_id,
+                                   total=chunks[0].chunks, interrupted=interrupted,
+                                   stage="deep", batch=DEEP_BATCH)
+            if interrupted is not None and interrupted.is_set():
+                break
+            with self.indexing_lock(wait_s):
+                left = self.store.repos(only=[repo_id])
+                if not left or left[0].removing or not left[0].indexed_at:
+                    break  # taken out (or being) meanwhile
+                if self.store.chunks_missing_vectors(name, 1, repo_id=repo_id):
+                    continue  # an index run wrote chunks meanwhile: embed them first
+                ready = deep_codes_setting(repo_id, name)
+                if not self.store.setting(ready, 0):
+                    refresh_codes(self.store, name, repo_id)
+                    self.store.set_setting(ready, 1)
+                break
         return count
 
     def _chunk_ids(self, paths: list[str], repo_id: int) -> list[int]:

@@ -115,7 +115,7 @@ def cmd_index(args) -> int:
     payload["total"] = summary.files
     if args.deep:
         started = time.perf_counter()
-        payload["deep_embedded"] = ff.deepen(ProgressBar(not args.json))
+        payload["deep_embedded"] = ff.deepen(ProgressBar(not args.json), wait_s=args.wait)
         deep_seconds = time.perf_counter() - started
 
     def human() -> None:

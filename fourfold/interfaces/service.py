@@ -127,6 +127,7 @@ class Service:
     def close(self) -> None:
         """Stop the threads and close the index."""
         self._stop.set()
+        self._change_seen.set()  # gives up a catch-up or deep pass under way
         self._answered.set()  # wakes the start's index run still waiting, which then stops
         for thread in self._threads:
             thread.join(timeout=5)
@@ -212,11 +213,12 @@ class Service:
             return
         self.deepening = True
         try:
-            if self.ff.deepen(interrupted=self._change_seen) or \
+            if self.ff.deepen(interrupted=self._change_seen, wait_s=BUSY_WAIT_S) or \
                     not self._change_seen.is_set():
                 self.clear_cache()
-        except ModalityUnavailable:
-            pass  # no deep model here: the indexing model answers
+        except (ModalityUnavailable, IndexBusyError):
+            pass  # no deep model here (the indexing model answers), or another indexer:
+            # the pass goes on after the next index run
         except Exception as exc:
             self.last_error = f"the deep pass failed: {exc}"
             log.warning("the deep pass failed: %s", exc)

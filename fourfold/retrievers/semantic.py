@@ -5,6 +5,7 @@ holds them up to a budget and searches a bigger repository's in the database); t
 candidates are rescored here with their int8 vectors."""
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from functools import cached_property
@@ -16,11 +17,14 @@ from ..semantic.binary import search as binary_search
 from ..semantic.binary import from_int8, to_codes
 from ..semantic.embedder import Embedder, embed_query
 from ..semantic.indexing import embedding_texts
-from ..store.base import Store
+from ..errors import ModalityUnavailable
+from ..store.base import Store, deep_codes_setting
 from ..query.model import Query
 from .base import path_ok
 
 RESCORE_CANDIDATES = 100
+
+log = logging.getLogger(__name__)
 
 
 class SemanticRetriever:
@@ -41,6 +45,7 @@ class SemanticRetriever:
         self._deep_name = deep_name
         self._embedder: Embedder | None = None
         self._deep: Embedder | None = None
+        self._deep_failed: str | None = None  # why the deep model could not be loaded
         self._lock = threading.Lock()
 
     @property
@@ -53,12 +58,18 @@ class SemanticRetriever:
 
     @property
     def deep_embedder(self) -> Embedder | None:
-        """The deep pass's model (None where there is none, or it is the indexing model)."""
+        """The deep pass's model for questions (None where there is none, it is the indexing
+        model, or it cannot be loaded here: the indexing model answers then)."""
         if self._deep_factory is None or self.deep_model() is None:
             return None
         with self._lock:
-            if self._deep is None:
-                self._deep = self._deep_factory()
+            if self._deep is None and self._deep_failed is None:
+                try:
+                    self._deep = self._deep_factory()
+                except ModalityUnavailable as exc:
+                    self._deep_failed = str(exc)
+                    log.warning("the deep pass's model cannot be loaded (%s); the indexing "
+                                "model answers", exc)
             return self._deep
 
     @cached_property
@@ -72,12 +83,12 @@ class SemanticRetriever:
         return self._deep_model
 
     def answering(self, repo_id: int | None) -> Embedder:
-        """The model that answers for a repository: the deep pass's once it has made the
-        repository's codes, else the indexing model."""
+        """The model that answers for a repository: the deep pass's while it has coded
+        every chunk of the repository, else the indexing model."""
         deep = self.deep_model()
         if deep is not None and repo_id is not None and \
-                self.store.code_mean(repo_id, deep) is not None:
-            return self.deep_embedder
+                self.store.setting(deep_codes_setting(repo_id, deep), 0):
+            return self.deep_embedder or self.embedder
         return self.embedder
 
     def progress(self) -> tuple[int, int]:

@@ -22,6 +22,7 @@ from .embedder import Embedder
 from .embedding_text import chunk_text_for_embedding
 
 EMBED_BATCH = 256
+DEEP_BATCH = 32  # the deep pass's batches: about a second each, then it may be given up
 CODE_BLOCK = 8192  # vectors read at a time for codes (8 MiB of float32 at 256 dimensions)
 # Chunks may get codes against the mean the codes were taken with (add_codes) until they
 # pass this share of those coded then; then all are taken anew. Query and chunks are
@@ -134,11 +135,12 @@ def embed_pending(store: Store, embedder: Embedder, cache: VectorCache | None = 
                   progress: Callable[[str, int, int], None] | None = None,
                   within: Sequence[int] | None = None, repo_id: int | None = None,
                   total: int | None = None, interrupted: threading.Event | None = None,
-                  stage: str = "embed") -> int:
+                  stage: str = "embed", batch: int = EMBED_BATCH) -> int:
     """Embed every chunk without a vector for this model (of `within`, chunk ids, if
     given; of repository `repo_id`, whose `total` chunks progress counts against, if
     given); returns how many were embedded. Stops between batches once `interrupted` is
-    set (what is embedded is kept). `stage`: what progress calls the work."""
+    set (what is embedded is kept). `stage`: what progress calls the work; `batch`: chunks
+    embedded at a time."""
     cache = cache or VectorCache()
     if repo_id is not None:
         done, total = 0, total or 0
@@ -150,7 +152,7 @@ def embed_pending(store: Store, embedder: Embedder, cache: VectorCache | None = 
     embedded = 0
     last_id = 0
     while not (interrupted is not None and interrupted.is_set()):
-        pending = store.chunks_missing_vectors(embedder.name, EMBED_BATCH, after=last_id,
+        pending = store.chunks_missing_vectors(embedder.name, batch, after=last_id,
                                                within=within, repo_id=repo_id)
         if not pending:
             break

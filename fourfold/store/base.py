@@ -311,13 +311,20 @@ def codes_allowance_setting(repo_id: int, model: str) -> str:
     return f"codes_allowance:{repo_id}:{model}"
 
 
+def deep_codes_setting(repo_id: int, model: str) -> str:
+    """The setting that is 1 while the deep pass's model (`model`) has a code for every
+    chunk of the repository: an index run that writes chunks sets it to 0 until the next
+    pass has coded them, and the indexing model answers meanwhile."""
+    return f"deep_codes:{repo_id}:{model}"
+
+
 def repository_settings(repo_id: int, root: str | None) -> tuple[list[str], list[str]]:
     """Every setting of one repository: the names of its settings, and the prefixes of the
     names of those it keeps per model; what taking the repository out takes with it (its
     root's too, unless None: another repository of the index has that root)."""
     names = [graph_behind_setting(repo_id), graph_version_setting(repo_id),
              unfinished_setting(repo_id)] + ([f"max_file_bytes:{root}"] if root else [])
-    return names, [codes_allowance_setting(repo_id, "")]
+    return names, [codes_allowance_setting(repo_id, ""), deep_codes_setting(repo_id, "")]
 
 
 # the meta keys that mark repositories whose removal began and has not finished, with the

@@ -58,19 +58,50 @@ def test_the_deep_model_answers_once_the_pass_has_made_its_codes(make_tree):
     assert Fourfold(root, deep_embedder=None).semantic.answering(repo_id).name == DEFAULT_MODEL
 
 
-def test_after_an_edit_the_pass_embeds_only_the_new_chunks(make_tree):
+def test_after_an_edit_the_pass_codes_every_new_chunk(make_tree):
     root = make_tree(FILES)
     ff = Fourfold(root)
     ff.index()
     ff.deepen()
-    (root / "billing.py").write_text(
-        'def charge_credit_card(card, amount):\n'
-        '    """Take a payment from a customer\'s card."""\n'
-        '    return gateway.capture(card, amount)\n')
+    billing = root / "billing.py"
+    billing.write_text('def charge_credit_card(card, amount):\n'
+                       '    """Take a payment from a customer\'s card."""\n'
+                       '    return gateway.capture(card, amount)\n')
     ff.index()
-    assert "billing.py" not in semantic_paths(ff, "take a payment from a customer")
-    assert ff.deepen() == 1
+    # its chunks have no deep code yet: the static model answers meanwhile, billing.py too
+    assert ff.semantic.answering(ff.repo_id()).name == DEFAULT_MODEL
     assert semantic_paths(ff, "take a payment from a customer")[0] == "billing.py"
+    assert ff.deepen() == 1
+    assert ff.semantic.answering(ff.repo_id()).name == "minilm"
+    assert semantic_paths(ff, "take a payment from a customer")[0] == "billing.py"
+    # back to an earlier content: its vector is known, nothing is embedded, it is coded
+    billing.write_text("def refund_order(order):\n    return order.reverse()\n")
+    ff.index()
+    ff.deepen()
+    billing.write_text('def charge_credit_card(card, amount):\n'
+                       '    """Take a payment from a customer\'s card."""\n'
+                       '    return gateway.capture(card, amount)\n')
+    ff.index()
+    assert ff.deepen() == 0
+    assert ff.semantic.answering(ff.repo_id()).name == "minilm"
+    assert semantic_paths(ff, "take a payment from a customer")[0] == "billing.py"
+
+
+def test_a_deep_model_that_cannot_be_loaded_leaves_the_indexing_model_answering(
+        make_tree, monkeypatch):
+    from fourfold.semantic.embedder import EmbedderUnavailable
+
+    root = make_tree(FILES)
+    Fourfold(root).index()
+    Fourfold(root).deepen()
+    ff = Fourfold(root)
+
+    def broken():
+        raise EmbedderUnavailable("embedding model file is corrupt")
+
+    monkeypatch.setattr(ff, "_load_deep_embedder", broken)
+    assert ff.semantic.answering(ff.repo_id()).name == DEFAULT_MODEL
+    assert semantic_paths(ff, "compute the area of a shape")[0] == "geometry.py"
 
 
 def test_an_interrupted_pass_keeps_what_it_embedded_and_answers_as_before(make_tree):
@@ -107,6 +138,25 @@ def test_index_deep_on_the_command_line(make_tree, capsys):
     assert payload["deep_embedded"] == payload["embedded"] > 0
     assert main(["status", str(root)]) == 0
     assert "answered by the deep pass's model, minilm" in capsys.readouterr().out
+
+
+def test_closing_a_server_stops_its_deep_pass(make_tree):
+    from fourfold.interfaces.mcp.tools import FourfoldService
+
+    root = make_tree({f"m{i}.py": f"def handler_{i}(request):\n    return reply({i})\n"
+                      for i in range(400)})
+    service = FourfoldService(root, watch=False).start()
+    deadline = time.monotonic() + 60
+    while not service.ff.store.vector_count("minilm"):
+        assert time.monotonic() < deadline, "the deep pass did not start"
+        time.sleep(0.05)
+    started = time.monotonic()
+    service.close()
+    assert time.monotonic() - started < 4  # it stopped after its batch, not at its end
+    store = Fourfold(root).store
+    embedded = store.vector_count("minilm")
+    time.sleep(1.5)
+    assert 0 < store.vector_count("minilm") == embedded < 400
 
 
 def test_a_server_runs_the_pass_in_the_background(make_tree):
