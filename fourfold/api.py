@@ -119,7 +119,7 @@ class Fourfold:
         self._served_id: int | None = None  # repo_id(), once found
         self.embedder_name = embedder
         self.deep_embedder_name = deep_embedder
-        self.deep_threads = 2  # the deep model's threads (a server gives it one)
+        self.deep_threads = 2  # the deep pass's threads (a server gives it one)
         self.notes: list[str] = []  # what opening the index had to do, for the user to read
         if store_url is not None:
             if index_dir is not None or rebuild:
@@ -512,7 +512,7 @@ class Fourfold:
     def _load_deep_embedder(self) -> "Embedder":
         from .semantic.embedder import load_embedder
 
-        return load_embedder(self.deep_embedder_name, threads=self.deep_threads)
+        return load_embedder(self.deep_embedder_name)
 
     def _deep_model_name(self) -> str | None:
         """The name the deep pass's vectors are stored under; None without a deep pass or

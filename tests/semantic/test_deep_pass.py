@@ -10,7 +10,8 @@ import pytest
 
 from fourfold import Fourfold
 from fourfold.interfaces.cli import main
-from fourfold.semantic.embedder import DEFAULT_MODEL
+from fourfold.semantic.embedder import DEFAULT_MODEL, load_embedder
+from fourfold.store.base import deep_codes_setting
 
 FILES = {
     "mail.py": '''\
@@ -129,6 +130,11 @@ def test_the_pass_embeds_only_its_own_repository_of_a_shared_index(make_tree, tm
     assert two.deepen() == two.store.repos(only=[two.repo_id()])[0].chunks == 1
     assert one.semantic.answering(one.repo_id()).name == DEFAULT_MODEL
     assert one.deepen() == one.store.repos(only=[one.repo_id()])[0].chunks
+    # taken out, it takes its mark with it
+    mark = deep_codes_setting(two.repo_id(), "minilm")
+    assert two.store.setting(mark, 7) == 1
+    one.remove_repositories(["acme/two"])
+    assert one.store.setting(mark, 7) == 7
 
 
 def test_index_deep_on_the_command_line(make_tree, capsys):
@@ -172,5 +178,8 @@ def test_a_server_runs_the_pass_in_the_background(make_tree):
             time.sleep(0.1)
         found = service.semantic_search("compute the area of a shape", snippet_lines=0)
         assert found["results"][0]["path"] == "geometry.py"
+        # questions have a model of their own: they never wait for the pass's batches
+        assert service.ff.semantic.deep_embedder is not load_embedder(
+            "minilm", threads=service.ff.deep_threads)
     finally:
         service.close()
