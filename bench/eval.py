@@ -5,7 +5,8 @@
         semantic questions; without --deep the indexing model answers)
     python bench/eval.py localize [--preset default] ...
     python bench/eval.py train [--granularity function]   (localization-train, 398 issues at
-        release trees: bench/datasets.py prepare train)
+        release trees: bench/datasets.py prepare train; --releases Django-3.1a1,...: only
+        the issues of those trees, scored over them alone)
     python bench/eval.py semble --ablations        (each modality alone, presets, direct, boost)
     python bench/eval.py semble --store postgresql://…   (every repository in one server index)
     python bench/eval.py semble --shared [--across]  (one embedded index holding every
@@ -44,6 +45,7 @@ SHARED = False  # --shared: one embedded index for every repository
 ACROSS = False  # --across: each query asks every repository of the shared index
 SELECTED: list[bool] = []  # --across: whether the query's own repository was searched
 DEEP = False  # --deep: the deep pass after indexing (its model answers semantic questions)
+RELEASES: set[str] | None = None  # --releases: only the train instances of these trees
 
 
 def open_index(kind: str, key: str, root: Path, log: dict) -> Fourfold:
@@ -90,6 +92,12 @@ def run_queries(ff: Fourfold, queries: list[tuple[str, str]], options: SearchOpt
 def score(kind: str, results_file: Path) -> dict:
     target = {"semble": datasets.SEMBLE_DATA, "localize": datasets.LOCALIZE_DATA,
               "train": datasets.TRAIN_DATA}[kind]
+    if kind == "train" and RELEASES:  # the scorer counts every instance it is given
+        asked = {json.loads(line)["id"] for line in results_file.read_text().splitlines()}
+        subset = RESULTS / f"{results_file.stem}.dataset.jsonl"
+        subset.write_text("".join(line + "\n" for line in target.read_text().splitlines()
+                                  if line.strip() and json.loads(line)["instance_id"] in asked))
+        target = subset
     only = [arg for name in sorted(REPOS or ()) for arg in ("--repo", name)]
     out = subprocess.run([sys.executable, str(SCORER), "semble" if kind == "semble" else
                           "localize", str(target), str(results_file),
@@ -134,7 +142,8 @@ def evaluate(kind: str, options: SearchOptions, label: str, quiet: bool = False)
     elif kind == "train":
         by_tree: dict[Path, list[dict]] = defaultdict(list)
         for inst in datasets.train_instances():
-            by_tree[inst["tree"]].append(inst)
+            if not RELEASES or inst["tree"].name in RELEASES:
+                by_tree[inst["tree"]].append(inst)
         for tree, instances in sorted(by_tree.items()):
             ff = open_index("releases", tree.name, tree, log)
             run_queries(ff, [(i["instance_id"], i["query"]) for i in instances], options,
@@ -216,6 +225,9 @@ def main() -> None:
                         help="embedding model (vectors of each model are kept side by side)")
     parser.add_argument("--repos", help="only these semble-dev repositories (comma-separated); "
                                          "the scores then cover those only")
+    parser.add_argument("--releases", help="train: only the instances of these release trees "
+                                            "(comma-separated, e.g. Django-3.1a1); the "
+                                            "scores then cover those only")
     parser.add_argument("--ablations", action="store_true")
     parser.add_argument("--deep", action="store_true",
                         help="run the deep pass after indexing; without it the indexing "
@@ -226,9 +238,10 @@ def main() -> None:
     parser.add_argument("--across", action="store_true",
                         help="with --shared or --store: ask every repository for each query")
     args = parser.parse_args()
-    global EMBEDDER, REPOS, STORE, SHARED, ACROSS, DEEP
+    global EMBEDDER, REPOS, STORE, SHARED, ACROSS, DEEP, RELEASES
     EMBEDDER, STORE, SHARED, ACROSS = args.embedder, args.store, args.shared, args.across
     DEEP = args.deep
+    RELEASES = set(args.releases.split(",")) if args.releases else None
     if ACROSS and not (STORE or SHARED):
         parser.error("--across needs --shared or --store")
     REPOS = set(args.repos.split(",")) if args.repos else None

@@ -212,11 +212,6 @@ class Fourfold:
                       and self.store.vector_count(cheap.name) == 0 else None),
             after_files=partial(self.embed, progress) if cheap is not None else None)
         self.store.set_setting(f"max_file_bytes:{self.root}", self.max_file_bytes)
-        deep = self._deep_model_name()
-        if deep is not None and (summary.added or summary.changed) and \
-                self.repo_id() is not None:
-            # its chunks have no deep codes yet: the indexing model answers until a pass
-            self.store.set_setting(deep_codes_setting(self.repo_id(), deep), 0)
         if embed and cheap is None:
             self.embed(progress, summary)
         return summary
@@ -279,7 +274,10 @@ class Fourfold:
         if name is None or repo_id is None:
             return 0
         # a model of its own: questions asked meanwhile do not wait for its batches
-        deep = load_embedder(self.deep_embedder_name, threads=self.deep_threads)
+        deep = self.__dict__.get("_deep_pass_model")
+        if deep is None:
+            deep = self.__dict__["_deep_pass_model"] = load_embedder(
+                self.deep_embedder_name, threads=self.deep_threads, shared=False)
         count = 0
         while not (interrupted is not None and interrupted.is_set()):
             chunks = self.store.repos(only=[repo_id])
@@ -297,7 +295,7 @@ class Fourfold:
                 if self.store.chunks_missing_vectors(name, 1, repo_id=repo_id):
                     continue  # an index run wrote chunks meanwhile: embed them first
                 ready = deep_codes_setting(repo_id, name)
-                if not self.store.setting(ready, 0):
+                if count or not self.store.setting(ready, 0):
                     refresh_codes(self.store, name, repo_id)
                     self.store.set_setting(ready, 1)
                 break

@@ -597,7 +597,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--deep", action="store_true",
                    help="then the deep pass: embed the chunks with the transformer (minilm; "
                         "about 50 chunks/s on two cores), which then answers semantic "
-                        "questions (servers and watchers run it in the background)")
+                        "questions (servers run it in the background)")
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("watch", help="index, then re-index whenever files change (Ctrl-C stops)")

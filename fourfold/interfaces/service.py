@@ -87,6 +87,7 @@ class Service:
         self._to_embed: "IndexSummary | None" = None  # what the runs since wrote, merged
         self._changed_paths: set[str] = set()  # what the watcher saw, not yet indexed
         self._change_seen = threading.Event()  # a catch-up of the graph gives way to it
+        self._deep_stop = threading.Event()  # the deep pass gives way to changes, index runs
         self._cache: OrderedDict[tuple, list] = OrderedDict()
         self._cache_lock = threading.Lock()
 
@@ -127,7 +128,8 @@ class Service:
     def close(self) -> None:
         """Stop the threads and close the index."""
         self._stop.set()
-        self._change_seen.set()  # gives up a catch-up or deep pass under way
+        self._change_seen.set()  # gives up a catch-up under way
+        self._deep_stop.set()  # and the deep pass
         self._answered.set()  # wakes the start's index run still waiting, which then stops
         for thread in self._threads:
             thread.join(timeout=5)
@@ -144,6 +146,7 @@ class Service:
         """Index text, structure and graph now (incremental) and return the summary;
         embeddings follow in the background unless `embed_now`. `changed`: the paths the
         watcher saw; the graph then catches up in the background too."""
+        self._deep_stop.set()  # the pass gives way; the next background round takes it up
         with self._index_lock:
             self._change_seen.clear()
             try:
@@ -208,13 +211,17 @@ class Service:
         change comes; the next run after that change goes on from where it stopped."""
         if not self.embed_enabled or self._change_seen.is_set() or self._stop.is_set():
             return
-        repo_id = self.ff.repo_id()
-        if repo_id is None or self.ff.repositories(repo_id)[0]["chunks"] > DEEP_MAX_CHUNKS:
+        self._deep_stop.clear()  # set again by the next change or index run, and by close()
+        if self._stop.is_set():  # close() sets _stop before _deep_stop
             return
         self.deepening = True
         try:
-            if self.ff.deepen(interrupted=self._change_seen, wait_s=BUSY_WAIT_S) or \
-                    not self._change_seen.is_set():
+            repo_id = self.ff.repo_id()
+            facts = self.ff.repositories(repo_id) if repo_id is not None else []
+            if not facts or facts[0]["chunks"] > DEEP_MAX_CHUNKS:
+                return  # not indexed (taken out meanwhile), or too big for the background
+            if self.ff.deepen(interrupted=self._deep_stop, wait_s=BUSY_WAIT_S) or \
+                    not self._deep_stop.is_set():
                 self.clear_cache()
         except (ModalityUnavailable, IndexBusyError):
             pass  # no deep model here (the indexing model answers), or another indexer:

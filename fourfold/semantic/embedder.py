@@ -391,14 +391,16 @@ def stored_name(name: str) -> str:
     return _vector_name(key, None if path != STATIC_PATH else "", tok, path)
 
 
-def load_embedder(name: str = "default", *, threads: int = 2) -> Embedder:
+def load_embedder(name: str = "default", *, threads: int = 2, shared: bool = True
+                  ) -> Embedder:
     """Load a bundled embedder by name: "default" (= "static") or "minilm".
 
     ``"voyage[:MODEL]"`` and ``"openai[:MODEL]"`` select the optional remote providers of
     :mod:`fourfold.semantic.remote` (off unless asked for by name).
 
-    Loaded models are cached per process. Raises EmbedderUnavailable with a message that
-    says what is missing when the model cannot be loaded; never downloads anything.
+    Loaded models are cached per process (`shared=False`: a model of the caller's own,
+    whose batches no other caller waits for). Raises EmbedderUnavailable with a message
+    that says what is missing when the model cannot be loaded; never downloads anything.
     """
     provider, _, remote_model = name.partition(":")
     if provider.lower() in ("voyage", "openai"):
@@ -413,7 +415,7 @@ def load_embedder(name: str = "default", *, threads: int = 2) -> Embedder:
     cache_key = f"{key}:{threads}:{os.environ.get('FOURFOLD_ONNX_MODEL', '')}:" \
                 f"{os.environ.get('FOURFOLD_STATIC_MODEL', '')}:{os.environ.get('FOURFOLD_TOKENIZER', '')}"
     with _CACHE_LOCK:
-        if cache_key in _CACHE:
+        if shared and cache_key in _CACHE:
             return _CACHE[cache_key]
         tok = Path(os.environ.get("FOURFOLD_TOKENIZER") or TOKENIZER_PATH)
         if key == "minilm":
@@ -423,5 +425,6 @@ def load_embedder(name: str = "default", *, threads: int = 2) -> Embedder:
         else:
             path = Path(os.environ.get("FOURFOLD_STATIC_MODEL") or STATIC_PATH)
             emb = StaticEmbedder(path, tok, name=stored_name(key))
-        _CACHE[cache_key] = emb
+        if shared:
+            _CACHE[cache_key] = emb
         return emb

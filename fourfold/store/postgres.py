@@ -38,7 +38,7 @@ from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileReco
                    FileStamp, FileState, GraphInput, GraphPatch, HeldCodes, HeldRows,
                    PathKey, RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
                    TokenRecord, REMOVING, being_removed, coded, graph_version_setting, packed_ids,
-                   removing_key, repository_settings, used_only)
+                   removing_key, repository_settings, used_only, deep_codes_setting)
 from .postgres_postings import HeldPostings
 from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, EdgeRow, clear_errors,
                          edge_columns_of, packed, packed_bytes, packed_codes, two_columns,
@@ -1498,6 +1498,9 @@ class PostgresStore(Store):
                 cur.executemany("UPDATE files SET size = %s, mtime_ns = %s, ctime_ns = %s, "
                                 "inode = %s WHERE repo_id = %s AND path = %s",
                                 [(*stamp, repo_id, path) for path, stamp in touched])
+            if records:  # chunks with no deep code yet: the indexing model answers until a pass
+                cur.execute("DELETE FROM meta WHERE starts_with(key, %s)",
+                            ("setting:" + deep_codes_setting(repo_id, ""),))
             held = {(path, content): document_id for document_id, path, content in cur.execute(
                 "SELECT d.id, d.path, d.hash FROM documents d JOIN unnest(%s::text[], "
                 "%s::text[], %s::text[]) AS r(path, hash, parser) ON d.path = r.path AND "

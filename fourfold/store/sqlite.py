@@ -32,7 +32,7 @@ from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileSt
                    decompress_references, graph_version_setting, packed_ids, PathKey,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
                    TokenRecord, REMOVING, being_removed, removing_key,
-                   repository_settings)
+                   repository_settings, deep_codes_setting)
 from .chunk_index import ChunkIndex, weighted_text
 from .index_dir import CHUNK_INDEX_NAME, IndexLock
 from .sql_common import (CHUNK_COLS, FILE_COLS, EdgeRow, clear_errors, edge_columns_of,
@@ -668,6 +668,9 @@ class SQLiteStore(Store):
             for path, stamp in touched:
                 conn.execute("UPDATE files SET size=?, mtime_ns=?, ctime_ns=?, inode=? "
                              "WHERE repo_id=? AND path=?", (*stamp, repo_id, path))
+            if records:  # chunks with no deep code yet: the indexing model answers until a pass
+                marks = "setting:" + deep_codes_setting(repo_id, "")
+                conn.execute("DELETE FROM meta WHERE substr(key, 1, ?) = ?", (len(marks), marks))
             file_id = max(conn.execute("SELECT coalesce(max(id), 0) FROM files").fetchone()[0],
                           int((conn.execute("SELECT value FROM meta WHERE key=?",
                                             (LAST_FILE_ID,)).fetchone() or (0,))[0]))

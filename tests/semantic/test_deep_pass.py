@@ -35,6 +35,12 @@ FILES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def fresh_vector_cache(monkeypatch, tmp_path):
+    """The counts of chunks a pass embeds assume no vector is known beforehand."""
+    monkeypatch.setenv("FOURFOLD_CACHE_DIR", str(tmp_path / "vector-cache"))
+
+
 def semantic_paths(ff: Fourfold, question: str) -> list[str]:
     return [h.path for h in ff.search(question, modalities=("semantic",)).hits]
 
@@ -53,6 +59,8 @@ def test_the_deep_model_answers_once_the_pass_has_made_its_codes(make_tree):
     assert ff.status()["modalities"]["semantic"].endswith(
         "answered by the deep pass's model, minilm)")
     assert semantic_paths(ff, "compute the area of a shape")[0] == "geometry.py"
+    # the pass's model is its own: questions never wait for its batches
+    assert ff.__dict__["_deep_pass_model"] is not ff.semantic.deep_embedder
     assert ff.deepen() == 0  # nothing twice
     # another process opening the index answers with it too; one without a deep model not
     assert Fourfold(root).semantic.answering(repo_id).name == "minilm"
@@ -86,6 +94,20 @@ def test_after_an_edit_the_pass_codes_every_new_chunk(make_tree):
     assert ff.deepen() == 0
     assert ff.semantic.answering(ff.repo_id()).name == "minilm"
     assert semantic_paths(ff, "take a payment from a customer")[0] == "billing.py"
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_an_indexer_without_the_deep_model_hands_back_to_the_static_one(make_tree, request,
+                                                                        store):
+    root = make_tree(FILES)
+    where = {} if store == "sqlite" else {"store_url": request.getfixturevalue("postgres_url")}
+    Fourfold(root, **where).index()
+    Fourfold(root, **where).deepen()
+    (root / "billing.py").write_text("def refund_order(order):\n    return order.reverse()\n")
+    Fourfold(root, deep_embedder=None, **where).index()  # its writes clear the mark as well
+    ff = Fourfold(root, **where)
+    assert ff.semantic.answering(ff.repo_id()).name == DEFAULT_MODEL
+    assert ff.deepen() == 1 and ff.semantic.answering(ff.repo_id()).name == "minilm"
 
 
 def test_a_deep_model_that_cannot_be_loaded_leaves_the_indexing_model_answering(
@@ -163,6 +185,28 @@ def test_closing_a_server_stops_its_deep_pass(make_tree):
     embedded = store.vector_count("minilm")
     time.sleep(1.5)
     assert 0 < store.vector_count("minilm") == embedded < 400
+
+
+def test_a_change_under_a_server_comes_before_its_deep_pass(make_tree):
+    from fourfold.interfaces.mcp.tools import FourfoldService
+
+    root = make_tree({f"m{i}.py": f"def handler_{i}(request):\n    return reply({i})\n"
+                      for i in range(800)})  # half a minute of the pass on one core
+    service = FourfoldService(root, watch=True).start()
+    try:
+        deadline = time.monotonic() + 60
+        while not service.ff.store.vector_count("minilm") or not service.watching:
+            assert time.monotonic() < deadline, "the deep pass did not start"
+            time.sleep(0.05)
+        (root / "billing.py").write_text("def refund_order(order):\n    return order.reverse()\n")
+        deadline = time.monotonic() + 10  # the pass gives way after its batch
+        while service.ff.store.chunks_missing_vectors(DEFAULT_MODEL, 1) or \
+                service.ff.store.file_by_path("billing.py", service.ff.repo_id()) is None:
+            assert time.monotonic() < deadline, "the change waited for the deep pass"
+            time.sleep(0.05)
+        assert service.ff.store.vector_count("minilm") < 800
+    finally:
+        service.close()
 
 
 def test_a_server_runs_the_pass_in_the_background(make_tree):
