@@ -799,9 +799,14 @@ class Fourfold:
         try:
             done, total = self.semantic.progress()
             ready = done == total and self.semantic.ready()  # vectors, then their codes
-            answering = self.semantic.answering(self.repo_id()).name
+            repo_id, deep_model = self.repo_id(), self.semantic.deep_model()
+            answering = self.semantic.answering(repo_id).name
             deep = (f"; answered by the deep pass's model, {answering}"
-                    if answering != self.semantic.embedder.name else "")
+                    if answering != self.semantic.embedder.name else
+                    f"; the deep pass's model, {deep_model}, answers again once a pass has "
+                    "coded the chunks written since"
+                    if deep_model and repo_id is not None
+                    and self.store.code_mean(repo_id, deep_model) is not None else "")
             modalities["semantic"] = ("ready" if ready else "building") + \
                 f" ({done}/{total} chunks embedded, model {self.semantic.embedder.name}{deep})"
         except ModalityUnavailable as exc:

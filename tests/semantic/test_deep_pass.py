@@ -79,6 +79,7 @@ def test_after_an_edit_the_pass_codes_every_new_chunk(make_tree):
     ff.index()
     # its chunks have no deep code yet: the static model answers meanwhile, billing.py too
     assert ff.semantic.answering(ff.repo_id()).name == DEFAULT_MODEL
+    assert "answers again once a pass has coded" in ff.status()["modalities"]["semantic"]
     assert semantic_paths(ff, "take a payment from a customer")[0] == "billing.py"
     assert ff.deepen() == 1
     assert ff.semantic.answering(ff.repo_id()).name == "minilm"
