@@ -301,6 +301,13 @@ class Fourfold:
                 break
         return count
 
+    def _deepened(self) -> bool:
+        """Whether a deep pass has made this repository's codes before (an edit since may
+        have left chunks without one)."""
+        repo_id, name = self.repo_id(), self._deep_model_name()
+        return (repo_id is not None and name is not None
+                and self.store.code_mean(repo_id, name) is not None)
+
     def _chunk_ids(self, paths: list[str], repo_id: int) -> list[int]:
         files = (self.store.file_by_path(path, repo_id) for path in paths)
         return [c.chunk_id for f in files if f is not None
@@ -368,10 +375,11 @@ class Fourfold:
 
     def watch(self, on_index: Callable[[IndexSummary], None] | None = None,
               stop: threading.Event | None = None, embed: bool = True,
-              debounce_ms: int = 400, busy_wait_s: float = 30.0) -> None:
+              debounce_ms: int = 400, busy_wait_s: float = 30.0, deep: bool = False) -> None:
         """Keep the index fresh: index now, then after every debounced batch of file changes
         index the changed files (text, structure, vectors; the graph and binary codes
-        catch up while nothing changes), until `stop` is set or Ctrl-C. `on_index` gets
+        catch up while nothing changes, then the deep pass where `deep` or where one has
+        made the repository's codes before), until `stop` is set or Ctrl-C. `on_index` gets
         each run's summary. While another process indexes this folder, the run waits for
         it (up to busy_wait_s). Files are watched from the start (in a thread), so a
         change made while a run indexes is not missed: setting up the watches of a big
@@ -407,6 +415,11 @@ class Fourfold:
                     # the graph and codes catch up while nothing changes; a change first
                     while not changed.is_set() and not self.catch_up(busy_wait_s, changed):
                         pass
+                    if embed and not changed.is_set() and (deep or self._deepened()):
+                        try:
+                            self.deepen(interrupted=changed, wait_s=busy_wait_s)
+                        except (ModalityUnavailable, IndexBusyError):
+                            pass  # no deep model here, or another indexer: after the next run
                     changed.wait()
                 except KeyboardInterrupt:
                     return

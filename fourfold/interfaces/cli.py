@@ -162,7 +162,7 @@ def cmd_watch(args) -> int:
 
     if not args.json:
         print(f"watching {ff.root} (index {ff.location}); Ctrl-C stops", file=sys.stderr)
-    ff.watch(report, embed=not args.no_embed, debounce_ms=args.debounce_ms)
+    ff.watch(report, embed=not args.no_embed, debounce_ms=args.debounce_ms, deep=args.deep)
     return EXIT_RESULTS
 
 
@@ -597,7 +597,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--deep", action="store_true",
                    help="then the deep pass: embed the chunks with the transformer (minilm; "
                         "about 50 chunks/s on two cores), which then answers semantic "
-                        "questions (servers run it in the background)")
+                        "questions (servers and watchers keep it going in the background)")
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("watch", help="index, then re-index whenever files change (Ctrl-C stops)")
@@ -606,6 +606,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip the semantic phase (text, structure and graph only)")
     p.add_argument("--debounce-ms", type=int, default=400,
                    help="changes within this window are indexed together")
+    p.add_argument("--deep", action="store_true",
+                   help="run the deep pass while nothing changes (it runs anyway where one "
+                        "has run before)")
     p.set_defaults(func=cmd_watch)
 
     p = sub.add_parser("search", help="ask anything; fourfold routes and fuses")

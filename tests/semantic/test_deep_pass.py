@@ -188,6 +188,32 @@ def test_closing_a_server_stops_its_deep_pass(make_tree):
     assert 0 < store.vector_count("minilm") == embedded < 400
 
 
+def test_a_watcher_keeps_a_deep_pass_going_where_one_has_run(make_tree):
+    root = make_tree(FILES)
+    ff = Fourfold(root)
+    ff.index()
+    ff.deepen()
+    stop = threading.Event()
+    watcher = threading.Thread(target=ff.watch, kwargs={"stop": stop, "debounce_ms": 50})
+    watcher.start()
+    try:
+        time.sleep(1.0)  # the watches are set up
+        (root / "billing.py").write_text(
+            'def charge_credit_card(card, amount):\n'
+            '    """Take a payment from a customer\'s card."""\n'
+            '    return gateway.capture(card, amount)\n')
+        deadline = time.monotonic() + 30
+        reader = Fourfold(root)
+        while reader.store.file_by_path("billing.py", reader.repo_id()) is None or \
+                reader.semantic.answering(reader.repo_id()).name != "minilm":
+            assert time.monotonic() < deadline, "the watcher did not run the deep pass"
+            time.sleep(0.1)
+        assert semantic_paths(reader, "take a payment from a customer")[0] == "billing.py"
+    finally:
+        stop.set()
+        watcher.join(timeout=10)
+
+
 def test_a_change_under_a_server_comes_before_its_deep_pass(make_tree):
     from fourfold.interfaces.mcp.tools import FourfoldService
 
