@@ -23,6 +23,7 @@ sys.path.insert(0, str(BENCH))
 import datasets  # noqa: E402
 
 from fourfold import Fourfold, SearchOptions  # noqa: E402
+from fourfold.api import DEEP_EMBEDDER  # noqa: E402
 from fourfold.routing import profiles  # noqa: E402
 from fourfold.routing.intent import UNDERSTAND_CODE, classify  # noqa: E402
 
@@ -52,7 +53,7 @@ def main() -> None:
     scores: list[dict[str, float]] = [dict() for _ in settings]
     for repo in repos:
         ff = Fourfold(Path(repo["index_root"]), index_dir=INDEXES / "semble" / repo["name"],
-                      deep_embedder="minilm" if deep else None)
+                      deep_embedder=DEEP_EMBEDDER if deep else None)
         ff.index()
         if deep:
             ff.deepen()

@@ -33,6 +33,7 @@ sys.path.insert(0, str(BENCH))
 import datasets  # noqa: E402
 
 from fourfold import Fourfold, SearchOptions  # noqa: E402
+from fourfold.api import DEEP_EMBEDDER  # noqa: E402
 from fourfold.routing.profiles import parse_weights  # noqa: E402
 
 SCORER = datasets.DATA_DIR / "score.py"
@@ -49,7 +50,7 @@ RELEASES: set[str] | None = None  # --releases: only the train instances of thes
 
 
 def open_index(kind: str, key: str, root: Path, log: dict) -> Fourfold:
-    deep = "minilm" if DEEP else None  # without --deep, the indexing model answers
+    deep = DEEP_EMBEDDER if DEEP else None  # without --deep, the indexing model answers
     if STORE:
         ff = Fourfold(root, store_url=STORE, repository=key, embedder=EMBEDDER,
                       deep_embedder=deep)

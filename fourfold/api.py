@@ -55,6 +55,10 @@ RELATIONS = ("callers", "callees", "importers", "imports", "subclasses")  # rela
 COORDINATOR = "coordinator"  # place_repository()'s name for the store's own server
 ALL_ROWS = 1 << 40  # a page size meaning every row (graph queries page their answers)
 CATCH_UP_POLL_S = 0.01  # how often catch_up() looks for a change that comes first
+# The deep pass's model: about 50 chunks a second on two cores against the static model's
+# thousands, so it runs after the index is complete; where it has coded a repository, the
+# semantic modality answers with it (docs/benchmarks.md, "A deep semantic pass").
+DEEP_EMBEDDER = "minilm"
 
 
 def _repository_facts(r: "RepoInfo") -> dict:
@@ -108,7 +112,8 @@ class Fourfold:
                  index_dir: str | os.PathLike | None = None,
                  max_file_bytes: int | None = None, embedder: str = "default",
                  rebuild: bool = False, store_url: str | None = None,
-                 repository: str | None = None, deep_embedder: str | None = "minilm"):
+                 repository: str | None = None,
+                 deep_embedder: str | None = DEEP_EMBEDDER):
         self.root = Path(root).resolve() if root is not None else None
         if self.root is not None and not self.root.is_dir():
             raise FourfoldError(f"{root}: no such folder")
@@ -267,17 +272,12 @@ class Fourfold:
         pass). The codes are taken under the index lock (`wait_s` as index()'s), so that no
         index run or removal of the repository comes between. Returns how many chunks it
         embedded."""
-        from .semantic.embedder import load_embedder
         from .semantic.indexing import DEEP_BATCH, embed_pending, refresh_codes
 
         repo_id, name = self.repo_id(), self.semantic.deep_model()
         if name is None or repo_id is None:
             return 0
-        # a model of its own: questions asked meanwhile do not wait for its batches
-        deep = self.__dict__.get("_deep_pass_model")
-        if deep is None:
-            deep = self.__dict__["_deep_pass_model"] = load_embedder(
-                self.deep_embedder_name, threads=self.deep_threads, shared=False)
+        deep = self._deep_pass_model
         count = 0
         while not (interrupted is not None and interrupted.is_set()):
             chunks = self.store.repos(only=[repo_id])
@@ -289,7 +289,7 @@ class Fourfold:
             if interrupted is not None and interrupted.is_set():
                 break
             with self.indexing_lock(wait_s):
-                left = self.store.repos(only=[repo_id])
+                left = self.store.repos(counts=False, only=[repo_id])
                 if not left or left[0].removing or not left[0].indexed_at:
                     break  # taken out (or being) meanwhile
                 if self.store.chunks_missing_vectors(name, 1, repo_id=repo_id):
@@ -301,10 +301,18 @@ class Fourfold:
                 break
         return count
 
+    @cached_property
+    def _deep_pass_model(self) -> "Embedder":
+        """The deep pass's model, its own: questions asked meanwhile do not wait for its
+        batches."""
+        from .semantic.embedder import load_embedder
+
+        return load_embedder(self.deep_embedder_name, threads=self.deep_threads, shared=False)
+
     def _deepened(self) -> bool:
         """Whether a deep pass has made this repository's codes before (an edit since may
         have left chunks without one)."""
-        repo_id, name = self.repo_id(), self._deep_model_name()
+        repo_id, name = self.repo_id(), self.semantic.deep_model()
         return (repo_id is not None and name is not None
                 and self.store.code_mean(repo_id, name) is not None)
 
@@ -812,14 +820,12 @@ class Fourfold:
         try:
             done, total = self.semantic.progress()
             ready = done == total and self.semantic.ready()  # vectors, then their codes
-            repo_id, deep_model = self.repo_id(), self.semantic.deep_model()
-            answering = self.semantic.answering(repo_id).name
+            answering = self.semantic.answering(self.repo_id()).name
             deep = (f"; answered by the deep pass's model, {answering}"
                     if answering != self.semantic.embedder.name else
-                    f"; the deep pass's model, {deep_model}, answers again once a pass has "
-                    "coded the chunks written since"
-                    if deep_model and repo_id is not None
-                    and self.store.code_mean(repo_id, deep_model) is not None else "")
+                    f"; the deep pass's model, {self.semantic.deep_model()}, answers again "
+                    "once a pass has coded the chunks written since"
+                    if self._deepened() else "")
             modalities["semantic"] = ("ready" if ready else "building") + \
                 f" ({done}/{total} chunks embedded, model {self.semantic.embedder.name}{deep})"
         except ModalityUnavailable as exc:
@@ -973,7 +979,7 @@ class Fourfold:
         from .repositories import git_branch
 
         return [{**_repository_facts(r), "branch": git_branch(Path(r.root))}
-                for r in self.store.repos() if repo_id is None or r.repo_id == repo_id]
+                for r in self.store.repos(only=None if repo_id is None else [repo_id])]
 
     @_in_its_repository
     def modality_status(self, repo_id: int | None = None) -> dict[str, str]:

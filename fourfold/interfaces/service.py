@@ -209,7 +209,7 @@ class Service:
     def _deepen(self) -> None:
         """The deep pass, last and on one core (queries keep the other), given up when a
         change comes; the next run after that change goes on from where it stopped."""
-        if not self.embed_enabled or self._change_seen.is_set() or self._stop.is_set():
+        if not self.embed_enabled or self._change_seen.is_set():
             return
         self._deep_stop.clear()  # set again by the next change or index run, and by close()
         if self._stop.is_set():  # close() sets _stop before _deep_stop

