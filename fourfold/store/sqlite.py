@@ -406,6 +406,9 @@ class SQLiteStore(Store):
         if isinstance(exc, sqlite3.OperationalError) and ("locked" in message
                                                            or "busy" in message):
             return FourfoldError(f"the index at {self.db_path} is busy ({message}); try again")
+        if isinstance(exc, sqlite3.ProgrammingError):  # a call's parameters, not the file
+            return FourfoldError(f"the index at {self.db_path} was asked wrongly by "
+                                 f"{method or 'a call'} ({message}); the index is not damaged")
         folder = Path(self.db_path).parent
         root = folder.parent if folder.name == ".fourfold" else "PATH"
         return IndexDamagedError(

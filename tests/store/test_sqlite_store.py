@@ -167,6 +167,16 @@ def test_a_full_disk_and_a_busy_database_are_told_apart(store, tmp_path, message
     assert str(failure) == expected.format(db=tmp_path / "index.sqlite")
 
 
+def test_a_call_with_a_wrong_parameter_does_not_call_the_index_damaged(store, tmp_path):
+    with pytest.raises(FourfoldError) as wrong:
+        store.files(object())  # a repository id of the wrong type
+    assert type(wrong.value) is FourfoldError
+    assert str(wrong.value).startswith(f"the index at {tmp_path / 'index.sqlite'} was asked "
+                                       "wrongly by files (Error binding parameter 1")
+    assert str(wrong.value).endswith("the index is not damaged")
+    assert store.files() == []  # and it answers on
+
+
 # -- FTS5 expressions -----------------------------------------------------------------------
 def test_required_text_becomes_an_fts5_trigram_expression():
     assert trigram_match("abcd") == '("abc" AND "bcd")'
