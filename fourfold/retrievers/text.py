@@ -617,9 +617,14 @@ class TextRetriever:
         ranked = sorted(by_file.values(),
                         key=lambda ms: (not wanted or name_words(ms[0].path) != wanted,
                                         -len(ms), ms[0].path))
+        ranked = ranked[:limit]
+        # a span of two lines either side of the first match, within the file
+        texts = self.store.utf8_contents(ms[0].file_id for ms in ranked)
         hits = ResultList(partial=matches.partial)
-        for rank, ms in enumerate(ranked[:limit]):
-            first = ms[0].line
-            hits.append(Hit(ms[0].path, max(1, first - 2), first + 2, 1.0 / (1 + rank),
-                            kind="match", lines=[(m.line, m.text) for m in ms[:5]]))
+        for rank, ms in enumerate(ranked):
+            first, text = ms[0].line, texts.get(ms[0].file_id, b"")
+            last = text.count(b"\n") + (not text.endswith(b"\n"))
+            hits.append(Hit(ms[0].path, max(1, first - 2), max(first, min(first + 2, last)),
+                            1.0 / (1 + rank), kind="match",
+                            lines=[(m.line, m.text) for m in ms[:5]]))
         return hits

@@ -96,6 +96,17 @@ def test_a_posix_class_in_a_regex_is_searched_as_re2_reads_it(index_on_each_stor
         ["a.py"]
 
 
+def test_a_quoted_string_answers_with_a_span_inside_its_file(index_on_each_store):
+    _, ff = index_on_each_store({
+        "short.py": "def main():\n    raise ConnectionError('ECONNREFUSED')\n",
+        "long.py": "".join(f"x{i} = {i}\n" for i in range(1, 10)) + "y = 'ECONNREFUSED'\n"
+                   + "".join(f"z{i} = {i}\n" for i in range(1, 10)),
+        "last.py": "a = 1\nb = 'ECONNREFUSED'\nc = 3\nd = 4"})  # no newline at its end
+    spans = {h.path: (h.start_line, h.end_line)
+             for h in ff.search('"ECONNREFUSED"', modalities=["text"]).hits}
+    assert spans == {"short.py": (1, 2), "long.py": (8, 12), "last.py": (1, 4)}
+
+
 def test_sqlite_trigram_expression():
     # trigram index without positions: each required literal is an AND of its trigrams
     assert trigram_match(("and", ["foo", "barbaz"])) == \
