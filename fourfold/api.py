@@ -202,6 +202,8 @@ class Fourfold:
 
         if self.root is None:
             raise FourfoldError("give the folder to index")
+        if self._named and self.store_url is None:
+            self._refuse_another_name()
         self._served_id = None  # looked up again: it may have been removed meanwhile
         # A cheap model embeds while a big repository's graph is resolved (another may take
         # longer than the graph, and embeds after it), and in the parser processes where
@@ -220,6 +222,18 @@ class Fourfold:
         if embed and cheap is None:
             self.embed(progress, summary)
         return summary
+
+    def _refuse_another_name(self) -> None:
+        """An embedded index holds a folder once, under one name: asked for by another, it
+        is refused (indexing it under that name would change nothing)."""
+        held = next((r for r in self.store.repos(counts=False) if Path(r.root) == self.root),
+                    None)
+        if held is not None and held.name != self.repository_name:
+            raise FourfoldError(
+                f"{self.root} is indexed in {self.location} as {held.name!r}: ask for it by "
+                f"that name (--repository {held.name}), or take it out (`fourfold remove "
+                f"{held.name} --index-dir {self.location}`) and index it again as "
+                f"{self.repository_name!r}")
 
     def _cheap_embedder(self) -> "Embedder | None":
         """The embedder, where it is cheap enough to run in the parser processes."""
@@ -823,6 +837,10 @@ class Fourfold:
             answering = self.semantic.answering(self.repo_id()).name
             deep = (f"; answered by the deep pass's model, {answering}"
                     if answering != self.semantic.embedder.name else
+                    f"; the deep pass's model, {self.semantic.deep_model()}, cannot be loaded "
+                    f"here ({self.semantic.deep_failure}): model "
+                    f"{self.semantic.embedder.name} answers"
+                    if self.semantic.deep_failure else
                     f"; the deep pass's model, {self.semantic.deep_model()}, answers again "
                     "once a pass has coded the chunks written since"
                     if self._deepened() else "")

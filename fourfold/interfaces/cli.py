@@ -342,7 +342,7 @@ def cmd_status(args) -> int:
             if r.get("removing"):
                 print(f"{r['name']} ({r['root']}, id {r['id']}){where}: being taken out of the "
                       f"index (a `fourfold remove` was interrupted): run `fourfold remove "
-                      f"{r['name']}` again")
+                      f"{r['name']}` again, with this index's --index-dir or --store")
                 continue
             if r.get("unreachable"):
                 print(f"{r['name']} ({r['root']}, id {r['id']}){where}: {r['unreachable']}; "

@@ -72,6 +72,11 @@ class SemanticRetriever:
                                 "model answers", exc)
             return self._deep
 
+    @property
+    def deep_failure(self) -> str | None:
+        """Why the deep pass's model could not be loaded here, once it failed."""
+        return self._deep_failed
+
     @cached_property
     def _deep_model(self) -> str | None:
         name = self._deep_name()

@@ -339,7 +339,8 @@ def removing_key(repo_id: int) -> str:
 
 def being_removed(name: str) -> QueryError:
     return QueryError(f"repository {name!r} is being taken out of the index (a `fourfold "
-                      f"remove` was interrupted): run `fourfold remove {name}` again first")
+                      f"remove` was interrupted): run `fourfold remove {name}` again first, "
+                      "with this index's --index-dir or --store")
 
 
 def codes_behind(store: Store, repo_id: int, model: str) -> bool:

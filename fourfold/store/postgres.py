@@ -998,6 +998,12 @@ class PostgresStore(Store):
             return IndexWriteError(f"{self.location} is a read-only replica: it answers "
                                    "searches; index, place repositories and manage tokens "
                                    "against its primary")
+        if writing and (method == "indexing_run" or
+                        getattr(self._local, "counts", None) is not None):
+            return IndexWriteError(  # an index run is one transaction
+                f"cannot write the index on {self.location} ({detail}); nothing of this "
+                "index run was kept: the repository answers as it did before it; check the "
+                "server and index again")
         if writing:
             return IndexWriteError(
                 f"cannot write the index on {self.location} ({detail}); what was written "

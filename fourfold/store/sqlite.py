@@ -789,7 +789,8 @@ class SQLiteStore(Store):
     def _compact(self) -> None:
         """Where more than COMPACTED_FREE_SHARE of the database is free pages, give them
         back to the disk (VACUUM writes the rest anew: about 1 s per 100 MB, at most what
-        was freed) unless a reader holds the database now (the pages are reused later)."""
+        was freed) unless another connection writes now (the pages are reused later). While
+        another reads, the new copy waits in the WAL for a later checkpoint."""
         conn = self._conn()
         pages, free = (conn.execute(f"PRAGMA {count}").fetchone()[0]
                        for count in ("page_count", "freelist_count"))
@@ -799,7 +800,7 @@ class SQLiteStore(Store):
         try:
             conn.execute("VACUUM")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        except sqlite3.OperationalError:  # busy: another connection reads or writes
+        except sqlite3.OperationalError:  # busy: another connection writes
             pass
         finally:
             conn.execute(f"PRAGMA busy_timeout={int(CONNECT_WAIT_S * 1000)}")

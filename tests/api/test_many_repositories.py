@@ -166,6 +166,25 @@ def test_a_repository_name_names_one_repository_of_an_embedded_index(shared_inde
     again.close()
 
 
+def test_an_indexed_folder_asked_for_by_another_name_is_refused_not_indexed_again(
+        make_tree, capsys):
+    """An embedded index holds a folder under one name: another name for it is refused
+    with what to do, by index and by a search that would index first."""
+    root = make_tree({"a.py": "def hello():\n    return 1\n"})
+    assert main(["index", str(root), "--no-embed"]) == 0
+    capsys.readouterr()
+    expected = (f"{root} is indexed in {root / '.fourfold'} as {root.name!r}: ask for it by "
+                f"that name (--repository {root.name}), or take it out (`fourfold remove "
+                f"{root.name} --index-dir {root / '.fourfold'}`) and index it again as 'foo'")
+    for command in (["index", str(root), "--repository", "foo", "--no-embed"],
+                    ["search", "hello", str(root), "--repository", "foo"]):
+        assert main(command) == 2
+        out, err = capsys.readouterr()
+        assert err.strip() == f"fourfold: {expected}" and "indexed" not in out
+    assert main(["search", "hello", str(root), "--repository", root.name, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["results"][0]["path"] == "a.py"
+
+
 @pytest.mark.parametrize("shared_index", ["sqlite"], indirect=True)
 def test_an_index_holding_one_name_twice_answers_each_by_id(shared_index):
     """An embedded index written before names were unique may hold one twice: a

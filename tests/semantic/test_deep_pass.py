@@ -67,6 +67,55 @@ def test_the_deep_model_answers_once_the_pass_has_made_its_codes(make_tree):
     assert Fourfold(root, deep_embedder=None).semantic.answering(repo_id).name == DEFAULT_MODEL
 
 
+def test_chunks_written_during_a_pass_are_embedded_before_its_codes_are_taken(
+        make_tree, monkeypatch):
+    from fourfold.semantic import indexing
+
+    root = make_tree(FILES)
+    ff = Fourfold(root)
+    ff.index()
+    embed_pending, calls = indexing.embed_pending, []
+
+    def meanwhile_an_index_run(*args, **kwargs):
+        done = embed_pending(*args, **kwargs)
+        if kwargs.get("stage") != "deep":  # the index run's own embedding
+            return done
+        calls.append(done)
+        if len(calls) == 1:  # between the pass's batches and its codes, a file is written
+            (root / "billing.py").write_text(
+                "def refund_order(order):\n    return order.reverse()\n")
+            Fourfold(root).index()
+        return done
+
+    monkeypatch.setattr(indexing, "embed_pending", meanwhile_an_index_run)
+    chunks = ff.store.repos(only=[ff.repo_id()])[0].chunks
+    assert ff.deepen() == chunks + 1 and calls == [chunks, 1]
+    assert ff.semantic.answering(ff.repo_id()).name == "minilm"
+    assert ff.store.chunks_missing_vectors("minilm", 10, repo_id=ff.repo_id()) == []
+    assert semantic_paths(ff, "give the customer their money back")[0] == "billing.py"
+
+
+def test_a_repository_removed_during_a_pass_gets_no_codes(make_tree, tmp_path, monkeypatch):
+    from fourfold.semantic import indexing
+
+    where = {"index_dir": tmp_path / "index"}
+    root = make_tree(FILES)
+    ff = Fourfold(root, repository="acme/one", **where)
+    ff.index()
+    repo_id, embed_pending = ff.repo_id(), indexing.embed_pending
+
+    def removed_meanwhile(*args, **kwargs):
+        done = embed_pending(*args, **kwargs)
+        if kwargs.get("stage") == "deep":
+            Fourfold(root, **where).remove_repositories(["acme/one"])
+        return done
+
+    monkeypatch.setattr(indexing, "embed_pending", removed_meanwhile)
+    assert ff.deepen() > 0
+    assert ff.store.code_mean(repo_id, "minilm") is None
+    assert ff.store.setting(deep_codes_setting(repo_id, "minilm"), 0) == 0
+
+
 def test_after_an_edit_the_pass_codes_every_new_chunk(make_tree):
     root = make_tree(FILES)
     ff = Fourfold(root)
@@ -126,6 +175,10 @@ def test_a_deep_model_that_cannot_be_loaded_leaves_the_indexing_model_answering(
     monkeypatch.setattr(ff, "_load_deep_embedder", broken)
     assert ff.semantic.answering(ff.repo_id()).name == DEFAULT_MODEL
     assert semantic_paths(ff, "compute the area of a shape")[0] == "geometry.py"
+    # status says why, not that chunks were written since the pass
+    assert ff.status()["modalities"]["semantic"].endswith(
+        "; the deep pass's model, minilm, cannot be loaded here (embedding model file is "
+        f"corrupt): model {DEFAULT_MODEL} answers)")
 
 
 def test_an_interrupted_pass_keeps_what_it_embedded_and_answers_as_before(make_tree):

@@ -617,13 +617,15 @@ def test_an_indexing_run_is_seen_whole_or_not_at_all(store, postgres_url):
     store.write_batch(repo, [readme_record()], [], [])
     store.mark_indexed(repo, 1.0, "parser")
     reader = PostgresStore(postgres_url)
-    with pytest.raises(IndexWriteError):
+    with pytest.raises(IndexWriteError) as lost:
         with store.indexing_run():
             store.write_batch(repo, [alpha_record()], ["README.md"], [])
             assert [f.path for f in reader.files()] == ["README.md"]  # not while it runs
             with _admin(postgres_url) as admin:
                 admin.execute("SELECT pg_terminate_backend(%s)", (_backend_pid(store),))
             store.write_batch(repo, corpus_records(), [], [])
+    assert "nothing of this index run was kept: the repository answers as it did before " \
+        "it" in str(lost.value)
     # the lost run left the repository at its last complete generation, for every reader
     assert [f.path for f in reader.files()] == ["README.md"] == [f.path for f in store.files()]
     assert reader.bm25_chunks(["alpha"], 5) == [] and reader.generation() == ((repo, 1.0),)
