@@ -14,7 +14,9 @@ from ..tokens import name_match, name_targets, name_words, query_words
 BOOST_SCALE = 0.3
 BOOST_CAP = 1.5
 DOWNRANK_FACTOR = 0.5  # vendor / build / generated / archive / minified
-TEST_FACTOR = 0.5  # tests rank below source unless the query asks for tests
+# Tests rank below source unless the query asks for them; chosen by leaving repositories
+# out (docs/benchmarks.md).
+TEST_FACTOR = 0.25
 PROSE_FACTOR = 0.5  # docs, config and data rank below code unless the query asks for them
 # A file whose name a question spells ("field naming policy" -> FieldNamingPolicy.java) gains
 # up to this share; a pasted text (query.model.QUESTION_MAX_WORDS) names files in passing.
@@ -40,11 +42,12 @@ def flag_factors(flags: int, wants_tests: bool, wants_prose: bool) -> dict[str, 
     return factors
 
 
-def rank_definitions(found: list, wants_tests: bool = False) -> list:
-    """(symbol, tier) pairs as a definition lookup answers them: by match tier, then by the
-    same flag priors as search results, the retriever's order breaking ties."""
-    return sorted(found, key=lambda st: (st[1], -math.prod(
-        flag_factors(st[0].flags, wants_tests, wants_prose=True).values())))
+def rank_definitions(found: list) -> list:
+    """(symbol, tier) pairs as a definition lookup answers them: by match tier, then the
+    repository's own source, its tests, vendored or generated code; the retriever's order
+    breaking ties."""
+    return sorted(found, key=lambda st: (st[1], bool(st[0].flags & DOWNRANKED),
+                                         bool(st[0].flags & TEST)))
 
 
 def question_words(text: str) -> frozenset[str]:

@@ -277,7 +277,7 @@ def test_definitions_rank_tests_and_vendored_code_below_source(make_tree):
     ff.index(embed=False)
     assert [d["path"] for d in ff.definitions("checkout")] == [
         "src/cart.py", "tests/test_cart.py", "vendor/lib/cart.py"]
-    # the fused search weighs the same priors once, in its ranking stage
+    # the fused search weighs the flags once, in its ranking stage, tests below vendored code
     hits = ff.search("def checkout", modalities=("structural",)).hits
-    assert [h.path for h in hits] == ["src/cart.py", "tests/test_cart.py", "vendor/lib/cart.py"]
-    assert hits[1].factors == {"test": 0.5} and hits[2].factors == {"vendor": 0.5}
+    assert [h.path for h in hits] == ["src/cart.py", "vendor/lib/cart.py", "tests/test_cart.py"]
+    assert hits[1].factors == {"vendor": 0.5} and hits[2].factors == {"test": 0.25}

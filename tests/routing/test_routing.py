@@ -9,7 +9,7 @@ from fourfold.model import Hit
 from fourfold.query.model import Query
 from fourfold.routing.engine import SearchEngine, SearchOptions
 from fourfold.ranking.fusion import fuse, rrf_contribution
-from fourfold.ranking.priors import (BOOST_CAP, NAME_BOOST, apply_priors,
+from fourfold.ranking.priors import (BOOST_CAP, NAME_BOOST, apply_priors, rank_definitions,
                                      centrality_boost, question_words)
 from fourfold.ranking.granularity import best_per_file, with_file_support
 from fourfold.query.model import QUESTION_MAX_WORDS
@@ -118,6 +118,15 @@ def test_boost_formula_and_cap():
     assert centrality_boost(1e9) == BOOST_CAP
 
 
+def test_definitions_rank_source_then_tests_then_vendored_code_within_a_tier():
+    def d(name, flags):
+        return SimpleNamespace(path=name, flags=flags)
+    found = [(d("vendor_test", VENDOR | TEST), 0), (d("test", TEST), 0), (d("vendor", VENDOR), 0),
+             (d("src", 0), 0), (d("src_worse_match", 0), 1)]
+    assert [s.path for s, _ in rank_definitions(found)] == [
+        "src", "test", "vendor", "vendor_test", "src_worse_match"]
+
+
 def test_priors_downrank_vendor_and_tests_and_boost_hubs():
     hits = [h("vendor/lib.py", score=1.0), h("tests/test_x.py", score=1.0),
             h("src/leaf.py", score=1.0), h("src/hub.py", score=1.0)]
@@ -126,8 +135,9 @@ def test_priors_downrank_vendor_and_tests_and_boost_hubs():
     out = apply_priors(hits, flags, centrality, wants_tests=False)
     assert [x.path for x in out[:2]] == ["src/hub.py", "src/leaf.py"]
     assert out[0].factors == {"centrality": BOOST_CAP}
-    assert next(x for x in out if x.path == "tests/test_x.py").factors == {"test": 0.5}
-    assert {x.path: x.score for x in out[2:]} == {"tests/test_x.py": 0.5, "vendor/lib.py": 0.5}
+    assert next(x for x in out if x.path == "tests/test_x.py").factors == {"test": 0.25}
+    assert [(x.path, x.score) for x in out[2:]] == [("vendor/lib.py", 0.5),
+                                                    ("tests/test_x.py", 0.25)]
     assert out[0].score == pytest.approx(BOOST_CAP)
     asked = apply_priors([h("tests/test_x.py", score=1.0)], flags, {}, wants_tests=True)
     assert asked[0].score == 1.0
