@@ -22,7 +22,7 @@ GRANULARITIES = (FILE, SPAN, FUNCTION)
 CONTAINER_KINDS = frozenset({"class", "struct", "enum", "interface", "trait", "impl", "object",
                              "record", "protocol", "module"})
 UNIT_KINDS = FUNCTION_KINDS | CONTAINER_KINDS  # what a function answer can be
-FILE_SUPPORT = 0.25  # chosen on the development sets (docs/benchmarks.md)
+FILE_SUPPORT = 0.25  # chosen by leaving repositories out (docs/benchmarks.md)
 # A definition's score is its best span's plus this share of its other spans': the same
 # reasoning (and value) as a file's support.
 DEFINITION_SUPPORT = FILE_SUPPORT

@@ -13,14 +13,14 @@ from ..tokens import name_match, name_targets, name_words, query_words
 
 BOOST_SCALE = 0.3
 BOOST_CAP = 1.5
-DOWNRANK_FACTOR = 0.5  # vendor / build / generated / archive / minified
-# Tests rank below source unless the query asks for them; chosen by leaving repositories
+# The share of its score a file keeps for what it is; each chosen by leaving repositories
 # out (docs/benchmarks.md).
-TEST_FACTOR = 0.25
-PROSE_FACTOR = 0.5  # docs, config and data rank below code unless the query asks for them
+DOWNRANK_FACTOR = 0.5  # vendor / build / generated / archive / minified
+TEST_FACTOR = 0.25  # tests, unless the query asks for them
+PROSE_FACTOR = 0.25  # docs, config and data, unless the query asks for them
 # A file whose name a question spells ("field naming policy" -> FieldNamingPolicy.java) gains
 # up to this share; a pasted text (query.model.QUESTION_MAX_WORDS) names files in passing.
-# Chosen on the development sets (docs/benchmarks.md).
+# Chosen by leaving repositories out (docs/benchmarks.md).
 NAME_BOOST = 0.5
 
 

@@ -177,7 +177,7 @@ def test_prose_files_rank_below_code_unless_the_question_asks_for_them():
     flags = {("docs/setup.rst"): PROSE}
     out = apply_priors([h("docs/setup.rst", score=1.0), h("src/setup.py", score=0.8)], flags,
                        {}, wants_tests=False, boost=False)
-    assert [(x.path, x.score) for x in out] == [("src/setup.py", 0.8), ("docs/setup.rst", 0.5)]
+    assert [(x.path, x.score) for x in out] == [("src/setup.py", 0.8), ("docs/setup.rst", 0.25)]
     kept = apply_priors([h("docs/setup.rst", score=1.0)], flags, {}, wants_tests=False,
                         boost=False, wants_prose=True)
     assert kept[0].score == 1.0
