@@ -1,9 +1,16 @@
 """Train and cross-validate the learned ranking stage (fourfold/ranking/learned.py).
 
     python bench/learn_ranking.py dump      # candidates, features and labels of every query
+    python bench/learn_ranking.py dump --deep   # the same with the deep pass's semantic ranks
     python bench/learn_ranking.py cv        # leave-repositories-out folds, scored by score.py
     python bench/learn_ranking.py cv --ablate   # the same, each feature group left out
     python bench/learn_ranking.py train     # fit on everything, write the shipped model
+    python bench/learn_ranking.py train --data deep   # the model for the deep pass's ranks
+
+--data static|deep|both: the dump the model is fitted on (train: static writes ranker.txt,
+deep ranker-deep.txt, which the engine uses where the deep pass's model answered); cv
+--data both fits one model on the two dumps together and scores each dump's held-out folds
+apart (the alternative to two models, measured in docs/benchmarks.md).
 
 Data: semble-dev (21 repositories, 421 questions) and localization-train (398 issues of 3
 repositories, at release trees: bench/datasets.py prepare train). Each question is searched
@@ -31,12 +38,14 @@ sys.path.insert(0, str(BENCH))
 import datasets  # noqa: E402
 
 from fourfold import Fourfold, SearchOptions  # noqa: E402
+from fourfold.api import DEEP_EMBEDDER  # noqa: E402
 from fourfold.model import Hit  # noqa: E402
 from fourfold.store.base import StoredSymbol  # noqa: E402
 from fourfold.query.model import Query  # noqa: E402
 from fourfold.ranking.granularity import (UNIT_KINDS, enclosing_definition,  # noqa: E402
                                           to_granularity)
-from fourfold.ranking.learned import FEATURES, INTENTS, MODEL_PATH, candidate_features  # noqa: E402
+from fourfold.ranking.learned import (DEEP_MODEL_PATH, FEATURES, INTENTS,  # noqa: E402
+                                      MODEL_PATH, candidate_features)
 from fourfold.routing.engine import GRANULARITY  # noqa: E402
 
 INDEXES = BENCH / ".cache" / "indexes"
@@ -94,7 +103,7 @@ class Capture:
     def applies_to(self, query: Query) -> bool:
         return True
 
-    def rerank(self, hits: list[Hit], query: Query, snapshot) -> list[Hit]:
+    def rerank(self, hits: list[Hit], query: Query, snapshot, deep: bool = False) -> list[Hit]:
         self.hits = [replace(h) for h in hits]
         self.rows = candidate_features(hits, query, snapshot) if query.intent in INTENTS else []
         return hits
@@ -134,14 +143,26 @@ def _dump_queries(ff: Fourfold, dataset: str, fold: int, queries: list[dict], ou
                               "definitions": definitions}) + "\n")
 
 
-def dump() -> None:
+def _dump_path(data: str) -> Path:
+    return OUT / ("candidates.jsonl" if data == "static" else f"candidates-{data}.jsonl")
+
+
+def _open(root: Path, index_dir: Path, deep: bool) -> Fourfold:
+    """The index, with the deep pass run where asked; without it the indexing model's
+    semantic ranks, even where the index holds the deep model's codes."""
+    ff = Fourfold(root, index_dir=index_dir, deep_embedder=DEEP_EMBEDDER if deep else None)
+    ff.index()
+    if deep:
+        ff.deepen()
+    return ff
+
+
+def dump(deep: bool) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    with open(OUT / "candidates.jsonl", "w") as out:
+    with open(_dump_path("deep" if deep else "static"), "w") as out:
         repos = sorted(datasets.semble_repos(), key=lambda r: r["name"])
         for n, repo in enumerate(repos):
-            ff = Fourfold(Path(repo["index_root"]), index_dir=INDEXES / "semble" / repo["name"],
-                          deep_embedder=None)  # the semantic ranks it was trained on
-            ff.index()
+            ff = _open(Path(repo["index_root"]), INDEXES / "semble" / repo["name"], deep)
             queries = [{"id": q["id"], "query": q["query"],
                         "targets": q["relevant"] + q["secondary"]} for q in repo["queries"]]
             _dump_queries(ff, "semble", n % FOLDS, queries, out)
@@ -151,8 +172,7 @@ def dump() -> None:
         for inst in datasets.train_instances():
             by_tree[inst["tree"]].append(inst)
         for tree, instances in sorted(by_tree.items()):
-            ff = Fourfold(tree, index_dir=INDEXES / "releases" / tree.name, deep_embedder=None)
-            ff.index()
+            ff = _open(tree, INDEXES / "releases" / tree.name, deep)
             for inst in instances:
                 _dump_queries(ff, "train", TRAIN_FOLD[inst["repo"]],
                               [{"id": inst["instance_id"], "query": inst["query"],
@@ -162,8 +182,8 @@ def dump() -> None:
             print(f"train {tree.name}: {len(instances)} issues", flush=True)
 
 
-def load() -> list[dict]:
-    return [json.loads(line) for line in open(OUT / "candidates.jsonl")]
+def load(data: str) -> list[dict]:
+    return [json.loads(line) for line in open(_dump_path(data))]
 
 
 def _matrix(records: list[dict], drop: set[str]):
@@ -292,15 +312,35 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("step", choices=["dump", "cv", "train"])
     parser.add_argument("--ablate", action="store_true")
+    parser.add_argument("--deep", action="store_true", help="dump: run the deep pass first")
+    parser.add_argument("--data", choices=["static", "deep", "both"], default="static",
+                        help="cv, train: the dump(s) to fit on")
     args = parser.parse_args()
     if args.step == "dump":
-        dump()
+        dump(args.deep)
         return
-    records = load()
+    if args.data == "both":
+        both = {data: load(data) for data in ("static", "deep")}
+        records = both["static"] + both["deep"]
+    else:
+        records = load(args.data)
     if args.step == "train":
+        if args.data == "both":
+            parser.error("train fits the model of one dump: --data static or --data deep")
+        path = DEEP_MODEL_PATH if args.data == "deep" else MODEL_PATH
         model, _ = fit(records)
-        model.save_model(str(MODEL_PATH))
-        print(f"wrote {MODEL_PATH} ({MODEL_PATH.stat().st_size:,} bytes)")
+        model.save_model(str(path))
+        print(f"wrote {path} ({path.stat().st_size:,} bytes)")
+        return
+    if args.data == "both":
+        folds = {fold: fit([r for r in records if r["fold"] != fold]) for fold in range(FOLDS)}
+        everything = {-1: fit(records)}
+        for data, mine in both.items():
+            print(f"{data}, fused (no learned stage):", json.dumps(evaluate(mine, None, "fused")))
+            print(f"{data}, held-out folds:          ",
+                  json.dumps(evaluate(mine, folds, "heldout")))
+            print(f"{data}, in-sample:               ",
+                  json.dumps(evaluate(mine, everything, "insample")))
         return
     fused = evaluate(records, None, "fused")
     print("fused (no learned stage):", json.dumps(fused))

@@ -21,6 +21,9 @@ from ..tokens import MODULE_INDEX_STEMS, file_stem, name_match, name_targets, na
     query_words, sub_words
 
 MODEL_PATH = Path(__file__).with_name("ranker.txt")
+# trained on the semantic ranks of the deep pass's model, for the repositories it answers:
+# each model did better on held-out repositories of its own ranks (docs/benchmarks.md)
+DEEP_MODEL_PATH = Path(__file__).with_name("ranker-deep.txt")
 EXPLAINED = 4  # features shown per hit: those that moved its score most
 MODALITIES = ("semantic", "text", "structural", "graph")
 INTENTS = ("understand_code", "find_similar", "exact_match")  # the intents it ranks
@@ -110,10 +113,13 @@ def _booster(path: str):
 
 
 class LearnedRanking:
-    """Scores fused hits with the model at `path`; `available` is False without one."""
+    """Scores fused hits with the model at `path` (at `deep_path` where the deep pass's model
+    found the semantic modality's hits, if that file is there); `available` is False
+    without one."""
 
-    def __init__(self, path: Path = MODEL_PATH):
+    def __init__(self, path: Path = MODEL_PATH, deep_path: Path = DEEP_MODEL_PATH):
         self.path = path
+        self.deep_path = deep_path
         self.failure: str | None = None  # why the model could not be loaded, once it failed
 
     @property
@@ -123,8 +129,10 @@ class LearnedRanking:
     def applies_to(self, query: Query) -> bool:
         return query.pasted and query.intent in INTENTS and self.available
 
-    def rerank(self, hits: list[Hit], query: Query, snapshot: IndexSnapshot) -> list[Hit]:
-        """The hits ordered by the model; each hit's score becomes a positive rank score
+    def rerank(self, hits: list[Hit], query: Query, snapshot: IndexSnapshot,
+               deep: bool = False) -> list[Hit]:
+        """The hits ordered by the model (`deep`: the deep pass's model answered the
+        semantic modality); each hit's score becomes a positive rank score
         (1 / (1 + rank)), so later stages that add scores (file support) keep working, and
         `hit.learned` holds the model's score and the features that moved it most (their
         SHAP contributions, from LightGBM)."""
@@ -133,7 +141,8 @@ class LearnedRanking:
         import numpy as np
 
         try:
-            booster = _booster(str(self.path))
+            booster = _booster(str(self.deep_path if deep and self.deep_path.is_file()
+                                   else self.path))
         except (ImportError, OSError) as exc:  # e.g. no OpenMP runtime (Debian's libgomp1)
             self.failure = f"the learned ranking could not load LightGBM: {exc}"
             return hits

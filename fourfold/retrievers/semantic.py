@@ -27,6 +27,14 @@ RESCORE_CANDIDATES = 100
 log = logging.getLogger(__name__)
 
 
+class SemanticHits(list):
+    """Hits in order, and the name of the model that found them (`model`)."""
+
+    def __init__(self, items=(), model: str | None = None):
+        super().__init__(items)
+        self.model = model
+
+
 class SemanticRetriever:
     modality = "semantic"
 
@@ -159,10 +167,11 @@ class SemanticRetriever:
                               model.name)
         chunks = {c.chunk_id: c for c in self.store.chunks([cid for cid, _ in ranked],
                                                            self.scope())}
-        hits = []
+        hits = SemanticHits(model=model.name)
         for cid, score in ranked:
             c = chunks.get(cid)
             if c is not None and path_ok(c.path, query.filters.path_glob):
                 hits.append(Hit(c.path, c.start_line, c.end_line, score, symbol=c.symbol,
                                 kind=c.kind))
-        return hits[:limit]
+        del hits[limit:]
+        return hits

@@ -50,6 +50,7 @@ class SearchResponse:
     repositories_searched: list[str] = field(default_factory=list)  # when several were asked
     repositories_skipped: list[str] = field(default_factory=list)
     repositories_unavailable: dict[str, str] = field(default_factory=dict)  # name -> why
+    semantic_model: str | None = None  # the model the semantic modality answered with
 
     def to_dict(self) -> dict:
         return {
@@ -57,6 +58,7 @@ class SearchResponse:
             "rule": self.rule, "target": self.target, "fusion_strategy": self.fusion_strategy,
             "modalities": self.modalities, "weights": self.weights, "rrf_k": self.rrf_k,
             "unavailable": self.unavailable,
+            **({"semantic_model": self.semantic_model} if self.semantic_model else {}),
             **({"repositories_searched": self.repositories_searched,
                 "repositories_skipped": self.repositories_skipped}
                if self.repositories_searched else {}),
@@ -112,6 +114,8 @@ class SearchEngine:
                 response.unavailable[modality] = "still being built"
                 return []
             hits = retriever.search(query, limit)
+            if getattr(hits, "model", None):  # the semantic modality's SemanticHits
+                response.semantic_model = hits.model
             incomplete = retriever.incomplete()
             if incomplete:
                 response.unavailable[modality] = incomplete
@@ -181,7 +185,7 @@ class SearchEngine:
                 for rank, hit in enumerate(hits, 1):
                     hit.contributions = {dominant: hit.score}
                     hit.ranks = {dominant: rank}
-                response.hits = self._finish(hits, options, query)
+                response.hits = self._finish(hits, options, query, response)
                 response.timings_ms["total"] = (time.perf_counter() - started) * 1000
                 return response
 
@@ -202,13 +206,14 @@ class SearchEngine:
             fallback = self.search(text, replace(options, intent=UNDERSTAND_CODE))
             fallback.rule = f"{intent.rule}; not found verbatim, searched its words"
             return fallback
-        response.hits = self._finish(fused, options, query)
+        response.hits = self._finish(fused, options, query, response)
         if self.learned.failure and options.ranking == "learned" and query.pasted:
             response.unavailable["learned_ranking"] = self.learned.failure
         response.timings_ms["total"] = (time.perf_counter() - started) * 1000
         return response
 
-    def _finish(self, hits: list[Hit], options: SearchOptions, query: Query) -> list[Hit]:
+    def _finish(self, hits: list[Hit], options: SearchOptions, query: Query,
+                response: SearchResponse) -> list[Hit]:
         snapshot = self.snapshot()
         # a question about code; a named symbol or string is the structural modality's to rank
         named = question_words(query.text) if query.intent == UNDERSTAND_CODE else None
@@ -217,7 +222,10 @@ class SearchEngine:
                             boost=options.boost, wants_prose=query.wants_prose, named=named)
         learned = options.ranking == "learned" and self.learned.applies_to(query)
         if learned:
-            hits = self.learned.rerank(hits, query, snapshot)
+            semantic = self.retrievers.get("semantic")
+            deep = (response.semantic_model is not None and semantic is not None
+                    and response.semantic_model == semantic.deep_model())
+            hits = self.learned.rerank(hits, query, snapshot, deep=deep)
             learned = self.learned.failure is None
         hits = to_granularity(hits, options.granularity or GRANULARITY[query.intent],
                               snapshot.definitions, support=not learned, named=query.identifiers,

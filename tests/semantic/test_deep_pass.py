@@ -116,6 +116,28 @@ def test_a_repository_removed_during_a_pass_gets_no_codes(make_tree, tmp_path, m
     assert ff.store.setting(deep_codes_setting(repo_id, "minilm"), 0) == 0
 
 
+def test_where_the_deep_model_answers_the_learned_stage_uses_the_model_of_its_ranks(
+        make_tree, monkeypatch):
+    from fourfold.api import DEEP_EMBEDDER
+    from fourfold.ranking import learned
+
+    root = make_tree(FILES)
+    Fourfold(root).index()
+    Fourfold(root).deepen()
+    loaded = []
+    booster = learned._booster
+    monkeypatch.setattr(learned, "_booster", lambda path: loaded.append(path) or booster(path))
+    issue = ("The area computed for a closed polygon is wrong when the points are given "
+             "clockwise: the shoelace total comes out negative and the result is not the "
+             "absolute value we expected in the report")
+    for deep_embedder, model, ranker in ((DEEP_EMBEDDER, "minilm", learned.DEEP_MODEL_PATH),
+                                         (None, DEFAULT_MODEL, learned.MODEL_PATH)):
+        response = Fourfold(root, deep_embedder=deep_embedder).search(issue)
+        assert response.semantic_model == model and response.to_dict()["semantic_model"] == model
+        assert loaded[-1] == str(ranker) and response.hits[0].learned
+        assert response.hits[0].path == "geometry.py"
+
+
 def test_after_an_edit_the_pass_codes_every_new_chunk(make_tree):
     root = make_tree(FILES)
     ff = Fourfold(root)
