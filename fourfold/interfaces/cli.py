@@ -215,7 +215,9 @@ def _print_explanation(response) -> None:
     target = f"; target {response.target!r}" if response.target else ""
     k = f"; k {response.rrf_k:g}" if response.rrf_k is not None else ""
     weights = ", ".join(f"{m} {w:g}" for m, w in response.weights.items())
-    print(f"# weights {weights or '-'}{k}{target}")
+    model = (f"; semantic model {response.semantic_model}" if response.semantic_model
+             else "")
+    print(f"# weights {weights or '-'}{k}{target}{model}")
     for modality, why in response.unavailable.items():
         print(f"# {modality} did not answer: {why}")
     timings = ", ".join(f"{m} {ms:.1f} ms" for m, ms in response.timings_ms.items())

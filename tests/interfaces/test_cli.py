@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from fourfold.semantic.embedder import DEFAULT_MODEL
+
 PROJECT = {
     "app/config.py": '''
         """Configuration loading."""
@@ -71,15 +73,18 @@ def test_search_explain_shows_routing_votes_and_priors(project):
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0].startswith("# intent understand_code")
-    assert lines[1].startswith("# weights semantic 0.3, text 0.4, structural 0.3; k 5")
+    assert lines[1] == ("# weights semantic 0.3, text 0.4, structural 0.3; k 5; "
+                        f"semantic model {DEFAULT_MODEL}")
     header = [line for line in lines if line.startswith("# ")]
     assert header[-1].startswith("# timings ") and "total" in header[-1]
     first, why = lines[len(header)], lines[len(header) + 1]
     assert first.startswith("app/config.py:")
     assert why.startswith("    = ") and "text #" in why and "file_name ×1.50" in why
     code, out, _ = fourfold("search", "how is the config file parsed", str(project), "--json")
-    hit = json.loads(out)["results"][0]
+    payload = json.loads(out)
+    hit = payload["results"][0]
     assert set(hit["ranks"]) == set(hit["contributions"]) and hit["factors"]["file_name"] == 1.5
+    assert payload["semantic_model"] == DEFAULT_MODEL
 
 
 def test_explain_says_a_function_answer_was_named_in_the_question(capsys):
