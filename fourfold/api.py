@@ -330,6 +330,20 @@ class Fourfold:
         return (repo_id is not None and name is not None
                 and self.store.code_mean(repo_id, name) is not None)
 
+    def _deep_pass_note(self) -> str:
+        """What status says of the deep pass: whether its model answers, and if not, why."""
+        semantic = self.semantic
+        answering = semantic.answering(self.repo_id()).name
+        if answering != semantic.embedder.name:
+            return f"; answered by the deep pass's model, {answering}"
+        if semantic.deep_failure:
+            return (f"; the deep pass's model, {semantic.deep_model()}, cannot be loaded here "
+                    f"({semantic.deep_failure}): model {semantic.embedder.name} answers")
+        if self._deepened():
+            return (f"; the deep pass's model, {semantic.deep_model()}, answers again once a "
+                    "pass has coded the chunks written since")
+        return ""
+
     def _chunk_ids(self, paths: list[str], repo_id: int) -> list[int]:
         files = (self.store.file_by_path(path, repo_id) for path in paths)
         return [c.chunk_id for f in files if f is not None
@@ -834,18 +848,9 @@ class Fourfold:
         try:
             done, total = self.semantic.progress()
             ready = done == total and self.semantic.ready()  # vectors, then their codes
-            answering = self.semantic.answering(self.repo_id()).name
-            deep = (f"; answered by the deep pass's model, {answering}"
-                    if answering != self.semantic.embedder.name else
-                    f"; the deep pass's model, {self.semantic.deep_model()}, cannot be loaded "
-                    f"here ({self.semantic.deep_failure}): model "
-                    f"{self.semantic.embedder.name} answers"
-                    if self.semantic.deep_failure else
-                    f"; the deep pass's model, {self.semantic.deep_model()}, answers again "
-                    "once a pass has coded the chunks written since"
-                    if self._deepened() else "")
             modalities["semantic"] = ("ready" if ready else "building") + \
-                f" ({done}/{total} chunks embedded, model {self.semantic.embedder.name}{deep})"
+                f" ({done}/{total} chunks embedded, model {self.semantic.embedder.name}" \
+                f"{self._deep_pass_note()})"
         except ModalityUnavailable as exc:
             modalities["semantic"] = f"unavailable: {exc}"
         lag = self.replica_lag()
