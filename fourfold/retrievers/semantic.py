@@ -95,6 +95,11 @@ class SemanticRetriever:
         pass (or its model is the one every chunk is embedded with anyway)."""
         return self._deep_model
 
+    def is_deep_model(self, name: str) -> bool:
+        """Whether vectors stored as `name` are the deep pass's model's, whichever model
+        indexed the chunks (an index embedded with it while indexing has the same vectors)."""
+        return name == self._deep_name()
+
     def answering(self, repo_id: int | None) -> Embedder:
         """The model that answers for a repository: the deep pass's while it has coded
         every chunk of the repository, else the indexing model."""

@@ -224,7 +224,7 @@ class SearchEngine:
         if learned:
             semantic = self.retrievers.get("semantic")
             deep = (response.semantic_model is not None and semantic is not None
-                    and response.semantic_model == semantic.deep_model())
+                    and semantic.is_deep_model(response.semantic_model))
             hits = self.learned.rerank(hits, query, snapshot, deep=deep)
             learned = self.learned.failure is None
         hits = to_granularity(hits, options.granularity or GRANULARITY[query.intent],

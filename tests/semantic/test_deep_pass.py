@@ -136,6 +136,12 @@ def test_where_the_deep_model_answers_the_learned_stage_uses_the_model_of_its_ra
         assert response.semantic_model == model and response.to_dict()["semantic_model"] == model
         assert loaded[-1] == str(ranker) and response.hits[0].learned
         assert response.hits[0].path == "geometry.py"
+    # every chunk embedded by the deep pass's model while indexing: the same ranks
+    other = make_tree(FILES)
+    ff = Fourfold(other, embedder="minilm")
+    ff.index()
+    response = ff.search(issue)
+    assert response.semantic_model == "minilm" and loaded[-1] == str(learned.DEEP_MODEL_PATH)
 
 
 def test_after_an_edit_the_pass_codes_every_new_chunk(make_tree):
