@@ -25,6 +25,7 @@ from . import navigation
 from .errors import (FourfoldError, IndexBusyError, ModalityUnavailable, NotIndexedError,
                      QueryError)
 from .store import open_server_store, redacted
+from .query.model import check_limit
 from .ranking.priors import rank_definitions
 from .retrievers.graph import GraphRetriever
 from .retrievers.grep_pool import GrepPool
@@ -695,6 +696,8 @@ class Fourfold:
         (`repo_id` None); `.partial` is true when scanning stopped after `time_budget`
         seconds (default: the text modality's time_budget) with files left unread."""
         self._require_index(repo_id)
+        if limit is not None:
+            check_limit(limit, most=None)
         return self.text.grep(pattern, regex=regex, case_sensitive=case_sensitive,
                               whole_word=whole_word, path_glob=path_glob, repo_id=self._in(repo_id),
                               limit=limit, time_budget=time_budget)
@@ -705,6 +708,7 @@ class Fourfold:
         """Where a name is defined, best match first, each saying how it matched
         (exact, qualified, case, style, prefix, subword); `kind` as in filters."""
         self._require_index(repo_id)
+        check_limit(limit)
         if not name or not name.strip():
             raise QueryError("empty name: give the symbol to look up")
         name = name.strip()
@@ -779,6 +783,7 @@ class Fourfold:
         """The map of a repository: its most central files and symbols (PageRank over the
         import, call and inheritance graph, 1.0 = an average node), most central first."""
         self._require_index(repo_id)
+        check_limit(limit)
         symbol_rank, file_rank = self.store.centrality(self._in(repo_id))
         files = {f.file_id: f for f in self.store.files(self._in(repo_id))}
         top_files = sorted(((rank, fid) for fid, rank in file_rank.items() if fid in files),
@@ -813,6 +818,7 @@ class Fourfold:
         """Code in other files similar to the innermost chunk covering ``path:line`` (a path
         as stored: relative to its repository root)."""
         self._require_index(repo_id)
+        check_limit(limit)
         stored = self.store.file_by_path(path, self._in(repo_id))
         if stored is None:
             raise FourfoldError(f"{path} is not in the index")

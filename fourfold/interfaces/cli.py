@@ -22,6 +22,17 @@ from ..errors import FourfoldError
 EXIT_RESULTS, EXIT_EMPTY, EXIT_ERROR = 0, 1, 2
 
 
+def limit_arg(text: str) -> int:
+    """--limit: a whole number of at least 1 (each command checks its own upper bound)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return value
+
+
 class ProgressBar:
     """A one-line progress bar on stderr, only when stderr is a terminal."""
 
@@ -256,13 +267,28 @@ def _batch(ff: Fourfold, args) -> int:
     """One JSON line per query, paths relative to the indexed folder; index and models once."""
     _ensure(ff, args)
     options = _search_options(args)
-    source = sys.stdin if args.batch == "-" else open(args.batch, encoding="utf-8")
+    try:
+        # bytes: a line that is no UTF-8 is answered as an error, not the end of the batch
+        source = sys.stdin.buffer if args.batch == "-" else open(args.batch, "rb")
+    except OSError as exc:
+        raise FourfoldError(f"cannot read the batch file {args.batch}: "
+                            f"{exc.strerror or exc}") from None
     answered = 0
     with source:
-        for line in source:
+        for number, raw in enumerate(source, 1):
+            line = raw.decode("utf-8", "surrogateescape")
             if not line.strip():
                 continue
-            item = json.loads(line)
+            try:
+                item = json.loads(line)
+            except ValueError:
+                item = None
+            if not isinstance(item, dict) or not isinstance(item.get("query"), str):
+                # a bad line is answered as one, and the rest of the batch goes on
+                print(json.dumps({"id": item.get("id") if isinstance(item, dict) else None,
+                                  "error": f"line {number} is not a JSON object with a "
+                                           "\"query\" string", "results": []}), flush=True)
+                continue
             try:
                 response = ff.search(item["query"], options)
                 out = {"id": item.get("id"), "intent": response.intent,
@@ -616,7 +642,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("search", help="ask anything; fourfold routes and fuses")
     p.add_argument("query", nargs="?", default="")
     common(p)
-    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--limit", type=limit_arg, default=10)
     p.add_argument("--preset", choices=sorted(PRESETS), default="default")
     p.add_argument("--modality", action="append", choices=MODALITIES,
                    help="run only these modalities (repeatable)")
@@ -657,7 +683,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--case-sensitive", "-s", dest="ignore_case", action="store_false")
     p.add_argument("-w", "--word", action="store_true", help="whole words only")
     p.add_argument("--glob", help="only paths matching this glob")
-    p.add_argument("--limit", type=int)
+    p.add_argument("--limit", type=limit_arg)
     p.add_argument("-C", "--context", type=int, default=0, metavar="N",
                    help="also print N lines (0-10) before and after each match")
     p.add_argument("--time-budget", type=float, default=GREP_TIME_BUDGET, metavar="SECONDS",
@@ -728,7 +754,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--kind", help="function, class, method, struct, interface ...")
     p.add_argument("--glob", help="only paths matching this glob")
-    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--limit", type=limit_arg, default=20)
     p.set_defaults(func=cmd_def)
 
     p = sub.add_parser("outline", help="the symbols of one file, nested")
@@ -741,7 +767,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("map", help="the most central files and symbols of the repository")
     common(p)
-    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--limit", type=limit_arg, default=20)
     p.set_defaults(func=cmd_map)
 
     p = sub.add_parser("similar", help="code similar to the chunk at FILE:LINE")
@@ -751,7 +777,7 @@ def build_parser() -> argparse.ArgumentParser:
     where(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--embedder", default="default")
-    p.add_argument("--limit", type=int, default=10)
+    p.add_argument("--limit", type=limit_arg, default=10)
     p.set_defaults(func=cmd_similar)
 
     graph_verbs = {
@@ -764,7 +790,7 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(verb, help=help_text)
         p.add_argument("name")
         common(p)
-        p.add_argument("--limit", type=int, default=50)
+        p.add_argument("--limit", type=limit_arg, default=50)
         p.add_argument("--offset", type=int, default=0)
         graph_args = ["name", "limit", "offset"]
         if verb == "impact":

@@ -5,6 +5,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from ..errors import QueryError
 from ..tokens import STOPWORDS, query_words
 from .filters import Filters
 from .mentions import IDENTIFIER, Mentions, mentions_of
@@ -22,6 +23,21 @@ _TEST_WORDS = re.compile(r"(?<![A-Za-z])(?:[Tt]est(?:s|ing|ed)?|TESTS?|[Ss]pecs?
 _PROSE_WORDS = re.compile(r"(?i)\b(docs?|documentation|readme|changelog|guide|tutorial|"
                           r"config(uration)?|settings?|ya?ml|json|toml|markdown|html|css|"
                           r"stylesheets?)\b")
+
+
+# The most answers one request may ask for: every modality is asked for three times as
+# many, and a search engine's top-k allocates for k up front.
+MAX_RESULTS = 10_000
+
+
+def check_limit(limit: object, most: int | None = MAX_RESULTS, what: str = "limit") -> int:
+    """`limit` as given, if it is a whole number from 1 to `most` (None: no upper bound);
+    else a QueryError that says so."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1 or (
+            most is not None and limit > most):
+        bound = f"from 1 to {most:,}" if most is not None else "of at least 1"
+        raise QueryError(f"{what} must be a whole number {bound}, not {limit!r}")
+    return limit
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """One search: classify the question, run the modalities it deserves, fuse their lists."""
 from __future__ import annotations
 
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -9,7 +10,7 @@ from typing import Callable
 from ..errors import ModalityUnavailable, QueryError
 from ..model import Hit
 from ..query.filters import Filters, apply_filters
-from ..query.model import Query
+from ..query.model import Query, check_limit
 from ..retrievers.base import Retriever
 from ..store.snapshot import IndexSnapshot
 from ..ranking.fusion import fuse
@@ -67,6 +68,17 @@ class SearchResponse:
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
             "results": [h.to_dict() for h in self.hits],
         }
+
+
+def check_weights(weights: dict[str, float]) -> None:
+    """Weights are finite and not negative, and at least one is above 0."""
+    for modality, weight in weights.items():
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not (
+                0 <= weight < math.inf):
+            raise QueryError(f"the weight of {modality} must be a finite number of at least "
+                             f"0, not {weight!r}")
+    if not any(weights.values()):
+        raise QueryError("every weight is 0: give at least one modality a weight above 0")
 
 
 @dataclass
@@ -134,6 +146,11 @@ class SearchEngine:
         options = options or SearchOptions()
         if not text or not text.strip():
             raise QueryError("empty query: ask a question, name a symbol, or quote a string")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # bytes of another encoding, read from a command line
+            raise QueryError("the question is not valid UTF-8 text (another encoding?): "
+                             "fourfold reads questions as UTF-8") from None
         if len(text) > MAX_QUERY_CHARS:
             raise QueryError(f"query too long: {len(text):,} characters, the limit is "
                              f"{MAX_QUERY_CHARS:,}; quote the lines that matter")
@@ -146,6 +163,13 @@ class SearchEngine:
             raise QueryError(f"unknown ranking {options.ranking!r}; use {', '.join(RANKINGS)}")
         if options.profile not in PROFILES:
             raise QueryError(f"unknown weight profile {options.profile!r}")
+        check_limit(options.limit)
+        if options.rrf_k is not None and not (isinstance(options.rrf_k, (int, float))
+                                              and 0 <= options.rrf_k < math.inf):
+            raise QueryError(f"rrf_k must be a finite number of at least 0, not "
+                             f"{options.rrf_k!r}")
+        if options.weights is not None:
+            check_weights(options.weights)
         started = time.perf_counter()
         intent = classify(text)
         if options.intent:

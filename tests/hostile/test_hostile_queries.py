@@ -62,6 +62,66 @@ def test_names_and_patterns_that_are_not_utf8_are_one_clear_line(handlers, capsy
     assert main(["files", ".", "--glob", "caf\udce9*"]) == 1  # matched in Python: no file
 
 
+def test_a_question_that_is_not_utf8_is_refused_clearly(handlers, capsys):
+    ff = Fourfold(handlers)
+    with pytest.raises(QueryError, match="not valid UTF-8"):
+        ff.search("load\ud800 handler")
+    assert main(["search", "how is the caf\udce9 handler built", str(handlers)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not valid UTF-8" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["search", "ab method", "--limit", "0"], ["search", "ab method", "--limit", "-1"],
+    ["search", "ab method", "--limit", "ten"], ["grep", "AbAb", "--limit", "-1"],
+    ["def", "ab_method_1", "--limit", "0"], ["map", "--limit", "-5"],
+    ["refs", "ab_method_1", "--limit", "0"]])
+def test_a_limit_below_one_is_a_usage_error(handlers, capsys, argv):
+    with pytest.raises(SystemExit) as stopped:
+        main([*argv[:2], str(handlers), *argv[2:]] if argv[0] != "map"
+             else ["map", str(handlers), *argv[1:]])
+    assert stopped.value.code == 2
+    assert "must be a whole number of at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"limit": 100_000_000}, "from 1 to 10,000"), ({"limit": 10 ** 20}, "from 1 to 10,000"),
+    ({"limit": 0}, "from 1 to 10,000"), ({"limit": 2.5}, "from 1 to 10,000"),
+    ({"rrf_k": -1}, "rrf_k must be"), ({"rrf_k": float("nan")}, "rrf_k must be"),
+    ({"rrf_k": float("inf")}, "rrf_k must be"),
+    ({"weights": {"text": -1.0}}, "weight of text"),
+    ({"weights": {"text": float("nan")}}, "weight of text"),
+    ({"weights": {"text": float("inf"), "semantic": 1.0}}, "weight of text"),
+    ({"weights": {"text": 0.0, "semantic": 0.0}}, "every weight is 0")])
+def test_search_options_out_of_bounds_are_clear_errors(handlers, options, message):
+    """A huge limit once asked the BM25 engine to allocate gigabytes and aborted the process;
+    a negative k divided by zero; NaN and infinite scores are no valid JSON."""
+    ff = Fourfold(handlers)
+    with pytest.raises(QueryError, match=message):
+        ff.search("how is an ab handler made", **options)
+    for call in (lambda: ff.definitions("ab_method_1", limit=0),
+                 lambda: ff.map(limit=-1), lambda: ff.grep("AbAb", limit=0)):
+        with pytest.raises(QueryError, match="whole number"):
+            call()
+
+
+def test_a_batch_answers_bad_lines_as_errors_and_goes_on(handlers, tmp_path, capsys):
+    batch = tmp_path / "batch.jsonl"
+    batch.write_bytes(b'not json\n{"id": 2}\n{"id": 3, "query": 5}\n[1]\n'
+                      b'{"id": 5, "query": "how is the caf\xe9 handler built"}\n\xff\xfe\n'
+                      b'{"id": 7, "query": "how is an ab handler made"}\n')
+    assert main(["search", "--batch", str(batch), str(handlers)]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["id"] for line in lines] == [None, 2, 3, None, 5, None, 7]
+    assert all("error" in line and not line["results"] for line in lines[:6])
+    assert "line 1 is not a JSON object" in lines[0]["error"]
+    assert "not valid UTF-8" in lines[4]["error"]
+    assert lines[6]["results"] and "error" not in lines[6]
+    assert main(["search", "--batch", str(tmp_path / "missing.jsonl"), str(handlers)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot read the batch file" in err and "Traceback" not in err
+
+
 # Each just under the limit; each took seconds to minutes or gigabytes before: prefixes of a
 # long word, a backtracking identifier pattern, a cubic definition pattern, a name matched
 # against thousands of symbols, more terms than SQLite nests.
