@@ -17,8 +17,8 @@ from ..ranking.fusion import fuse
 from ..ranking.granularity import FILE, GRANULARITIES, SPAN, to_granularity
 from ..ranking.learned import LearnedRanking
 from ..ranking.priors import apply_priors, question_words
-from .intent import (EXACT_MATCH, FIND_REFERENCES, IMPACT_ANALYSIS, INTENTS, UNDERSTAND_CODE,
-                     Intent, classify)
+from .intent import (EXACT_MATCH, FIND_REFERENCES, IMPACT_ANALYSIS, INTENTS, TARGETED_INTENTS,
+                     UNDERSTAND_CODE, Intent, classify)
 from .profiles import DIRECT_CONFIDENCE, DOMINANT, PRESETS, PROFILE_K, PROFILES
 
 CANDIDATES_PER_MODALITY = 60
@@ -175,8 +175,12 @@ class SearchEngine:
         if options.intent:
             if options.intent not in INTENTS:
                 raise QueryError(f"unknown intent {options.intent!r}; use {', '.join(INTENTS)}")
-            intent = Intent(options.intent, 1.0, "forced", intent.target or text.strip(),
-                            intent.kind, intent.plain)
+            # The classifier's target where the forced intent takes one (else the whole
+            # text); the direct path only where the classifier chose that intent too.
+            target = ((intent.target or text.strip()) if options.intent in TARGETED_INTENTS
+                      else None)
+            intent = Intent(options.intent, 1.0, "forced", target, intent.kind,
+                            intent.plain and options.intent == intent.intent)
         preset = PRESETS[options.preset]
         weights = dict(PROFILES[options.profile][intent.intent])
         if options.weights:

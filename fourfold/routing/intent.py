@@ -14,6 +14,8 @@ IMPACT_ANALYSIS = "impact_analysis"
 EXACT_MATCH = "exact_match"
 INTENTS = (FIND_DEFINITION, FIND_REFERENCES, UNDERSTAND_CODE, FIND_SIMILAR, IMPACT_ANALYSIS,
            EXACT_MATCH)
+# the intents that ask about one thing: an identifier, a quoted string, a file
+TARGETED_INTENTS = frozenset({FIND_DEFINITION, FIND_REFERENCES, IMPACT_ANALYSIS, EXACT_MATCH})
 
 
 @dataclass(frozen=True)

@@ -299,6 +299,23 @@ def test_exact_string_not_found_searches_its_words():
     response = eng.search('"no such string anywhere"', SearchOptions(profile="seed"))
     assert response.intent == "understand_code"
     assert "not found verbatim" in response.rule
-    # its words are a question about code: asked of that intent's dominant modality alone
-    assert (response.fusion_strategy, response.modalities) == ("direct", ["semantic"])
+    # its words are a question about code, fused as one (no target, not the direct path)
+    assert response.fusion_strategy == "rrf" and response.target is None
+    assert {"semantic", "text"} <= set(response.modalities)
     assert [x.path for x in response.hits] == ["b.py"]
+
+
+def test_forcing_the_intent_the_classifier_chose_changes_nothing():
+    for question in ("how does auth work", "def load_config", "who calls load_config",
+                     '"ECONNREFUSED"'):
+        eng, _ = engine(text=[h("a.py")], semantic=[h("b.py")], structural=[h("c.py")])
+        chosen = eng.search(question)
+        forced = eng.search(question, SearchOptions(intent=chosen.intent))
+        assert (forced.target, forced.modalities, forced.fusion_strategy) == \
+            (chosen.target, chosen.modalities, chosen.fusion_strategy), question
+        assert [x.path for x in forced.hits] == [x.path for x in chosen.hits], question
+    # an intent that asks about one thing takes the whole text where the classifier found none
+    eng, _ = engine(text=[h("a.py")], semantic=[h("b.py")], structural=[h("c.py")])
+    assert eng.search("auth", SearchOptions(intent="find_references")).target == "auth"
+    assert eng.search("def load_config",
+                      SearchOptions(intent="understand_code")).target is None
