@@ -13,6 +13,11 @@ class NotIndexedError(FourfoldError):
     pass
 
 
+class StoreUnavailable(FourfoldError):
+    """The index's server cannot be reached now (down, restarting, the connection lost);
+    asking again later may work."""
+
+
 class IndexDamagedError(FourfoldError):
     """The index database cannot be read; `fourfold index --rebuild` makes a new one."""
 

@@ -77,14 +77,17 @@ class TokenGate:
         if not secret and page:
             secret = HTTPConnection(scope).cookies.get(TOKEN_COOKIE, "").encode(
                 "utf-8", "surrogateescape")
-        grant = None
-        if secret:
-            grant = await anyio.to_thread.run_sync(self._grant, secret)
-            if grant is False and not page:
-                return await refuse(send, "unknown or revoked token")
-        if (grant is False or not secret) and not (
+        try:
+            grant = await anyio.to_thread.run_sync(self._grant, secret) if secret else None
+            unadmitted = (grant is False or not secret) and not (
                 self.open_without_token
-                and not await anyio.to_thread.run_sync(self.ff.tokens_in_use)):
+                and not await anyio.to_thread.run_sync(self.ff.tokens_in_use))
+        except FourfoldError as exc:  # the tokens are in the index: it cannot be read now
+            return await _plain(send, 503, f"cannot check the token now: {exc}",
+                                [(b"retry-after", b"5")])
+        if grant is False and not page:
+            return await refuse(send, "unknown or revoked token")
+        if unadmitted:
             if not page:
                 return await refuse(send, "this fourfold server needs "
                                           "'Authorization: Bearer <token>'")

@@ -113,13 +113,24 @@ class Service:
         elif self._ready.is_set():
             self._spawn(self._index_at_start, "fourfold-index")
         else:
-            self._spawn(lambda: self.index_now("start"), "fourfold-index")
+            self._spawn(self._start_index, "fourfold-index")
         return self
 
     def _index_at_start(self) -> None:
         self._answered.wait(START_INDEX_DELAY_S)
-        if not self._stop.is_set():
-            self.index_now("start")
+        self._start_index()
+
+    def _start_index(self) -> None:
+        """The start's index run, tried again while another indexer holds the folder (a
+        run in another process): the files changed before the start are indexed then."""
+        while not self._stop.is_set():
+            try:
+                self.index_now("start")
+                return
+            except IndexBusyError:
+                self._stop.wait(BUSY_WAIT_S)
+            except Exception:  # logged by index_now; status and repository_context say it
+                return
 
     def answered(self) -> None:
         """Note that a tool call has been answered (the start's index run may begin)."""
@@ -360,6 +371,12 @@ class Service:
     def visible_repositories(self) -> list[str]:
         """The indexed repositories the caller may see."""
         return [n for n in self.ff.repository_names() if self.sees(n)]
+
+    @staticmethod
+    def sees_everything() -> bool:
+        """Whether the caller may see every repository (and so where the index is)."""
+        grant = current_grant.get()
+        return grant is None or grant.repositories is None
 
     @staticmethod
     def sees(name: str) -> bool:

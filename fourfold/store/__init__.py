@@ -9,8 +9,15 @@ from ..errors import FourfoldError
 SERVER_SCHEMES = ("postgresql", "postgres")
 
 
+# the URL parameters a store URL is shown with: none that may carry a secret (password,
+# sslpassword, a key file's path ...)
+SHOWN_PARAMETERS = frozenset({"host", "hostaddr", "port", "dbname", "user", "sslmode",
+                              "connect_timeout", "application_name", "target_session_attrs"})
+
+
 def redacted(url: str) -> str:
-    """A store URL fit to show: without its password, wherever the URL carries one."""
+    """A store URL fit to show: without its password and any parameter but the harmless
+    ones (SHOWN_PARAMETERS)."""
     try:
         parts = urlsplit(url)
         netloc = parts.netloc
@@ -18,7 +25,7 @@ def redacted(url: str) -> str:
             userinfo, _, hostport = netloc.rpartition("@")
             netloc = userinfo.partition(":")[0] + "@" + hostport
         query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True)
-                           if k.lower() != "password"])
+                           if k.lower() in SHOWN_PARAMETERS])
         return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     except ValueError:
         return "the store URL (unreadable)"

@@ -30,7 +30,7 @@ import Stemmer
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
-from ..errors import FourfoldError, IndexBusyError, IndexWriteError, QueryError
+from ..errors import FourfoldError, IndexBusyError, IndexWriteError, QueryError, StoreUnavailable
 from ..model import Symbol
 from ..tokens import identifier_tokens, token_text
 from . import postgres_postings as postings
@@ -1010,8 +1010,11 @@ class PostgresStore(Store):
                 "before stays searchable (each batch of files is committed whole); check the "
                 "server and index again")
         if lost:
-            return FourfoldError(f"lost the connection to the index on {self.location} "
-                                 f"({detail}); is the server running? try again")
+            return StoreUnavailable(f"lost the connection to the index on {self.location} "
+                                    f"({detail}); is the server running? try again")
+        if conn is None and isinstance(exc, psycopg.OperationalError):
+            return StoreUnavailable(f"cannot reach the index on {self.location} ({detail}); "
+                                    "is the server running? try again")
         return FourfoldError(f"the index on {self.location} failed: {detail}")
 
     def close(self) -> None:

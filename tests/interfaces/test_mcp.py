@@ -720,3 +720,31 @@ def test_runs_merged_for_one_embedding_count_what_both_changed():
     assert (merged.added, merged.changed, merged.deleted, merged.deleted_chunks,
             merged.changed_paths) == (1, 1, 3, 8, ["a.py", "b.py"])
     assert _merged(first, IndexSummary("/r")).changed_paths is None  # a whole walk
+
+
+def test_a_server_started_while_another_indexer_runs_indexes_once_it_is_done(
+        make_tree, monkeypatch):
+    """The start's index run met the folder's lock held (an index run in another process)
+    and its thread died: the files changed before the start were never indexed."""
+    from fourfold import Fourfold
+    from fourfold.interfaces import service as service_module
+    from fourfold.store.index_dir import IndexLock
+
+    monkeypatch.setattr(service_module, "BUSY_WAIT_S", 0.2)
+    root = make_tree({"a.py": "def alpha():\n    return 1\n"})
+    Fourfold(root).index(embed=False)
+    (root / "b.py").write_text("def added_before_the_start():\n    return 2\n")
+    svc = FourfoldService(root, watch=False, embed=False)
+    try:
+        with IndexLock(svc.ff.index_dir):
+            svc.start()
+            svc.answered()  # the start's run begins now, and meets the lock
+            time.sleep(0.8)
+            assert "another fourfold indexer" in (svc.last_error or "")
+        deadline = time.monotonic() + 20
+        while not svc.ff.grep("added_before_the_start") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [m.path for m in svc.ff.grep("added_before_the_start")] == ["b.py"]
+        assert svc.last_error is None and svc.last_index["reason"] == "start"
+    finally:
+        svc.close()

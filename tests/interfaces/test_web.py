@@ -58,6 +58,9 @@ SAMPLE = {
     "carriage.py": "def cr_test():\n    a = 1\rb = 2\n    c = 3\n    d = 4\n",
     "minified.js": "var a=1;" * 40_000 + "\n",
     "logic.py": "def both_flags(a, b):\n    return a & b\n",
+    "pkg/app.py": "def other_settings():\n    return {'settings': 'pkg'}\n",
+    "long.txt": "".join(f"entry {n} of the long list\n" for n in range(1, 12_001)),
+    "oneline.js": "var settings_marker=1;" + "var zqx=2;" * 60_000 + "\n",
 }
 
 
@@ -101,6 +104,39 @@ def test_a_result_page_without_javascript(site):
     assert '<option value="function" selected>' in functions.text
 
 
+def test_a_long_file_is_shown_a_page_at_a_time(site):
+    """A file of a million lines was one page of 120 MB, built in the server's memory."""
+    first = get(f"{site}/file/long.txt").text
+    assert "Lines 1–5000 of 12000" in first and 'id="L5000"' in first and 'id="L5001"' not in first
+    assert 'class="later" href="/file/long.txt?from=5001"' in first and 'class="earlier"' not in first
+    held = get(f"{site}/file/long.txt", params={"line": "7000"}).text
+    assert 'id="L5001"' in held and 'id="L7000" class="target"' in held
+    assert 'id="L5000"' not in held and 'id="L10001"' not in held
+    assert "entry 7000 of the long list" in held
+    assert 'class="earlier" href="/file/long.txt?from=1"' in held
+    last = get(f"{site}/file/long.txt", params={"from": "10001"}).text
+    assert "Lines 10001–12000 of 12000" in last and 'class="later"' not in last
+    assert "Lines" not in get(f"{site}/file/app.py").text.split("<table")[0].split("source")[-1]
+
+
+def test_a_question_marks_its_longest_words_only():
+    from fourfold.interfaces.web.highlight import MARKED_WORDS, question_words
+
+    words = question_words(" ".join(f"word{'x' * (n % 50)}{n}" for n in range(2000)))
+    assert len(words) == MARKED_WORDS and words[0] == "word" + "x" * 49 + "1049"
+
+
+def test_a_pasted_text_against_a_one_line_file_is_answered_quickly(site):
+    """Every word of the question was marked in every snippet line, however long: a line of
+    a minified file and a question of thousands of words held the server for seconds."""
+    question = '"settings_marker" ' + ",".join(f"w{n:05d}x" for n in range(2000))
+    started = time.monotonic()
+    page = get(f"{site}/", params={"q": question})
+    assert page.status_code == 200 and time.monotonic() - started < 5
+    assert "oneline.js" in page.text and "zqx" * 1 in page.text
+    assert len(page.text) < 200_000  # the snippet's line is cut, not the whole 600 KB
+
+
 def test_the_file_view_lists_callers_and_callees_with_their_resolution(site):
     html = get(f"{site}/file/config.py", params={"symbol": "load_config"}).text
     callers = html[html.index('class="callers"'):html.index("</ul>", html.index('class="callers"'))]
@@ -120,7 +156,7 @@ def test_map_and_status_pages(site):
     assert "app.py" in svg and "config.py" in svg and "imported by (1)" in svg
     assert get(f"{site}/map", params={"symbol": "load_config"}).text.count("<svg") == 1
     status = get(f"{site}/status").text
-    assert "sample" in status and re.search(r"<th>files</th><td>8 ", status)
+    assert "sample" in status and re.search(r"<th>files</th><td>11 ", status)
     assert re.search(r'<td class="state ready">ready</td>', status)
 
 
@@ -241,6 +277,11 @@ def test_a_token_sees_only_its_repositories_on_the_page(two_repositories, capsys
             assert 'href="/map?repository=acme%2Fone"' in chooser
         status = get(f"{base}/status", cookies=jar).text
         assert "acme/two" in status and "acme/one" not in status
+        # where the index is (a server URL names its host and user) is not for this token
+        everywhere = get(f"{base}/status", cookies={
+            "fourfold_token": token(capsys, where, "status-all")}).text
+        location = re.search(r"Index <code>([^<]+)</code>", everywhere).group(1)
+        assert location not in status and "Index <code>" not in status
         # with no repository named, the one the token sees is the default
         assert "two.py" in get(f"{base}/", params={"q": "beta_handler"}, cookies=jar).text
         assert get(f"{base}/map", cookies=jar).status_code == 200

@@ -17,7 +17,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from fourfold.errors import FourfoldError, IndexBusyError, IndexWriteError
+from fourfold.errors import FourfoldError, IndexBusyError, IndexWriteError, StoreUnavailable
 from fourfold.store.base import (BM25_COLUMN_WEIGHTS, FileRecord, FileStamp, StoredChunk,
                                  StoredFile)
 from fourfold.store.postgres import SCHEMA_VERSION, PostgresStore, index_terms
@@ -484,6 +484,14 @@ def test_a_missing_database_and_a_bad_url_say_what_is_wrong(postgres_server):
     assert "secret" not in str(bad.value)
 
 
+def test_a_shown_store_url_keeps_only_harmless_parameters():
+    from fourfold.store import redacted
+
+    shown = redacted("postgresql://u:pw@h:5432/db?sslmode=require&sslpassword=s3cret"
+                     "&password=p2&sslkey=/home/u/key.pem&connect_timeout=5")
+    assert shown == "postgresql://u@h:5432/db?sslmode=require&connect_timeout=5"
+
+
 def test_the_password_never_shows(postgres_url):
     with_password = postgres_url.replace("postgres@", "postgres:secret@")
     store = PostgresStore(with_password)  # trust authentication: the password is unused
@@ -666,7 +674,7 @@ def test_vectors_are_read_a_block_at_a_time_from_the_server(store, postgres_url)
     next(blocks)
     with _admin(postgres_url) as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (_backend_pid(store),))
-    with pytest.raises(FourfoldError, match="lost the connection"):
+    with pytest.raises(StoreUnavailable, match="lost the connection"):  # pages: 503
         list(blocks)
     assert len(list(itertools.chain.from_iterable(
         ids for ids, _, _ in store.vector_blocks("m", size=4)))) == len(chunks)

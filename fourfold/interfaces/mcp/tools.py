@@ -441,7 +441,10 @@ class FourfoldService(Service):
 
         files, symbols = self.rows(key, compute)
         total = max(len(files), len(symbols))
-        reply = {"index_dir": self.ff.location, "index_bytes": self.index_bytes(),
+        # where the index is (a store URL names its server and user): for those who see
+        # every repository
+        where = {"index_dir": self.ff.location} if self.sees_everything() else {}
+        reply = {**where, "index_bytes": self.index_bytes(),
                  "repositories": repos, "freshness": self.freshness(), "total": total,
                  "central_files": [], "central_files_total": len(files),
                  "central_symbols": [], "central_symbols_total": len(symbols),

@@ -21,7 +21,7 @@ from starlette.staticfiles import StaticFiles
 
 from ... import __version__
 from ...api import SearchOptions
-from ...errors import FourfoldError
+from ...errors import FourfoldError, IndexBusyError, NotIndexedError, StoreUnavailable
 from ..caller import GRANT_KEY, current_grant
 from ..http import TOKEN_COOKIE
 from ..service import Service
@@ -31,6 +31,9 @@ from .picture import Node, neighbourhood_svg
 HERE = Path(__file__).parent
 RESULTS = 20            # hits on a result page
 SNIPPET_LINES = 6       # code lines shown under a hit
+SNIPPET_CHARS = 400     # of each such line (a minified file's line is megabytes)
+FILE_PAGE_LINES = 5000  # lines of a file shown on one page
+RETRY_AFTER_S = "5"     # when an index still being built or out of reach may answer
 RELATED_CAP = 200       # callers or callees listed for a symbol
 MAP_ENTRIES = 25        # central files and symbols on the map page
 MODALITY_ORDER = ("text", "structural", "graph", "semantic")
@@ -139,6 +142,8 @@ class WebPage:
             template, context = await anyio.to_thread.run_sync(
                 functools.partial(_as_caller, grant, answer))
             status = 200
+        except (NotIndexedError, IndexBusyError, StoreUnavailable) as exc:  # later, it may
+            template, context, status = error_template, {"message": str(exc)}, 503
         except FourfoldError as exc:
             template, context, status = error_template, {"message": str(exc)}, 400
         self.service.answered()
@@ -146,8 +151,9 @@ class WebPage:
             functools.partial(_as_caller, grant, self.service.visible_repositories)))
         html = self.env.get_template(template).render(request_path=request.url.path,
                                                       **context)
-        return HTMLResponse(html, status_code=context.pop("status", status),
-                            headers=SECURITY_HEADERS)
+        status = context.pop("status", status)
+        return HTMLResponse(html, status_code=status, headers={
+            **SECURITY_HEADERS, **({"retry-after": RETRY_AFTER_S} if status == 503 else {})})
 
     def _repository(self, name: str | None) -> tuple[int | None, str | None]:
         """(id, name) of the repository a page shows; its name only when the index holds
@@ -198,8 +204,9 @@ class WebPage:
         context.update(
             response=response, notes=notes,
             elapsed_ms=round((time.perf_counter() - started) * 1000, 1),
+            # the path's glob also matches it in subfolders (globs match at any depth)
             hits=[self._hit(h, h.repository or repo_name, files, words)
-                  for h in response.hits])
+                  for h in response.hits if not in_file or h.path == in_file])
         return template, context
 
     def _hit(self, hit, repository: str | None, files: dict, words: list[str]) -> dict:
@@ -215,7 +222,8 @@ class WebPage:
         else:
             last = min(hit.end_line, hit.start_line + SNIPPET_LINES - 1, len(stored["lines"]))
             numbers = list(range(hit.start_line, last + 1))
-        shown = [stored["lines"][n - 1] for n in numbers if 0 < n <= len(stored["lines"])]
+        shown = [stored["lines"][n - 1][:SNIPPET_CHARS] for n in numbers
+                 if 0 < n <= len(stored["lines"])]
         total = sum(hit.contributions.values()) or 1.0
         return {"path": hit.path, "repository": repository, "start_line": hit.start_line,
                 "end_line": hit.end_line, "symbol": hit.symbol, "kind": hit.kind,
@@ -255,9 +263,21 @@ class WebPage:
             callees = [r for r in self.ff.related(symbol, "callees", repo_id,
                                                   limit=RELATED_CAP)["results"]
                        if r.get("definition") == mine]
-        lines = highlighted_lines(stored["lines"], stored["language"], path)
+        # a page of the file: the one holding the line asked for, or the one `from` starts
+        total = len(stored["lines"])
+        first = _line_number(params.get("from", "")) or (
+            (line - 1) // FILE_PAGE_LINES * FILE_PAGE_LINES + 1 if line else 1)
+        first = min(max(1, first), max(1, total))
+        last = min(total, first + FILE_PAGE_LINES - 1)
+        lines = highlighted_lines(stored["lines"][first - 1:last], stored["language"], path)
+        page = lambda start: f"/file/{quote(path)}?" + urlencode(  # noqa: E731
+            {k: v for k, v in (("repository", repository), ("from", start)) if v})
         return "file.html", {"path": path, "repository": repository,
-                             "language": stored["language"], "lines": lines,
+                             "language": stored["language"], "lines": lines, "first": first,
+                             "total": total,
+                             "earlier": page(max(1, first - FILE_PAGE_LINES)) if first > 1
+                             else None,
+                             "later": page(last + 1) if last < total else None,
                              "outline": outline, "symbol": symbol, "line": line,
                              "callers": callers, "callees": callees}
 
@@ -327,7 +347,10 @@ class WebPage:
                         for repo in self.ff.repositories() if self.service.sees(repo["name"])]
         return "status.html", {"shown": repositories, "index_bytes": self.service.index_bytes(),
                                "replica_behind_s": self.ff.replica_lag(),
-                               "location": self.ff.location,
+                               # a store URL names its server and user: for those
+                               # who see everything
+                               "location": (self.ff.location if self.service.sees_everything()
+                                            else None),
                                "freshness": self.service.freshness(),
                                "serves_many": self.service.serves_many}
 

@@ -66,11 +66,14 @@ works handled""".split())
 _WORD = re.compile(r"[A-Za-z_$][\w$]*")
 
 
+MARKED_WORDS = 20  # a pasted text's thousands of words would make marking take seconds
+
+
 def question_words(question: str) -> list[str]:
     """The words of a question worth marking in code: names and words of 3+ letters that
-    are not question words, longest first."""
+    are not question words, the MARKED_WORDS longest, longest first."""
     words = {w for w in _WORD.findall(question) if len(w) >= 3 and w.lower() not in UNMARKED}
-    return sorted(words, key=lambda w: (-len(w), w))
+    return sorted(words, key=lambda w: (-len(w), w))[:MARKED_WORDS]
 
 
 def marked(html: Markup, words: list[str]) -> Markup:
