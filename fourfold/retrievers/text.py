@@ -2,6 +2,7 @@
 and BM25 ranking over identifier-split tokens."""
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 import threading
@@ -25,6 +26,9 @@ from .base import path_ok
 from .grep_pool import POOL_MIN_FILES, GrepPool, PoolUnavailable
 
 MIN_TRIGRAM = 3
+# Python's IGNORECASE takes i, I, İ and ı for one letter; RE2's case folding does not
+_DOTTED_I = "iIİı"
+FOLDED_TRIGRAMS = 32  # trigrams a literal with an i in it asks for, whatever its length
 _WORD_CHAR = re.compile(r"\w")
 # Longer than any line worth finding; parsing, compiling and prefiltering grow with it.
 MAX_PATTERN_CHARS = 4096
@@ -55,8 +59,22 @@ class LineMatch:
         return {"path": self.path, "line": self.line, "text": self.text}
 
 
-def literal_required(pattern: str) -> RequiredText | None:
-    return pattern if len(pattern) >= MIN_TRIGRAM else None
+def literal_required(pattern: str, case_sensitive: bool = True) -> RequiredText | None:
+    """What a file holding the literal holds: its trigrams. Found whatever its case, an i
+    may be a dotted or dotless one (Python folds them together; the trigram index keeps
+    them apart): a trigram with an i then holds any of its forms."""
+    if len(pattern) < MIN_TRIGRAM:
+        return None
+    if case_sensitive or not any(char in _DOTTED_I for char in pattern):
+        return pattern
+    forms = [("i", "\u0130", "\u0131") if char in _DOTTED_I else (char,) for char in pattern]
+    grams: list = []
+    starts = range(len(pattern) - MIN_TRIGRAM + 1)
+    step = max(1, len(starts) // FOLDED_TRIGRAMS)  # a long literal: a sample of them
+    for start in starts[::step]:
+        spelt = sorted({"".join(f) for f in itertools.product(*forms[start:start + MIN_TRIGRAM])})
+        grams.append(spelt[0] if len(spelt) == 1 else ("or", spelt))
+    return ("and", grams)
 
 
 def _required(items) -> RequiredText | None:
@@ -164,8 +182,6 @@ def compile_regex(pattern: str, case_sensitive: bool = True):
     return regex
 
 
-# Python's IGNORECASE takes i, I, İ and ı for one letter; RE2's case folding does not
-_DOTTED_I = "iIİı"
 FOLDED_MAX_CHARS = 256  # a longer literal outgrows RE2's DFA memory: Python's re finds it
 
 
@@ -282,7 +298,8 @@ class Finder:
 
     def required(self) -> RequiredText | None:
         """What a file must hold to match (its trigram candidates' query)."""
-        return regex_required(self.pattern) if self.regex else literal_required(self.pattern)
+        return (regex_required(self.pattern) if self.regex
+                else literal_required(self.pattern, self.case_sensitive))
 
     def literals_as_written(self) -> bool:
         """Whether what is required matches only as written: a case-sensitive search

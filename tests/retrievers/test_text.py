@@ -129,7 +129,9 @@ def test_invalid_regex_and_empty_pattern_are_clear_errors(stdlib_corpus):
     # checked as written: wrapped for whole words, "a)|(b" would read as a valid regex
     with pytest.raises(QueryError, match=r"invalid regular expression 'json\)\|\(load'"):
         ff.grep("json)|(load", regex=True, whole_word=True)
-    assert ff.grep("json", limit=0) == []
+    for limit in (0, -1):  # a limit of no lines is a mistake, not an empty answer
+        with pytest.raises(QueryError, match="whole number of at least 1"):
+            ff.grep("json", limit=limit)
 
 
 def test_ranked_search_prefers_identifier_and_path_matches(make_tree):
@@ -349,6 +351,18 @@ def test_a_search_that_ignores_case_inside_its_regex_finds_every_case(index_on_e
     assert files("alpha", regex=False, case_sensitive=False) == ["a.py", "b.py", "c.py"]
     for pattern in ["(?i)alpha", "(?i:alpha)", "(?si)alpha", "(?i)alpha = [0-9]"]:
         assert files(pattern, regex=True) == ["a.py", "b.py", "c.py"], pattern
+
+
+@pytest.mark.parametrize("limit", [None, 10])
+def test_a_file_whose_only_match_has_a_dotted_or_dotless_i_is_a_candidate(
+        index_on_each_store, limit):
+    """Found whatever its case, `istanbul` matches İstanbul and ıstanbul as Python folds
+    them; the trigram index keeps those letters apart, so the files were never read."""
+    _, ff = index_on_each_store({"a.txt": "İSTANBUL\n", "b.txt": "ıstanbul\n",
+                                 "c.txt": "Istanbul\n", "d.txt": "stanbul\n"})
+    for pattern in ("istanbul", "ISTANBUL", "İstanbul"):
+        assert [m.path for m in ff.grep(pattern, limit=limit)] == ["a.txt", "b.txt", "c.txt"]
+    assert [m.path for m in ff.grep("Istanbul", case_sensitive=True)] == ["c.txt"]
 
 
 @pytest.mark.parametrize("case_sensitive", [False, True])
