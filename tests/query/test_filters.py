@@ -253,3 +253,22 @@ def test_mcp_kind_method_is_only_methods(service):
 def test_mcp_refuses_unknown_filter_values(service, tool, args, message):
     with pytest.raises(QueryError, match=message):
         getattr(service, tool)(**args)
+
+
+@pytest.mark.parametrize("modality", ["text", "semantic"])
+def test_a_narrow_glob_finds_what_lies_below_the_first_answers(make_tree, modality):
+    """Ranked chunks are filtered by the glob after the search: a folder whose chunks rank
+    below the first few dozen of the repository got no answer at all."""
+    files = {f"decoy/d{i}.py": f"def render_widget_{i}(widget):\n"
+                               f"    '''Render the widget and its widget children.'''\n"
+                               f"    return widget.render(widget.children, {i})\n"
+             for i in range(400)}
+    files["special/odd.py"] = ("def tidy_up(items):\n    '''Sort the items, then render "
+                               "them once.'''\n    return sorted(items)\n")
+    ff = Fourfold(make_tree(files))
+    ff.index()
+    everywhere = ff.search("render the widget", modalities=(modality,), limit=10).hits
+    assert all(h.path.startswith("decoy/") for h in everywhere)
+    inside = ff.search("render the widget", modalities=(modality,), limit=10,
+                       path_glob="special/*").hits
+    assert [h.path for h in inside] == ["special/odd.py"]
