@@ -80,6 +80,7 @@ class Hit:
     ranks: dict[str, int] = field(default_factory=dict)  # modality -> 1-based rank in its list
     factors: dict[str, float] = field(default_factory=dict)  # prior -> multiplier (not 1.0)
     file_support: float = 0.0  # added for the file's other hits (granularity.with_file_support)
+    definition_support: float = 0.0  # for the definition's other hits (granularity.by_function)
     # the learned ranking's score and the features that moved it most (ranking/learned.py)
     learned: dict[str, float] = field(default_factory=dict)
     # a definition the question names, placed after the first function answers (granularity.py)
@@ -107,6 +108,8 @@ class Hit:
             out["factors"] = {k: round(v, 4) for k, v in self.factors.items()}
         if self.file_support:
             out["file_support"] = round(self.file_support, 6)
+        if self.definition_support:
+            out["definition_support"] = round(self.definition_support, 6)
         if self.learned:
             out["learned"] = {k: round(v, 4) for k, v in self.learned.items()}
         if self.named:

@@ -243,6 +243,8 @@ def _print_hit_explanation(hit) -> None:
         parts.append(", ".join(f"{name} ×{f:.2f}" for name, f in hit.factors.items()))
     if hit.file_support:
         parts.append(f"file support +{hit.file_support:.4f}")
+    if hit.definition_support:
+        parts.append(f"definition support +{hit.definition_support:.4f}")
     if hit.named:
         parts.append("named in the question: placed after the first answers")
     if hit.learned:

@@ -66,6 +66,16 @@ def _overlap(symbol: StoredSymbol, hit: Hit) -> int:
     return min(symbol.end_line, hit.end_line) - max(symbol.start_line, hit.start_line) + 1
 
 
+def own_definition(hit: Hit, definitions: list[StoredSymbol]) -> StoredSymbol | None:
+    """The definition a hit is, where it is one (a whole class found by its name): it
+    answers as itself, not as the method it overlaps most."""
+    if not hit.symbol:
+        return None
+    return next((s for s in definitions if s.qualname == hit.symbol
+                 and s.start_line == hit.start_line and s.end_line == hit.end_line
+                 and s.kind in UNIT_KINDS), None)
+
+
 def enclosing_definition(hit: Hit, definitions: list[StoredSymbol]) -> StoredSymbol | None:
     """The function or method the span lies in (the one it overlaps most, innermost on a
     tie, then the first), else the innermost class-like definition holding its first line,
@@ -85,11 +95,13 @@ def by_function(hits: list[Hit], definitions_of: Callable[[str], list[StoredSymb
                 kinds: AbstractSet[str] = frozenset()) -> list[Hit]:
     """One hit per definition the spans lie in, best first (see the module's doc); `named`:
     the names the question spells out (Query.identifiers); `kinds`: the only definition
-    kinds the question allows, if any."""
+    kinds the question allows, if any (a hit answers with the definition of those kinds it
+    lies in)."""
     best: dict[tuple, Hit] = {}
     rest: dict[tuple, float] = {}
     for hit in hits:
-        symbol = enclosing_definition(hit, definitions_of(hit.path))
+        definitions = [s for s in definitions_of(hit.path) if not kinds or s.kind in kinds]
+        symbol = own_definition(hit, definitions) or enclosing_definition(hit, definitions)
         if symbol is None:
             key = (hit.path, hit.start_line, hit.end_line)
             unit = hit
@@ -104,6 +116,7 @@ def by_function(hits: list[Hit], definitions_of: Callable[[str], list[StoredSymb
         else:
             best[key] = unit
     for key, extra in rest.items():
+        best[key].definition_support = support * extra
         best[key].score += support * extra
     ranked = sorted(best.values(), key=lambda h: -h.score)
     return with_named_definitions(ranked, definitions_of, named, kinds) if named else ranked

@@ -87,6 +87,26 @@ def test_a_span_in_a_class_body_answers_with_the_class(ff):
     assert out[1].score == pytest.approx(0.8 + 0.25 * 0.4)
 
 
+def test_a_hit_that_is_a_definition_answers_as_itself_and_kinds_choose_the_unit(ff):
+    """A whole class found by its name went to the method it overlaps most, which took
+    its score, and `--kind class` was not applied to that answer."""
+    definitions = ff.snapshots.current().definitions("app/validators.py")
+    whole_class = Hit("app/validators.py", 6, 17, 1.0, symbol="UrlValidator", kind="class")
+    in_method = Hit("app/validators.py", 11, 12, 0.5)
+    out = by_function([whole_class, in_method], lambda path: definitions)
+    assert [(h.symbol, h.kind, h.score) for h in out] == [
+        ("UrlValidator", "class", 1.0), ("UrlValidator.__call__", "method", 0.5)]
+    classes = by_function([whole_class, in_method], lambda path: definitions,
+                          kinds=frozenset({"class"}))
+    assert [(h.symbol, h.kind) for h in classes] == [("UrlValidator", "class")]
+    assert classes[0].score == pytest.approx(1.0 + 0.25 * 0.5)
+    assert classes[0].definition_support == pytest.approx(0.25 * 0.5)
+    assert classes[0].to_dict()["definition_support"] == pytest.approx(0.125)
+    found = ff.search("class UrlValidator", granularity="function", kinds=("class",)).hits
+    assert [(h.symbol, h.kind) for h in found[:1]] == [("UrlValidator", "class")]
+    assert all(h.kind == "class" for h in found if h.symbol)
+
+
 def test_definitions_the_question_names_follow_the_first_answers(ff, monkeypatch):
     monkeypatch.setattr(granularity, "NAMED_AFTER", 1)
     definitions = {path: ff.snapshots.current().definitions(path) for path in FILES}
@@ -100,10 +120,11 @@ def test_definitions_the_question_names_follow_the_first_answers(ff, monkeypatch
     out = by_function(hits, definitions.__getitem__, named=named)
     assert [h.symbol for h in out] == ["UrlValidator.__call__", "UrlValidator.scheme_of",
                                        "validate_email", "check_url"]
-    # a question asking for methods only gets no function raised
+    # a question asking for methods only gets no function raised, nor answered: a span in
+    # one stays a span
     assert [h.symbol for h in by_function(hits, definitions.__getitem__, named=named,
                                           kinds=frozenset({"method"}))] == [
-        "UrlValidator.__call__", "UrlValidator.scheme_of", "check_url", "validate_email"]
+        "UrlValidator.__call__", "UrlValidator.scheme_of", None, None]
     assert [h.score for h in out] == sorted((h.score for h in out), reverse=True)
     assert (out[1].start_line, out[1].end_line, out[1].kind) == (15, 17, "method")
     # nothing named: the order is the spans' own
@@ -112,7 +133,8 @@ def test_definitions_the_question_names_follow_the_first_answers(ff, monkeypatch
 
 
 def test_a_search_places_the_definition_its_question_names(ff, monkeypatch):
-    question = "an email address is no url, validate_email says; see check_url"
+    question = ("an email address is no url, validate_email says, the scheme of a url "
+                "validator; see check_url")
 
     def symbols() -> list[str]:
         hits = ff.search(question, granularity="function", modalities=("text",)).hits
@@ -120,9 +142,9 @@ def test_a_search_places_the_definition_its_question_names(ff, monkeypatch):
 
     monkeypatch.setattr(granularity, "NAMED_AFTER", 1)
     monkeypatch.setattr(granularity, "NAMED_FILES", 0)  # the stage off: by words alone
-    assert symbols() == ["validate_email", "UrlValidator.__call__", "check_url"]
+    assert symbols() == ["validate_email", "UrlValidator.scheme_of", "UrlValidator"]
     monkeypatch.setattr(granularity, "NAMED_FILES", 2)
-    assert symbols() == ["validate_email", "check_url", "UrlValidator.__call__"]
+    assert symbols() == ["validate_email", "check_url", "UrlValidator.scheme_of"]
     hits = ff.search(question, granularity="function", modalities=("text",)).hits
     assert [h.named for h in hits[:3]] == [False, True, False]
     assert hits[1].to_dict()["named"] is True and "named" not in hits[0].to_dict()
