@@ -22,6 +22,7 @@ from .intent import (EXACT_MATCH, FIND_REFERENCES, IMPACT_ANALYSIS, INTENTS, TAR
 from .profiles import DIRECT_CONFIDENCE, DOMINANT, PRESETS, PROFILE_K, PROFILES
 
 CANDIDATES_PER_MODALITY = 60
+DEEPER_CANDIDATES = 300  # for answers past the first: the same for every limit up to 100
 # What one answer is, by intent: who calls X or what breaks is answered by every call site
 # and dependent, several to a file; anything else by the best span of each file.
 GRANULARITY = {intent: SPAN if intent in (FIND_REFERENCES, IMPACT_ANALYSIS) else FILE
@@ -68,6 +69,10 @@ class SearchResponse:
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
             "results": [h.to_dict() for h in self.hits],
         }
+
+
+def _answer_key(hit: Hit) -> tuple:
+    return (hit.repository, hit.path, hit.symbol, hit.start_line, hit.end_line)
 
 
 def check_weights(weights: dict[str, float]) -> None:
@@ -170,6 +175,21 @@ class SearchEngine:
                              f"{options.rrf_k!r}")
         if options.weights is not None:
             check_weights(options.weights)
+        # The first answers come from the same candidates whatever the limit, so that the
+        # first 10 of 100 are the 10 asked for alone; more than those give are added after
+        # them from deeper lists.
+        response = self._search(text, options, CANDIDATES_PER_MODALITY)
+        if len(response.hits) >= options.limit or options.limit * 3 <= CANDIDATES_PER_MODALITY:
+            return response
+        deeper = self._search(text, options, max(DEEPER_CANDIDATES, options.limit * 3))
+        held = {_answer_key(hit) for hit in response.hits}
+        response.hits += [hit for hit in deeper.hits if _answer_key(hit) not in held][
+            :options.limit - len(response.hits)]
+        response.timings_ms["total"] += deeper.timings_ms["total"]
+        return response
+
+    def _search(self, text: str, options: SearchOptions, candidates: int) -> SearchResponse:
+        """The answers to `text` from lists of `candidates` per modality at least."""
         started = time.perf_counter()
         intent = classify(text)
         if options.intent:
@@ -195,8 +215,7 @@ class SearchEngine:
                       transitive=intent.intent == IMPACT_ANALYSIS, filters=options.filters())
         response = SearchResponse(text, intent.intent, intent.confidence, intent.rule,
                                   intent.target, "rrf", [], {}, [])
-        limit = options.limit
-        pool = max(CANDIDATES_PER_MODALITY, limit * 3)
+        pool = candidates
         if query.filters.needs_index_facts:  # retrievers cannot push these down: ask for more
             pool *= FILTERED_POOL_FACTOR
 

@@ -272,3 +272,24 @@ def test_a_narrow_glob_finds_what_lies_below_the_first_answers(make_tree, modali
     inside = ff.search("render the widget", modalities=(modality,), limit=10,
                        path_glob="special/*").hits
     assert [h.path for h in inside] == ["special/odd.py"]
+
+
+def test_the_first_answers_do_not_depend_on_how_many_are_asked_for(make_tree):
+    """Each modality was asked for three times the limit, so the first 10 of 100 answers
+    differed from the 10 asked for alone (and an agent's page from the command line's)."""
+    words = ["parse", "render", "cache", "widget", "token", "stream", "queue", "route"]
+    files = {f"m{i:03d}.py": f"def {words[i % 8]}_{words[(i * 3) % 8]}_{i}(x):\n"
+                             f"    '''{words[i % 8]} the {words[(i * 5) % 8]} of x.'''\n"
+                             f"    return {words[(i * 7) % 8]}(x, {i})\n"
+             for i in range(300)}
+    ff = Fourfold(make_tree(files))
+    ff.index()
+    for question in ("how is a widget rendered from the cache", "parse the token stream"):
+        for granularity in ("file", "span"):
+            most = [(h.path, h.start_line) for h in
+                    ff.search(question, limit=100, granularity=granularity).hits]
+            assert len(most) == 100
+            for limit in (5, 10, 20, 50):
+                some = [(h.path, h.start_line) for h in
+                        ff.search(question, limit=limit, granularity=granularity).hits]
+                assert some == most[:limit], (question, granularity, limit)
