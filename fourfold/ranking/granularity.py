@@ -3,9 +3,10 @@ a definition, a line); this stage turns them into the unit the caller asked for.
 
 - "file": each file's best span, with a share of its other spans' scores (file support).
 - "span": every span as fused.
-- "function": every function or method the spans lie in, several per file; a span in a
-  class body outside its methods answers with the class, a span outside any definition
-  (module-level code) stays a span. The definitions of the first files whose names the
+- "function": every function or method the spans lie in (the one a span overlaps most),
+  several per file; a span in a class body outside its methods answers with the class, a
+  span outside any definition (module-level code) stays a span. Where the question allows
+  only some kinds (`--kind class`), only definitions of those kinds are answers. The definitions of the first files whose names the
   question spells out follow the first answers (NAMED_AFTER).
 """
 from __future__ import annotations
@@ -66,16 +67,6 @@ def _overlap(symbol: StoredSymbol, hit: Hit) -> int:
     return min(symbol.end_line, hit.end_line) - max(symbol.start_line, hit.start_line) + 1
 
 
-def own_definition(hit: Hit, definitions: list[StoredSymbol]) -> StoredSymbol | None:
-    """The definition a hit is, where it is one (a whole class found by its name): it
-    answers as itself, not as the method it overlaps most."""
-    if not hit.symbol:
-        return None
-    return next((s for s in definitions if s.qualname == hit.symbol
-                 and s.start_line == hit.start_line and s.end_line == hit.end_line
-                 and s.kind in UNIT_KINDS), None)
-
-
 def enclosing_definition(hit: Hit, definitions: list[StoredSymbol]) -> StoredSymbol | None:
     """The function or method the span lies in (the one it overlaps most, innermost on a
     tie, then the first), else the innermost class-like definition holding its first line,
@@ -101,7 +92,7 @@ def by_function(hits: list[Hit], definitions_of: Callable[[str], list[StoredSymb
     rest: dict[tuple, float] = {}
     for hit in hits:
         definitions = [s for s in definitions_of(hit.path) if not kinds or s.kind in kinds]
-        symbol = own_definition(hit, definitions) or enclosing_definition(hit, definitions)
+        symbol = enclosing_definition(hit, definitions)
         if symbol is None:
             key = (hit.path, hit.start_line, hit.end_line)
             unit = hit
