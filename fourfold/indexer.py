@@ -25,7 +25,7 @@ from .discovery.languages import detect_language
 from .discovery.read import decode, parseable, read_bytes
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES, FoundFile, walk, walk_paths
 from .errors import FourfoldError
-from .parsing import parse_file, parser_fingerprint
+from .parsing import ParseTooSlow, parse_file, parser_fingerprint
 from .model import Chunk
 from .store.base import (EdgeColumns, FileRecord, FileStamp, Store, encode_references,
                          graph_behind_setting, unfinished_setting)
@@ -127,6 +127,8 @@ def read_file(found: FoundFile, references: bool = True,
         parsed = parse_file(source, language, references)
     except RecursionError:
         return found.path, "too deeply nested to parse"
+    except ParseTooSlow:
+        return record  # for text search only, as a file too big to parse
     _fill(record, parsed.symbols, parsed.chunks, encode_references(parsed.references))
     return record
 

@@ -33,6 +33,7 @@ BINARY_EXTENSIONS = frozenset("""
 SET_PATTERNS = 256  # ignore patterns compiled as one set: re2 refuses sets past a memory limit
 BAD_NAME = "name not valid UTF-8"
 LINKED_FOLDER = "symlinked folder (indexed under its real path)"
+LINKED_TO_UNINDEXED = "symlink to a file not indexed (ignored, or inside .git)"
 
 
 # A longer path is no one's source file, and a database index entry (a server's btree)
@@ -61,11 +62,28 @@ class WalkReport:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
 
+MAX_IGNORE_FILE_BYTES = 1 << 20
+
+
 def _read_patterns(path: Path) -> list[str]:
+    """An ignore file's lines; none where it is no regular file of at most
+    MAX_IGNORE_FILE_BYTES (a shipped FIFO would block the walk, a link to /dev/zero fill
+    the memory) or a symlink (to a file outside the repository)."""
     try:
-        return path.read_text(encoding="utf-8", errors="replace").splitlines()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return []
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_IGNORE_FILE_BYTES:
+            return []
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(MAX_IGNORE_FILE_BYTES + 1)
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", errors="replace").splitlines()
 
 
 def _valid_pattern(line: str) -> bool:
@@ -185,9 +203,16 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     # Symlinked folders inside the root, followed only once every real folder is walked:
     # (the link's folder, the target's real path, the link's relative path, ignore rules)
     linked: list[tuple[str, str, str, list[tuple[str, Spec]]]] = []
+    # symlinked files, kept once the walk knows whether their targets are indexable:
+    # (the target's real path, the file as found under the link's path)
+    linked_files: list[tuple[str, FoundFile]] = []
+    rules_of: dict[str, list[tuple[str, Spec]]] = {}  # a folder walked by its real path -> rules
 
     def visit(dir_abs: str, dir_rel: str, specs: list[tuple[str, Spec]]) -> None:
         """Walk a folder by its real path, `dir_abs`, listing its files under `dir_rel`."""
+        if len(dir_rel.encode()) > MAX_PATH_BYTES:  # nor a recursion as deep as the tree
+            report.skip(LONG_PATH)
+            return
         try:
             st = os.stat(dir_abs)
         except OSError:
@@ -204,6 +229,8 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
             report.skip("unreadable directory")
             return
         local = _with_ignore_files(specs, dir_abs, dir_rel, {e.name for e in entries})
+        if os.path.normpath(os.path.join(root_real, dir_rel)) == dir_abs:  # not via a link
+            rules_of[dir_rel] = local
         for entry in entries:
             try:
                 entry.name.encode("utf-8")
@@ -235,6 +262,8 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                           else _skip_reason(rel, entry.name, st.st_size, max_file_bytes))
                 if reason:
                     report.skip(reason)
+                elif is_link:
+                    linked_files.append((real, _found(rel, real, st, max_file_bytes)))
                 else:
                     report.files.append(_found(rel, real, st, max_file_bytes))
             else:
@@ -261,6 +290,17 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                 report.skip(LINKED_FOLDER)
             else:
                 visit(target, rel, specs)
+    # A symlinked file is indexed only where its target is a file the walk would index by
+    # its own path: a shipped link to .git/config or to an ignored .env is not read.
+    for real, linked_file in linked_files:
+        target = os.path.relpath(real, root_real).replace(os.sep, "/")
+        folder = target.rpartition("/")[0]
+        rules = rules_of.get(folder)
+        if (rules is None or ALWAYS_SKIPPED_DIRS & set(target.split("/"))
+                or any(_within(real, d) for d in skip_real) or _ignored(target, False, rules)):
+            report.skip(LINKED_TO_UNINDEXED)
+        else:
+            report.files.append(linked_file)
     # By path as strings sort (the walk's order puts "a/b/c" before "a/b.c"): the store
     # lists files so, and a new index numbers its documents in this order, which lets a
     # limited grep read the trigram index in that order and stop early.

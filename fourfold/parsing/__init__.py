@@ -8,6 +8,7 @@ tree, not matching patterns, is what a query costs, so one walk serves both.
 from __future__ import annotations
 
 import hashlib
+import time
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -24,6 +25,26 @@ from .structure import (chunk_plain_text, extract_structure, has_query, structur
 
 # Raise when what parse_file extracts changes in code; query file edits are seen on their own.
 PARSER_VERSION = 1
+# A file tree-sitter takes longer than this over (a pathological input: 677 bytes of TSX
+# took it minutes, unstoppable even by a signal) is kept for text search only.
+PARSE_TIME_LIMIT_S = 5.0
+READ_SLICE = 1 << 20  # bytes handed to the parser at a time
+
+
+class ParseTooSlow(Exception):
+    """tree-sitter gave up on a file at PARSE_TIME_LIMIT_S."""
+
+
+def _tree(language: str, source: bytes) -> tree_sitter.Tree:
+    """The file's tree, read through a callback: only then does tree-sitter ask, as it
+    goes, whether to stop (and let Python see a pending signal meanwhile)."""
+    deadline = time.monotonic() + PARSE_TIME_LIMIT_S
+    try:
+        return get_parser(language).parse(
+            lambda offset, _point: source[offset:offset + READ_SLICE],
+            progress_callback=lambda *_: time.monotonic() > deadline)
+    except ValueError:  # "Parsing failed": stopped at the deadline
+        raise ParseTooSlow(f"tree-sitter took over {PARSE_TIME_LIMIT_S:g} s") from None
 
 
 @cache
@@ -63,11 +84,12 @@ def _file_query(language: str, references: bool) -> tuple[tree_sitter.Query | No
 
 
 def parse_file(source: bytes, language: str | None, references: bool = True) -> ParseResult:
-    """Parse one file. Never raises on malformed source: tree-sitter recovers what it can.
-    `references=False` skips what only the graph needs."""
+    """Parse one file. Never raises on malformed source: tree-sitter recovers what it can;
+    ParseTooSlow where it takes over PARSE_TIME_LIMIT_S. `references=False` skips what only
+    the graph needs."""
     if not has_grammar(language):
         return ParseResult(chunks=chunk_plain_text(source.decode("utf-8", "replace")))
-    tree = get_parser(language).parse(source)
+    tree = _tree(language, source)
     query, split = _file_query(language, references)
     matches = tree_sitter.QueryCursor(query).matches(tree.root_node) if query else []
     symbols, chunks = extract_structure(tree, source, language,

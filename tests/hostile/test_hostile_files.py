@@ -271,3 +271,87 @@ def test_symlink_loops_still_end(make_tree):
     report = walk(root)
     assert paths(report) == ["a/b/file.py"]
     assert report.skipped == {"symlink loop": 2}
+
+
+def test_a_symlinked_file_into_git_or_to_an_ignored_file_is_not_read(make_tree):
+    """A shipped link to .git/config (a remote URL with its token) or to an ignored .env
+    put the secret in the index, and so in every grep and a shared server's database."""
+    root = make_tree({".git/config": '[remote "o"]\n\turl = https://u:GHP_SECRET@host/x\n',
+                      ".env": "SECRET_ENV=hunter2\n", ".gitignore": ".env\nbuild/\n",
+                      "build/out.txt": "BUILT_SECRET = 1\n", "a.py": "x = 1\n",
+                      "docs/real.md": "REAL_DOC = 1\n"})
+    os.symlink(".git/config", root / "notes.txt")
+    os.symlink(".env", root / "env.txt")
+    os.symlink("build/out.txt", root / "out_link.txt")
+    os.symlink("docs/real.md", root / "readme_link.md")  # an indexable file: kept
+    report = walk(root)
+    assert paths(report) == [".gitignore", "a.py", "docs/real.md", "readme_link.md"]
+    assert report.skipped["symlink to a file not indexed (ignored, or inside .git)"] == 3
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    for secret in ("GHP_SECRET", "hunter2", "BUILT_SECRET"):
+        assert not ff.grep(secret), secret
+    assert [m.path for m in ff.grep("REAL_DOC")] == ["docs/real.md", "readme_link.md"]
+
+
+def test_an_ignore_file_that_is_a_fifo_a_device_or_a_link_is_not_read(make_tree, tmp_path):
+    """A FIFO named .gitignore blocked the walk for ever; a link to /dev/zero read until
+    the memory ran out; a link out of the repository read a file there. Git does not
+    follow a .gitignore that is a symlink either."""
+    outside = tmp_path / "outside-ignore"
+    outside.write_text("a.py\n")
+    root = make_tree({"a.py": "x = 1\n", "sub/b.py": "y = 2\n", "deep/c.py": "z = 3\n"})
+    os.mkfifo(root / "sub" / ".gitignore")
+    os.symlink("/dev/zero", root / ".fourfoldignore")
+    os.symlink(outside, root / ".gitignore")
+    (root / "deep" / ".gitignore").write_text("c.py\n")  # a regular one still applies
+    done = []
+    walker = threading.Thread(target=lambda: done.append(walk(root)), daemon=True)
+    walker.start()
+    walker.join(20)
+    assert done, "the walk blocked on the FIFO"
+    assert paths(done[0]) == ["a.py", "deep/.gitignore", "sub/b.py"]
+
+
+def test_a_folder_tree_deeper_than_a_path_may_be_long_is_cut_there(make_tree, monkeypatch):
+    root = make_tree({"top.py": "x = 1\n"})
+    monkeypatch.chdir(root)
+    for _ in range(1200):  # 2,400 bytes of path: git can hold it, the recursion could not
+        os.mkdir("a")
+        os.chdir("a")
+    with open("deep.py", "w") as deep:
+        deep.write("y = 2\n")
+    monkeypatch.chdir(root)
+    try:
+        report = walk(root)
+        assert paths(report) == ["top.py"] and report.skipped == {"path over 1024 bytes": 1}
+        ff = Fourfold(root)
+        assert ff.index(embed=False).files == 1
+    finally:  # taken down here: a tree this deep is past pytest's own clean-up (recursive)
+        for _ in range(1200):
+            os.chdir("a")
+        os.remove("deep.py")
+        for _ in range(1200):
+            os.chdir("..")
+            os.rmdir("a")
+        monkeypatch.chdir(root)
+
+
+def test_a_file_the_parser_takes_too_long_over_is_kept_for_text_search(make_tree, monkeypatch):
+    """677 bytes of TSX kept tree-sitter busy for minutes, and a signal could not stop it:
+    a parse now ends at its time limit and the file answers text searches only."""
+    from fourfold import parsing
+
+    body = "".join(f"def helper_{n}(a):\n    return a + {n}\n\n" for n in range(500))
+    root = make_tree({"slow.py": "def slow_to_parse():\n    return 'SLOW_MARKER'\n\n" + body})
+    monkeypatch.setattr(parsing, "PARSE_TIME_LIMIT_S", 0.0)  # every parse is over it
+    ff = Fourfold(root)
+    summary = ff.index(embed=False, workers=1)
+    assert summary.files == 1 and not summary.skipped
+    assert [m.path for m in ff.grep("SLOW_MARKER")] == ["slow.py"]
+    assert not ff.definitions("slow_to_parse")
+    monkeypatch.setattr(parsing, "PARSE_TIME_LIMIT_S", 5.0)
+    with open(root / "slow.py", "a") as slow:  # read again once its content changes
+        slow.write("# edited\n")
+    assert ff.index(embed=False, workers=1).changed == 1
+    assert ff.definitions("slow_to_parse")[0]["path"] == "slow.py"
