@@ -20,6 +20,15 @@ from .. import __version__
 from ..errors import FourfoldError
 
 EXIT_RESULTS, EXIT_EMPTY, EXIT_ERROR = 0, 1, 2
+# Control characters a repository's names and lines may hold (a newline forging another
+# result line, a terminal's escape sequences), shown as escapes; a tab stays a tab.
+SHOWN_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7f, *range(0x80, 0xa0)]
+                  if c != 0x09}
+
+
+def _say(*parts, **kw) -> None:
+    """print() for what a person reads: each part with its control characters escaped."""
+    print(*(str(part).translate(SHOWN_CONTROLS) for part in parts), **kw)
 
 
 def limit_arg(text: str) -> int:
@@ -131,7 +140,7 @@ def cmd_index(args) -> int:
 
     def human() -> None:
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(summary.skipped.items()))
-        print(f"{summary.files} files ({_human_size(summary.bytes)} read) in "
+        _say(f"{summary.files} files ({_human_size(summary.bytes)} read) in "
               f"{summary.seconds:.2f}s: {summary.added} added, {summary.changed} changed, "
               f"{summary.deleted} deleted, {summary.unchanged} unchanged"
               + (f"; {summary.shared} files shared with a branch already indexed"
@@ -140,14 +149,14 @@ def cmd_index(args) -> int:
                  if summary.reused else "")
               + (f"; skipped {skipped}" if skipped else ""))
         if summary.embedded_while_parsing:
-            print(f"embedded {summary.embedded} chunks ({summary.embedded_while_parsing} while "
+            _say(f"embedded {summary.embedded} chunks ({summary.embedded_while_parsing} while "
                   f"parsing, then {summary.embed_seconds:.2f}s)")
         elif summary.embedded:
-            print(f"embedded {summary.embedded} chunks in {summary.embed_seconds:.2f}s")
+            _say(f"embedded {summary.embedded} chunks in {summary.embed_seconds:.2f}s")
         if args.deep:
-            print(f"deep pass: embedded {payload['deep_embedded']} chunks with "
+            _say(f"deep pass: embedded {payload['deep_embedded']} chunks with "
                   f"{ff.deep_embedder_name} in {deep_seconds:.2f}s")
-        print(f"index: {ff.location}" + (f" (repository {ff.repository_name})"
+        _say(f"index: {ff.location}" + (f" (repository {ff.repository_name})"
                                           if ff.store_url else ""))
     _emit(args, payload, human)
     return EXIT_RESULTS
@@ -167,7 +176,7 @@ def cmd_watch(args) -> int:
             among = ("changed paths" if summary.changed_paths is not None
                      else f"{summary.files} files")
             later = "; the graph catches up next" if summary.graph_behind else ""
-            print(f"{time.strftime('%H:%M:%S')}  {summary.added} added, {summary.changed} "
+            _say(f"{time.strftime('%H:%M:%S')}  {summary.added} added, {summary.changed} "
                   f"changed, {summary.deleted} deleted of {among} in "
                   f"{summary.seconds:.2f}s{embedded}{later}", flush=True)
 
@@ -180,9 +189,9 @@ def cmd_watch(args) -> int:
 def _print_hit(hit) -> None:
     symbol = f"  {hit.symbol}" if hit.symbol else ""
     where = f"{hit.repository}:{hit.path}" if hit.repository else hit.path
-    print(f"{where}:{hit.start_line}-{hit.end_line}{symbol}  ({hit.score:.4f})")
+    _say(f"{where}:{hit.start_line}-{hit.end_line}{symbol}  ({hit.score:.4f})")
     for line_no, text in hit.lines[:3]:
-        print(f"    {line_no:>5}: {text[:200]}")
+        _say(f"    {line_no:>5}: {text[:200]}")
 
 
 def cmd_search(args) -> int:
@@ -200,16 +209,16 @@ def cmd_search(args) -> int:
     payload = response.to_dict()
 
     def human() -> None:
-        print(f"# intent {response.intent} ({response.confidence:.2f}, {response.rule}); "
+        _say(f"# intent {response.intent} ({response.confidence:.2f}, {response.rule}); "
               f"{response.fusion_strategy} over {', '.join(response.modalities) or 'nothing'}"
               + (f"; unavailable: {', '.join(response.unavailable)}" if response.unavailable
                  else ""))
         if response.repositories_searched:
-            print(f"# searched {', '.join(response.repositories_searched)}"
+            _say(f"# searched {', '.join(response.repositories_searched)}"
                   + (f"; skipped {', '.join(response.repositories_skipped)}"
                      if response.repositories_skipped else ""))
         for name, why in response.repositories_unavailable.items():
-            print(f"# not searched: {name} ({why})")
+            _say(f"# not searched: {name} ({why})")
         if args.explain:
             _print_explanation(response)
         for hit in response.hits:
@@ -217,7 +226,7 @@ def cmd_search(args) -> int:
             if args.explain:
                 _print_hit_explanation(hit)
         if not response.hits:
-            print("no results")
+            _say("no results")
     return _emit(args, payload, human)
 
 
@@ -228,11 +237,11 @@ def _print_explanation(response) -> None:
     weights = ", ".join(f"{m} {w:g}" for m, w in response.weights.items())
     model = (f"; semantic model {response.semantic_model}" if response.semantic_model
              else "")
-    print(f"# weights {weights or '-'}{k}{target}{model}")
+    _say(f"# weights {weights or '-'}{k}{target}{model}")
     for modality, why in response.unavailable.items():
-        print(f"# {modality} did not answer: {why}")
+        _say(f"# {modality} did not answer: {why}")
     timings = ", ".join(f"{m} {ms:.1f} ms" for m, ms in response.timings_ms.items())
-    print(f"# timings {timings}")
+    _say(f"# timings {timings}")
 
 
 def _print_hit_explanation(hit) -> None:
@@ -251,7 +260,7 @@ def _print_hit_explanation(hit) -> None:
         moved = ", ".join(f"{name} {v:+.2f}" for name, v in hit.learned.items()
                           if name != "score")
         parts.append(f"learned {hit.learned['score']:+.2f} ({moved})")
-    print(f"    = {' · '.join(parts)}")
+    _say(f"    = {' · '.join(parts)}")
 
 
 def _search_options(args) -> SearchOptions:
@@ -319,7 +328,7 @@ def cmd_grep(args) -> int:
     def human() -> None:
         if not args.context:
             for m in matches:
-                print(f"{m.path}:{m.line}:{m.text}")
+                _say(f"{m.path}:{m.line}:{m.text}")
             return
         matched = {(m.path, m.line) for m in matches}
         last: tuple[str, int] | None = None  # the last line printed, as grep -C prints
@@ -329,9 +338,9 @@ def cmd_grep(args) -> int:
                 if last and last[0] == row["path"] and c["line"] <= last[1]:
                     continue
                 if last and (last[0] != row["path"] or c["line"] > last[1] + 1):
-                    print("--")
+                    _say("--")
                 mark = ":" if (row["path"], c["line"]) in matched else "-"
-                print(f"{row['path']}{mark}{c['line']}{mark}{c['text']}")
+                _say(f"{row['path']}{mark}{c['line']}{mark}{c['text']}")
                 last = (row["path"], c["line"])
     code = _emit(args, payload, human)
     if matches.partial:
@@ -349,7 +358,7 @@ def cmd_files(args) -> int:
 
     def human() -> None:
         for f in found:
-            print(f"{f['path']}  {f['language'] or '-'}  {_human_size(f['size'])}")
+            _say(f"{f['path']}  {f['language'] or '-'}  {_human_size(f['size'])}")
     return _emit(args, payload, human)
 
 
@@ -359,31 +368,31 @@ def cmd_status(args) -> int:
     status["total"] = len(status["repositories"])
 
     def human() -> None:
-        print(f"index {status['index_dir']} ({_human_size(status['index_bytes'])})"
+        _say(f"index {status['index_dir']} ({_human_size(status['index_bytes'])})"
               + (f"; a read replica, {status['replica_behind_s']:.1f} s behind its primary"
                  if "replica_behind_s" in status else ""))
         if not status["repositories"]:
-            print("nothing indexed yet: run `fourfold index PATH`")
+            _say("nothing indexed yet: run `fourfold index PATH`")
         for r in status["repositories"]:
             when = (time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r["indexed_at"]))
                     if r["indexed_at"] else "never (interrupted)")
             langs = ", ".join(f"{k} {v}" for k, v in list(r["languages"].items())[:8])
             where = f" on shard {r['shard']}" if r.get("shard") else ""
             if r.get("removing"):
-                print(f"{r['name']} ({r['root']}, id {r['id']}){where}: being taken out of the "
+                _say(f"{r['name']} ({r['root']}, id {r['id']}){where}: being taken out of the "
                       f"index (a `fourfold remove` was interrupted): run `fourfold remove "
                       f"{r['name']}` again, with this index's --index-dir or --store")
                 continue
             if r.get("unreachable"):
-                print(f"{r['name']} ({r['root']}, id {r['id']}){where}: {r['unreachable']}; "
+                _say(f"{r['name']} ({r['root']}, id {r['id']}){where}: {r['unreachable']}; "
                       f"indexed {when}")
                 continue
-            print(f"{r['name']} ({r['root']}, id {r['id']}){where}: {r['files']} files, "
+            _say(f"{r['name']} ({r['root']}, id {r['id']}){where}: {r['files']} files, "
                   f"{_human_size(r['bytes'])}, {r['symbols']} symbols, {r['chunks']} chunks; "
                   f"indexed {when}")
-            print(f"  languages: {langs}")
+            _say(f"  languages: {langs}")
         for name, state in status.get("modalities", {}).items():
-            print(f"{name}: {state}")
+            _say(f"{name}: {state}")
     _emit(args, status, human)
     return EXIT_RESULTS
 
@@ -402,7 +411,7 @@ def cmd_token(args) -> int:
                    "token": secret, "total": 1}
 
         def human() -> None:
-            print(secret)
+            _say(secret)
             print(f"fourfold: token {args.name!r} ({args.scope}, "
                   f"{', '.join(granted) if granted else 'every repository'}); it is shown "
                   "only now: keep it in a secret store", file=sys.stderr)
@@ -413,7 +422,7 @@ def cmd_token(args) -> int:
         payload = {"name": args.name, "revoked": True, "total": 1}
 
         def human() -> None:
-            print(f"revoked {args.name}")
+            _say(f"revoked {args.name}")
     else:
         tokens = ff.tokens()
         payload = {"total": len(tokens), "results": tokens}
@@ -422,7 +431,7 @@ def cmd_token(args) -> int:
             for t in tokens:
                 state = (f"revoked {time.strftime('%Y-%m-%d %H:%M', time.localtime(t['revoked_at']))}"
                          if t["revoked_at"] else "active")
-                print(f"{t['name']}  {t['scope']}  "
+                _say(f"{t['name']}  {t['scope']}  "
                       f"{', '.join(t['repositories']) if t['repositories'] else 'all'}  {state}")
     _emit(args, payload, human)
     return EXIT_RESULTS
@@ -447,10 +456,10 @@ def cmd_remove(args) -> int:
 
     def human() -> None:
         for r in removed:
-            print(f"{'would remove' if args.dry_run else 'removed'} {r['name']} ({r['root']}, "
+            _say(f"{'would remove' if args.dry_run else 'removed'} {r['name']} ({r['root']}, "
                   f"id {r['id']}): {r['files']} files, {_human_size(r['bytes'])}")
             if r["granted_to"]:
-                print(f"  its name stays granted to the tokens {', '.join(r['granted_to'])} "
+                _say(f"  its name stays granted to the tokens {', '.join(r['granted_to'])} "
                       "(a repository indexed under it again is theirs to see; `fourfold "
                       "token revoke NAME` refuses a token)")
     _emit(args, payload, human)
@@ -472,7 +481,7 @@ def cmd_shard(args) -> int:
         payload = {"name": args.first, "added": True, "total": 1}
 
         def human() -> None:
-            print(f"added shard {args.first}; place repositories on it with "
+            _say(f"added shard {args.first}; place repositories on it with "
                   f"`fourfold shard place REPOSITORY {args.first}`")
     elif args.action == "place":
         moved = ff.place_repository(args.first, args.second)
@@ -480,18 +489,18 @@ def cmd_shard(args) -> int:
                    "total": 1}
 
         def human() -> None:
-            print(f"{args.first} is on {args.second} ({moved} rows moved)")
+            _say(f"{args.first} is on {args.second} ({moved} rows moved)")
     else:
         shards = ff.shards()
         payload = {"total": len(shards), "results": shards}
 
         def human() -> None:
             if not shards:
-                print("no shards: every repository is on the store's own server")
+                _say("no shards: every repository is on the store's own server")
             for shard in shards:
                 state = (f"does not answer: {shard['unreachable']}" if shard["unreachable"]
                          else "answers")
-                print(f"{shard['name']}  {shard['location']}  {state}  "
+                _say(f"{shard['name']}  {shard['location']}  {state}  "
                       f"{', '.join(shard['repositories']) or '(no repositories)'}")
     _emit(args, payload, human)
     return EXIT_RESULTS
@@ -510,9 +519,9 @@ def cmd_def(args) -> int:
 
     def human() -> None:
         for d in found:
-            print(f"{d['path']}:{d['start_line']}-{d['end_line']}  {d['kind']} {d['qualname']}")
+            _say(f"{d['path']}:{d['start_line']}-{d['end_line']}  {d['kind']} {d['qualname']}")
             if d["signature"]:
-                print(f"    {d['signature'][:200]}")
+                _say(f"    {d['signature'][:200]}")
     return _emit(args, payload, human)
 
 
@@ -525,7 +534,7 @@ def cmd_outline(args) -> int:
     def human() -> None:
         def show(nodes, depth):
             for n in nodes:
-                print(f"{'  ' * depth}{n['kind']} {n['name']}  "
+                _say(f"{'  ' * depth}{n['kind']} {n['name']}  "
                       f"[{n['start_line']}-{n['end_line']}]")
                 show(n["children"], depth + 1)
         show(tree, 0)
@@ -539,12 +548,12 @@ def cmd_map(args) -> int:
     payload = {"total": len(repo_map["files"]) + len(repo_map["symbols"]), **repo_map}
 
     def human() -> None:
-        print("# most central files (PageRank, 1.0 = average)")
+        _say("# most central files (PageRank, 1.0 = average)")
         for f in repo_map["files"]:
-            print(f"{f['rank']:8.2f}  {f['path']}")
-        print("# most central symbols")
+            _say(f"{f['rank']:8.2f}  {f['path']}")
+        _say("# most central symbols")
         for s in repo_map["symbols"]:
-            print(f"{s['rank']:8.2f}  {s['path']}:{s['start_line']}  {s['kind']} {s['symbol']}")
+            _say(f"{s['rank']:8.2f}  {s['path']}:{s['start_line']}  {s['kind']} {s['symbol']}")
     return _emit(args, payload, human)
 
 
@@ -569,13 +578,13 @@ def _graph_command(args) -> int:
 
     def human() -> None:
         for note in result.get("notes", []):
-            print(f"# {note}")
+            _say(f"# {note}")
         for r in result["results"]:
             where = f"{r['path']}:{r.get('line') or r.get('start_line')}"
             extra = f"  (distance {r['distance']})" if "distance" in r else ""
-            print(f"{where}  {r.get('symbol') or ''}{extra}")
+            _say(f"{where}  {r.get('symbol') or ''}{extra}")
         if result.get("total", 0) > len(result["results"]):
-            print(f"# {len(result['results'])} of {result['total']} shown; "
+            _say(f"# {len(result['results'])} of {result['total']} shown; "
                   f"next page: --offset {result.get('next_offset')}")
     return _emit(args, payload, human)
 

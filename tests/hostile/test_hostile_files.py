@@ -355,3 +355,21 @@ def test_a_file_the_parser_takes_too_long_over_is_kept_for_text_search(make_tree
         slow.write("# edited\n")
     assert ff.index(embed=False, workers=1).changed == 1
     assert ff.definitions("slow_to_parse")[0]["path"] == "slow.py"
+
+
+def test_control_characters_in_names_and_lines_are_shown_escaped(make_tree, capsys):
+    """A file name holding a newline forged another grep result line; one holding a
+    terminal's escape sequences reached the terminal."""
+    root = make_tree({"ok.py": "TOKEN_X = 1\n"})
+    (root / "evil.py\nfake.py:99:TOKEN_X = injected").write_text("TOKEN_X = 2\n")
+    (root / "esc\x1b[31mRED\x1b]0;pwned\x07.py").write_text("TOKEN_X = 3\x1b[2J\n")
+    assert main(["index", str(root), "--no-embed"]) == 0
+    capsys.readouterr()
+    assert main(["grep", "TOKEN_X", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n") == 3 and "\x1b" not in out and "\x07" not in out
+    assert "evil.py\\x0afake.py:99:TOKEN_X = injected:1:TOKEN_X = 2" in out
+    assert "esc\\x1b[31mRED\\x1b]0;pwned\\x07.py:1:TOKEN_X = 3\\x1b[2J" in out
+    assert main(["grep", "TOKEN_X", str(root), "--json"]) == 0  # JSON keeps them as they are
+    paths = sorted(row["path"] for row in json.loads(capsys.readouterr().out)["results"])
+    assert paths[1] == "evil.py\nfake.py:99:TOKEN_X = injected"
