@@ -23,7 +23,7 @@ from .collector import collector_paused
 from .discovery.flags import content_flags, path_flags
 from .discovery.languages import detect_language
 from .discovery.read import decode, parseable, read_bytes
-from .discovery.walk import DEFAULT_MAX_FILE_BYTES, FoundFile, walk, walk_paths
+from .discovery.walk import DEFAULT_MAX_FILE_BYTES, UNREADABLE_FILE, FoundFile, walk, walk_paths
 from .errors import FourfoldError
 from .parsing import ParseTooSlow, parse_file, parser_fingerprint
 from .model import Chunk
@@ -343,7 +343,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             known = store.file_states(repo_id)
         summary.skipped = dict(report.skipped)
         on_disk = {f.path for f in report.files}
-        deleted = [p for p in known if p not in on_disk]
+        deleted = [p for p in known if p not in on_disk and not report.holds_unread(p)]
         reparse = bool(known) and before != parser
         to_read = [f for f in report.files
                    if verify or reparse or f.path not in known or known[f.path].stamp != f.stamp]
@@ -425,9 +425,12 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             if isinstance(result, tuple):
                 path, reason = result
                 summary.skipped[reason] = summary.skipped.get(reason, 0) + 1
-                gone.add(path)
-                if path in known:
-                    skipped_paths.append(path)  # was indexed, no longer indexable
+                if reason == UNREADABLE_FILE and path in known:
+                    pass  # cannot be read now: the index keeps what it read before
+                else:
+                    gone.add(path)
+                    if path in known:
+                        skipped_paths.append(path)  # was indexed, no longer indexable
             else:
                 old = known.get(result.path)
                 if old is not None and old.hash == result.hash and not reparse:

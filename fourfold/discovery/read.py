@@ -14,7 +14,7 @@ import errno
 import os
 import stat
 
-from .walk import FoundFile
+from .walk import UNREADABLE_FILE, FoundFile
 
 SWAPPED = "changed to a symlink during indexing"
 # Even kept for text search only, a file costs about ten times its size while it is indexed
@@ -40,14 +40,12 @@ def read_bytes(found: FoundFile) -> tuple[bytes, os.stat_result] | str:
     except FileNotFoundError:
         return "deleted during indexing"
     except OSError as error:
-        return SWAPPED if error.errno == errno.ELOOP else "unreadable file"
+        return SWAPPED if error.errno == errno.ELOOP else UNREADABLE_FILE
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             return "not a regular file"
-        # the path the kernel reached: differs from the walk's real path when a folder on
-        # the way was swapped for a symlink
-        if os.readlink(f"/proc/self/fd/{fd}") != found.abspath:
+        if _reached(fd, found.abspath) != found.abspath:
             return SWAPPED
         if st.st_size > found.max_bytes:
             return "too large"
@@ -56,9 +54,21 @@ def read_bytes(found: FoundFile) -> tuple[bytes, os.stat_result] | str:
         with open(fd, "rb", buffering=0, closefd=False) as handle:
             return handle.read(st.st_size), st
     except OSError:
-        return "unreadable file"
+        return UNREADABLE_FILE
     finally:
         os.close(fd)
+
+
+def _reached(fd: int, path: str) -> str:
+    """The path the kernel reached for an open file: not the walk's real path when a folder
+    on the way was swapped for a symlink. Without /proc (a chroot, a sandbox), the path
+    resolved again, and the same file only if it is the one open."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except FileNotFoundError:
+        real = os.path.realpath(path)
+        opened, there = os.fstat(fd), os.stat(real)
+        return real if (opened.st_dev, opened.st_ino) == (there.st_dev, there.st_ino) else ""
 
 
 def decode(data: bytes) -> tuple[str, bytes] | None:

@@ -33,6 +33,8 @@ BINARY_EXTENSIONS = frozenset("""
 SET_PATTERNS = 256  # ignore patterns compiled as one set: re2 refuses sets past a memory limit
 BAD_NAME = "name not valid UTF-8"
 LINKED_FOLDER = "symlinked folder (indexed under its real path)"
+UNREADABLE_FILE = "unreadable file"
+UNREADABLE_FOLDER = "unreadable directory"
 LINKED_TO_UNINDEXED = "symlink to a file not indexed (ignored, or inside .git)"
 
 
@@ -57,9 +59,21 @@ class FoundFile:
 class WalkReport:
     files: list[FoundFile] = field(default_factory=list)
     skipped: dict[str, int] = field(default_factory=dict)  # reason -> count
+    # files and folders that could not be read now (permissions, too many open files, an
+    # I/O error): what the index holds of them is kept, not taken out as deleted
+    unreadable: list[str] = field(default_factory=list)
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+    def cannot_read(self, rel: str, reason: str) -> None:
+        self.skip(reason)
+        self.unreadable.append(rel)
+
+    def holds_unread(self, path: str) -> bool:
+        """Whether `path` is, or lies in, something that could not be read."""
+        return any(not rel or path == rel or path.startswith(rel + "/")
+                   for rel in self.unreadable)
 
 
 MAX_IGNORE_FILE_BYTES = 1 << 20
@@ -216,7 +230,7 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         try:
             st = os.stat(dir_abs)
         except OSError:
-            report.skip("unreadable directory")
+            report.cannot_read(dir_rel, UNREADABLE_FOLDER)
             return
         key = (st.st_dev, st.st_ino)
         if key in visited:
@@ -226,7 +240,7 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         try:
             entries = sorted(os.scandir(dir_abs), key=lambda e: e.name)
         except OSError:
-            report.skip("unreadable directory")
+            report.cannot_read(dir_rel, UNREADABLE_FOLDER)
             return
         local = _with_ignore_files(specs, dir_abs, dir_rel, {e.name for e in entries})
         if os.path.normpath(os.path.join(root_real, dir_rel)) == dir_abs:  # not via a link
@@ -242,7 +256,10 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                 is_link = entry.is_symlink()
                 st = entry.stat(follow_symlinks=True)
             except OSError:
-                report.skip("broken symlink" if entry.is_symlink() else "unreadable file")
+                if entry.is_symlink():
+                    report.skip("broken symlink")
+                else:
+                    report.cannot_read(rel, UNREADABLE_FILE)
                 continue
             real = os.path.realpath(entry.path) if is_link else entry.path
             if is_link and not _within(real, root_real):
@@ -284,7 +301,7 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
             try:
                 st = os.stat(target)
             except OSError:
-                report.skip("unreadable directory")
+                report.cannot_read(rel, UNREADABLE_FOLDER)
                 continue
             if (st.st_dev, st.st_ino) in visited:
                 report.skip(LINKED_FOLDER)

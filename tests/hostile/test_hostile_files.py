@@ -7,6 +7,8 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 from fourfold import Fourfold
 from fourfold.discovery.read import SWAPPED
 from fourfold.discovery.walk import BAD_NAME, LINKED_FOLDER, walk
@@ -36,9 +38,21 @@ def test_file_swapped_for_a_symlink_after_the_walk_is_not_read(make_tree, tmp_pa
     assert read_file(found(report, "swap.py")) == ("swap.py", SWAPPED)
 
 
-def test_folder_swapped_for_a_symlink_after_the_walk_is_not_read(make_tree, tmp_path):
-    root = make_tree({"pkg/a.py": "a = 1\n", "pkg/b.py": "b = 1\n"})
+@pytest.mark.parametrize("proc", [True, False])
+def test_folder_swapped_for_a_symlink_after_the_walk_is_not_read(make_tree, tmp_path,
+                                                                 monkeypatch, proc):
+    """With /proc or without it (a chroot, a sandbox: the path is then resolved again)."""
+    if not proc:
+        real_readlink = os.readlink
+
+        def no_proc(path, *args, **kwargs):
+            if str(path).startswith("/proc/"):
+                raise FileNotFoundError(2, "No such file or directory", str(path))
+            return real_readlink(path, *args, **kwargs)
+        monkeypatch.setattr(os, "readlink", no_proc)
+    root = make_tree({"pkg/a.py": "a = 1\n", "pkg/b.py": "b = 1\n", "c.py": "c = 1\n"})
     report = walk(root)
+    assert read_file(found(report, "c.py")).text == "c = 1\n"
     # pkg now links to another folder with a file of the same name ...
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -373,3 +387,38 @@ def test_control_characters_in_names_and_lines_are_shown_escaped(make_tree, caps
     assert main(["grep", "TOKEN_X", str(root), "--json"]) == 0  # JSON keeps them as they are
     paths = sorted(row["path"] for row in json.loads(capsys.readouterr().out)["results"])
     assert paths[1] == "evil.py\nfake.py:99:TOKEN_X = injected"
+
+
+def test_a_file_or_folder_that_cannot_be_read_now_keeps_what_the_index_holds(make_tree,
+                                                                          monkeypatch):
+    """Any failure to read (permissions, too many open files, no /proc in a sandbox) took
+    the file out of an existing index as if it were deleted, and the run said nothing.
+    The failures are the operating system's errors, raised for two paths (as root, a
+    permission is never refused)."""
+    root = make_tree({"a.py": "KEEP_MARK = 1\n", "locked/b.py": "LOCKED_MARK = 2\n",
+                      "c.py": "GONE_MARK = 3\n"})
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    (root / "c.py").unlink()
+    real_open, real_scandir = os.open, os.scandir
+
+    def refusing_open(path, *args, **kwargs):
+        if str(path) == str(root / "a.py"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    def refusing_scandir(path="."):
+        if str(path) == str(root / "locked"):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "open", refusing_open)
+    monkeypatch.setattr(os, "scandir", refusing_scandir)
+    summary = ff.index(embed=False, workers=1, verify=True)
+    monkeypatch.undo()
+    assert summary.skipped == {"unreadable file": 1, "unreadable directory": 1}
+    assert summary.deleted == 1
+    assert [m.path for m in ff.grep("KEEP_MARK")] == ["a.py"]
+    assert [m.path for m in ff.grep("LOCKED_MARK")] == ["locked/b.py"]
+    assert not ff.grep("GONE_MARK")  # a file deleted is taken out as before
+    assert ff.index(embed=False).files == 2  # readable again: nothing lost
