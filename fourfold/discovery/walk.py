@@ -367,7 +367,11 @@ def walk_paths(root: str | os.PathLike, paths: Iterable[str],
                 except OSError:
                     st = None
                 if st is not None and stat.S_ISLNK(st.st_mode):
-                    rules = None
+                    # through a link out of the root: nothing the walk reads (a watcher
+                    # follows links); else only a whole walk can tell
+                    outside = not _within(os.path.realpath(os.path.join(root_real, folder)),
+                                          root_real)
+                    rules = False if outside else None
                 elif st is None or not stat.S_ISDIR(st.st_mode) or _ignored(folder, True, rules):
                     rules = False
         if isinstance(rules, list):

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import FourfoldError
+from .walk import ALWAYS_SKIPPED_DIRS
 
 
 # A batch ends once no change has come for a step (or the debounce time is up): an editor's
@@ -26,19 +27,26 @@ def watch_changes(root: str | os.PathLike, index_dir: str | os.PathLike | None,
     on Ctrl-C. Changes inside `index_dir` (the index writing itself, when it is a folder
     that may lie inside `root`) are not reported."""
     try:
-        from watchfiles import DefaultFilter, watch
+        from watchfiles import watch
     except ImportError:
         raise FourfoldError("watching needs the watchfiles package: pip install watchfiles"
                             ) from None
     index_path = str(Path(index_dir).resolve()) if index_dir is not None else None
+    root_path = str(Path(root).resolve())
 
-    class OutsideIndex(DefaultFilter):  # DefaultFilter also drops .git, caches, editor swaps
-        def __call__(self, change, path: str) -> bool:
-            if index_path and (path == index_path or path.startswith(index_path + os.sep)):
-                return False
-            return super().__call__(change, path)
+    def wanted(change, path: str) -> bool:
+        """Every change the walk's rules may care about (they decide, in walk_paths): not
+        the index writing itself, nor inside .git and the like, but for .git/info/exclude.
+        By the path below the root: a root that lies in a `.venv` or `node_modules` (an
+        editable install's checkout) is watched like any other."""
+        if index_path and (path == index_path or path.startswith(index_path + os.sep)):
+            return False
+        if not path.startswith(root_path + os.sep):
+            return True
+        parts = path[len(root_path) + 1:].split(os.sep)
+        return not (ALWAYS_SKIPPED_DIRS & set(parts)) or parts == [".git", "info", "exclude"]
 
-    for changes in watch(root, watch_filter=OutsideIndex(), stop_event=stop,
+    for changes in watch(root, watch_filter=wanted, stop_event=stop,
                          debounce=debounce_ms, step=step_ms, raise_interrupt=False,
                          rust_timeout=500, yield_on_timeout=False):
         if changes:

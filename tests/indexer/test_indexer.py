@@ -12,6 +12,8 @@ from fourfold import Fourfold
 from fourfold.errors import IndexBusyError
 from fourfold.store.index_dir import IndexLock
 from fourfold.model import Chunk, Symbol
+from fourfold.discovery.walk import walk_paths
+from tests.conftest import write_tree
 
 
 def test_incremental_reindex_reads_only_the_changed_file(make_tree):
@@ -798,3 +800,48 @@ def test_a_spawned_child_runs_no_module_of_the_folder_it_starts_in(planted_modul
     child = Spawned.start(os.path.join, "a", "b")
     assert child is not None and child.result("failed") == os.path.join("a", "b")
     assert not planted_modules.exists()
+
+
+def _watch_until(ff, root, edits: dict[str, str], marks: list[str]) -> list:
+    """Watch, make the edits once the first run is done, and wait until every mark greps."""
+    summaries, stop = [], threading.Event()
+    watcher = threading.Thread(target=ff.watch, daemon=True,
+                               kwargs={"on_index": summaries.append, "stop": stop,
+                                       "embed": False, "debounce_ms": 100})
+    watcher.start()
+    deadline = time.monotonic() + 20
+    try:
+        while not summaries and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.3)
+        for path, text in edits.items():
+            (root / path).write_text(text)
+        while not all(ff.grep(mark) for mark in marks) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        watcher.join(timeout=5)
+    return [mark for mark in marks if not ff.grep(mark)]
+
+
+def test_watch_sees_changes_below_folders_a_generic_filter_would_drop(tmp_path):
+    """The watcher's filter tested every part of the absolute path against names such as
+    .venv and node_modules: a repository inside a .venv (an editable install's checkout)
+    was never re-indexed, and files the walk indexes under node_modules never either."""
+    root = write_tree(tmp_path / ".venv" / "src" / "proj",
+                      {"a.py": "x = 1\n", "node_modules/lib/i.js": "var x = 1;\n"})
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    missed = _watch_until(ff, root, {"a.py": "y = 'MARK_VENV'\n",
+                                     "node_modules/lib/i.js": "var MARK_NODE = 1;\n"},
+                          ["MARK_VENV", "MARK_NODE"])
+    assert missed == []
+
+
+def test_a_change_through_a_link_out_of_the_root_needs_no_whole_walk(make_tree, tmp_path):
+    outside = tmp_path / "outside"
+    (outside / "deep").mkdir(parents=True)
+    root = make_tree({"a.py": "x = 1\n"})
+    os.symlink(outside, root / "link")
+    changed = walk_paths(root, [str(root / "link" / "deep" / "o.txt")])
+    assert changed is not None and not changed.report.files
