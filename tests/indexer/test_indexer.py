@@ -3,6 +3,7 @@ import os
 import pickle
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
 
@@ -187,9 +188,10 @@ def test_an_index_without_references_is_read_again_by_a_full_run(make_tree):
     assert [r["path"] for r in ff.references("beta")["results"]] == ["a.py"]
 
 
-def test_watch_waits_for_another_indexer_then_indexes_the_change(make_tree):
-    root = make_tree({"a.py": "def alpha():\n    return 1\n"})
-    ff = Fourfold(root)
+@contextmanager
+def watching(ff: Fourfold):
+    """ff.watch in a thread, once its first run is done: the list of its runs' summaries;
+    stopped on leaving."""
     summaries, stop = [], threading.Event()
     watcher = threading.Thread(target=ff.watch, daemon=True,
                                kwargs={"on_index": summaries.append, "stop": stop,
@@ -198,17 +200,27 @@ def test_watch_waits_for_another_indexer_then_indexes_the_change(make_tree):
     deadline = time.monotonic() + 10
     while not summaries and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert summaries and summaries[0].added == 1
     time.sleep(0.3)
-    with IndexLock(ff.index_dir):  # another process is indexing when the change arrives
-        (root / "a.py").write_text("def alpha():\n    return 'edited_while_busy'\n")
-        time.sleep(0.6)
-        assert len(summaries) == 1
-    while not ff.grep("edited_while_busy") and time.monotonic() < deadline:
-        time.sleep(0.02)
-    stop.set()
-    watcher.join(timeout=5)
+    try:
+        yield summaries
+    finally:
+        stop.set()
+        watcher.join(timeout=5)
     assert not watcher.is_alive()
+
+
+def test_watch_waits_for_another_indexer_then_indexes_the_change(make_tree):
+    root = make_tree({"a.py": "def alpha():\n    return 1\n"})
+    ff = Fourfold(root)
+    with watching(ff) as summaries:
+        assert summaries and summaries[0].added == 1
+        with IndexLock(ff.index_dir):  # another process is indexing when the change arrives
+            (root / "a.py").write_text("def alpha():\n    return 'edited_while_busy'\n")
+            time.sleep(0.6)
+            assert len(summaries) == 1
+        deadline = time.monotonic() + 10
+        while not ff.grep("edited_while_busy") and time.monotonic() < deadline:
+            time.sleep(0.02)
     assert summaries[1].changed == 1
     assert [m.path for m in ff.grep("edited_while_busy")] == ["a.py"]
 
@@ -802,28 +814,6 @@ def test_a_spawned_child_runs_no_module_of_the_folder_it_starts_in(planted_modul
     assert not planted_modules.exists()
 
 
-def _watch_until(ff, root, edits: dict[str, str], marks: list[str]) -> list:
-    """Watch, make the edits once the first run is done, and wait until every mark greps."""
-    summaries, stop = [], threading.Event()
-    watcher = threading.Thread(target=ff.watch, daemon=True,
-                               kwargs={"on_index": summaries.append, "stop": stop,
-                                       "embed": False, "debounce_ms": 100})
-    watcher.start()
-    deadline = time.monotonic() + 20
-    try:
-        while not summaries and time.monotonic() < deadline:
-            time.sleep(0.02)
-        time.sleep(0.3)
-        for path, text in edits.items():
-            (root / path).write_text(text)
-        while not all(ff.grep(mark) for mark in marks) and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        stop.set()
-        watcher.join(timeout=5)
-    return [mark for mark in marks if not ff.grep(mark)]
-
-
 def test_watch_sees_changes_below_folders_a_generic_filter_would_drop(tmp_path):
     """The watcher's filter tested every part of the absolute path against names such as
     .venv and node_modules: a repository inside a .venv (an editable install's checkout)
@@ -832,10 +822,15 @@ def test_watch_sees_changes_below_folders_a_generic_filter_would_drop(tmp_path):
                       {"a.py": "x = 1\n", "node_modules/lib/i.js": "var x = 1;\n"})
     ff = Fourfold(root)
     ff.index(embed=False)
-    missed = _watch_until(ff, root, {"a.py": "y = 'MARK_VENV'\n",
-                                     "node_modules/lib/i.js": "var MARK_NODE = 1;\n"},
-                          ["MARK_VENV", "MARK_NODE"])
-    assert missed == []
+    with watching(ff):
+        (root / "a.py").write_text("y = 'MARK_VENV'\n")
+        (root / "node_modules/lib/i.js").write_text("var MARK_NODE = 1;\n")
+        deadline = time.monotonic() + 20
+        while not (ff.grep("MARK_VENV") and ff.grep("MARK_NODE")) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert [m.path for m in ff.grep("MARK_VENV")] == ["a.py"]
+    assert [m.path for m in ff.grep("MARK_NODE")] == ["node_modules/lib/i.js"]
 
 
 def test_a_change_through_a_link_out_of_the_root_needs_no_whole_walk(make_tree, tmp_path):
