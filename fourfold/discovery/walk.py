@@ -8,6 +8,7 @@ file was skipped so `status` can tell.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -15,7 +16,9 @@ from pathlib import Path
 from typing import AbstractSet, Iterable
 
 import pathspec
+import re2
 from pathspec.patterns.gitignore import GitIgnorePatternError
+from pathspec.patterns.gitignore.spec import _DIR_MARK as DIR_MARK
 from pathspec.util import CheckResult
 
 from ..store.base import FileStamp
@@ -117,8 +120,9 @@ def _compile(lines: list[str]) -> pathspec.GitIgnoreSpec:
 
 class _LongSpec:
     """An ignore file too long for one compiled set, as several. Exact: a path matched by
-    patterns of two or more sets is decided by all the patterns in order (pure Python,
-    slow, but rarely needed)."""
+    patterns of two or more sets is decided by all the patterns in order, as git's rules
+    order them (rarely needed), each pattern's regex run by RE2 (Python's re backtracks
+    for minutes on a pattern such as `*a*a*a*...*c`)."""
 
     def __init__(self, lines: list[str]):
         self.lines = lines
@@ -126,8 +130,11 @@ class _LongSpec:
                       for i in range(0, len(lines), SET_PATTERNS)]
 
     @cached_property
-    def whole(self) -> pathspec.GitIgnoreSpec:
-        return pathspec.GitIgnoreSpec.from_lines(self.lines, backend="simple")
+    def ordered(self) -> list[tuple[int, bool, object]]:
+        """(index, include, regex) of each pattern that includes or excludes, in order."""
+        spec = pathspec.GitIgnoreSpec.from_lines(self.lines, backend="simple")
+        return [(index, pattern.include, _linear(pattern.regex))
+                for index, pattern in enumerate(spec.patterns) if pattern.include is not None]
 
     def check_file(self, path: str) -> CheckResult:
         found = None
@@ -135,9 +142,30 @@ class _LongSpec:
             verdict = part.check_file(path)
             if verdict.include is not None:
                 if found is not None:
-                    return self.whole.check_file(path)
+                    return self._in_order(path)
                 found = verdict
         return verdict if found is None else found
+
+    def _in_order(self, path: str) -> CheckResult:
+        """git's verdict: the last pattern that matches decides, but a match by a folder
+        pattern does not undo an exclusion by a file pattern before it."""
+        include, decided, priority = None, None, 0
+        for index, includes, regex in self.ordered:
+            match = regex.match(path)
+            if match is None:
+                continue
+            folder = bool(match.groupdict().get(DIR_MARK))
+            if (includes and folder) or (1 if folder else 2) >= priority:
+                include, decided, priority = includes, index, 1 if folder else 2
+        return CheckResult(path, include, decided)
+
+
+def _linear(regex: re.Pattern):
+    """The same regex compiled by RE2 (linear time), or as it is where RE2 refuses it."""
+    try:
+        return re2.compile(regex.pattern)
+    except Exception:  # google-re2 raises its own error type
+        return regex
 
 
 Spec = pathspec.GitIgnoreSpec | _LongSpec

@@ -161,6 +161,22 @@ def test_long_ignore_file_decides_as_one(make_tree, monkeypatch):
     assert paths(walk(root)) == expected
 
 
+def test_a_long_ignore_file_with_a_pathological_pattern_decides_quickly(make_tree):
+    """A path matched by patterns of two sets was decided with Python's re, which
+    backtracks for minutes on `*a*a*...*c` against a long name."""
+    lines = (["aaaa*"] + [f"f{i}.log" for i in range(300)]
+             + ["!aaaa*", "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*c"])
+    name = "a" * 60 + ".py"
+    root = make_tree({".gitignore": "\n".join(lines) + "\n", name: "x = 1\n",
+                      "f7.log": "ignored\n", "a" * 22 + "c": "ignored by the last\n"})
+    # in a process of its own: a regex that backtracks holds the interpreter's lock
+    listed = subprocess.run(
+        [sys.executable, "-c", "import sys; from fourfold.discovery.walk import walk; "
+         "print('\\n'.join(f.path for f in walk(sys.argv[1]).files))", str(root)],
+        capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    assert listed == [".gitignore", name]  # excluded, then included again by !aaaa*
+
+
 def test_invalid_ignore_pattern_is_skipped_like_git(make_tree):
     root = make_tree({".gitignore": "!\n*.log\n\\\n", "a.py": "a = 1\n", "b.log": "b\n"})
     assert paths(walk(root)) == [".gitignore", "a.py"]
