@@ -65,6 +65,9 @@ class WalkReport:
     # files and folders that could not be read now (permissions, too many open files, an
     # I/O error): what the index holds of them is kept, not taken out as deleted
     unreadable: list[str] = field(default_factory=list)
+    # folders (their real paths below the root) whose files are listed under a symlink's
+    # path, as the folder itself is ignored: a change seen there is a change of those files
+    through_links: list[str] = field(default_factory=list)
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -334,6 +337,8 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
             if (st.st_dev, st.st_ino) in visited:
                 report.skip(LINKED_FOLDER)
             else:
+                report.through_links.append(
+                    os.path.relpath(target, root_real).replace(os.sep, "/"))
                 visit(target, rel, specs)
     # A symlinked file is indexed only where its target is a file the walk would index by
     # its own path: a shipped link to .git/config or to an ignored .env is not read.
@@ -367,11 +372,13 @@ class ChangedFiles:
 
 
 def walk_paths(root: str | os.PathLike, paths: Iterable[str],
-               max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, skip_dirs: tuple[str, ...] = ()
-               ) -> ChangedFiles | None:
+               max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, skip_dirs: tuple[str, ...] = (),
+               through_links: Iterable[str] = ()) -> ChangedFiles | None:
     """The walk's verdict on just these absolute paths (a watcher's report of what changed),
     by the same ignore rules and limits. None where only a whole walk can tell: an ignore
-    file changed, a folder appeared, a symlink is on the way, a path lies outside the root."""
+    file changed, a folder appeared, a symlink is on the way, a path lies outside the root
+    or in a folder the last walk listed through a link (`through_links`)."""
+    linked = tuple(through_links)
     root_path = Path(root).resolve()
     root_real = str(root_path)
     paths = set(paths)
@@ -417,6 +424,8 @@ def walk_paths(root: str | os.PathLike, paths: Iterable[str],
         rel = os.path.relpath(absolute, root_real).replace(os.sep, "/")
         parts = rel.split("/")
         if rel == ".git/info/exclude" or parts[-1] in IGNORE_FILES:
+            return None
+        if any(rel == folder or rel.startswith(folder + "/") for folder in linked):
             return None
         if ALWAYS_SKIPPED_DIRS & set(parts[:-1]):
             continue
