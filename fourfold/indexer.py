@@ -86,12 +86,6 @@ class IndexSummary:
         return out
 
 
-# Per root, the folders its last whole walk in this process listed through a symlink: a
-# watcher's run over changed paths alone needs them (a change there is one of files indexed
-# under the link's path), so a process's first run over a root is a whole walk.
-_THROUGH_LINKS: dict[str, tuple[str, ...]] = {}
-
-
 def chunk_hash(path: str, symbol: str | None, body: str) -> str:
     """Cache key of a chunk's embedding: same path, symbol and text embed the same."""
     return hashlib.blake2b(f"{path}\0{symbol or ''}\0{body}".encode("utf-8", "replace"),
@@ -338,17 +332,14 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         # what the files were read with; without references is another reading
         parser = parser_fingerprint() if build_graph else "without references " + parser_fingerprint()
         before = store.parser_of(repo_id)
-        through_links = _THROUGH_LINKS.get(str(root_path))
-        scoped = (walk_paths(root_path, changed, max_file_bytes, skip_dirs, through_links)
-                  if changed is not None and before == parser and not verify
-                  and through_links is not None else None)
+        scoped = (walk_paths(root_path, changed, max_file_bytes, skip_dirs)
+                  if changed is not None and before == parser and not verify else None)
         if scoped is not None:
             report = scoped.report
             known = store.file_states(repo_id, [f.path for f in report.files] + sorted(scoped.gone))
             summary.changed_paths = [f.path for f in report.files]
         else:
             report = walk(root_path, max_file_bytes=max_file_bytes, skip_dirs=skip_dirs)
-            _THROUGH_LINKS[str(root_path)] = tuple(report.through_links)
             known = store.file_states(repo_id)
         summary.skipped = dict(report.skipped)
         on_disk = {f.path for f in report.files}

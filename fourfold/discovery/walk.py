@@ -1,9 +1,9 @@
 """Walk a folder or git work tree and list the files worth indexing.
 
 Honours .gitignore at every level, .git/info/exclude and .fourfoldignore (git's own
-pattern semantics via pathspec), never follows a symlink out of the root or into a loop,
-lists a folder reached through a symlink once, under its real path, and records why a
-file was skipped so `status` can tell.
+pattern semantics via pathspec), never follows a symlink (what one inside the root points
+at is listed under its own path, where the walk lists that path), and records why a file
+was skipped so `status` can tell.
 """
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ BAD_NAME = "name not valid UTF-8"
 LINKED_FOLDER = "symlinked folder (indexed under its real path)"
 UNREADABLE_FILE = "unreadable file"
 UNREADABLE_FOLDER = "unreadable directory"
-LINKED_TO_UNINDEXED = "symlink to a file not indexed (ignored, or inside .git)"
+LINKED_FILE = "symlinked file (indexed under its real path)"
+LINKED_TO_UNINDEXED = "symlink to what is not indexed (ignored, or inside .git)"
 
 
 # A longer path is no one's source file, and a database index entry (a server's btree)
@@ -65,9 +66,6 @@ class WalkReport:
     # files and folders that could not be read now (permissions, too many open files, an
     # I/O error): what the index holds of them is kept, not taken out as deleted
     unreadable: list[str] = field(default_factory=list)
-    # folders (their real paths below the root) whose files are listed under a symlink's
-    # path, as the folder itself is ignored: a change seen there is a change of those files
-    through_links: list[str] = field(default_factory=list)
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -245,13 +243,11 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     report = WalkReport()
     skip_real = {os.path.realpath(d) for d in skip_dirs}
     visited: set[tuple[int, int]] = set()
-    # Symlinked folders inside the root, followed only once every real folder is walked:
-    # (the link's folder, the target's real path, the link's relative path, ignore rules)
-    linked: list[tuple[str, str, str, list[tuple[str, Spec]]]] = []
-    # symlinked files, kept once the walk knows whether their targets are indexable:
-    # (the target's real path, the file as found under the link's path)
-    linked_files: list[tuple[str, FoundFile]] = []
-    rules_of: dict[str, list[tuple[str, Spec]]] = {}  # a folder walked by its real path -> rules
+    # Symlinks inside the root, counted once the walk knows what it indexes: folders as
+    # (the link's folder, the target's real path, the link's relative path), files as the
+    # target's real path
+    linked: list[tuple[str, str, str]] = []
+    linked_files: list[str] = []
 
     def visit(dir_abs: str, dir_rel: str, specs: list[tuple[str, Spec]]) -> None:
         """Walk a folder by its real path, `dir_abs`, listing its files under `dir_rel`."""
@@ -274,8 +270,6 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
             report.cannot_read(dir_rel, UNREADABLE_FOLDER)
             return
         local = _with_ignore_files(specs, dir_abs, dir_rel, {e.name for e in entries})
-        if os.path.normpath(os.path.join(root_real, dir_rel)) == dir_abs:  # not via a link
-            rules_of[dir_rel] = local
         for entry in entries:
             try:
                 entry.name.encode("utf-8")
@@ -302,7 +296,7 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                 if _ignored(rel, True, local):
                     report.skip("ignored")
                 elif is_link:
-                    linked.append((dir_abs, real, rel, local))
+                    linked.append((dir_abs, real, rel))
                 else:
                     visit(real, rel, local)
             elif stat.S_ISREG(st.st_mode):
@@ -311,46 +305,29 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                 if reason:
                     report.skip(reason)
                 elif is_link:
-                    linked_files.append((real, _found(rel, real, st, max_file_bytes)))
+                    linked_files.append(real)
                 else:
                     report.files.append(_found(rel, real, st, max_file_bytes))
             else:
                 report.skip("not a regular file")
 
     visit(root_real, "", _root_rules(root_path))
-    # A linked folder whose target was walked is left out (its files are listed under their
-    # real paths); one whose target was not (ignored, or under an ignored folder) is walked
-    # through the link, so that what the link brings in stays found.
-    while linked:
-        parent, target, rel, specs = linked.pop(0)
-        inside = os.path.relpath(target, root_real).split(os.sep)
-        if _within(parent, target):  # folders are walked by their real paths
+    # A symlink is never followed: what it points at is indexed under its own path where
+    # the walk indexes it, and not at all where it does not (ignored, inside .git): a shipped
+    # link to .git/config, to an ignored .env or to an ignored folder of secrets is not read.
+    for parent, target, rel in linked:
+        if _within(parent, target):
             report.skip("symlink loop")
-        elif any(_within(target, d) for d in skip_real) or ALWAYS_SKIPPED_DIRS & set(inside):
-            report.skip(LINKED_FOLDER)
         else:
             try:
                 st = os.stat(target)
+                walked = (st.st_dev, st.st_ino) in visited
             except OSError:
-                report.cannot_read(rel, UNREADABLE_FOLDER)
-                continue
-            if (st.st_dev, st.st_ino) in visited:
-                report.skip(LINKED_FOLDER)
-            else:
-                report.through_links.append(
-                    os.path.relpath(target, root_real).replace(os.sep, "/"))
-                visit(target, rel, specs)
-    # A symlinked file is indexed only where its target is a file the walk would index by
-    # its own path: a shipped link to .git/config or to an ignored .env is not read.
-    for real, linked_file in linked_files:
-        target = os.path.relpath(real, root_real).replace(os.sep, "/")
-        folder = target.rpartition("/")[0]
-        rules = rules_of.get(folder)
-        if (rules is None or ALWAYS_SKIPPED_DIRS & set(target.split("/"))
-                or any(_within(real, d) for d in skip_real) or _ignored(target, False, rules)):
-            report.skip(LINKED_TO_UNINDEXED)
-        else:
-            report.files.append(linked_file)
+                walked = False
+            report.skip(LINKED_FOLDER if walked else LINKED_TO_UNINDEXED)
+    listed = {f.abspath for f in report.files}
+    for real in linked_files:
+        report.skip(LINKED_FILE if real in listed else LINKED_TO_UNINDEXED)
     # By path as strings sort (the walk's order puts "a/b/c" before "a/b.c"): the store
     # lists files so, and a new index numbers its documents in this order, which lets a
     # limited grep read the trigram index in that order and stop early.
@@ -372,13 +349,11 @@ class ChangedFiles:
 
 
 def walk_paths(root: str | os.PathLike, paths: Iterable[str],
-               max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, skip_dirs: tuple[str, ...] = (),
-               through_links: Iterable[str] = ()) -> ChangedFiles | None:
+               max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, skip_dirs: tuple[str, ...] = ()
+               ) -> ChangedFiles | None:
     """The walk's verdict on just these absolute paths (a watcher's report of what changed),
     by the same ignore rules and limits. None where only a whole walk can tell: an ignore
-    file changed, a folder appeared, a symlink is on the way, a path lies outside the root
-    or in a folder the last walk listed through a link (`through_links`)."""
-    linked = tuple(through_links)
+    file changed, a folder appeared, a symlink is on the way, a path lies outside the root."""
     root_path = Path(root).resolve()
     root_real = str(root_path)
     paths = set(paths)
@@ -424,8 +399,6 @@ def walk_paths(root: str | os.PathLike, paths: Iterable[str],
         rel = os.path.relpath(absolute, root_real).replace(os.sep, "/")
         parts = rel.split("/")
         if rel == ".git/info/exclude" or parts[-1] in IGNORE_FILES:
-            return None
-        if any(rel == folder or rel.startswith(folder + "/") for folder in linked):
             return None
         if ALWAYS_SKIPPED_DIRS & set(parts[:-1]):
             continue

@@ -11,7 +11,7 @@ import pytest
 
 from fourfold import Fourfold
 from fourfold.discovery.read import SWAPPED
-from fourfold.discovery.walk import BAD_NAME, LINKED_FOLDER, walk
+from fourfold.discovery.walk import BAD_NAME, LINKED_FILE, LINKED_FOLDER, LINKED_TO_UNINDEXED, walk
 from fourfold.indexer import read_file
 from fourfold.interfaces.cli import main
 
@@ -83,7 +83,7 @@ def test_swap_while_indexing_stores_nothing_from_outside(make_tree, tmp_path, mo
     from fourfold import indexer
     root = make_tree({"swap.py": "x = 1\n", "keep.py": "def kept():\n    pass\n",
                       "real.py": "def through_link():\n    pass\n"})
-    os.symlink(root / "real.py", root / "link.py")  # a symlink inside the root stays readable
+    os.symlink(root / "real.py", root / "link.py")  # indexed once, under its real path
     secret = tmp_path / "secret.py"
     secret.write_text(SECRET)
     real = indexer.read_file
@@ -99,7 +99,7 @@ def test_swap_while_indexing_stores_nothing_from_outside(make_tree, tmp_path, mo
     assert summary.skipped.get(SWAPPED) == 1
     assert not ff.grep("OUTSIDE_SECRET_MARKER")
     assert ff.definitions("kept")[0]["path"] == "keep.py"
-    assert sorted(d["path"] for d in ff.definitions("through_link")) == ["link.py", "real.py"]
+    assert [d["path"] for d in ff.definitions("through_link")] == ["real.py"]
 
 
 # -- case 6: file and folder names that are not valid UTF-8 ----------------------------------
@@ -279,19 +279,24 @@ def test_symlinked_folder_sorting_first_does_not_hide_the_real_one(make_tree):
     assert [d["path"] for d in ff.definitions("real_dir_function")] == ["z_real/mod.py"]
 
 
-def test_symlinked_folder_into_an_ignored_folder_is_still_followed(make_tree):
-    root = make_tree({".gitignore": "build/\n", "build/gen/x.py": "def generated():\n    pass\n",
+def test_a_symlinked_folder_into_an_ignored_folder_is_not_followed(make_tree):
+    """Walked through the link, an ignored folder's files were indexed under the link's
+    path: a shipped `conf -> secrets/` put the secrets git ignores in the index."""
+    root = make_tree({".gitignore": "build/\nsecrets/\n",
+                      "build/gen/x.py": "def generated():\n    pass\n",
+                      "secrets/prod.env": "API_KEY=HUNTER2\n",
                       ".git/info/exclude": "hidden/\n", "hidden/h.py": "def hidden():\n    pass\n"})
     os.symlink(root / "build" / "gen", root / "gen_link")
+    os.symlink("secrets", root / "conf")
     os.symlink(root / "hidden", root / "visible")
     os.symlink(root / ".git", root / "git_link")
     report = walk(root)
-    assert paths(report) == [".gitignore", "gen_link/x.py", "visible/h.py"]
-    assert found(report, "gen_link/x.py").abspath == str(root / "build" / "gen" / "x.py")
+    assert paths(report) == [".gitignore"]
+    assert report.skipped[LINKED_TO_UNINDEXED] == 4
     ff = Fourfold(root)
     ff.index(embed=False)
-    assert [d["path"] for d in ff.definitions("generated")] == ["gen_link/x.py"]
-    assert [d["path"] for d in ff.definitions("hidden")] == ["visible/h.py"]
+    assert not ff.grep("HUNTER2") and not ff.definitions("generated")
+    assert not ff.definitions("hidden")
 
 
 def test_symlink_loops_still_end(make_tree):
@@ -313,15 +318,15 @@ def test_a_symlinked_file_into_git_or_to_an_ignored_file_is_not_read(make_tree):
     os.symlink(".git/config", root / "notes.txt")
     os.symlink(".env", root / "env.txt")
     os.symlink("build/out.txt", root / "out_link.txt")
-    os.symlink("docs/real.md", root / "readme_link.md")  # an indexable file: kept
+    os.symlink("docs/real.md", root / "readme_link.md")  # indexed under its real path
     report = walk(root)
-    assert paths(report) == [".gitignore", "a.py", "docs/real.md", "readme_link.md"]
-    assert report.skipped["symlink to a file not indexed (ignored, or inside .git)"] == 3
+    assert paths(report) == [".gitignore", "a.py", "docs/real.md"]
+    assert report.skipped[LINKED_TO_UNINDEXED] == 3 and report.skipped[LINKED_FILE] == 1
     ff = Fourfold(root)
     ff.index(embed=False)
     for secret in ("GHP_SECRET", "hunter2", "BUILT_SECRET"):
         assert not ff.grep(secret), secret
-    assert [m.path for m in ff.grep("REAL_DOC")] == ["docs/real.md", "readme_link.md"]
+    assert [m.path for m in ff.grep("REAL_DOC")] == ["docs/real.md"]  # under its own path
 
 
 def test_an_ignore_file_that_is_a_fifo_a_device_or_a_link_is_not_read(make_tree, tmp_path):
