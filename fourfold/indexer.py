@@ -65,6 +65,9 @@ class IndexSummary:
     unchanged: int = 0
     read: int = 0
     reused: int = 0  # read, not parsed: the index held a parse of the same content
+    # kept for text search only: the parser took longer than its time limit (parsed again
+    # once the content changes, or with `index --rebuild`)
+    unparsed: int = 0
     shared: int = 0  # written as a file only: the index held its document (another branch)
     bytes: int = 0
     seconds: float = 0.0  # the whole run, the embedding after parsing included
@@ -128,7 +131,8 @@ def read_file(found: FoundFile, references: bool = True,
     except RecursionError:
         return found.path, "too deeply nested to parse"
     except ParseTooSlow:
-        return record  # for text search only, as a file too big to parse
+        record.unparsed = True  # for text search only, as a file too big to parse
+        return record
     _fill(record, parsed.symbols, parsed.chunks, encode_references(parsed.references))
     return record
 
@@ -441,6 +445,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
                         summary.added += 1
                     else:
                         summary.changed += 1
+                    summary.unparsed += result.unparsed
                     if result.document_held:
                         shared.append(result)
                         summary.shared += 1

@@ -147,6 +147,8 @@ def cmd_index(args) -> int:
                  if summary.shared else "")
               + (f"; {summary.reused} parses taken from the same content already indexed"
                  if summary.reused else "")
+              + (f"; {summary.unparsed} kept for text search only (the parser gave up "
+                 "at its time limit)" if summary.unparsed else "")
               + (f"; skipped {skipped}" if skipped else ""))
         if summary.embedded_while_parsing:
             _say(f"embedded {summary.embedded} chunks ({summary.embedded_while_parsing} while "

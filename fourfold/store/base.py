@@ -55,6 +55,7 @@ class FileRecord:
     parsed_elsewhere: bool = False  # not parsed: the store holds a parse of the same content
     parser: str = ""  # what read it (parser_fingerprint): a document is kept per parser
     document_held: bool = False  # the store holds this path's document: only the file is new
+    unparsed: bool = False  # kept for text search only: the parser gave up at its time limit
     # (chunk hash, int8 vector, scale) per chunk, where the parser process embedded them
     vectors: list[tuple[str, bytes, float]] = field(default_factory=list)
 

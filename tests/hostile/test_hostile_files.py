@@ -382,13 +382,14 @@ def test_a_file_the_parser_takes_too_long_over_is_kept_for_text_search(make_tree
     monkeypatch.setattr(parsing, "PARSE_TIME_LIMIT_S", 0.0)  # every parse is over it
     ff = Fourfold(root)
     summary = ff.index(embed=False, workers=1)
-    assert summary.files == 1 and not summary.skipped
+    assert summary.files == 1 and not summary.skipped and summary.unparsed == 1
     assert [m.path for m in ff.grep("SLOW_MARKER")] == ["slow.py"]
     assert not ff.definitions("slow_to_parse")
     monkeypatch.setattr(parsing, "PARSE_TIME_LIMIT_S", 5.0)
     with open(root / "slow.py", "a") as slow:  # read again once its content changes
         slow.write("# edited\n")
-    assert ff.index(embed=False, workers=1).changed == 1
+    again = ff.index(embed=False, workers=1)
+    assert again.changed == 1 and again.unparsed == 0
     assert ff.definitions("slow_to_parse")[0]["path"] == "slow.py"
 
 
