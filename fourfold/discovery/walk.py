@@ -152,7 +152,7 @@ class _LongSpec:
         pattern does not undo an exclusion by a file pattern before it."""
         include, decided, priority = None, None, 0
         for index, includes, regex in self.ordered:
-            match = regex.match(path)
+            match = regex.search(path)  # as pathspec asks: `*/` is no anchored pattern
             if match is None:
                 continue
             folder = bool(match.groupdict().get(DIR_MARK))

@@ -314,7 +314,7 @@ def _batch(ff: Fourfold, args) -> int:
                 answered += bool(response.hits)
             except FourfoldError as exc:
                 out = {"id": item.get("id"), "error": str(exc), "results": []}
-            print(json.dumps(out, ensure_ascii=False), flush=True)
+            print(json.dumps(out), flush=True)  # ASCII: an id may hold a lone surrogate
     return EXIT_RESULTS if answered else EXIT_EMPTY
 
 

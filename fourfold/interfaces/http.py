@@ -83,7 +83,9 @@ class TokenGate:
                 self.open_without_token
                 and not await anyio.to_thread.run_sync(self.ff.tokens_in_use))
         except FourfoldError as exc:  # the tokens are in the index: it cannot be read now
-            return await _plain(send, 503, f"cannot check the token now: {exc}",
+            # the cause names the store's server: logged, not told to who has shown no token
+            log.warning("cannot check a token: %s", exc)
+            return await _plain(send, 503, "the index cannot be reached now; try again",
                                 [(b"retry-after", b"5")])
         if grant is False and not page:
             return await refuse(send, "unknown or revoked token")

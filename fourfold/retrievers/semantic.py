@@ -187,6 +187,6 @@ class SemanticRetriever:
             if glob is None or len(hits) >= limit or len(ranked) < want \
                     or want >= GLOB_POOL_MOST:
                 break
-            want *= GLOB_DEEPER
+            want = min(want * GLOB_DEEPER, GLOB_POOL_MOST)
         del hits[limit:]
         return hits

@@ -597,7 +597,7 @@ class TextRetriever:
             if glob is None or len(hits) >= limit * 3 or len(ranked) < want \
                     or want >= GLOB_POOL_MOST:
                 break
-            want *= GLOB_DEEPER
+            want = min(want * GLOB_DEEPER, GLOB_POOL_MOST)
         return self._name_bonus(hits, terms, query)[:limit]
 
     def _name_bonus(self, hits: list[Hit], terms: list[str], query: Query) -> list[Hit]:

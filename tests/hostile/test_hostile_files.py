@@ -177,6 +177,15 @@ def test_a_long_ignore_file_with_a_pathological_pattern_decides_quickly(make_tre
     assert listed == [".gitignore", name]  # excluded, then included again by !aaaa*
 
 
+def test_a_long_ignore_file_decides_unanchored_folder_patterns_as_git_does(make_tree):
+    """`*/` ignores every folder; decided pattern by pattern, it was matched from the
+    path's start only and so never, and docs/ (ignored, then negated) came back."""
+    lines = ["docs/", "!docs/"] + [f"gen{i}.tmp" for i in range(300)] + ["*/"]
+    root = make_tree({".gitignore": "\n".join(lines) + "\n", "src/a.py": "a = 1\n",
+                      "docs/b.md": "b\n", "top.py": "t = 1\n"})
+    assert paths(walk(root)) == [".gitignore", "top.py"]  # as `git ls-files -o` lists
+
+
 def test_invalid_ignore_pattern_is_skipped_like_git(make_tree):
     root = make_tree({".gitignore": "!\n*.log\n\\\n", "a.py": "a = 1\n", "b.log": "b\n"})
     assert paths(walk(root)) == [".gitignore", "a.py"]

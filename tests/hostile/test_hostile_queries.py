@@ -109,10 +109,11 @@ def test_a_batch_answers_bad_lines_as_errors_and_goes_on(handlers, tmp_path, cap
     batch = tmp_path / "batch.jsonl"
     batch.write_bytes(b'not json\n{"id": 2}\n{"id": 3, "query": 5}\n[1]\n'
                       b'{"id": 5, "query": "how is the caf\xe9 handler built"}\n\xff\xfe\n'
-                      b'{"id": 7, "query": "how is an ab handler made"}\n')
+                      b'{"id": 7, "query": "how is an ab handler made"}\n'
+                      b'{"id": "\\ud800", "query": "how is an ab handler made"}\n')
     assert main(["search", "--batch", str(batch), str(handlers)]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [line["id"] for line in lines] == [None, 2, 3, None, 5, None, 7]
+    assert [line["id"] for line in lines] == [None, 2, 3, None, 5, None, 7, "\ud800"]
     assert all("error" in line and not line["results"] for line in lines[:6])
     assert "line 1 is not a JSON object" in lines[0]["error"]
     assert "not valid UTF-8" in lines[4]["error"]

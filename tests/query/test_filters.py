@@ -256,6 +256,30 @@ def test_mcp_refuses_unknown_filter_values(service, tool, args, message):
 
 
 @pytest.mark.parametrize("modality", ["text", "semantic"])
+def test_a_glob_that_nothing_matches_asks_no_deeper_than_the_bound(make_tree, monkeypatch,
+                                                                   modality):
+    from fourfold.retrievers import semantic, text
+
+    module = text if modality == "text" else semantic
+    monkeypatch.setattr(module, "GLOB_POOL_MOST", 700)
+    files = {f"m{i}.py": f"def render_{i}(widget):\n    return widget.render({i})\n"
+             for i in range(250)}  # more chunks than one deepening: a second is asked for
+    ff = Fourfold(make_tree(files))
+    ff.index()
+    asked = []
+    store_method = "bm25_chunks" if modality == "text" else "nearest_codes"
+    real = getattr(type(ff.store), store_method)
+
+    def counting(self, *args, **kwargs):
+        asked.append(args[1] if modality == "text" else args[3])
+        return real(self, *args, **kwargs)
+    monkeypatch.setattr(type(ff.store), store_method, counting)
+    assert not ff.search("render the widget", modalities=(modality,),
+                         path_glob="nowhere/*").hits
+    assert asked and max(asked) <= 700
+
+
+@pytest.mark.parametrize("modality", ["text", "semantic"])
 def test_a_narrow_glob_finds_what_lies_below_the_first_answers(make_tree, modality):
     """Ranked chunks are filtered by the glob after the search: a folder whose chunks rank
     below the first few dozen of the repository got no answer at all."""

@@ -143,7 +143,10 @@ class WebPage:
                 functools.partial(_as_caller, grant, answer))
             status = 200
         except (NotIndexedError, IndexBusyError, StoreUnavailable) as exc:  # later, it may
-            template, context, status = error_template, {"message": str(exc)}, 503
+            # a store's message names its server: for those who see every repository
+            told = str(exc) if grant is None or grant.repositories is None else \
+                "the index cannot answer now; try again in a few seconds"
+            template, context, status = error_template, {"message": told}, 503
         except FourfoldError as exc:
             template, context, status = error_template, {"message": str(exc)}, 400
         self.service.answered()
