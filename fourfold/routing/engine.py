@@ -53,6 +53,8 @@ class SearchResponse:
     repositories_skipped: list[str] = field(default_factory=list)
     repositories_unavailable: dict[str, str] = field(default_factory=dict)  # name -> why
     semantic_model: str | None = None  # the model the semantic modality answered with
+    # every answer asked for is in (SearchEngine.search; an exact string's fallback is so)
+    complete: bool = field(default=False, repr=False)
 
     def to_dict(self) -> dict:
         return {
@@ -73,6 +75,10 @@ class SearchResponse:
 
 def _answer_key(hit: Hit) -> tuple:
     return (hit.repository, hit.path, hit.symbol, hit.start_line, hit.end_line)
+
+
+def _file_key(hit: Hit) -> tuple:
+    return (hit.repository, hit.path)
 
 
 def check_weights(weights: dict[str, float]) -> None:
@@ -179,13 +185,24 @@ class SearchEngine:
         # first 10 of 100 are the 10 asked for alone; more than those give are added after
         # them from deeper lists.
         response = self._search(text, options, CANDIDATES_PER_MODALITY)
-        if len(response.hits) >= options.limit or options.limit * 3 <= CANDIDATES_PER_MODALITY:
+        if response.complete or len(response.hits) >= options.limit \
+                or options.limit * 3 <= CANDIDATES_PER_MODALITY:
+            response.complete = True
             return response
         deeper = self._search(text, options, max(DEEPER_CANDIDATES, options.limit * 3))
-        held = {_answer_key(hit) for hit in response.hits}
-        response.hits += [hit for hit in deeper.hits if _answer_key(hit) not in held][
+        key = _file_key if (options.granularity or GRANULARITY[response.intent]) == FILE \
+            else _answer_key
+        held = {key(hit) for hit in response.hits}
+        more = [hit for hit in deeper.hits if key(hit) not in held][
             :options.limit - len(response.hits)]
+        # scored below every first answer, each half the one before, whatever the limit: so
+        # they stay after them where answers are merged by score (several repositories)
+        floor = min((hit.score for hit in response.hits), default=1.0)
+        for place, hit in enumerate(more, 1):
+            hit.score = floor * 0.5 ** place
+        response.hits += more
         response.timings_ms["total"] += deeper.timings_ms["total"]
+        response.complete = True
         return response
 
     def _search(self, text: str, options: SearchOptions, candidates: int) -> SearchResponse:

@@ -61,6 +61,8 @@ SAMPLE = {
     "pkg/app.py": "def other_settings():\n    return {'settings': 'pkg'}\n",
     "long.txt": "".join(f"entry {n} of the long list\n" for n in range(1, 12_001)),
     "oneline.js": "var settings_marker=1;" + "var zqx=2;" * 60_000 + "\n",
+    **{f"pkg{n}/app.py": f"def settings_{n}():\n    return {{'settings': {n}, 'server': 'settings'}}\n"
+       for n in range(30)},  # namesakes of app.py in subfolders, each more about settings
 }
 
 
@@ -156,7 +158,7 @@ def test_map_and_status_pages(site):
     assert "app.py" in svg and "config.py" in svg and "imported by (1)" in svg
     assert get(f"{site}/map", params={"symbol": "load_config"}).text.count("<svg") == 1
     status = get(f"{site}/status").text
-    assert "sample" in status and re.search(r"<th>files</th><td>11 ", status)
+    assert "sample" in status and re.search(r"<th>files</th><td>41 ", status)
     assert re.search(r'<td class="state ready">ready</td>', status)
 
 

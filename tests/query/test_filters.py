@@ -11,6 +11,7 @@ from fourfold import Fourfold
 from fourfold.errors import QueryError
 from fourfold.interfaces.cli import main
 from fourfold.query.filters import Filters, kinds_named, languages_named
+from tests.conftest import write_tree
 
 FILES = {
     "py/app/service.py": '''\
@@ -298,22 +299,44 @@ def test_a_narrow_glob_finds_what_lies_below_the_first_answers(make_tree, modali
     assert [h.path for h in inside] == ["special/odd.py"]
 
 
-def test_the_first_answers_do_not_depend_on_how_many_are_asked_for(make_tree):
-    """Each modality was asked for three times the limit, so the first 10 of 100 answers
-    differed from the 10 asked for alone (and an agent's page from the command line's)."""
+def _many_files(seed: int) -> dict[str, str]:
     words = ["parse", "render", "cache", "widget", "token", "stream", "queue", "route"]
-    files = {f"m{i:03d}.py": f"def {words[i % 8]}_{words[(i * 3) % 8]}_{i}(x):\n"
-                             f"    '''{words[i % 8]} the {words[(i * 5) % 8]} of x.'''\n"
-                             f"    return {words[(i * 7) % 8]}(x, {i})\n"
-             for i in range(300)}
-    ff = Fourfold(make_tree(files))
+    return {f"m{seed}{i:03d}.py": "".join(
+        f"def {words[(i + j) % 8]}_{words[(i * 3 + j) % 8]}_{i}_{j}(x):\n"
+        f"    '''{words[(i + j) % 8]} the {words[(i * 5 + j) % 8]} of x.'''\n"
+        f"    return {words[(i * 7 + j) % 8]}(x, {i})\n\n\n" for j in range(3))
+            for i in range(200)}
+
+
+def test_the_first_answers_do_not_depend_on_how_many_are_asked_for(make_tree, tmp_path):
+    """Each modality was asked for three times the limit, so the first 10 of 100 answers
+    differed from the 10 asked for alone (and an agent's page from the command line's).
+    Answers past the first come from deeper lists: never a file twice, and scored below
+    the first, so that several repositories' answers merge in the same order."""
+    ff = Fourfold(make_tree(_many_files(1)))
     ff.index()
     for question in ("how is a widget rendered from the cache", "parse the token stream"):
-        for granularity in ("file", "span"):
-            most = [(h.path, h.start_line) for h in
-                    ff.search(question, limit=100, granularity=granularity).hits]
-            assert len(most) == 100
+        for granularity in ("file", "span", "function"):
+            hits = ff.search(question, limit=100, granularity=granularity).hits
+            most = [(h.path, h.start_line) for h in hits]
+            assert len(most) == 100 and len(set(most)) == 100
+            scores = [h.score for h in hits]  # best first, those from deeper lists too
+            assert scores == sorted(scores, reverse=True)
+            if granularity == "file":
+                assert len({path for path, _ in most}) == 100
             for limit in (5, 10, 20, 50):
                 some = [(h.path, h.start_line) for h in
                         ff.search(question, limit=limit, granularity=granularity).hits]
                 assert some == most[:limit], (question, granularity, limit)
+    shared = tmp_path / "shared-index"
+    for seed in (2, 3):
+        root = write_tree(tmp_path / f"r{seed}", _many_files(seed))
+        Fourfold(root, repository=f"acme/r{seed}", index_dir=shared).index()
+    both = Fourfold(tmp_path / "r3", repository="acme/r3", index_dir=shared)
+    most = [(h.repository, h.path) for h in
+            both.search_repositories("parse the token stream", limit=100).hits]
+    assert len(set(most)) == 100 and {repository for repository, _ in most} == {
+        "acme/r2", "acme/r3"}
+    for limit in (10, 30):
+        assert [(h.repository, h.path) for h in both.search_repositories(
+            "parse the token stream", limit=limit).hits] == most[:limit], limit

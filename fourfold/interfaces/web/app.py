@@ -32,6 +32,7 @@ HERE = Path(__file__).parent
 RESULTS = 20            # hits on a result page
 SNIPPET_LINES = 6       # code lines shown under a hit
 SNIPPET_CHARS = 400     # of each such line (a minified file's line is megabytes)
+IN_FILE_DEPTH = 500     # answers asked for "more from this file", before other paths go
 FILE_PAGE_LINES = 5000  # lines of a file shown on one page
 RETRY_AFTER_S = "5"     # when an index still being built or out of reach may answer
 RELATED_CAP = 200       # callers or callees listed for a symbol
@@ -194,9 +195,12 @@ class WebPage:
         if every and len(visible) == 1:
             asked = visible[0]
         repo_id, repo_name = (None, None) if several else self._repository(asked)
+        # in one file: its glob also matches the file's namesakes in subfolders, so more
+        # are asked for, and those of other paths dropped below
         options = SearchOptions(languages=(language,) if language else (),
                                 path_glob=_glob_of_path(in_file) if in_file else glob,
-                                repo_id=repo_id, limit=RESULTS, granularity=granularity)
+                                repo_id=repo_id, limit=IN_FILE_DEPTH if in_file else RESULTS,
+                                granularity=granularity)
         started = time.perf_counter()
         if several:
             response, notes = self.ff.search_repositories(query, visible, options), []
@@ -209,7 +213,8 @@ class WebPage:
             elapsed_ms=round((time.perf_counter() - started) * 1000, 1),
             # the path's glob also matches it in subfolders (globs match at any depth)
             hits=[self._hit(h, h.repository or repo_name, files, words)
-                  for h in response.hits if not in_file or h.path == in_file])
+                  for h in [h for h in response.hits if not in_file or h.path == in_file][
+                      :RESULTS]])
         return template, context
 
     def _hit(self, hit, repository: str | None, files: dict, words: list[str]) -> dict:
