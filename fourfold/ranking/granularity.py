@@ -6,8 +6,9 @@ a definition, a line); this stage turns them into the unit the caller asked for.
 - "function": every function or method the spans lie in (the one a span overlaps most),
   several per file; a span in a class body outside its methods answers with the class, a
   span outside any definition (module-level code) stays a span. Where the question allows
-  only some kinds (`--kind class`), only definitions of those kinds are answers. The definitions of the first files whose names the
-  question spells out follow the first answers (NAMED_AFTER).
+  only some kinds (`--kind class`), only definitions of those kinds are answers. The
+  definitions of the first files whose names the question spells out follow the first
+  answers (NAMED_AFTER).
 """
 from __future__ import annotations
 

@@ -61,8 +61,10 @@ SAMPLE = {
     "pkg/app.py": "def other_settings():\n    return {'settings': 'pkg'}\n",
     "long.txt": "".join(f"entry {n} of the long list\n" for n in range(1, 12_001)),
     "oneline.js": "var settings_marker=1;" + "var zqx=2;" * 60_000 + "\n",
-    **{f"pkg{n}/app.py": f"def settings_{n}():\n    return {{'settings': {n}, 'server': 'settings'}}\n"
-       for n in range(30)},  # namesakes of app.py in subfolders, each more about settings
+    # namesakes of app.py in subfolders, each more about settings
+    **{f"pkg{n}/app.py": f"def settings_{n}():\n"
+                         f"    return {{'settings': {n}, 'server': 'settings'}}\n"
+       for n in range(30)},
 }
 
 
