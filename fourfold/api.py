@@ -479,7 +479,11 @@ class Fourfold:
     def ensure_indexed(self, progress: Progress | None = None) -> IndexSummary | None:
         """Index on first use, or finish a first index that stopped; later calls reuse the
         index as it is. While another process writes the first index, what it has written
-        answers (the answers say so)."""
+        answers (the answers say so). Never into a server store: a mistyped --repository
+        would write whatever folder the caller is in into the team's index (the question
+        then says the repository is not indexed)."""
+        if self.store_url is not None:
+            return None
         repo_id = self.repo_id()
         if repo_id is None:
             return self.index(progress)

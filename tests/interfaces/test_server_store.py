@@ -72,3 +72,18 @@ def test_file_paths_on_a_server_stay_inside_the_repository(service, tmp_path):
             service.get_file(bad, repository="acme/billing")
     assert service.get_file(str(root / "invoice.py"), repository="acme/billing")["text"] \
         == shown["text"]
+
+
+def test_a_question_for_a_repository_not_on_the_server_indexes_nothing(postgres_url, tmp_path,
+                                                                          monkeypatch, capsys):
+    """A mistyped --repository on a server store indexed the folder the caller stood in
+    into the team's index under that name."""
+    from fourfold.interfaces.cli import main
+
+    here = write_tree(tmp_path / "anywhere", {"private.py": "SECRET_NOTE = 1\n"})
+    monkeypatch.chdir(here)
+    assert main(["search", "where is the note", "--store", postgres_url,
+                 "--repository", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "'nope' is not indexed" in err and "Traceback" not in err
+    assert "nope" not in Fourfold(None, store_url=postgres_url).repository_names()
