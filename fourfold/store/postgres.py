@@ -842,8 +842,15 @@ def _part_coded(distinct: list[str], codes: Sequence[int]) -> tuple[list[str], b
 
 def family(repository: str) -> str:
     """The family a repository name belongs to: its branches share documents
-    ("acme/api@feature" -> "acme/api")."""
-    return repository.split("@", 1)[0]
+    ("acme/api@feature" -> "acme/api"). An @ that begins the name is no branch's
+    ("@babel/core@next" -> "@babel/core"): FAMILY_SQL says the same in SQL."""
+    scope = "@" if repository.startswith("@") else ""
+    return scope + repository[len(scope):].split("@", 1)[0]
+
+
+# family(name) of the repos table's `name`
+FAMILY_SQL = ("CASE WHEN left(name, 1) = '@' THEN '@' || split_part(substr(name, 2), '@', 1) "
+              "ELSE split_part(name, '@', 1) END")
 
 
 def _text_array(texts: list[str]) -> tuple[str | list[str], str]:
@@ -1168,7 +1175,7 @@ class PostgresStore(Store):
             if not new:
                 return repo_id
             home, shard = cur.execute(
-                "SELECT home, shard FROM repos WHERE split_part(name, '@', 1) = %s AND "
+                f"SELECT home, shard FROM repos WHERE {FAMILY_SQL} = %s AND "
                 "id <> %s ORDER BY id LIMIT 1", (family(name), repo_id)).fetchone() \
                 or (repo_id, None)
             cur.execute("UPDATE repos SET home = %s WHERE id = %s", (home, repo_id))

@@ -839,3 +839,26 @@ def test_a_graph_is_written_and_read_in_parts(store, postgres_url, monkeypatch):
         store.replace_graph(first, EdgeColumns.of(edges[:2]), {}, {})  # fewer: one part
         assert admin.execute(parts).fetchall() == [(first, 1), (second, 2)]
         assert store.all_edges(first) == edges[:2]
+
+
+def test_a_name_beginning_with_an_at_sign_is_a_family_of_its_own(postgres_url):
+    """Every name beginning with @ (npm's @babel/core, @types/node) fell in one family
+    (the text before the first @, empty): they shared documents and one indexing lock, and
+    moved together between shards."""
+    from fourfold.store.postgres import FAMILY_SQL, family
+
+    names = ["acme/api", "acme/api@feature", "@babel/core", "@babel/core@next", "@types/node",
+             "a@b@c", "@", "plain"]
+    assert [family(n) for n in names] == ["acme/api", "acme/api", "@babel/core", "@babel/core",
+                                          "@types/node", "a", "@", "plain"]
+    with _admin(postgres_url) as admin:  # the SQL the store asks says the same
+        rows = admin.execute(f"SELECT {FAMILY_SQL} FROM unnest(%s::text[]) AS t(name)",
+                             (names,)).fetchall()
+    assert [row[0] for row in rows] == [family(n) for n in names]
+    store = PostgresStore(postgres_url)
+    babel, types, branch = (store.ensure_repo(f"/src/{n}", n)
+                            for n in ("@babel/core", "@types/node", "@babel/core@next"))
+    homes = dict(store._query("SELECT id, home FROM repos WHERE id IN (%s, %s, %s)",
+                              (babel, types, branch)))
+    assert homes == {babel: babel, types: types, branch: babel}  # a branch shares its home
+    store.close()
