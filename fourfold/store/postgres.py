@@ -2315,6 +2315,11 @@ class PostgresStore(Store):
         conn = self._conn()
         with conn.transaction(), conn.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            # one database twice: every partition of both would read the same rows
+            taken = cur.execute("SELECT name FROM shards WHERE location = %s",
+                                (location,)).fetchone()
+            if taken:
+                raise FourfoldError(f"{location} is shard {taken[0]!r} already")
             attach_shard(cur, name, params, location)
 
     def place_repository(self, repo_id: int, shard: str | None) -> int:

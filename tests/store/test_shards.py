@@ -213,6 +213,9 @@ def test_a_moved_repository_answers_the_same(servers, placed):
         ff.place_repository("acme/auth", "nowhere")
     with pytest.raises(FourfoldError, match="holds a fourfold index of its own"):
         ff.add_shard("again", coordinator)
+    # shard one holds no rows now: still, one database is one shard (its rows read twice)
+    with pytest.raises(FourfoldError, match="is shard 'one' already"):
+        ff.add_shard("twice", one)
 
 
 def test_a_branch_lives_on_its_family_s_shard_shares_its_documents_and_moves_with_it(
