@@ -21,7 +21,7 @@ import unicodedata
 from array import array
 from collections import Counter
 from contextlib import contextmanager
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Callable, Collection, Iterable, Iterator, Sequence
 
 import numpy as np
@@ -784,6 +784,19 @@ def _like_pattern(literal: str) -> str:
     return "%" + re.sub(r"([\\%_])", r"\\\1", literal) + "%"
 
 
+@cache
+def _letters_of_several_cases() -> dict[int, str]:
+    """A LIKE wildcard (`_`) for each letter that has more than two case forms (s, S and
+    the long ſ; σ, Σ and ς; k, K and the Kelvin sign): ILIKE folds them by lower() alone,
+    while grep's check (RE2, Python) takes them for one letter."""
+    forms: dict[str, list[int]] = {}
+    for code in range(0x10000):
+        folded = chr(code).casefold()
+        if len(folded) == 1 and not 0xD800 <= code <= 0xDFFF:
+            forms.setdefault(folded, []).append(code)
+    return {code: "_" for codes in forms.values() if len(codes) > 2 for code in codes}
+
+
 def text_condition(required: RequiredText, params: list, case_sensitive: bool = False) -> str:
     """The SQL condition on c.text of what a file must hold; literals go to params. The
     trigram index finds candidates either way; LIKE then checks each one's text three
@@ -792,8 +805,11 @@ def text_condition(required: RequiredText, params: list, case_sensitive: bool = 
     if isinstance(required, str):
         if "\x00" in required:
             return "false"  # PostgreSQL text holds no NUL, so no content has one
-        params.append(_like_pattern(required))
-        return "c.text LIKE %s" if case_sensitive else "c.text ILIKE %s"
+        if case_sensitive:
+            params.append(_like_pattern(required))
+            return "c.text LIKE %s"
+        params.append(_like_pattern(required).translate(_letters_of_several_cases()))
+        return "c.text ILIKE %s"
     op, parts = required
     if not parts:
         return "true" if op == "and" else "false"

@@ -365,6 +365,18 @@ def test_a_file_whose_only_match_has_a_dotted_or_dotless_i_is_a_candidate(
     assert [m.path for m in ff.grep("Istanbul", case_sensitive=True)] == ["c.txt"]
 
 
+@pytest.mark.parametrize("limit", [None, 10])
+def test_letters_of_several_cases_are_found_in_any_case_on_each_store(index_on_each_store,
+                                                                       limit):
+    """The server's ILIKE folds by lower() alone: σ and ς, s and the long ſ, k and the
+    Kelvin sign are one letter to grep but not to it, so their files were never read."""
+    _, ff = index_on_each_store({"greek.txt": "λόγος\n", "long_s.txt": "ſoup of the day\n",
+                                 "kelvin.txt": "300 \u212a\n", "none.txt": "nothing\n"})
+    assert [m.path for m in ff.grep("ΛΌΓΟΣ", limit=limit)] == ["greek.txt"]
+    assert [m.path for m in ff.grep("SOUP", limit=limit)] == ["long_s.txt"]
+    assert [m.path for m in ff.grep("300 k", limit=limit)] == ["kelvin.txt"]
+
+
 @pytest.mark.parametrize("case_sensitive", [False, True])
 def test_a_literal_utf8_cannot_carry_is_a_clear_error(make_tree, case_sensitive):
     ff = Fourfold(make_tree({"a.txt": "plain text\n"}))
