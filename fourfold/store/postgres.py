@@ -947,6 +947,15 @@ class PostgresStore(Store):
             conn = self._local.conn = self._session()
         return conn
 
+    def _cache_conn(self) -> psycopg.Connection:
+        """This thread's second session, for the vectors (a cache by content hash, shared by
+        every repository): each write commits at once, outside an index run's transaction,
+        whose locks on them would hold every other indexer back until that run ends."""
+        conn = getattr(self._local, "cache_conn", None)
+        if conn is None or conn.closed:
+            conn = self._local.cache_conn = self._session()
+        return conn
+
     def _session(self) -> psycopg.Connection:
         conn = self._connect()
         # JIT compiling costs a search hundreds of milliseconds and pays off only on
@@ -1041,10 +1050,11 @@ class PostgresStore(Store):
         return FourfoldError(f"the index on {self.location} failed: {detail}")
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
+        for name in ("conn", "cache_conn"):
+            conn = getattr(self._local, name, None)
+            if conn is not None:
+                conn.close()
+                setattr(self._local, name, None)
 
     def _query(self, query: str, params: Sequence = (), binary: bool = False) -> list[tuple]:
         """Rows of a query; `binary`: sent in PostgreSQL's binary format, which for bulk
@@ -2167,7 +2177,7 @@ class PostgresStore(Store):
         latest = {h: (vec, scale) for h, vec, scale in rows}
         hashes, vecs, scales = list(latest), [v for v, _ in latest.values()], \
             [s for _, s in latest.values()]
-        conn = self._conn()
+        conn = self._cache_conn()
         with conn.transaction(), conn.cursor() as cur:
             cur.execute("INSERT INTO vectors(model, embed_hash, vec, scale) SELECT %s, h, v, s "
                         "FROM unnest(%s::text[], %s::bytea[], %s::float8[]) AS t(h, v, s) "

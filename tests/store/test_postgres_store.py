@@ -862,3 +862,25 @@ def test_a_name_beginning_with_an_at_sign_is_a_family_of_its_own(postgres_url):
                               (babel, types, branch)))
     assert homes == {babel: babel, types: types, branch: babel}  # a branch shares its home
     store.close()
+
+
+def test_vectors_written_in_an_index_run_hold_no_other_indexer_back(postgres_url):
+    """Vectors were written in the run's one transaction: the totals' row and any hash in
+    common stayed locked until the run ended, and another repository's indexer embedding
+    meanwhile waited for it (half a minute, measured)."""
+    first, second = PostgresStore(postgres_url), PostgresStore(postgres_url)
+    first.ensure_repo("/src/first", "first")
+    done = threading.Event()
+    try:
+        with first.indexing_run():
+            first.put_vectors("m", [("shared-hash", b"\x01\x02", 1.0)])
+            writer = threading.Thread(target=lambda: (second.put_vectors(
+                "m", [("shared-hash", b"\x01\x02", 1.0), ("other-hash", b"\x03\x04", 1.0)]),
+                done.set()), daemon=True)
+            writer.start()
+            assert done.wait(10), "the second indexer waited for the first one's run"
+        writer.join(5)
+        assert second.vector_count("m") == 2
+    finally:
+        first.close()
+        second.close()
