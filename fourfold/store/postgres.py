@@ -22,7 +22,7 @@ from array import array
 from collections import Counter
 from contextlib import contextmanager
 from functools import cache, lru_cache
-from typing import Callable, Collection, Iterable, Iterator, Sequence
+from typing import Callable, Collection, Iterable, Iterator, Sequence, TypeVar
 
 import numpy as np
 import psycopg
@@ -45,6 +45,7 @@ from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, EdgeRow, clear_erro
                          unpacked)
 
 SCHEMA = "fourfold"
+T = TypeVar("T")
 
 # Step 1 of the migrations. {trgm} is the schema pg_trgm lives in. Columns compared by
 # range or sorted (paths, lower-cased names, tokens, terms) use the "C" collation: byte
@@ -1383,11 +1384,15 @@ class PostgresStore(Store):
 
     def _delete_documents(self, cur: psycopg.Cursor, home: int, documents: list[int]) -> None:
         """Delete documents no file of the family holds any more, and all they hold."""
+        # the family's members as values, not a subquery: the planner then prunes the files'
+        # partitions to theirs, and a shard that does not answer is not asked
+        members = [row[0] for row in cur.execute("SELECT id FROM repos WHERE home = %s",
+                                                 (home,)).fetchall()]
         documents = [row[0] for row in cur.execute(
             "SELECT d.id FROM documents d WHERE d.repo_id = %(home)s AND d.id = ANY(%(docs)s) "
-            "AND NOT EXISTS (SELECT FROM files f WHERE f.repo_id IN (SELECT id FROM repos "
-            "WHERE home = %(home)s) AND f.document_id = d.id)",
-            {"home": home, "docs": documents}).fetchall()]
+            "AND NOT EXISTS (SELECT FROM files f WHERE f.repo_id = ANY(%(members)s) "
+            "AND f.document_id = d.id)",
+            {"home": home, "docs": documents, "members": members}).fetchall()]
         if not documents:
             return
         mine = {"home": home, "docs": documents}
@@ -1635,11 +1640,28 @@ class PostgresStore(Store):
                 new_postings.write(cur, home)
 
     # -- documents shared by branches, parses by content -----------------------------------
+    def _everywhere(self, read: Callable[[], T]) -> T:
+        """A read over every repository's rows; where a shard does not answer, read once
+        more without it (`_reachable` then leaves it out). In a savepoint: inside an index
+        run's transaction the failed statement would otherwise end the run, though the
+        repository indexed is not on that shard."""
+        conn = self._conn()
+        try:
+            with conn.transaction():
+                return read()
+        except psycopg.OperationalError as exc:
+            if self._shard_failure(exc) is None:
+                raise
+        with conn.transaction():
+            return read()
+
     def parsed_hashes(self, parser: str) -> set[str]:
-        reachable, params = self._reachable("repo_id")
-        return {row[0] for row in self._query(
-            "SELECT DISTINCT hash FROM documents WHERE parser = %s" + reachable,
-            (parser, *params))}
+        def read() -> set[str]:
+            reachable, params = self._reachable("repo_id")
+            return {row[0] for row in self._query(
+                "SELECT DISTINCT hash FROM documents WHERE parser = %s" + reachable,
+                (parser, *params))}
+        return self._everywhere(read)
 
     def held_documents(self, repo_id: int, parser: str) -> set[tuple[str, str]]:
         """The documents of the repository's family: a family's rows live together, on one
@@ -1649,10 +1671,12 @@ class PostgresStore(Store):
 
     def parse_of(self, content_hash: str, parser: str
                  ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], str] | None:
-        reachable, params = self._reachable("repo_id")
-        rows = self._query("SELECT repo_id, id FROM documents WHERE hash = %s AND "
-                           "parser = %s" + reachable + " LIMIT 1",
-                           (content_hash, parser, *params))
+        def read() -> list[tuple]:
+            reachable, params = self._reachable("repo_id")
+            return self._query("SELECT repo_id, id FROM documents WHERE hash = %s AND "
+                               "parser = %s" + reachable + " LIMIT 1",
+                               (content_hash, parser, *params))
+        rows = self._everywhere(read)
         if not rows:
             return None
         mine = {"home": rows[0][0], "document": rows[0][1]}

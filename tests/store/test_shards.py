@@ -193,6 +193,17 @@ def test_a_stopped_shard_is_named_and_the_others_answer(servers, placed, capsys)
                      repository="acme/search").index()
         assert main(["shard", "list", "--store", coordinator]) == 0
         assert "two" in capsys.readouterr().out
+        # a repository on the coordinator is indexed meanwhile: its run read every
+        # partition for parses to reuse, and failed on the shard it has nothing on
+        extra = placed["acme/auth"] / "extra.py"
+        extra.write_text("def indexed_while_two_is_down():\n    return 1\n")
+        assert main(["index", str(placed["acme/auth"]), "--store", coordinator,
+                     "--repository", "acme/auth"]) == 0, capsys.readouterr().err
+        assert [m.path for m in Fourfold(store_url=coordinator).in_repository(
+            "acme/auth").grep("indexed_while_two_is_down")] == ["extra.py"]
+        extra.unlink()
+        assert main(["index", str(placed["acme/auth"]), "--store", coordinator,
+                     "--repository", "acme/auth"]) == 0, capsys.readouterr().err
     finally:
         shard_two.resume()
     (placed["acme/search"] / "ranker.py").write_text(REPOSITORIES["acme/search"]["ranker.py"])
