@@ -13,7 +13,7 @@ import os
 import threading
 import time
 from collections import deque
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -276,6 +276,14 @@ def _stop_pool(pool) -> None:
         stopper.join(POOL_STOP_S)
 
 
+@contextmanager
+def _registered(store: Store, root: str, name: str) -> Iterator[int]:
+    """The repository's id, its row written before the run begins and committed on its
+    own: a new branch of a family placed on a shard is moved there at once, and the
+    partitions that takes are locked for that moment, not for the whole run."""
+    yield store.ensure_repo(root, name)
+
+
 def _start_resolving(store: Store, repo_id: int, facts: "GraphFacts", gone: set[str],
                      others: bool) -> "Forked | None":
     """Resolve the graph in a forked child: the files just parsed (in `facts`) and, if
@@ -331,8 +339,8 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
     started = time.perf_counter()
     summary = IndexSummary(root=str(root_path))
     workers = workers or os.cpu_count() or 1
-    with lock, store.indexing_run(tidy=not graph_later), collector_paused():
-        repo_id = store.ensure_repo(str(root_path), name or root_path.name)
+    with lock, _registered(store, str(root_path), name or root_path.name) as repo_id, \
+            store.indexing_run(tidy=not graph_later), collector_paused():
         # what the files were read with; without references is another reading
         parser = parser_fingerprint() if build_graph else "without references " + parser_fingerprint()
         before = store.parser_of(repo_id)

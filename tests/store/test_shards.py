@@ -337,3 +337,41 @@ def test_an_upgrade_turns_every_shard_s_rows_into_word_lists(tmp_path):
     finally:
         for cluster in clusters:
             cluster.stop()
+
+
+def test_a_new_branch_of_a_placed_family_holds_no_one_back_while_it_indexes(servers, placed,
+                                                                            tmp_path):
+    """A new branch was moved to its family's shard inside the run's one transaction: the
+    partitions' exclusive locks held every search and indexer of the server to its end."""
+    import threading
+    import time
+
+    coordinator, _, _, _, _ = servers
+    ff = Fourfold(store_url=coordinator)
+    ff.place_repository("acme/billing", "one")
+    root = write_tree(tmp_path / "slow", REPOSITORIES["acme/billing"])
+    inside, release = threading.Event(), threading.Event()
+
+    def held(phase, done, total):
+        inside.set()
+        release.wait(30)  # the run stays open meanwhile
+
+    branch = Fourfold(root, store_url=coordinator, repository="acme/billing@slow")
+    run = threading.Thread(target=lambda: branch.index(progress=held, embed=False),
+                           daemon=True)
+    run.start()
+    try:
+        assert inside.wait(30)
+        found, done = [], threading.Event()
+        reader = threading.Thread(target=lambda: (found.extend(Fourfold(
+            store_url=coordinator).in_repository("acme/auth").grep("check_token")),
+            done.set()), daemon=True)
+        started = time.monotonic()
+        reader.start()
+        assert done.wait(10), "a search of another repository waited for the run"
+        assert found and time.monotonic() - started < 10
+    finally:
+        release.set()
+        run.join(60)
+    assert not run.is_alive()
+    ff.remove_repositories(["acme/billing@slow"])
