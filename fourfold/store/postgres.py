@@ -1163,9 +1163,20 @@ class PostgresStore(Store):
         gets IndexBusyError. The lock lives on a connection of its own, so it is released
         if this process dies."""
         conn = self._connect()
+        # the family by its name, and the partition its documents live in (its home): an
+        # index written before names beginning with @ were families of their own gave
+        # several of them one home
+        try:
+            homes = [row[0] for row in conn.execute(
+                f"SELECT home FROM {SCHEMA}.repos WHERE name = %s OR {FAMILY_SQL} = %s "
+                "ORDER BY name = %s DESC, id LIMIT 1", (name, family(name), name)).fetchall()]
+        except psycopg.Error as exc:
+            conn.close()
+            raise self._failure(exc, "indexing_lock") from exc
+        keys = [family(name), *(f"home:{home}" for home in homes)]
         try:
             deadline = time.monotonic() + wait_s
-            while not self._try_lock(conn, family(name)):
+            while not self._try_locks(conn, keys):
                 if time.monotonic() >= deadline:
                     raise IndexBusyError(
                         f"another fourfold indexer is updating repository {name!r} or a "
@@ -1175,10 +1186,19 @@ class PostgresStore(Store):
         finally:
             conn.close()  # ends the session, and with it the lock
 
-    def _try_lock(self, conn: psycopg.Connection, name: str) -> bool:
+    def _try_locks(self, conn: psycopg.Connection, keys: list[str]) -> bool:
+        """Every one of the keys' locks, or none of them."""
+        held = []
         try:
-            return conn.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))",
-                                (_INDEXING_LOCK_CLASS, name)).fetchone()[0]
+            for key in keys:
+                if not conn.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))",
+                                    (_INDEXING_LOCK_CLASS, key)).fetchone()[0]:
+                    for taken in held:
+                        conn.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))",
+                                     (_INDEXING_LOCK_CLASS, taken))
+                    return False
+                held.append(key)
+            return True
         except psycopg.Error as exc:
             raise FourfoldError(f"cannot take the indexing lock on {self.location} "
                                 f"({self._scrubbed(exc)}); try again") from exc

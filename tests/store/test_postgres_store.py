@@ -861,6 +861,15 @@ def test_a_name_beginning_with_an_at_sign_is_a_family_of_its_own(postgres_url):
     homes = dict(store._query("SELECT id, home FROM repos WHERE id IN (%s, %s, %s)",
                               (babel, types, branch)))
     assert homes == {babel: babel, types: types, branch: babel}  # a branch shares its home
+    # an index written before gave every such name one home: they share one lock too
+    with _admin(postgres_url) as admin:
+        admin.execute("UPDATE fourfold.repos SET home = %s WHERE id = %s", (babel, types))
+    with store.indexing_lock("@babel/core"):
+        with pytest.raises(IndexBusyError):
+            with PostgresStore(postgres_url).indexing_lock("@types/node"):
+                pass
+    with store.indexing_lock("@types/node"):  # free again
+        pass
     store.close()
 
 
