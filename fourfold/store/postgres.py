@@ -1221,6 +1221,7 @@ class PostgresStore(Store):
                 (name, root)).fetchone()
             if not new:
                 return repo_id
+            self._local.created = repo_id  # taken out again if its first index run fails
             home, shard = cur.execute(
                 f"SELECT home, shard FROM repos WHERE {FAMILY_SQL} = %s AND "
                 "id <> %s ORDER BY id LIMIT 1", (family(name), repo_id)).fetchone() \
@@ -1286,6 +1287,23 @@ class PostgresStore(Store):
         return self._meta(f"parser:{repo_id}")
 
     @contextmanager
+    def _undone_if_it_fails(self, created: int | None) -> Iterator[None]:
+        """A repository whose row ensure_repo() wrote for this run (committed on its own,
+        before it) is taken out again where the run fails, as the run's rows are: a
+        repository with nothing indexed would otherwise stay listed."""
+        try:
+            yield
+        except BaseException:
+            if created is not None:
+                try:
+                    if self._query("SELECT indexed_at IS NULL FROM repos WHERE id = %s",
+                                   (created,)) == [(True,)]:
+                        self.remove_repository(created)
+                except (psycopg.Error, FourfoldError):
+                    pass  # the server is gone too: the row stays, as "not indexed yet"
+            raise
+
+    @contextmanager
     def indexing_run(self, tidy: bool = True) -> Iterator[None]:
         """One transaction for a whole indexing run: readers see the repository as it was
         until the run commits, and a run that fails (a lost connection included) leaves it
@@ -1296,8 +1314,9 @@ class PostgresStore(Store):
         unless tidy=False, dead entries are taken out of the lists and small blocks
         merged (tidy())."""
         conn = self._conn()
+        created, self._local.created = getattr(self._local, "created", None), None
         try:
-            with conn.transaction():
+            with self._undone_if_it_fails(created), conn.transaction():
                 self._local.counts, self._local.held_postings = {}, {}
                 try:
                     yield

@@ -87,3 +87,30 @@ def test_a_question_for_a_repository_not_on_the_server_indexes_nothing(postgres_
     err = capsys.readouterr().err
     assert "'nope' is not indexed" in err and "Traceback" not in err
     assert "nope" not in Fourfold(None, store_url=postgres_url).repository_names()
+
+
+def test_a_first_index_that_fails_leaves_no_repository_behind(postgres_url, tmp_path,
+                                                             monkeypatch):
+    """The repository's row is written before its run (a transaction of its own): where
+    that first run fails, nothing of it is kept, the row neither."""
+    from fourfold.store.postgres import PostgresStore
+
+    kept = write_tree(tmp_path / "kept", AUTH)
+    Fourfold(kept, store_url=postgres_url, repository="kept").index(embed=False)
+    failing = write_tree(tmp_path / "failing", BILLING)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(PostgresStore, "write_batch", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        Fourfold(failing, store_url=postgres_url, repository="failing").index(embed=False,
+                                                                             workers=1)
+    monkeypatch.undo()
+
+    def listed() -> list[str]:  # every repository row, indexed or not
+        return sorted(r.name for r in PostgresStore(postgres_url).repos(counts=False))
+
+    assert listed() == ["kept"]
+    Fourfold(failing, store_url=postgres_url, repository="failing").index(embed=False)
+    assert listed() == ["failing", "kept"]

@@ -521,8 +521,9 @@ def test_a_stopped_indexing_run_keeps_its_staged_vectors_as_it_keeps_its_files(s
         raise KeyboardInterrupt
     if isinstance(store, SQLiteStore):  # each batch committed on its own
         assert stored_vectors(store, "m") == (chunk_ids(store, repo), [b"\x02\x00"], [0.25])
-    else:  # the run is one transaction; vectors, a cache by content, are kept at once
-        assert store.files(repo) == [] and store.vector_count("m") == 1
+    else:  # the run is one transaction, and the repository made for it goes with it
+        assert store.files(repo) == [] and store.vector_count("m") == 0
+        assert repo not in {r.repo_id for r in store.repos(counts=False)}
 
 
 # -- access tokens -------------------------------------------------------------------------
