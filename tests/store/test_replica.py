@@ -13,9 +13,11 @@ from tests.postgres import Cluster
 
 
 def caught_up(primary: str, replica: str) -> bool:
-    """Whether the replica has replayed everything the primary has written so far."""
+    """Whether the replica has replayed everything the primary has written so far. The
+    insert position, not the write one: the test clusters commit asynchronously, so a
+    commit's record may not be written out yet when the indexer returns."""
     with psycopg.connect(primary) as conn:
-        written = conn.execute("SELECT pg_current_wal_lsn()").fetchone()[0]
+        written = conn.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]
     with psycopg.connect(replica) as conn:
         return conn.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn",
                             (written,)).fetchone()[0]
