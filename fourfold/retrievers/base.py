@@ -1,7 +1,7 @@
 """The one interface every modality implements. Routing and fusion see only this."""
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Callable, Protocol
 
 from ..model import Hit
 from ..query.filters import in_glob
@@ -28,3 +28,19 @@ class Retriever(Protocol):
 def path_ok(path: str, glob: str | None) -> bool:
     """No glob, or a path inside it."""
     return glob is None or in_glob(path, glob)
+
+
+GLOB_DEEPER = 8  # how many times deeper a search under a narrow glob is asked again
+
+
+def inside_glob(search: Callable[[int], tuple[int, list[Hit]]], glob: str | None, want: int,
+                enough: int, most: int) -> list[Hit]:
+    """The hits of search(want) (how many it ranked, and those of them inside `glob`).
+    Ranked chunks are filtered by the glob after the search, so under a narrow glob it is
+    asked again GLOB_DEEPER times deeper until `enough` lie inside it, it ranked fewer than
+    asked (there are no more), or `most` were asked."""
+    while True:
+        ranked, kept = search(want)
+        if glob is None or len(kept) >= enough or ranked < want or want >= most:
+            return kept
+        want = min(want * GLOB_DEEPER, most)

@@ -20,13 +20,11 @@ from ..semantic.indexing import embedding_texts
 from ..errors import ModalityUnavailable
 from ..store.base import Store, deep_codes_setting
 from ..query.model import Query
-from .base import path_ok
+from .base import inside_glob, path_ok
 
 RESCORE_CANDIDATES = 100
-# Nearest chunks are filtered by a path glob after the search: under a narrow glob the
-# search is asked again GLOB_DEEPER times deeper, up to GLOB_POOL_MOST chunks (each one's
-# vector is read to rescore it)
-GLOB_DEEPER = 8
+# nearest chunks a search under a narrow glob asks for at most (each one's vector is read
+# to rescore it)
 GLOB_POOL_MOST = 8192
 
 log = logging.getLogger(__name__)
@@ -173,20 +171,18 @@ class SemanticRetriever:
     def search(self, query: Query, limit: int) -> list[Hit]:
         model = self.answering(self.scope())
         vector = embed_query(model, query.text)
-        glob, want = query.filters.path_glob, limit * 2 if query.filters.path_glob else limit
-        while True:  # under a glob: deeper, until enough chunks lie inside it
+        glob = query.filters.path_glob
+
+        def nearest(want: int) -> tuple[int, list[Hit]]:
             ranked = self.nearest(vector, want, model.name)
             chunks = {c.chunk_id: c for c in self.store.chunks([cid for cid, _ in ranked],
                                                                self.scope())}
-            hits = SemanticHits(model=model.name)
+            kept = []
             for cid, score in ranked:
                 c = chunks.get(cid)
                 if c is not None and path_ok(c.path, glob):
-                    hits.append(Hit(c.path, c.start_line, c.end_line, score, symbol=c.symbol,
+                    kept.append(Hit(c.path, c.start_line, c.end_line, score, symbol=c.symbol,
                                     kind=c.kind))
-            if glob is None or len(hits) >= limit or len(ranked) < want \
-                    or want >= GLOB_POOL_MOST:
-                break
-            want = min(want * GLOB_DEEPER, GLOB_POOL_MOST)
-        del hits[limit:]
-        return hits
+            return len(ranked), kept
+        hits = inside_glob(nearest, glob, limit * 2 if glob else limit, limit, GLOB_POOL_MOST)
+        return SemanticHits(hits[:limit], model=model.name)

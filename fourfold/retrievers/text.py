@@ -22,16 +22,13 @@ from ..store.base import PathKey, RequiredText, Store, StoredFile, unfinished_no
 from ..store.snapshot import Snapshots
 from ..tokens import name_match, name_targets, name_words, query_terms, singular
 from ..query.model import Query
-from .base import path_ok
+from .base import inside_glob, path_ok
 from .grep_pool import POOL_MIN_FILES, GrepPool, PoolUnavailable
 
 MIN_TRIGRAM = 3
 # Python's IGNORECASE takes i, I, İ and ı for one letter; RE2's case folding does not
 _DOTTED_I = "iIİı"
-# Ranked chunks are filtered by a path glob after the search: under a narrow glob the
-# search is asked again GLOB_DEEPER times deeper, up to GLOB_POOL_MOST chunks
-GLOB_DEEPER = 8
-GLOB_POOL_MOST = 65_536
+GLOB_POOL_MOST = 65_536  # BM25 chunks a search under a narrow glob asks for at most
 FOLDED_TRIGRAMS = 32  # trigrams a literal with an i in it asks for, whatever its length
 _WORD_CHAR = re.compile(r"\w")
 # Longer than any line worth finding; parsing, compiling and prefiltering grow with it.
@@ -589,15 +586,14 @@ class TextRetriever:
         terms = query_terms(query.text)
         if not terms:
             return []
-        glob, want = query.filters.path_glob, limit * 3
-        while True:  # under a glob: deeper, until enough chunks lie inside it
-            ranked = self.store.bm25_chunks(terms, want, query.filters.repo_id)
-            hits = [Hit(c.path, c.start_line, c.end_line, score, symbol=c.symbol, kind=c.kind)
-                    for c, score in ranked if path_ok(c.path, glob)]
-            if glob is None or len(hits) >= limit * 3 or len(ranked) < want \
-                    or want >= GLOB_POOL_MOST:
-                break
-            want = min(want * GLOB_DEEPER, GLOB_POOL_MOST)
+        glob = query.filters.path_glob
+
+        def ranked(want: int) -> tuple[int, list[Hit]]:
+            chunks = self.store.bm25_chunks(terms, want, query.filters.repo_id)
+            return len(chunks), [Hit(c.path, c.start_line, c.end_line, score, symbol=c.symbol,
+                                     kind=c.kind)
+                                 for c, score in chunks if path_ok(c.path, glob)]
+        hits = inside_glob(ranked, glob, limit * 3, limit * 3, GLOB_POOL_MOST)
         return self._name_bonus(hits, terms, query)[:limit]
 
     def _name_bonus(self, hits: list[Hit], terms: list[str], query: Query) -> list[Hit]:
