@@ -437,9 +437,8 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             if isinstance(result, tuple):
                 path, reason = result
                 summary.skipped[reason] = summary.skipped.get(reason, 0) + 1
-                if reason == UNREADABLE_FILE and path in known:
-                    pass  # cannot be read now: the index keeps what it read before
-                else:
+                # one that cannot be read now keeps what the index read of it before
+                if reason != UNREADABLE_FILE or path not in known:
                     gone.add(path)
                     if path in known:
                         skipped_paths.append(path)  # was indexed, no longer indexable

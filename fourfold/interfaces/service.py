@@ -352,8 +352,7 @@ class Service:
         """The index's size on disk, for a caller who may see every repository in it (the
         size of the others would say how much they hold)."""
         grant = current_grant.get()
-        if grant is None or grant.repositories is None or set(
-                self.ff.repository_names()) <= grant.repositories:
+        if self.sees_everything() or set(self.ff.repository_names()) <= grant.repositories:
             return self.ff.index_bytes()
         return None
 

@@ -205,8 +205,8 @@ class SearchEngine:
         response.complete = True
         return response
 
-    def _search(self, text: str, options: SearchOptions, candidates: int) -> SearchResponse:
-        """The answers to `text` from lists of `candidates` per modality at least."""
+    def _search(self, text: str, options: SearchOptions, pool: int) -> SearchResponse:
+        """The answers to `text` from lists of `pool` candidates per modality at least."""
         started = time.perf_counter()
         intent = classify(text)
         if options.intent:
@@ -232,7 +232,6 @@ class SearchEngine:
                       transitive=intent.intent == IMPACT_ANALYSIS, filters=options.filters())
         response = SearchResponse(text, intent.intent, intent.confidence, intent.rule,
                                   intent.target, "rrf", [], {}, [])
-        pool = candidates
         if query.filters.needs_index_facts:  # retrievers cannot push these down: ask for more
             pool *= FILTERED_POOL_FACTOR
 

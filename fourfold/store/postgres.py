@@ -1425,8 +1425,7 @@ class PostgresStore(Store):
         """Delete documents no file of the family holds any more, and all they hold."""
         # the family's members as values, not a subquery: the planner then prunes the files'
         # partitions to theirs, and a shard that does not answer is not asked
-        members = [row[0] for row in cur.execute("SELECT id FROM repos WHERE home = %s",
-                                                 (home,)).fetchall()]
+        members = self._members([home])
         documents = [row[0] for row in cur.execute(
             "SELECT d.id FROM documents d WHERE d.repo_id = %(home)s AND d.id = ANY(%(docs)s) "
             "AND NOT EXISTS (SELECT FROM files f WHERE f.repo_id = ANY(%(members)s) "

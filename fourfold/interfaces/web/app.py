@@ -145,7 +145,7 @@ class WebPage:
             status = 200
         except (NotIndexedError, IndexBusyError, StoreUnavailable) as exc:  # later, it may
             # a store's message names its server: for those who see every repository
-            told = str(exc) if grant is None or grant.repositories is None else \
+            told = str(exc) if _as_caller(grant, self.service.sees_everything) else \
                 "the index cannot answer now; try again in a few seconds"
             template, context, status = error_template, {"message": told}, 503
         except FourfoldError as exc:
@@ -208,13 +208,12 @@ class WebPage:
             response, notes = self.ff.search_with_fallback(query, options)
         files: dict = {}
         words = question_words(query)
+        # the path's glob also matches it in subfolders (globs match at any depth)
+        shown = [h for h in response.hits if not in_file or h.path == in_file][:RESULTS]
         context.update(
             response=response, notes=notes,
             elapsed_ms=round((time.perf_counter() - started) * 1000, 1),
-            # the path's glob also matches it in subfolders (globs match at any depth)
-            hits=[self._hit(h, h.repository or repo_name, files, words)
-                  for h in [h for h in response.hits if not in_file or h.path == in_file][
-                      :RESULTS]])
+            hits=[self._hit(h, h.repository or repo_name, files, words) for h in shown])
         return template, context
 
     def _hit(self, hit, repository: str | None, files: dict, words: list[str]) -> dict:
