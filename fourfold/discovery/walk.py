@@ -66,6 +66,7 @@ class WalkReport:
     # files and folders that could not be read now (permissions, too many open files, an
     # I/O error): what the index holds of them is kept, not taken out as deleted
     unreadable: list[str] = field(default_factory=list)
+    folders: list[str] = field(default_factory=list)  # the real paths of the folders walked
 
     def skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
@@ -269,6 +270,7 @@ def walk(root: str | os.PathLike, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         except OSError:
             report.cannot_read(dir_rel, UNREADABLE_FOLDER)
             return
+        report.folders.append(dir_abs)
         local = _with_ignore_files(specs, dir_abs, dir_rel, {e.name for e in entries})
         for entry in entries:
             try:
@@ -377,8 +379,8 @@ def walk_paths(root: str | os.PathLike, paths: Iterable[str],
                 except OSError:
                     st = None
                 if st is not None and stat.S_ISLNK(st.st_mode):
-                    # through a link out of the root: nothing the walk reads (a watcher
-                    # follows links); else only a whole walk can tell
+                    # through a link out of the root: nothing the walk reads (a caller's
+                    # watcher may follow links); else only a whole walk can tell
                     outside = not _within(os.path.realpath(os.path.join(root_real, folder)),
                                           root_real)
                     rules = False if outside else None

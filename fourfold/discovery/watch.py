@@ -1,23 +1,52 @@
-"""Which files changed: a debounced `watchfiles` watcher over a folder, its index left out.
+"""Which files changed: a debounced `watchfiles` watcher over the folders the walk visits.
 
 Both the CLI's `fourfold watch` and the MCP server re-index after each batch this yields.
 A batch is every change seen within the debounce window, so a branch switch or a formatter
 run over the whole tree is one batch and one incremental index, not thousands.
+
+Each folder the walk visits is watched on its own, never recursively: a recursive watch
+follows a shipped symlink to a folder outside the repository (a link to `/usr` took 15,713
+inotify watches), and watches ignored folders the index never reads.
 """
 from __future__ import annotations
 
 import os
 import threading
+from contextlib import closing
 from pathlib import Path
 from typing import Iterator
 
 from ..errors import FourfoldError
-from .walk import ALWAYS_SKIPPED_DIRS
+from .walk import ALWAYS_SKIPPED_DIRS, IGNORE_FILES, walk
 
 
 # A batch ends once no change has come for a step (or the debounce time is up): an editor's
 # save is a few events within milliseconds, and a save waits for at most about two steps.
 STEP_MS = 20
+WAIT_MS = 500  # how often the watcher looks at `stop` while nothing changes
+
+
+def watched_folders(root: str, index_dir: str | None) -> set[str]:
+    """The real paths of the folders whose changes may change the index: those the walk
+    visits (not ignored ones, nor what a symlink points at), and .git/info for its
+    exclude file."""
+    folders = set(walk(root, skip_dirs=(index_dir,) if index_dir else ()).folders)
+    info = os.path.join(root, ".git", "info")
+    if os.path.isdir(info) and os.path.realpath(info) == info:
+        folders.add(info)
+    return folders
+
+
+def _moves_folders(changes: set, folders: set[str]) -> bool:
+    """Whether these changes may change which folders are watched: a folder appeared or
+    went, or an ignore file changed."""
+    for _, path in changes:
+        name = os.path.basename(path)
+        if name in IGNORE_FILES or path.endswith(os.sep + os.path.join(".git", "info", "exclude")):
+            return True
+        if (path in folders) != (os.path.isdir(path) and not os.path.islink(path)):
+            return True
+    return False
 
 
 def watch_changes(root: str | os.PathLike, index_dir: str | os.PathLike | None,
@@ -25,9 +54,11 @@ def watch_changes(root: str | os.PathLike, index_dir: str | os.PathLike | None,
                   step_ms: int = STEP_MS) -> Iterator[set]:
     """Yield each debounced batch of watchfiles (Change, absolute path) pairs; ends when `stop` is set or
     on Ctrl-C. Changes inside `index_dir` (the index writing itself, when it is a folder
-    that may lie inside `root`) are not reported."""
+    that may lie inside `root`) are not reported. When the folders to watch change, the
+    watcher starts again on the new set, then yields a batch naming the root itself: a
+    change made while it started again is found by a whole walk."""
     try:
-        from watchfiles import watch
+        from watchfiles import Change, watch
     except ImportError:
         raise FourfoldError("watching needs the watchfiles package: pip install watchfiles"
                             ) from None
@@ -46,8 +77,27 @@ def watch_changes(root: str | os.PathLike, index_dir: str | os.PathLike | None,
         parts = path[len(root_path) + 1:].split(os.sep)
         return not (ALWAYS_SKIPPED_DIRS & set(parts)) or parts == [".git", "info", "exclude"]
 
-    for changes in watch(root, watch_filter=wanted, stop_event=stop,
-                         debounce=debounce_ms, step=step_ms, raise_interrupt=False,
-                         rust_timeout=500, yield_on_timeout=False):
-        if changes:
-            yield changes
+    folders = watched_folders(root_path, index_path)
+    restarted = False
+    while not (stop is not None and stop.is_set()):
+        batches = watch(*sorted(folders), watch_filter=wanted, stop_event=stop,
+                        debounce=debounce_ms, step=step_ms, raise_interrupt=False,
+                        rust_timeout=WAIT_MS, yield_on_timeout=True, recursive=False)
+        with closing(batches):
+            try:
+                for changes in batches:  # the first comes once every folder is watched
+                    if restarted:
+                        restarted = False
+                        yield {(Change.modified, root_path)}
+                    if not changes:
+                        continue
+                    yield changes
+                    if _moves_folders(changes, folders):
+                        now = watched_folders(root_path, index_path)
+                        if now != folders:
+                            folders, restarted = now, True
+                            break
+                else:
+                    return
+            except FileNotFoundError:  # a folder went before it was watched
+                folders, restarted = watched_folders(root_path, index_path), True

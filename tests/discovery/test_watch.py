@@ -1,0 +1,119 @@
+"""The watcher watches the folders the walk visits, one by one: never what a shipped
+symlink points at, and a folder that appears is watched from then on."""
+import os
+import threading
+import time
+from contextlib import contextmanager
+
+from fourfold.discovery.watch import watch_changes
+from tests.conftest import write_tree
+
+
+def inotify_watches() -> int:
+    """How many inotify watches this process holds now (from /proc)."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:inotify":
+                continue
+            with open(f"/proc/self/fdinfo/{fd}") as info:
+                count += sum(line.startswith("inotify wd:") for line in info)
+        except OSError:
+            pass  # closed meanwhile
+    return count
+
+
+@contextmanager
+def watching(root):
+    """watch_changes in a thread: the set of paths it reported so far; stopped on leaving."""
+    seen: set[str] = set()
+    stop = threading.Event()
+
+    def run() -> None:
+        for batch in watch_changes(root, None, stop, debounce_ms=50):
+            seen.update(path for _, path in batch)
+
+    before = inotify_watches()
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while inotify_watches() == before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.2)
+    try:
+        yield seen
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+    assert not thread.is_alive()
+
+
+def wait_for(condition, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+def test_a_link_to_a_folder_outside_is_not_watched(tmp_path):
+    outside = write_tree(tmp_path / "outside",
+                         {f"d{i}/e{j}/f.txt": "x\n" for i in range(10) for j in range(10)})
+    root = write_tree(tmp_path / "repo", {"src/a.py": "x = 1\n", "build/out.py": "x = 2\n",
+                                          ".gitignore": "build/\n"})
+    os.symlink(outside, root / "outside")
+    before = inotify_watches()
+    with watching(root) as seen:
+        # the root and src/: not the 111 folders outside, nor the ignored build/
+        assert inotify_watches() - before == 2
+        (outside / "d0" / "e0" / "f.txt").write_text("changed\n")
+        (root / "build" / "out.py").write_text("x = 3\n")
+        (root / "src" / "a.py").write_text("x = 4\n")
+        wait_for(lambda: str(root / "src" / "a.py") in seen)
+        time.sleep(0.3)
+    assert seen == {str(root / "src" / "a.py")}
+
+
+def test_a_new_folder_is_watched_and_what_changed_meanwhile_is_found(tmp_path):
+    root = write_tree(tmp_path / "repo", {"a.py": "x = 1\n"})
+    with watching(root) as seen:
+        (root / "new" / "deeper").mkdir(parents=True)
+        # the watcher starts again on the new folders, then names the root: a whole walk
+        wait_for(lambda: str(root) in seen)
+        assert {str(root), str(root / "new")} <= seen
+        seen.clear()
+        (root / "new" / "deeper" / "b.py").write_text("y = 1\n")
+        wait_for(lambda: seen)
+        time.sleep(0.2)
+    assert seen == {str(root / "new" / "deeper" / "b.py")}
+
+
+def test_a_folder_no_longer_ignored_is_watched(tmp_path):
+    root = write_tree(tmp_path / "repo", {"a.py": "x = 1\n", "gen/g.py": "g = 1\n",
+                                          ".gitignore": "gen/\n"})
+    with watching(root) as seen:
+        (root / "gen" / "g.py").write_text("g = 2\n")
+        (root / ".gitignore").write_text("")
+        wait_for(lambda: str(root) in seen)
+        assert str(root) in seen
+        seen.clear()
+        (root / "gen" / "g.py").write_text("g = 3\n")
+        wait_for(lambda: seen)
+        time.sleep(0.2)
+    assert seen == {str(root / "gen" / "g.py")}
+
+
+def test_a_folder_gone_before_it_is_watched_starts_the_watcher_again(tmp_path, monkeypatch):
+    from fourfold.discovery import watch
+
+    root = write_tree(tmp_path / "repo", {"a.py": "x = 1\n"})
+    real = watch.watched_folders
+    calls = []
+
+    def walked_then_gone(*args):
+        calls.append(args)
+        return real(*args) | ({str(root / "gone")} if len(calls) == 1 else set())
+
+    monkeypatch.setattr(watch, "watched_folders", walked_then_gone)
+    with watching(root) as seen:
+        (root / "a.py").write_text("x = 2\n")
+        wait_for(lambda: str(root / "a.py") in seen)
+    assert len(calls) == 2 and str(root) in seen and str(root / "a.py") in seen
