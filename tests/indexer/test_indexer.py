@@ -840,3 +840,21 @@ def test_a_change_through_a_link_out_of_the_root_needs_no_whole_walk(make_tree, 
     os.symlink(outside, root / "link")
     changed = walk_paths(root, [str(root / "link" / "deep" / "o.txt")])
     assert changed is not None and not changed.report.files
+
+
+def test_watch_indexes_files_of_a_folder_made_while_watching(make_tree):
+    """Folders are watched one by one: a new folder's files, written before and after the
+    watcher starts again on it, are indexed."""
+    root = make_tree({"a.py": "x = 1\n"})
+    ff = Fourfold(root)
+    with watching(ff):
+        (root / "pkg" / "sub").mkdir(parents=True)
+        (root / "pkg" / "sub" / "first.py").write_text("FIRST_MARK = 1\n")
+        deadline = time.monotonic() + 20
+        while not ff.grep("FIRST_MARK") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (root / "pkg" / "sub" / "second.py").write_text("SECOND_MARK = 1\n")
+        while not ff.grep("SECOND_MARK") and time.monotonic() < deadline:
+            time.sleep(0.05)
+    assert [m.path for m in ff.grep("FIRST_MARK")] == ["pkg/sub/first.py"]
+    assert [m.path for m in ff.grep("SECOND_MARK")] == ["pkg/sub/second.py"]
