@@ -43,7 +43,7 @@ from fourfold.model import Hit  # noqa: E402
 from fourfold.store.base import StoredSymbol  # noqa: E402
 from fourfold.query.model import Query  # noqa: E402
 from fourfold.ranking.granularity import (UNIT_KINDS, enclosing_definition,  # noqa: E402
-                                          to_granularity)
+                                          names_used, to_granularity)
 from fourfold.ranking.learned import (DEEP_MODEL_PATH, FEATURES, INTENTS,  # noqa: E402
                                       MODEL_PATH, candidate_features)
 from fourfold.routing.engine import GRANULARITY  # noqa: E402
@@ -134,13 +134,20 @@ def _dump_queries(ff: Fourfold, dataset: str, fold: int, queries: list[dict], ou
             candidates.append(d)
         # what the function stage reads: the names the question spells out, and every
         # definition a function answer can be of the candidates' files
+        paths = list(dict.fromkeys(c["path"] for c in candidates))
         definitions = {path: [[d.qualname, d.start_line, d.end_line, d.kind]
                               for d in snapshot.definitions(path) if d.kind in UNIT_KINDS]
-                       for path in dict.fromkeys(c["path"] for c in candidates)}
+                       for path in paths}
+        # and how many of the names a pasted text mentions each function uses
+        mentioned = Query(q["query"]).mentioned_names
+        uses = {path: [[*key, count] for key, count in names_used(
+                    snapshot.definitions(path), snapshot.text(path), mentioned).items()]
+                for path in (paths if mentioned else ())}
         out.write(json.dumps({"id": q["id"], "dataset": dataset, "fold": fold,
                               "intent": response.intent, "candidates": candidates,
                               "identifiers": sorted(Query(q["query"]).identifiers),
-                              "definitions": definitions}) + "\n")
+                              "definitions": definitions, "uses": uses,
+                              "deep": response.semantic_model == DEEP_EMBEDDER}) + "\n")
 
 
 def _dump_path(data: str) -> Path:
@@ -239,8 +246,14 @@ def _results(record: dict, model=None, keep=None, granularity: str | None = None
             h.score = 1.0 / (1 + rank)
     granularity = granularity or GRANULARITY[record["intent"]]
     definitions = _definitions(record)
+    # the engine's rule: functions placed by the names an issue mentions where the deep
+    # pass's model answered
+    uses = {path: {(qualname, start): count for qualname, start, count in found}
+            for path, found in record["uses"].items()}
     out = to_granularity(hits, granularity, lambda path: definitions.get(path, []),
-                         support=not learned, named=frozenset(record["identifiers"]))
+                         support=not learned, named=frozenset(record["identifiers"]),
+                         uses_of=(lambda path: uses.get(path, {}))
+                         if record["deep"] and uses else None)
     return [{"path": h.path, "start_line": h.start_line, "end_line": h.end_line,
              "symbol": h.symbol} for h in out[:10 if granularity != "function" else 20]]
 

@@ -85,6 +85,9 @@ class Hit:
     learned: dict[str, float] = field(default_factory=dict)
     # a definition the question names, placed after the first function answers (granularity.py)
     named: bool = False
+    # how many names a pasted text mentions the definition uses, where that placed it
+    # after the first function answers (granularity.py)
+    uses_mentioned: int = 0
 
     def to_dict(self) -> dict:
         out = {
@@ -114,4 +117,6 @@ class Hit:
             out["learned"] = {k: round(v, 4) for k, v in self.learned.items()}
         if self.named:
             out["named"] = True
+        if self.uses_mentioned:
+            out["uses_mentioned"] = self.uses_mentioned
         return out

@@ -258,6 +258,9 @@ def _print_hit_explanation(hit) -> None:
         parts.append(f"definition support +{hit.definition_support:.4f}")
     if hit.named:
         parts.append("named in the question: placed after the first answers")
+    if hit.uses_mentioned:
+        parts.append(f"uses {hit.uses_mentioned} names the text mentions: placed after the "
+                     "first answers")
     if hit.learned:
         moved = ", ".join(f"{name} {v:+.2f}" for name, v in hit.learned.items()
                           if name != "score")

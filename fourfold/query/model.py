@@ -70,6 +70,11 @@ class Query:
         return mentions_of(self.text) if self.pasted else Mentions()
 
     @cached_property
+    def mentioned_names(self) -> frozenset[str]:
+        """Each part of the code names a pasted text mentions (`Field.deconstruct`: both)."""
+        return frozenset(part for name in self.mentions.names for part in name.split("."))
+
+    @cached_property
     def identifiers(self) -> frozenset[str]:
         """Every identifier-shaped word of the text as written, stopwords aside: a
         definition of one of these names is one the question names."""

@@ -8,14 +8,16 @@ a definition, a line); this stage turns them into the unit the caller asked for.
   span outside any definition (module-level code) stays a span. Where the question allows
   only some kinds (`--kind class`), only definitions of those kinds are answers. The
   definitions of the first files whose names the question spells out follow the first
-  answers (NAMED_AFTER).
+  answers (NAMED_AFTER); so do, for a pasted text, the functions of the first files that
+  use the most names it mentions (USING_AFTER).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Set as AbstractSet
+from collections.abc import Callable, Mapping, Set as AbstractSet
 from dataclasses import replace
 
 from ..model import FUNCTION_KINDS, Hit
+from ..query.mentions import IDENTIFIER
 from ..store.base import StoredSymbol
 
 FILE, SPAN, FUNCTION = "file", "span", "function"
@@ -33,6 +35,15 @@ DEFINITION_SUPPORT = FILE_SUPPORT
 # repository out (docs/benchmarks.md).
 NAMED_FILES = 2
 NAMED_AFTER = 4
+# The functions of the first USING_FILES files of the function answers that use at least
+# USING_AT_LEAST of the names a pasted text mentions come right after the first USING_AFTER
+# answers, most names first, at most USING_MOST: a fix often changes the code that calls
+# what the issue names, which no search span may have reached. Chosen leaving each
+# localization-train repository out (docs/benchmarks.md).
+USING_FILES = 3
+USING_AT_LEAST = 2
+USING_AFTER = 4
+USING_MOST = 4
 
 
 def with_file_support(hits: list[Hit], share: float = FILE_SUPPORT) -> list[Hit]:
@@ -146,16 +157,73 @@ def with_named_definitions(ranked: list[Hit],
                             if (h.path, h.symbol, h.start_line) not in seen]
 
 
+def names_used(definitions: list[StoredSymbol], text: str, names: AbstractSet[str]
+               ) -> dict[tuple[str, int], int]:
+    """How many of `names` each function of a file uses (its lines name them), by
+    (qualname, start line); functions that use none are left out."""
+    lines = text.splitlines()
+    used = {}
+    for symbol in definitions:
+        if symbol.kind in FUNCTION_KINDS:
+            body = "\n".join(lines[symbol.start_line - 1:symbol.end_line])
+            count = len(names.intersection(IDENTIFIER.findall(body)))
+            if count:
+                used[(symbol.qualname, symbol.start_line)] = count
+    return used
+
+
+def with_definitions_using(ranked: list[Hit],
+                           definitions_of: Callable[[str], list[StoredSymbol]],
+                           uses_of: Callable[[str], Mapping[tuple[str, int], int]],
+                           kinds: AbstractSet[str] = frozenset()) -> list[Hit]:
+    """Function answers with the functions of their first files that use the most of the
+    names a pasted text mentions (`uses_of`, per path: names_used) placed right after the
+    first USING_AFTER answers (see USING_FILES). A definition already placed for being
+    named stays where it is."""
+    if len(ranked) <= USING_AFTER:
+        return ranked
+    kept = ranked[:USING_AFTER]
+    fixed = {(h.path, h.symbol, h.start_line) for h in kept}
+    fixed |= {(h.path, h.symbol, h.start_line) for h in ranked if h.named}
+    candidates = []
+    for order, path in enumerate(list(dict.fromkeys(h.path for h in ranked))[:USING_FILES]):
+        used = uses_of(path)
+        for symbol in definitions_of(path):
+            uses = used.get((symbol.qualname, symbol.start_line), 0)
+            if (uses >= USING_AT_LEAST and symbol.kind in FUNCTION_KINDS
+                    and not (kinds and symbol.kind not in kinds)
+                    and (path, symbol.qualname, symbol.start_line) not in fixed):
+                candidates.append((-uses, order, symbol.start_line, path, symbol))
+    if not candidates:
+        return ranked
+    found = {(h.path, h.symbol, h.start_line): h for h in ranked[USING_AFTER:]}
+    score = ranked[USING_AFTER].score
+    placed: list[Hit] = []
+    for uses, _, _, path, symbol in sorted(candidates)[:USING_MOST]:
+        key = (path, symbol.qualname, symbol.start_line)
+        hit = found.get(key) or Hit(path, symbol.start_line, symbol.end_line, 0.0,
+                                    symbol=symbol.qualname, kind=symbol.kind)
+        placed.append(replace(hit, score=score, uses_mentioned=-uses))
+    moved = {(h.path, h.symbol, h.start_line) for h in placed}
+    return kept + placed + [h for h in ranked[USING_AFTER:]
+                            if (h.path, h.symbol, h.start_line) not in moved]
+
+
 def to_granularity(hits: list[Hit], granularity: str,
                    definitions_of: Callable[[str], list[StoredSymbol]], support: bool = True,
-                   named: AbstractSet[str] = frozenset(), kinds: AbstractSet[str] = frozenset()
+                   named: AbstractSet[str] = frozenset(), kinds: AbstractSet[str] = frozenset(),
+                   uses_of: Callable[[str], Mapping[tuple[str, int], int]] | None = None
                    ) -> list[Hit]:
     """`support`: a file's (or definition's) other hits add to its best one; off when a
-    learned ranking has already weighed them. `named`, `kinds`: the names the question
-    spells out and the definition kinds it allows, for function answers."""
+    learned ranking has already weighed them. For function answers: `named`, `kinds`, the
+    names the question spells out and the definition kinds it allows; `uses_of`, where
+    functions are placed by the names a pasted text mentions, how many each function of a
+    file uses (names_used)."""
     if granularity == FILE:
         return best_per_file(with_file_support(hits) if support else hits)
     if granularity == FUNCTION:
-        return by_function(hits, definitions_of, DEFINITION_SUPPORT if support else 0.0, named,
-                           kinds)
+        ranked = by_function(hits, definitions_of, DEFINITION_SUPPORT if support else 0.0,
+                             named, kinds)
+        return (with_definitions_using(ranked, definitions_of, uses_of, kinds)
+                if uses_of is not None else ranked)
     return hits

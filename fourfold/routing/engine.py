@@ -14,7 +14,7 @@ from ..query.model import Query, check_limit
 from ..retrievers.base import Retriever
 from ..store.snapshot import IndexSnapshot
 from ..ranking.fusion import fuse
-from ..ranking.granularity import FILE, GRANULARITIES, SPAN, to_granularity
+from ..ranking.granularity import FILE, GRANULARITIES, SPAN, names_used, to_granularity
 from ..ranking.learned import LearnedRanking
 from ..ranking.priors import apply_priors, question_words
 from .intent import (EXACT_MATCH, FIND_REFERENCES, IMPACT_ANALYSIS, INTENTS, TARGETED_INTENTS,
@@ -283,14 +283,20 @@ class SearchEngine:
         hits = apply_priors(hits, snapshot.file_flags,
                             snapshot.centrality(hit.path for hit in hits), query.wants_tests,
                             boost=options.boost, wants_prose=query.wants_prose, named=named)
+        semantic = self.retrievers.get("semantic")
+        deep = (response.semantic_model is not None and semantic is not None
+                and semantic.is_deep_model(response.semantic_model))
         learned = options.ranking == "learned" and self.learned.applies_to(query)
         if learned:
-            semantic = self.retrievers.get("semantic")
-            deep = (response.semantic_model is not None and semantic is not None
-                    and semantic.is_deep_model(response.semantic_model))
             hits = self.learned.rerank(hits, query, snapshot, deep=deep)
             learned = self.learned.failure is None
-        hits = to_granularity(hits, options.granularity or GRANULARITY[query.intent],
-                              snapshot.definitions, support=not learned, named=query.identifiers,
-                              kinds=query.filters.kinds)
+        # Functions are placed by the names a pasted text mentions only where the deep
+        # pass's model answered: on the static model's answers, whose first files are less
+        # often right, that did worse on held-out repositories (docs/benchmarks.md).
+        mentioned = query.mentioned_names if deep else frozenset()
+        hits = to_granularity(
+            hits, options.granularity or GRANULARITY[query.intent], snapshot.definitions,
+            support=not learned, named=query.identifiers, kinds=query.filters.kinds,
+            uses_of=(lambda path: names_used(snapshot.definitions(path), snapshot.text(path),
+                                             mentioned)) if mentioned else None)
         return hits[:options.limit]

@@ -168,6 +168,11 @@ class IndexSnapshot:
             self._definitions[path] = found
         return found
 
+    def text(self, path: str) -> str:
+        """A file's text as indexed ("" for a path the index does not hold)."""
+        stored = self.files.get(path)
+        return self.store.content(stored.file_id) if stored else ""
+
     def language(self, path: str) -> str | None:
         stored = self.files.get(path)
         return stored.language if stored else None

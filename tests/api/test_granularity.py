@@ -1,13 +1,16 @@
 """What one hit is: the best span of a file, every span, or every function and method."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from fourfold import Fourfold
 from fourfold.errors import QueryError
 from fourfold.model import Hit
 from fourfold.ranking import granularity
-from fourfold.ranking.granularity import by_function, enclosing_definition
+from fourfold.ranking.granularity import (by_function, enclosing_definition, names_used,
+                                          with_definitions_using)
 from tests.conftest import write_tree
 
 VALIDATORS = (
@@ -148,6 +151,78 @@ def test_a_search_places_the_definition_its_question_names(ff, monkeypatch):
     hits = ff.search(question, granularity="function", modalities=("text",)).hits
     assert [h.named for h in hits[:3]] == [False, True, False]
     assert hits[1].to_dict()["named"] is True and "named" not in hits[0].to_dict()
+
+
+def test_functions_using_the_names_a_text_mentions_follow_the_first_answers(ff, monkeypatch):
+    monkeypatch.setattr(granularity, "USING_AFTER", 1)
+    monkeypatch.setattr(granularity, "USING_AT_LEAST", 2)
+    snapshot = ff.snapshots.current()
+    hits = [Hit("app/validators.py", 11, 12, 0.9),  # in UrlValidator.__call__
+            Hit("app/views.py", 5, 6, 0.5),  # in check_url
+            Hit("app/validators.py", 21, 22, 0.2)]  # in validate_email
+    ranked = by_function(hits, snapshot.definitions)
+
+    def uses_of(mentioned):
+        return lambda path: names_used(snapshot.definitions(path), snapshot.text(path),
+                                       frozenset(mentioned))
+
+    def using(mentioned, kinds=frozenset()) -> list[tuple[str, int]]:
+        out = with_definitions_using(list(ranked), snapshot.definitions, uses_of(mentioned),
+                                     frozenset(kinds))
+        return [(h.symbol, h.uses_mentioned) for h in out]
+
+    assert names_used(snapshot.definitions("app/validators.py"),
+                      snapshot.text("app/validators.py"), frozenset({"url", "split"})) == {
+        ("UrlValidator.__call__", 10): 1, ("UrlValidator.scheme_of", 15): 2,
+        ("validate_email", 20): 1}
+
+    # scheme_of, with no span, uses url and split; the others one name each at most
+    assert using({"url", "split", "ValueError"}) == [
+        ("UrlValidator.__call__", 0), ("UrlValidator.scheme_of", 2), ("check_url", 0),
+        ("validate_email", 0)]
+    # an answer further down moves up, once; the most names first
+    assert using({"url", "split", "scheme", "address"}) == [
+        ("UrlValidator.__call__", 0), ("UrlValidator.scheme_of", 3), ("validate_email", 2),
+        ("check_url", 0)]
+    monkeypatch.setattr(granularity, "USING_MOST", 1)
+    assert [s for s, _ in using({"url", "split", "scheme", "address"})] == [
+        "UrlValidator.__call__", "UrlValidator.scheme_of", "check_url", "validate_email"]
+    monkeypatch.setattr(granularity, "USING_FILES", 1)  # validators.py only
+    assert using({"url", "UrlValidator"}) == [(h.symbol, 0) for h in ranked]  # check_url
+    # nothing mentioned, too few names, a question that asks for classes: as ranked
+    for mentioned, kinds in (((), ()), ({"url"}, ()), ({"url", "split"}, {"class"})):
+        assert using(mentioned, kinds) == [(h.symbol, 0) for h in ranked]
+    # a definition placed for being named stays where it was
+    named = [ranked[0], *(replace(h, named=True) for h in ranked[1:])]
+    moved = with_definitions_using(named, snapshot.definitions,
+                                   uses_of({"url", "address", "UrlValidator"}))
+    assert [h.symbol for h in moved] == [h.symbol for h in ranked]
+
+
+def test_a_search_places_the_functions_using_what_an_issue_mentions_where_the_deep_model_answers(
+        tmp_path, monkeypatch):
+    from fourfold.api import DEEP_EMBEDDER
+    from fourfold.semantic.embedder import DEFAULT_MODEL
+
+    monkeypatch.setenv("FOURFOLD_CACHE_DIR", str(tmp_path / "vector-cache"))
+    root = write_tree(tmp_path / "repo", FILES)
+    Fourfold(root).index()
+    Fourfold(root).deepen()
+    issue = ("An email address such as someone@example.org is taken for a valid address "
+             "by validate_email even when the user typed a url; the address check should "
+             "not accept it, and the result of url.split() is not checked either")
+    monkeypatch.setattr(granularity, "USING_AFTER", 1)
+    for deep_embedder, placed in ((DEEP_EMBEDDER, True), (None, False)):
+        response = Fourfold(root, deep_embedder=deep_embedder).search(
+            issue, granularity="function")
+        hits = response.hits
+        assert response.semantic_model == ("minilm" if placed else DEFAULT_MODEL)
+        assert hits[0].symbol != "UrlValidator.scheme_of" and not hits[0].uses_mentioned
+        # scheme_of uses url and split; on the static model's answers nothing is placed
+        assert (hits[1].symbol, hits[1].uses_mentioned) == (
+            ("UrlValidator.scheme_of", 2) if placed else (hits[1].symbol, 0))
+        assert all(not h.uses_mentioned for h in hits[2 if placed else 0:])
+        assert ("uses_mentioned" in hits[1].to_dict()) == placed
 
 
 def test_an_unknown_granularity_is_a_clear_error(ff):
