@@ -24,25 +24,32 @@ from .walk import ALWAYS_SKIPPED_DIRS, IGNORE_FILES, walk
 # save is a few events within milliseconds, and a save waits for at most about two steps.
 STEP_MS = 20
 WAIT_MS = 500  # how often the watcher looks at `stop` while nothing changes
+# what of .git may change the index: its exclude file, and the folders on the way to it
+WANTED_IN_GIT = ([".git"], [".git", "info"], [".git", "info", "exclude"])
 
 
 def watched_folders(root: str, index_dir: str | None) -> set[str]:
     """The real paths of the folders whose changes may change the index: those the walk
-    visits (not ignored ones, nor what a symlink points at), and .git/info for its
-    exclude file."""
+    visits (not ignored ones, nor what a symlink points at), and .git and .git/info, to
+    see the exclude file come and change."""
     folders = set(walk(root, skip_dirs=(index_dir,) if index_dir else ()).folders)
-    info = os.path.join(root, ".git", "info")
-    if os.path.isdir(info) and os.path.realpath(info) == info:
-        folders.add(info)
+    git = os.path.join(root, ".git")
+    for folder in (git, os.path.join(git, "info")):
+        if os.path.isdir(folder) and os.path.realpath(folder) == folder:
+            folders.add(folder)
     return folders
 
 
 def _moves_folders(changes: set, folders: set[str]) -> bool:
     """Whether these changes may change which folders are watched: a folder appeared or
-    went, or an ignore file changed."""
-    for _, path in changes:
+    went (or went and came back: its watch went with it), or an ignore file changed."""
+    from watchfiles import Change
+
+    for change, path in changes:
         name = os.path.basename(path)
         if name in IGNORE_FILES or path.endswith(os.sep + os.path.join(".git", "info", "exclude")):
+            return True
+        if path in folders and change != Change.modified:
             return True
         if (path in folders) != (os.path.isdir(path) and not os.path.islink(path)):
             return True
@@ -75,7 +82,7 @@ def watch_changes(root: str | os.PathLike, index_dir: str | os.PathLike | None,
         if not path.startswith(root_path + os.sep):
             return True
         parts = path[len(root_path) + 1:].split(os.sep)
-        return not (ALWAYS_SKIPPED_DIRS & set(parts)) or parts == [".git", "info", "exclude"]
+        return not (ALWAYS_SKIPPED_DIRS & set(parts)) or parts in WANTED_IN_GIT
 
     folders = watched_folders(root_path, index_path)
     restarted = False
@@ -90,14 +97,22 @@ def watch_changes(root: str | os.PathLike, index_dir: str | os.PathLike | None,
                         restarted = False
                         yield {(Change.modified, root_path)}
                     if not changes:
+                        if root_path not in folders and os.path.isdir(root_path):
+                            folders, restarted = watched_folders(root_path, index_path), True
+                            break  # the root is back after it went
                         continue
                     yield changes
                     if _moves_folders(changes, folders):
                         now = watched_folders(root_path, index_path)
-                        if now != folders:
+                        gone = any(change != Change.modified and path in folders
+                                   for change, path in changes)
+                        if now != folders or gone:
                             folders, restarted = now, True
                             break
                 else:
                     return
-            except FileNotFoundError:  # a folder went before it was watched
-                folders, restarted = watched_folders(root_path, index_path), True
+            except OSError:  # a folder went, or became a file, before it was watched
+                now = watched_folders(root_path, index_path)
+                if now == folders:
+                    raise  # not that: the watch limit, say
+                folders, restarted = now, True

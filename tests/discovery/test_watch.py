@@ -1,6 +1,7 @@
 """The watcher watches the folders the walk visits, one by one: never what a shipped
 symlink points at, and a folder that appears is watched from then on."""
 import os
+import shutil
 import threading
 import time
 from contextlib import contextmanager
@@ -117,3 +118,68 @@ def test_a_folder_gone_before_it_is_watched_starts_the_watcher_again(tmp_path, m
         (root / "a.py").write_text("x = 2\n")
         wait_for(lambda: str(root / "a.py") in seen)
     assert len(calls) == 2 and str(root) in seen and str(root / "a.py") in seen
+
+
+def test_a_folder_deleted_and_made_again_in_one_batch_is_watched_again(tmp_path):
+    """Its watch went with it, though the set of folders' names is the same (a branch
+    switch that swaps a folder's files)."""
+    root = write_tree(tmp_path / "repo", {"a.py": "x = 1\n", "d/old.py": "y = 1\n"})
+    with watching(root) as seen:
+        shutil.rmtree(root / "d")
+        (root / "d").mkdir()
+        (root / "d" / "new.py").write_text("y = 2\n")
+        wait_for(lambda: str(root) in seen)
+        assert str(root) in seen
+        seen.clear()
+        (root / "d" / "new.py").write_text("y = 3\n")
+        wait_for(lambda: seen)
+        time.sleep(0.2)
+    assert seen == {str(root / "d" / "new.py")}
+
+
+def test_a_folder_that_became_a_file_before_it_was_watched_starts_the_watcher_again(
+        tmp_path, monkeypatch):
+    """watchfiles refuses a path below a file with an OSError that is no
+    FileNotFoundError; the watcher walks again instead of dying."""
+    from fourfold.discovery import watch
+
+    root = write_tree(tmp_path / "repo", {"a.py": "x = 1\n"})
+    real = watch.watched_folders
+    calls = []
+
+    def walked_then_a_file(*args):
+        calls.append(args)
+        return real(*args) | ({str(root / "a.py" / "d")} if len(calls) == 1 else set())
+
+    monkeypatch.setattr(watch, "watched_folders", walked_then_a_file)
+    with watching(root) as seen:
+        (root / "a.py").write_text("x = 2\n")
+        wait_for(lambda: str(root / "a.py") in seen)
+    assert len(calls) == 2 and str(root / "a.py") in seen
+
+
+def test_an_exclude_file_made_after_the_watcher_started_is_seen(tmp_path):
+    root = write_tree(tmp_path / "repo", {"a.py": "x = 1\n", ".git/HEAD": "ref\n"})
+    with watching(root) as seen:
+        (root / ".git" / "HEAD").write_text("other\n")  # the rest of .git is not reported
+        (root / ".git" / "info").mkdir()
+        (root / ".git" / "info" / "exclude").write_text("a.py\n")
+        wait_for(lambda: str(root) in seen)
+        assert str(root) in seen and str(root / ".git" / "HEAD") not in seen
+        seen.clear()
+        (root / ".git" / "info" / "exclude").write_text("")
+        wait_for(lambda: seen)
+    assert str(root / ".git" / "info" / "exclude") in seen
+
+
+def test_a_root_taken_away_and_made_again_is_watched_again(tmp_path):
+    root = write_tree(tmp_path / "repo", {"src/a.py": "x = 1\n"})
+    with watching(root) as seen:
+        shutil.rmtree(root)
+        wait_for(lambda: str(root / "src" / "a.py") in seen)
+        write_tree(root, {"src/a.py": "x = 2\n"})
+        time.sleep(1.5)  # the watcher looks for the root while nothing changes
+        seen.clear()
+        (root / "src" / "a.py").write_text("x = 3\n")
+        wait_for(lambda: str(root / "src" / "a.py") in seen)
+    assert str(root / "src" / "a.py") in seen
