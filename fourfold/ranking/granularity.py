@@ -13,11 +13,12 @@ a definition, a line); this stage turns them into the unit the caller asked for.
 """
 from __future__ import annotations
 
+import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping, Set as AbstractSet
 from dataclasses import replace
 
 from ..model import FUNCTION_KINDS, Hit
-from ..query.mentions import IDENTIFIER
 from ..store.base import StoredSymbol
 
 FILE, SPAN, FUNCTION = "file", "span", "function"
@@ -160,13 +161,25 @@ def with_named_definitions(ranked: list[Hit],
 def names_used(definitions: list[StoredSymbol], text: str, names: AbstractSet[str]
                ) -> dict[tuple[str, int], int]:
     """How many of `names` each function of a file uses (its lines name them), by
-    (qualname, start line); functions that use none are left out."""
-    lines = text.splitlines()
+    (qualname, start line); functions that use none are left out. The text is read once
+    (each function's lines on their own cost a file of nested functions quadratic time)."""
+    if not names:
+        return {}
+    found = re.compile("(?<![A-Za-z0-9_])(?:" + "|".join(map(re.escape, sorted(names)))
+                       + ")(?![A-Za-z0-9_])")
+    lines_of: dict[str, list[int]] = {}  # name -> the lines it is on, ascending
+    line, read = 1, 0
+    for match in found.finditer(text):
+        line += text.count("\n", read, match.start())  # lines as symbols count them
+        read = match.start()
+        on = lines_of.setdefault(match.group(), [])
+        if not on or on[-1] != line:
+            on.append(line)
     used = {}
     for symbol in definitions:
         if symbol.kind in FUNCTION_KINDS:
-            body = "\n".join(lines[symbol.start_line - 1:symbol.end_line])
-            count = len(names.intersection(IDENTIFIER.findall(body)))
+            count = sum(1 for on in lines_of.values()
+                        if bisect_right(on, symbol.end_line) > bisect_left(on, symbol.start_line))
             if count:
                 used[(symbol.qualname, symbol.start_line)] = count
     return used
@@ -178,8 +191,8 @@ def with_definitions_using(ranked: list[Hit],
                            kinds: AbstractSet[str] = frozenset()) -> list[Hit]:
     """Function answers with the functions of their first files that use the most of the
     names a pasted text mentions (`uses_of`, per path: names_used) placed right after the
-    first USING_AFTER answers (see USING_FILES). A definition already placed for being
-    named stays where it is."""
+    first USING_AFTER answers (see USING_FILES), before those placed for being named,
+    which are not placed again."""
     if len(ranked) <= USING_AFTER:
         return ranked
     kept = ranked[:USING_AFTER]

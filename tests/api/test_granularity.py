@@ -1,6 +1,7 @@
 """What one hit is: the best span of a file, every span, or every function and method."""
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from fourfold import Fourfold
 from fourfold.errors import QueryError
 from fourfold.model import Hit
+from fourfold.store.base import StoredSymbol
 from fourfold.ranking import granularity
 from fourfold.ranking.granularity import (by_function, enclosing_definition, names_used,
                                           with_definitions_using)
@@ -197,6 +199,28 @@ def test_functions_using_the_names_a_text_mentions_follow_the_first_answers(ff, 
     moved = with_definitions_using(named, snapshot.definitions,
                                    uses_of({"url", "address", "UrlValidator"}))
     assert [h.symbol for h in moved] == [h.symbol for h in ranked]
+
+
+def test_names_used_counts_lines_as_symbols_do_and_reads_a_file_once():
+    def symbol(name: str, start: int, end: int, kind: str = "function") -> StoredSymbol:
+        return StoredSymbol(0, 0, "a.py", name, name, kind, start, end, "", "", None, 0, None)
+
+    # a form feed and a line separator are no line ends to the parser
+    text = ("x = 1\n\x0c\n# \u2028 here\n"
+            "def first():\n    return alpha_name + beta_name\n"
+            "def second():\n    return alpha_name2\n")
+    assert names_used([symbol("first", 4, 5), symbol("second", 6, 7),
+                       symbol("Holder", 1, 7, "class")], text,
+                      frozenset({"alpha_name", "beta_name"})) == {("first", 4): 2}
+    # 6,000 nested functions (1.5 MB): each function's lines tokenised apart took minutes
+    n = 6000
+    nested = "\n".join([f"function f{i}() {{ alpha_name(); beta_name; // " + "x" * 100
+                        for i in range(n)] + ["}"] * n)
+    started = time.perf_counter()
+    used = names_used([symbol(f"f{i}", i + 1, 2 * n - i) for i in range(n)], nested,
+                      frozenset({"alpha_name", "beta_name", "gamma"}))
+    assert time.perf_counter() - started < 2.0
+    assert len(used) == n and set(used.values()) == {2}
 
 
 def test_a_search_places_the_functions_using_what_an_issue_mentions_where_the_deep_model_answers(
