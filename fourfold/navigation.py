@@ -68,9 +68,9 @@ def with_context(store: Store, matches, context: int) -> list[dict]:
             if m.file_id not in split:
                 lines = [ln.rstrip("\r") for ln in texts.get(m.file_id, "").split("\n")]
                 split[m.file_id] = lines[:-1] if lines and lines[-1] == "" else lines
-            lines = split[m.file_id]
+            lines = split[m.file_id]  # none where the file was indexed again meanwhile
             row["before"] = [{"line": n, "text": lines[n - 1]}
-                             for n in range(max(1, m.line - context), m.line)]
+                             for n in range(max(1, m.line - context), min(m.line, len(lines) + 1))]
             row["after"] = [{"line": n, "text": lines[n - 1]}
                             for n in range(m.line + 1, min(len(lines), m.line + context) + 1)]
         out.append(row)

@@ -31,6 +31,9 @@ FIRST_INDEX_WAIT_S = 25.0
 FIRST_INDEX_POLL_S = 0.25  # how often a call waiting for the first index looks for answers
 START_INDEX_DELAY_S = 2.0  # with an index to answer from, the start's index waits this long at most
 CACHED_QUERIES = 32
+# rows kept over all cached queries (a grep keeps up to 50,000, a graph list 100,000): the
+# newest list is kept whatever its size
+CACHED_ROWS = 200_000
 # The deep pass in the background reads about 25 chunks a second on one core: a repository
 # of more chunks (two hours' worth) is left to `fourfold index --deep`.
 DEEP_MAX_CHUNKS = 200_000
@@ -403,6 +406,8 @@ class Service:
         rows = compute()
         with self._cache_lock:
             self._cache[cache_key] = rows
-            while len(self._cache) > CACHED_QUERIES:
-                self._cache.popitem(last=False)
+            held = sum(len(r) for r in self._cache.values())
+            while len(self._cache) > 1 and (len(self._cache) > CACHED_QUERIES
+                                            or held > CACHED_ROWS):
+                held -= len(self._cache.popitem(last=False)[1])
         return rows

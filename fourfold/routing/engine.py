@@ -33,6 +33,8 @@ RANKINGS = ("learned", "fused")
 # The longest issue texts pasted as questions run to about 20,000 characters; a longer query
 # only costs time and memory and is refused.
 MAX_QUERY_CHARS = 32_000
+# modality weights are relative shares: past this, a score could overflow to infinity
+MAX_WEIGHT = 1000
 
 
 @dataclass
@@ -82,12 +84,12 @@ def _file_key(hit: Hit) -> tuple:
 
 
 def check_weights(weights: dict[str, float]) -> None:
-    """Weights are finite and not negative, and at least one is above 0."""
+    """Weights are numbers from 0 to MAX_WEIGHT, and at least one is above 0."""
     for modality, weight in weights.items():
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not (
-                0 <= weight < math.inf):
-            raise QueryError(f"the weight of {modality} must be a finite number of at least "
-                             f"0, not {weight!r}")
+                0 <= weight <= MAX_WEIGHT):
+            raise QueryError(f"the weight of {modality} must be a number from 0 to "
+                             f"{MAX_WEIGHT:,}, not {weight!r}")
     if not any(weights.values()):
         raise QueryError("every weight is 0: give at least one modality a weight above 0")
 

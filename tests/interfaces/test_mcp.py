@@ -273,8 +273,8 @@ def test_in_process_lists_and_calls_every_tool(server, repo):
             assert all(s["text"] for s in r["spans"])
             small = await call(client, "get_task_context",
                                {"task": "change how parse_config validates the config file",
-                                "max_tokens": 100})
-            assert small["used_tokens"] <= 100 + 60 and small["returned"] == 1
+                                "max_tokens": 200})
+            assert small["used_tokens"] <= 200 and small["returned"] == 1
             assert small["cursor"] is not None
 
             r = await call(client, "reindex")
@@ -681,8 +681,8 @@ def test_get_file_pages_beyond_500_lines(service):
     assert r["returned"] == 600 and r["cursor"]
     assert "limit=600" in r["notes"][0] and "lines 1-600 of 1-1000" in r["notes"][0]
     r = service.get_file("docs/long.txt", max_tokens=500)
-    assert r["returned"] == 99 and r["cursor"]
-    assert r["notes"] == ["lines 1-99 of 1-1000: the page stopped at max_tokens=500; pass "
+    assert r["returned"] == 98 and r["cursor"]  # the cursor names the index's generation too
+    assert r["notes"] == ["lines 1-98 of 1-1000: the page stopped at max_tokens=500; pass "
                           "`cursor` for the rest"]
 
 

@@ -60,7 +60,7 @@ CALLS = [
     ("get_task_context", {"task": "change how widgets process their payload",
                           "max_span_lines": 400, "limit": 500}),
 ]
-BUDGETS = (300, 1000, 4000)
+BUDGETS = (200, 300, 1000, 4000)  # 200: the least max_tokens takes
 
 
 def _run(fn):
@@ -116,10 +116,10 @@ def test_a_single_result_larger_than_the_budget_is_cut_and_marked(service):
         async with Client(build_server(service)) as client:
             r = json.loads(delivered(await client.call_tool(
                 "find_symbol", {"name": "process_widget_3", "code_lines": 400,
-                                "max_tokens": 100})))
+                                "max_tokens": 200})))
             assert r["returned"] == 1 and r["results"][0]["truncated"] is True
             r = json.loads(delivered(await client.call_tool(
-                "get_file", {"path": "gen/one.txt", "max_tokens": 100})))
+                "get_file", {"path": "gen/one.txt", "max_tokens": 200})))
             assert r["returned"] == 1 and r["truncated"] is True
             assert r["cursor"] is None
     _run(go)
@@ -130,3 +130,20 @@ def test_the_estimate_is_the_documented_rule():
     assert Fourfold.estimate_tokens("x" * 40) == 11
     assert Fourfold.estimate_tokens({"a": [1, 2]}) == len('{"a":[1,2]}') // 4 + 1
     assert Fourfold.estimate_tokens({"é": "\n"}) == len('{"é":"\\n"}') // 4 + 1
+
+
+def test_the_repository_map_pages_both_lists_without_repeats(service):
+    """Its two lists share one offset: a page that showed more files than symbols showed
+    some files again on the next."""
+    files, symbols, cursor = [], [], None
+    for _ in range(100):
+        page = service.repository_context(limit=20, max_tokens=1000, cursor=cursor)
+        assert page["approx_tokens"] <= 1000
+        files += [f["path"] for f in page["central_files"]]
+        symbols += [(s["path"], s["symbol"]) for s in page["central_symbols"]]
+        cursor = page["cursor"]
+        if cursor is None:
+            break
+    assert len(files) == len(set(files)) == page["central_files_total"]
+    assert len(symbols) == len(set(symbols)) == page["central_symbols_total"]
+

@@ -114,3 +114,16 @@ def test_a_first_index_that_fails_leaves_no_repository_behind(postgres_url, tmp_
     assert listed() == ["kept"]
     Fourfold(failing, store_url=postgres_url, repository="failing").index(embed=False)
     assert listed() == ["failing", "kept"]
+
+
+def test_the_overview_of_a_server_pages_its_repositories(service):
+    """It listed every repository whatever the budget (3,647 tokens at max_tokens=100 with
+    40 repositories)."""
+    first = service.repository_context(limit=1)
+    assert first["total"] == 2 and len(first["repositories"]) == 1 and first["cursor"]
+    second = service.repository_context(limit=1, cursor=first["cursor"])
+    assert len(second["repositories"]) == 1 and second["cursor"] is None
+    assert sorted(r["name"] for r in first["repositories"] + second["repositories"]) == [
+        "acme/auth", "acme/billing"]
+    small = service.repository_context(max_tokens=300)
+    assert small["approx_tokens"] <= 300 and small["repositories"]

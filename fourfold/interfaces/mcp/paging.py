@@ -7,8 +7,12 @@ exceeds `max_tokens`: rows that do not fit wait for the next page, and a first r
 exceeds the budget is cut (its longest texts shortened, lists shortened) and marked
 `"truncated": true`. The reported `approx_tokens` is the estimate of the whole reply text.
 
-A cursor carries its offset and a hash of the query it belongs to, so a cursor passed back
-with other arguments is refused instead of paging a different answer.
+A cursor carries its offset and a hash of the query it belongs to and of the index's
+generation, so a cursor passed back with other arguments, or after the index changed (its
+rows would repeat or skip some), is refused instead of paging a different answer.
+
+A reply's own fields (`frame`) take at most half the budget: past that, the tool's
+diagnostics go first (`spare`), then the frame's longest texts and lists are cut.
 """
 import base64
 import copy
@@ -20,7 +24,7 @@ from ...api import Fourfold
 from ...errors import QueryError
 
 DEFAULT_MAX_TOKENS = 4000
-MIN_MAX_TOKENS = 100
+MIN_MAX_TOKENS = 200  # less holds no page: a reply's counts and cursor, one row cut short
 MAX_MAX_TOKENS = 50_000
 MAX_PAGE = 500            # rows in one page
 LINE_CHARS = 400          # a matched or shown line is cut to this many characters
@@ -39,10 +43,14 @@ def cut(text: str, n: int = LINE_CHARS) -> str:
     return text if len(text) <= n else text[:n] + "…"
 
 
-def query_key(tool: str, args: dict) -> str:
-    """A short hash naming one tool call's arguments (paging arguments left out)."""
-    blob = json.dumps([tool, args], sort_keys=True, default=str)
-    return hashlib.blake2b(blob.encode(), digest_size=8).hexdigest()
+def query_key(tool: str, args: dict, generation: Any = None) -> str:
+    """A short name of one tool call's arguments (paging arguments left out) and of the
+    index generation it answers from: '<arguments hash>.<generation hash>'."""
+    def digest(value: Any, size: int) -> str:
+        blob = json.dumps(value, sort_keys=True, default=str)
+        return hashlib.blake2b(blob.encode(), digest_size=size).hexdigest()
+
+    return f"{digest([tool, args], 8)}.{digest(generation, 4)}"
 
 
 def encode_cursor(offset: int, key: str) -> str:
@@ -63,6 +71,10 @@ def decode_cursor(cursor: str | None, key: str) -> int:
         raise QueryError("invalid cursor: pass back the cursor string exactly as returned, "
                          "or omit it to start from the first page") from None
     if owner != key:
+        if owner.split(".")[0] == key.split(".")[0]:
+            raise QueryError("the index changed since this cursor was made (files were "
+                             "indexed again), so its pages would repeat or skip results: "
+                             "repeat the call without the cursor to start again")
         raise QueryError("this cursor belongs to a different query: repeat the same arguments "
                          "with the cursor, or omit the cursor to start again")
     if offset < 0:
@@ -153,11 +165,23 @@ def fill(rows: list, offset: int, limit: int, room: int,
     return out, used
 
 
+def fit_frame(frame: dict, room: int, spare: tuple[str, ...] = ()) -> dict:
+    """`frame` within an estimate of `room` tokens where it can be: the `spare` fields
+    left out in turn, then its longest texts and lists cut (see shrink)."""
+    for name in spare:
+        if approx_tokens(frame) <= room:
+            return frame
+        frame = {k: v for k, v in frame.items() if k != name}
+    return frame if approx_tokens(frame) <= room else shrink(frame, room)
+
+
 def page(rows: list, offset: int, limit: int, max_tokens: int, key: str,
-         render: Callable[[Any], Any] | None = None, frame: dict | None = None) -> dict:
+         render: Callable[[Any], Any] | None = None, frame: dict | None = None,
+         spare: tuple[str, ...] = ()) -> dict:
     """One page of rows, at most `limit` rows and `max_tokens` tokens counted on the whole
-    reply: `frame` (the reply's other fields), then total, offset, returned, results,
-    cursor and approx_tokens (the estimate of it all). At least one row, cut if need be."""
+    reply: `frame` (the reply's other fields; past half the budget, fit_frame with
+    `spare`), then total, offset, returned, results, cursor and approx_tokens (the
+    estimate of it all). At least one row, cut if need be."""
     frame = frame or {}
 
     def reply(out: list, cursor: str | None, used: int) -> dict:
@@ -166,6 +190,10 @@ def page(rows: list, offset: int, limit: int, max_tokens: int, key: str,
 
     # the frame with its widest cursor and counts: every row's estimate adds to it
     reserve = approx_tokens(reply([], encode_cursor(len(rows), key), max_tokens)) + 1
+    if reserve > max_tokens // 2:
+        frame = fit_frame(frame, max(1, approx_tokens(frame) - (reserve - max_tokens // 2)),
+                          spare)
+        reserve = approx_tokens(reply([], encode_cursor(len(rows), key), max_tokens)) + 1
     out, _ = fill(rows, offset, limit, max_tokens - reserve, render)
     nxt = offset + len(out)
     return settle(reply(out, encode_cursor(nxt, key) if nxt < len(rows) else None, 0))

@@ -19,10 +19,21 @@ _DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 _SEPARATORS = re.compile(r"[\\/]+")
 
 
+def _encodable(text: str) -> bool:
+    """Whether the text is UTF-8 encodable: no path holds a lone surrogate."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_glob(glob: str | None) -> str | None:
     """A path glob (matched against indexed paths), refused if it points outside."""
     if glob is None or glob == "":
         return None
+    if not _encodable(glob):
+        raise PathRefused("path_glob is not valid Unicode text (a lone surrogate)")
     if "\x00" in glob or _ENCODED.search(glob):
         raise PathRefused(f"path_glob {glob!r} contains encoded or NUL characters; "
                           "give a plain glob relative to the repository root")
@@ -40,6 +51,8 @@ def check_path(raw: str) -> str:
     path = raw.strip()
     if "\x00" in path:
         raise PathRefused("path contains a NUL character")
+    if not _encodable(path):
+        raise PathRefused("path is not valid Unicode text (a lone surrogate)")
     if _ENCODED.search(path):
         raise PathRefused(f"{raw!r}: percent-encoded dots, slashes or backslashes are not "
                           "accepted; give a plain path relative to the repository root")

@@ -22,10 +22,12 @@ from pydantic import PrivateAttr, ValidationError
 
 from ...errors import FourfoldError
 from ..caller import current_grant, grant_of_request
-from .paging import to_json
+from .paging import cut, to_json
 from .params import declared
 
 log = logging.getLogger("fourfold.mcp")
+# an error message names the argument it refuses: a huge one is not sent back whole
+ERROR_CHARS = 1000
 
 # destructive and idempotent hints mean something only when a tool writes (MCP spec); the
 # open-world hint (false here) is left out: on every tool it cost list room and told an
@@ -55,11 +57,11 @@ class DeclaredTool(Tool):
             if isinstance(cause, ValidationError):
                 raise ToolError(f"{self.name}: invalid arguments: {explain(cause)}") from None
             if isinstance(cause, FourfoldError):
-                raise ToolError(f"{self.name}: {cause}") from None
+                raise ToolError(f"{self.name}: {cut(str(cause), ERROR_CHARS)}") from None
             if cause is not None:
                 log.error("tool %s failed", self.name, exc_info=cause)
                 raise ToolError(f"internal error in {self.name}: {type(cause).__name__}: "
-                                f"{cause}") from None
+                                f"{cut(str(cause), ERROR_CHARS)}") from None
             raise
         finally:
             current_grant.reset(caller)

@@ -25,10 +25,10 @@ outline of a file), `dependency_search` (callers, callees, importers, imports, s
 (by meaning), `repository_context` (a map of the repository), `get_task_context` (a
 token-budgeted pack of the code relevant to a task).
 Every answer is paged: `limit` (at most 500 results; get_file: 5000 lines) and `max_tokens`
-(100 to 50,000; characters // 4 + 1 of the compact JSON reply, reported as `approx_tokens`)
-bound a page (a result alone over it is cut, `truncated`), `total` counts all results, and
-`cursor` (null on the last page), passed back with the same other arguments, gets the next
-page. Optional filters: `path_glob` (e.g. 'src/**/*.ts'), `language` (e.g. 'python'),
+(200 to 50,000; characters // 4 + 1 of the compact JSON reply, reported as `approx_tokens`)
+bound a page (a result alone over it is cut, `truncated`), `total` counts all results (or
+the first ones kept, where `total_is_lower_bound`), and `cursor` (null on the last page),
+passed back with the same other arguments, gets the next page until the index changes. Optional filters: `path_glob` (e.g. 'src/**/*.ts'), `language` (e.g. 'python'),
 `repository` (a repository's name, on a server holding several). A value out of range or an
 unknown argument is an error naming it.
 Paths are relative to the repository root; lines are 1-based and ranges inclusive."""

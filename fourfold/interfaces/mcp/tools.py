@@ -8,13 +8,16 @@ answer: `limit` and `max_tokens` bound one page, `total` says how many results e
 same arguments. Errors are FourfoldError messages written for the agent.
 """
 import time
+from dataclasses import replace
 from typing import Annotated, Any, Literal
+
+import re2
 
 from pydantic import Field
 
 from ...api import SearchOptions
 from ...errors import QueryError
-from .paging import (DEFAULT_MAX_TOKENS, MAX_PAGE, approx_tokens, clamp_budget, cut,
+from .paging import (DEFAULT_MAX_TOKENS, LINE_CHARS, MAX_PAGE, approx_tokens, clamp_budget, cut,
                      decode_cursor, encode_cursor, fill, page, query_key, settle, to_json)
 from ..caller import current_grant
 from .params import (Cursor, FilePath, Intent, Kind, Language, Limit, MaxTokens, Modalities,
@@ -24,16 +27,20 @@ from ..service import Service
 
 # what repository_context keeps of the last index run where its budget is too small for all
 LAST_INDEX_BRIEF = ("reason", "finished_at", "files", "added", "changed", "deleted")
+REPOSITORY_BRIEF = ("name", "files", "age_seconds")  # where even that is too much
 
 SEARCH_DEPTH = 100        # ranked results computed once per query, then paged
 GREP_CAP = 50_000         # matching lines kept per pattern
 MAX_SIMILAR = 200         # nearest chunks kept for find_similar_code
 SIMILAR_CODE_LINES = 6    # code lines shown per similar chunk
 GRAPH_CAP = 100_000       # graph rows kept per query
+DEFINITIONS_CAP = 1000    # definitions kept per name
 MAX_DEPTH = 10
 MAX_FILE_PAGE = 5000      # lines in one get_file page (max_tokens bounds it too)
 FILE_LINE_CHARS = 2000
 SIGNATURE_CHARS = 300
+ECHO_CHARS = 200          # a query, name or task repeated in the reply is cut to this
+MAX_NAME_CHARS = 1000     # a symbol, module or file name to look up
 
 
 class FourfoldService(Service):
@@ -45,7 +52,7 @@ class FourfoldService(Service):
                ) -> tuple[str, int, int, int]:
         """Wait for freshness; then (query key, offset, rows, tokens) of the asked page."""
         self.await_fresh()
-        key = query_key(tool_name, args)
+        key = query_key(tool_name, args, self.ff.generation())
         offset = decode_cursor(cursor, key)
         limit, tokens = clamp_budget(limit, max_tokens, default_limit, max_limit)
         return key, offset, limit, tokens
@@ -97,7 +104,9 @@ class FourfoldService(Service):
                                         "unavailable", "timings_ms", "repositories_searched",
                                         "repositories_skipped", "repositories_unavailable")
                       if k in d}
-            return [{**header, "notes": notes}] + [h.to_dict() for h in response.hits]
+            return [{**header, "notes": notes,
+                     "total_is_lower_bound": len(response.hits) >= SEARCH_DEPTH}] + [
+                h.to_dict() for h in response.hits]
 
         rows = self.rows(key, compute)
         files: dict = {}
@@ -116,7 +125,10 @@ class FourfoldService(Service):
                                 for ln in shown[:snippet_lines]]
             return out
 
-        return page(rows[1:], offset, limit, tokens, key, render, frame={"query": query, **rows[0]})
+        return page(rows[1:], offset, limit, tokens, key, render,
+                    frame={"query": cut(query, ECHO_CHARS), **rows[0]},
+                    spare=("timings_ms", "weights", "modalities", "rule", "confidence",
+                           "fusion_strategy", "repositories_skipped"))
 
     # -- tools ----------------------------------------------------------------------------
     @tool()
@@ -174,9 +186,11 @@ class FourfoldService(Service):
             matches = self.ff.grep(pattern, regex=regex, case_sensitive=case_sensitive,
                                    whole_word=whole_word, path_glob=path_glob,
                                    limit=GREP_CAP + 1, repo_id=repo_id)
-            # the partial mark is cached with the lines, so that every page says so
-            return [matches.partial] + [_cut_lines(m)
-                                        for m in self.ff.with_context(matches, context_lines)]
+            # the partial mark is cached with the lines, so that every page says so; the
+            # lines are kept cut (around the match), their context is read per page
+            return [matches.partial] + [
+                replace(m, text=_around(m.text, pattern, regex, case_sensitive))
+                for m in matches]
 
         rows = self.rows(key, compute)
         partial, rows = rows[0], rows[1:]
@@ -188,9 +202,18 @@ class FourfoldService(Service):
         if partial:
             notes.append("partial: the scan stopped at its time budget with files left "
                          "unread; narrow the pattern or path_glob")
-        return page(rows, offset, limit, tokens, key, frame={
-            "pattern": pattern, "total_is_lower_bound": bool(notes), "partial": partial,
-            "notes": notes})
+        shown: dict[int, dict] = {}
+
+        def render(match) -> dict:
+            if id(match) not in shown:  # the page's rows read their files once
+                window = rows[offset:offset + limit]
+                for m, row in zip(window, self.ff.with_context(window, context_lines)):
+                    shown[id(m)] = _cut_lines(row)
+            return shown[id(match)]
+
+        return page(rows, offset, limit, tokens, key, render, frame={
+            "pattern": cut(pattern, ECHO_CHARS), "total_is_lower_bound": bool(notes),
+            "partial": partial, "notes": notes})
 
     @tool()
     def structural_search(
@@ -204,6 +227,7 @@ class FourfoldService(Service):
             cursor: Cursor = None, max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
         """Definitions by `name`, the outline of the file at `path`, or with only `kind`
         every definition of that kind."""
+        _bounded(name, "name")
         has_name, has_path = bool(name and name.strip()), bool(path and path.strip())
         if (has_name and has_path) or not (has_name or has_path or (kind and kind.strip())):
             raise QueryError("give one of `name` (definitions by name, optionally with "
@@ -229,7 +253,7 @@ class FourfoldService(Service):
                 return [_definition(d) for d in self.ff.symbols(kind, path_glob, repo_id)]
             if not path:
                 return [_definition(d) for d in self.ff.definitions(
-                    name, kind, repo_id=repo_id, path_glob=path_glob, limit=1000)]
+                    name, kind, repo_id=repo_id, path_glob=path_glob, limit=DEFINITIONS_CAP)]
             outline = self.ff.file_outline(rel, repo_id, kind)
             if outline is None:
                 raise QueryError(f"{rel} is not in the index (ignored, binary, too large or "
@@ -238,9 +262,11 @@ class FourfoldService(Service):
 
         mode = ({"mode": "kind", "path_glob": path_glob} if by_kind else
                 {"mode": "outline", "path": rel} if path else
-                {"mode": "definitions", "name": name})
-        return page(self.rows(key, compute), offset, limit, tokens, key,
-                    frame={**mode, "kind": kind})
+                {"mode": "definitions", "name": cut(name, ECHO_CHARS)})
+        rows = self.rows(key, compute)
+        return page(rows, offset, limit, tokens, key, frame={
+            **mode, "kind": kind,
+            "total_is_lower_bound": not by_kind and not path and len(rows) >= DEFINITIONS_CAP})
 
     @tool()
     def find_symbol(
@@ -255,6 +281,7 @@ class FourfoldService(Service):
         prefix) with their code."""
         if not name or not name.strip():
             raise QueryError("empty name: give the symbol to look up")
+        _bounded(name, "name")
         path_glob = check_glob(path_glob)
         args = {"name": name, "kind": kind, "path_glob": path_glob, "repository": repository}
         key, offset, limit, tokens = self._begin("find_symbol", args, cursor, limit,
@@ -264,7 +291,7 @@ class FourfoldService(Service):
 
         def compute() -> list:
             return [_definition(d) for d in self.ff.definitions(
-                name, kind, repo_id=repo_id, path_glob=path_glob, limit=1000)]
+                name, kind, repo_id=repo_id, path_glob=path_glob, limit=DEFINITIONS_CAP)]
 
         def render(row: dict) -> dict:
             if not include_code or code_lines <= 0:
@@ -275,9 +302,11 @@ class FourfoldService(Service):
                     "code_truncated": row["end_line"] - row["start_line"] + 1 > len(lines)}
 
         rows = self.rows(key, compute)
-        notes = [] if rows else [f"no definition matches {name!r}; try "
+        notes = [] if rows else [f"no definition matches {cut(name, ECHO_CHARS)!r}; try "
                                  "intelligent_search or text_pattern_search"]
-        return page(rows, offset, limit, tokens, key, render, frame={"name": name, "notes": notes})
+        return page(rows, offset, limit, tokens, key, render, frame={
+            "name": cut(name, ECHO_CHARS), "total_is_lower_bound": len(rows) >= DEFINITIONS_CAP,
+            "notes": notes})
 
     @tool()
     def dependency_search(
@@ -290,7 +319,10 @@ class FourfoldService(Service):
             max_tokens: MaxTokens = DEFAULT_MAX_TOKENS) -> dict[str, Any]:
         """One graph step: a symbol's call sites or callees, a module's importers, a
         file's imports, a class's subclasses; each link says how sure it is."""
-        if relation in ("importers", "imports"):
+        _bounded(name, "name")
+        if relation == "imports":  # a file: as get_file takes it
+            name = self._safe_path(name, repository)[1]
+        elif relation == "importers":
             check_glob(name)
         args = {"name": name, "relation": relation, "repository": repository}
         key, offset, limit, tokens = self._begin("dependency_search", args, cursor, limit,
@@ -303,7 +335,7 @@ class FourfoldService(Service):
 
         rows = self.rows(key, compute)
         return page(rows[1:], offset, limit, tokens, key,
-                    frame={"name": name, "relation": relation, "notes": rows[0]})
+                    frame={"name": cut(name, ECHO_CHARS), "relation": relation, "notes": rows[0]})
 
     @tool()
     def analyze_dependencies(
@@ -314,6 +346,7 @@ class FourfoldService(Service):
         nearest first."""
         if not 1 <= depth <= MAX_DEPTH:
             raise QueryError(f"depth must be between 1 and {MAX_DEPTH}")
+        _bounded(name, "name")
         args = {"name": name, "depth": depth, "repository": repository}
         key, offset, limit, tokens = self._begin("analyze_dependencies", args, cursor, limit,
                                                  max_tokens, 30)
@@ -326,7 +359,7 @@ class FourfoldService(Service):
         rows = self.rows(key, compute)
         notes, summary = rows[0]
         return page(rows[1:], offset, limit, tokens, key, frame={
-            "name": name, "depth": depth, "summary": summary, "notes": notes})
+            "name": cut(name, ECHO_CHARS), "depth": depth, "summary": summary, "notes": notes})
 
     @tool()
     def get_file(
@@ -363,7 +396,12 @@ class FourfoldService(Service):
                   "approx_tokens": tokens, "truncated": False, "notes": [
                       f"lines {first}-{last} of {start_line}-{last}: the page stopped at "
                       f"max_tokens={tokens}; pass `cursor` for the rest"]}
+        if any(len(lines[i]) > FILE_LINE_CHARS for i in range(first - 1, last)):
+            widest["notes"].append(
+                f"{last:,} line(s) over {FILE_LINE_CHARS:,} characters are cut (first: line "
+                f"{last}); text_pattern_search shows such a line around what it matches")
         room = 4 * tokens - 1 - len(to_json(widest))  # characters left for the text
+        cut_lines = []
         while n <= last:
             text = f"{n:>6}  {cut(lines[n - 1], FILE_LINE_CHARS)}"
             cost = len(to_json(text)) - 2 + (2 if shown else 0)
@@ -374,11 +412,18 @@ class FourfoldService(Service):
                 text = text[:max(20, len(text) - (cost - room) - 1)] + "…"
                 cost, truncated = len(to_json(text)) - 2, True
             shown.append(text)
+            if len(lines[n - 1]) > FILE_LINE_CHARS:
+                cut_lines.append(n)
             used += cost
             n += 1
         notes = [] if stopped_by is None else [
             f"lines {first}-{n - 1} of {start_line}-{last}: the page stopped at {stopped_by}; "
             "pass `cursor` for the rest"]
+        if cut_lines:  # minified code, data: text_pattern_search shows a line around a match
+            truncated = True
+            notes.append(f"{len(cut_lines)} line(s) over {FILE_LINE_CHARS:,} characters are "
+                         f"cut (first: line {cut_lines[0]}); text_pattern_search shows such a "
+                         "line around what it matches")
         return settle({"path": rel, "language": stored["language"], "total_lines": len(lines),
                        "total": max(0, last - start_line + 1), "start_line": first,
                        "end_line": n - 1, "returned": len(shown), "text": "\n".join(shown),
@@ -412,6 +457,10 @@ class FourfoldService(Service):
         rows = self.rows(key, compute)
         capped, rows = rows[0], rows[1:]
         notes = [f"only the {MAX_SIMILAR} nearest chunks are kept; more exist"] if capped else []
+        semantic = self.ff.modality_status(repo_id).get("semantic", "")
+        if semantic != "ready":  # no or some vectors yet: fewer neighbours than there are
+            notes.append(f"the semantic index is not complete ({semantic}): similar code "
+                         "is found among what is embedded so far")
         return page(rows, offset, limit, tokens, key, frame={
             "path": rel, "line": line, "total_is_lower_bound": capped, "notes": notes})
 
@@ -440,30 +489,47 @@ class FourfoldService(Service):
             return [repo_map["files"], repo_map["symbols"]]
 
         files, symbols = self.rows(key, compute)
-        total = max(len(files), len(symbols))
         # where the index is (a store URL names its server and user): for those who see
         # every repository
         where = {"index_dir": self.ff.location} if self.sees_everything() else {}
+        if overview:  # every repository the caller sees, paged
+            reply = {**where, "index_bytes": self.index_bytes(), "freshness": self.freshness(),
+                     "total": len(repos), "repositories": [],
+                     "cursor": encode_cursor(len(repos), key), "approx_tokens": tokens}
+            shown, _ = fill(repos, offset, limit, tokens - approx_tokens(reply) - 1)
+            nxt = offset + len(shown)
+            reply.update({"repositories": shown,
+                          "cursor": encode_cursor(nxt, key) if nxt < len(repos) else None})
+            return settle(reply)
+        total = max(len(files), len(symbols))
         reply = {**where, "index_bytes": self.index_bytes(),
                  "repositories": repos, "freshness": self.freshness(), "total": total,
                  "central_files": [], "central_files_total": len(files),
                  "central_symbols": [], "central_symbols_total": len(symbols),
                  "cursor": encode_cursor(total, key), "approx_tokens": tokens}
         last = reply["freshness"].get("last_index")
-        while True:
-            room = tokens - approx_tokens(reply) - 1  # split between the two lists
-            shown_files, _ = fill(files, offset, limit, room // 2)
-            shown_symbols, _ = fill(symbols, offset, limit, room - room // 2)
-            if not last or room - approx_tokens([shown_files, shown_symbols]) >= 0:
-                break
-            # a budget too small for the first rows: the last run's summary says less
+        if last and approx_tokens(reply) > tokens // 2:
+            # a small budget: the last run's summary says less
             reply["freshness"]["last_index"] = {
                 **{k: last[k] for k in LAST_INDEX_BRIEF if k in last}, "truncated": True}
-            last = None
-        # the next page starts after the shorter list still going, so that none is skipped
-        going = [len(shown) for shown, rows in ((shown_files, files), (shown_symbols, symbols))
-                 if offset + len(shown) < len(rows)]
-        nxt = offset + (min(going) if going else max(len(shown_files), len(shown_symbols)))
+        if approx_tokens(reply) > tokens // 2:  # still: the repositories in brief, and
+            # where the index is, its size and freshness left out while over half the budget
+            reply["repositories"] = [{k: r[k] for k in REPOSITORY_BRIEF if k in r}
+                                     for r in repos]
+            for name in ("index_dir", "index_bytes", "freshness"):
+                if approx_tokens(reply) > tokens // 2:
+                    reply.pop(name, None)
+            reply["truncated"] = True
+        room = tokens - approx_tokens(reply) - 1
+        # both lists advance by one offset: each shows as many rows as the other, but for
+        # a list already at its end, which leaves all the room to the other
+        going = [rows for rows in (files, symbols) if offset < len(rows)]
+        shown = {id(rows): fill(rows, offset, limit, room // len(going))[0] for rows in going}
+        if len(going) == 2:
+            n = min(len(v) for v in shown.values())
+            shown = {k: v[:n] for k, v in shown.items()}
+        shown_files, shown_symbols = shown.get(id(files), []), shown.get(id(symbols), [])
+        nxt = offset + max(len(shown_files), len(shown_symbols))
         reply.update({"central_files": shown_files, "central_symbols": shown_symbols,
                       "cursor": encode_cursor(nxt, key) if nxt < total else None})
         return settle(reply)
@@ -492,13 +558,14 @@ class FourfoldService(Service):
         context = self.rows(key, lambda: [self.ff.task_context(
             task, language, path_glob, repo_id, include_neighbours)])[0]
         total = len(context.spans)
-        widest = {"task": task, "max_tokens": tokens, "used_tokens": tokens, "total": total,
+        echo = cut(task, ECHO_CHARS)
+        widest = {"task": echo, "max_tokens": tokens, "used_tokens": tokens, "total": total,
                   "offset": offset, "returned": limit, "spans": [],
                   "cursor": encode_cursor(total, key), "search": context.search}
         packed = context.pack(offset, limit, max(1, tokens - approx_tokens(widest) - 1),
                               max(5, min(max_span_lines, 400)))
         nxt = packed["next"]
-        return settle({"task": task, "max_tokens": tokens, "used_tokens": 0,
+        return settle({"task": echo, "max_tokens": tokens, "used_tokens": 0,
                        "total": total, "offset": offset, "returned": len(packed["spans"]),
                        "spans": packed["spans"], "cursor": encode_cursor(nxt, key) if nxt < total
                        else None, "search": context.search}, "used_tokens")
@@ -545,8 +612,9 @@ class FourfoldService(Service):
 
 
 def _cut_lines(match: dict) -> dict:
-    """A text match (with its context lines, if any) cut for an agent's page."""
-    out = {**match, "text": cut(match["text"])}
+    """A text match's context lines, if any, cut for an agent's page (the matched line is
+    cut already, around its match)."""
+    out = dict(match)
     for side in ("before", "after"):
         if side in match:
             out[side] = [{"line": c["line"], "text": cut(c["text"])} for c in match[side]]
@@ -557,3 +625,28 @@ def _definition(d: dict) -> dict:
     """A definition row with its signature and docstring cut for an agent's page."""
     return {**d, "signature": cut(d["signature"], SIGNATURE_CHARS),
             "doc": cut(d["doc"] or "", SIGNATURE_CHARS)}
+
+
+def _bounded(value: str | None, parameter: str, most: int = MAX_NAME_CHARS) -> None:
+    """Refuse a name longer than any a repository holds (it would only be echoed back)."""
+    if value is not None and len(value) > most:
+        raise QueryError(f"{parameter} is {len(value):,} characters long; give at most "
+                         f"{most:,}")
+
+
+def _around(text: str, pattern: str, regex: bool, case_sensitive: bool) -> str:
+    """A matched line cut for an agent's page around its first match, so that a long line
+    (minified code) still shows what matched: an ellipsis marks each cut."""
+    if len(text) <= LINE_CHARS:
+        return text
+    try:
+        if regex:
+            found = re2.search(pattern if case_sensitive else "(?i)" + pattern, text)
+            at = found.start() if found else 0
+        else:
+            at = max(0, (text if case_sensitive else text.lower()).find(
+                pattern if case_sensitive else pattern.lower()))
+    except re2.error:
+        at = 0
+    start = max(0, min(at - LINE_CHARS // 4, len(text) - LINE_CHARS))
+    return ("…" if start else "") + cut(text[start:])
