@@ -94,13 +94,20 @@ class TaskContext:
              max_span_lines: int = SPAN_LINES) -> dict:
         """Spans from `start` with their numbered lines, at most `limit` of them and about
         `max_tokens` tokens (the span that overflows is cut to whole lines; at least one
-        span). Returns {"spans", "used_tokens", "next"}: `next` is the first span not sent."""
+        span). A span whose lines an earlier span of the page sent is left out (a method
+        inside a class sent whole). Returns {"spans", "used_tokens", "next"}: `next` is the
+        first span not sent."""
         files: dict[str, list[str]] = {}
         out: list[dict] = []
+        sent: dict[str, list[tuple[int, int]]] = {}  # per path, the line ranges sent
         used = 0
         index = start
         while index < len(self.spans) and len(out) < limit:
             span = self.spans[index]
+            if any(a <= span["start_line"] and span["end_line"] <= b
+                   for a, b in sent.get(span["path"], ())):
+                index += 1
+                continue
             if span["path"] not in files:
                 stored = self.ff.file_text(span["path"], self.repo_id)
                 files[span["path"]] = stored["lines"] if stored else []
@@ -142,6 +149,7 @@ class TaskContext:
             entry.update({"start_line": first, "end_line": last, "text": "\n".join(body),
                           "truncated": last < span["end_line"] or line_cut})
             out.append(entry)
+            sent.setdefault(span["path"], []).append((first, last))
             used += cost
             index += 1
             if used >= max_tokens:
@@ -172,7 +180,7 @@ def task_context(ff: "Fourfold", task: str, languages: tuple[str, ...] = (),
                                        repo_id))
     search = {"intent": response.intent, "modalities": response.modalities,
               "unavailable": response.unavailable, "notes": notes}
-    return TaskContext(ff, repo_id, search, _dedupe(spans))
+    return TaskContext(ff, repo_id, search, spans)
 
 
 def neighbours(ff: "Fourfold", path: str, symbol: str, repo_id: int | None) -> list[dict]:
@@ -290,15 +298,3 @@ def _statement(lines: list[str], depths: list[int], number: int) -> tuple[int, i
             and depths[last] > depths[number - 1]:
         last += 1
     return first, last
-
-
-def _dedupe(spans: list[dict]) -> list[dict]:
-    """Drop spans contained in the part of an earlier one of the same file that a pack
-    sends (its first SPAN_LINES lines): a method deep in a long class hit stays."""
-    kept: list[dict] = []
-    for span in spans:
-        if not any(k["path"] == span["path"] and k["start_line"] <= span["start_line"]
-                   and span["end_line"] <= min(k["end_line"], k["start_line"] + SPAN_LINES - 1)
-                   for k in kept):
-            kept.append(span)
-    return kept

@@ -198,3 +198,25 @@ def test_a_pack_never_exceeds_its_budget(indexed, task, budget):
 ])
 def test_declared_names(line, name):
     assert declared_name(line) == name
+
+
+def test_a_span_inside_one_sent_in_part_is_sent_too(tmp_path):
+    """A method inside a class: left out where the class went whole, sent where only the
+    class's first lines went (its span once assumed the first 80 lines were sent)."""
+    from fourfold.context import TaskContext
+
+    body = "".join(f"    attribute_{n} = {n}\n" for n in range(30))
+    root = write_tree(tmp_path / "repo", {"vault.py": (
+        "class Vault:\n" + body + "\n\n    def rotate_credentials(self):\n"
+        "        return 'rotated'\n")})
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    spans = [{"path": "vault.py", "start_line": 1, "end_line": 35, "symbol": "Vault"},
+             {"path": "vault.py", "start_line": 34, "end_line": 35,
+              "symbol": "Vault.rotate_credentials"}]
+    context = TaskContext(ff, None, {}, spans)
+    whole = context.pack()
+    assert [s["symbol"] for s in whole["spans"]] == ["Vault"] and whole["next"] == 2
+    cut = context.pack(max_span_lines=10)
+    assert [s["symbol"] for s in cut["spans"]] == ["Vault", "Vault.rotate_credentials"]
+    assert "return 'rotated'" in cut["spans"][1]["text"]
