@@ -30,6 +30,7 @@ CALLEES, CALLERS = 3, 2  # neighbours kept per hit, most central first
 MIN_ROOM = 60           # a span cut to fewer tokens than this is not worth sending
 LINE_CHARS = 400
 SPAN_LINES = 80         # the most lines of a span a pack sends unless told otherwise
+MIN_SPAN_LINES = 5      # the fewest it sends of a span, but for the last of a page
 DOCUMENT_LANGUAGES = frozenset({"markdown", "rst", "text"})  # prose: its `x = y` is an example
 DECLARATION_LINES = 60  # a declared value longer than this (a huge table) is cut
 COMMENT_LINES = 3       # comment lines above a declaration kept with it
@@ -97,6 +98,7 @@ class TaskContext:
         span). A span whose lines an earlier span of the page sent is left out (a method
         inside a class sent whole). Returns {"spans", "used_tokens", "next"}: `next` is the
         first span not sent."""
+        max_span_lines = max(max_span_lines, MIN_SPAN_LINES)
         files: dict[str, list[str]] = {}
         out: list[dict] = []
         sent: dict[str, list[tuple[int, int]]] = {}  # per path, the line ranges sent
@@ -180,7 +182,7 @@ def task_context(ff: "Fourfold", task: str, languages: tuple[str, ...] = (),
                                        repo_id))
     search = {"intent": response.intent, "modalities": response.modalities,
               "unavailable": response.unavailable, "notes": notes}
-    return TaskContext(ff, repo_id, search, spans)
+    return TaskContext(ff, repo_id, search, _dedupe(spans))
 
 
 def neighbours(ff: "Fourfold", path: str, symbol: str, repo_id: int | None) -> list[dict]:
@@ -298,3 +300,17 @@ def _statement(lines: list[str], depths: list[int], number: int) -> tuple[int, i
             and depths[last] > depths[number - 1]:
         last += 1
     return first, last
+
+
+def _dedupe(spans: list[dict]) -> list[dict]:
+    """Drop spans inside the lines every pack sends of an earlier one of the same file (its
+    first MIN_SPAN_LINES): the same function found twice, for two reasons. A pack leaves
+    out the others whose lines its page sent."""
+    kept: list[dict] = []
+    for span in spans:
+        if not any(k["path"] == span["path"] and k["start_line"] <= span["start_line"]
+                   and span["end_line"] <= min(k["end_line"],
+                                               k["start_line"] + MIN_SPAN_LINES - 1)
+                   for k in kept):
+            kept.append(span)
+    return kept
