@@ -62,8 +62,8 @@ def watch_changes(root: str | os.PathLike, index_dir: str | os.PathLike | None,
     """Yield each debounced batch of watchfiles (Change, absolute path) pairs; ends when `stop` is set or
     on Ctrl-C. Changes inside `index_dir` (the index writing itself, when it is a folder
     that may lie inside `root`) are not reported. When the folders to watch change, the
-    watcher starts again on the new set, then yields a batch naming the root itself: a
-    change made while it started again is found by a whole walk."""
+    watcher starts again on the new set before it yields the batch that showed it, with
+    the root itself named: the whole walk that asks for finds what changed meanwhile."""
     try:
         from watchfiles import Change, watch
     except ImportError:
@@ -85,7 +85,7 @@ def watch_changes(root: str | os.PathLike, index_dir: str | os.PathLike | None,
         return not (ALWAYS_SKIPPED_DIRS & set(parts)) or parts in WANTED_IN_GIT
 
     folders = watched_folders(root_path, index_path)
-    restarted = False
+    held: set | None = None  # what is yielded once the watcher has started again
     while not (stop is not None and stop.is_set()):
         batches = watch(*sorted(folders), watch_filter=wanted, stop_event=stop,
                         debounce=debounce_ms, step=step_ms, raise_interrupt=False,
@@ -93,26 +93,25 @@ def watch_changes(root: str | os.PathLike, index_dir: str | os.PathLike | None,
         with closing(batches):
             try:
                 for changes in batches:  # the first comes once every folder is watched
-                    if restarted:
-                        restarted = False
-                        yield {(Change.modified, root_path)}
-                    if not changes:
+                    if not changes and held is None:
                         if root_path not in folders and os.path.isdir(root_path):
-                            folders, restarted = watched_folders(root_path, index_path), True
+                            folders, held = watched_folders(root_path, index_path), set()
                             break  # the root is back after it went
                         continue
-                    yield changes
-                    if _moves_folders(changes, folders):
+                    if changes and _moves_folders(changes, folders):
                         now = watched_folders(root_path, index_path)
                         gone = any(change != Change.modified and path in folders
                                    for change, path in changes)
-                        if now != folders or gone:
-                            folders, restarted = now, True
+                        if now != folders or gone:  # the batch waits for the new watches
+                            folders, held = now, (held or set()) | changes
                             break
+                    if held is not None:
+                        changes, held = held | {(Change.modified, root_path)} | changes, None
+                    yield changes
                 else:
                     return
             except OSError:  # a folder went, or became a file, before it was watched
                 now = watched_folders(root_path, index_path)
                 if now == folders:
                     raise  # not that: the watch limit, say
-                folders, restarted = now, True
+                folders, held = now, held or set()

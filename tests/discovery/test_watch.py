@@ -183,3 +183,25 @@ def test_a_root_taken_away_and_made_again_is_watched_again(tmp_path):
         (root / "src" / "a.py").write_text("x = 3\n")
         wait_for(lambda: str(root / "src" / "a.py") in seen)
     assert str(root / "src" / "a.py") in seen
+
+
+def test_the_batch_that_moves_folders_comes_once_the_new_watches_are_there(tmp_path):
+    """With the root named in it: one whole walk, after the watcher started again, not
+    one for the batch and another for the root."""
+    root = write_tree(tmp_path / "repo", {"a.py": "x = 1\n"})
+    batches: list[set[str]] = []
+    stop = threading.Event()
+
+    def run() -> None:
+        for batch in watch_changes(root, None, stop, debounce_ms=50):
+            batches.append({path for _, path in batch})
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    time.sleep(0.5)
+    (root / "pkg").mkdir()
+    wait_for(lambda: batches)
+    time.sleep(0.6)
+    stop.set()
+    thread.join(timeout=5)
+    assert batches == [{str(root), str(root / "pkg")}]
