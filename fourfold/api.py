@@ -908,8 +908,8 @@ class Fourfold:
         each held (as status() tells it) and the active tokens its name stays granted to
         ("granted_to"). On a server, a repository's branches share its documents: named
         together, the branches go first. `dry_run`: check and tell, remove nothing."""
-        if not repositories:
-            raise QueryError("name the repositories to remove")
+        if not repositories or not all(spec and spec.strip() for spec in repositories):
+            raise QueryError("name the repositories to remove (a name, root or id each)")
         asked = list(dict.fromkeys(self.repository(spec) for spec in repositories))
         held = {r.repo_id: r for r in self.store.repos(only=asked)}
         names = {held[repo_id].name for repo_id in asked}

@@ -20,6 +20,7 @@ from .. import __version__
 from ..errors import FourfoldError
 
 EXIT_RESULTS, EXIT_EMPTY, EXIT_ERROR = 0, 1, 2
+MAX_WORKERS = 256  # parser processes: past this, a typo (`--workers 1000`) forks a crowd
 # Control characters a repository's names and lines may hold (a newline forging another
 # result line, a terminal's escape sequences), shown as escapes; a tab stays a tab.
 SHOWN_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7f, *range(0x80, 0xa0)]
@@ -39,6 +40,32 @@ def limit_arg(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return value
+
+
+def bounded_int(low: int, high: int):
+    """An argparse type: a whole number from `low` to `high`."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"must be a whole number from {low:,} to {high:,}, not {text!r}")
+        return value
+    return parse
+
+
+def seconds_arg(text: str) -> float:
+    """A number of seconds: finite, at least 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds of at least 0, "
+                                         f"not {text!r}")
     return value
 
 
@@ -99,9 +126,14 @@ def _several_repositories(args) -> list[str] | None:
 
 
 def _root_of(file: str) -> Path:
-    """The indexed folder a file belongs to: the nearest one above it with an index (or,
-    with none, the current folder)."""
-    return find_index_root(Path(file).resolve().parent) or Path(".")
+    """The indexed folder a file belongs to: the nearest one above it with an index; a
+    file under none is an error (indexing the current folder instead could index a home
+    folder)."""
+    root = find_index_root(Path(file).resolve().parent)
+    if root is None:
+        raise FourfoldError(f"{file} is under no indexed folder: index its folder first, or "
+                            "give the folder as PATH")
+    return root
 
 
 def _ensure(ff: Fourfold, args) -> None:
@@ -200,6 +232,8 @@ def cmd_search(args) -> int:
     if args.batch:
         if args.query and args.path == ".":
             args.path = args.query  # `search --batch FILE PATH`: the one positional is PATH
+        if _several_repositories(args) is not None:
+            raise FourfoldError("--batch asks one repository: name at most one --repository")
         return _batch(_open(args), args)
     ff = _open(args)
     several = _several_repositories(args)
@@ -451,6 +485,8 @@ def cmd_remove(args) -> int:
             raise FourfoldError(f"{args.index_dir} holds no index")
         ff = Fourfold(args.path, index_dir=args.index_dir)
     else:
+        if not Path(args.path).is_dir():
+            raise FourfoldError(f"{args.path}: no such folder")
         root = find_index_root(Path(args.path).resolve())
         if root is None:
             raise FourfoldError(f"no index at or above {args.path}; name one with "
@@ -628,14 +664,15 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--no-embed", action="store_true",
                    help="skip the semantic phase (text, structure and graph only)")
-    p.add_argument("--max-file-bytes", type=int,
+    p.add_argument("--max-file-bytes", type=bounded_int(1, 1 << 40),
                    help="skip files larger than this (remembered for later runs; default 2 MiB)")
-    p.add_argument("--workers", type=int, help="parser processes (default: all cores)")
+    p.add_argument("--workers", type=bounded_int(1, MAX_WORKERS),
+                   help="parser processes (default: all cores)")
     p.add_argument("--verify", action="store_true",
                    help="read every file again, even those whose size and times are unchanged")
     p.add_argument("--rebuild", action="store_true",
                    help="discard the index database (a damaged one too) and index from scratch")
-    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+    p.add_argument("--wait", type=seconds_arg, default=0.0, metavar="SECONDS",
                    help="while another indexer updates this index, wait up to this long "
                         "for it instead of stopping at once")
     p.add_argument("--deep", action="store_true",
@@ -648,7 +685,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--no-embed", action="store_true",
                    help="skip the semantic phase (text, structure and graph only)")
-    p.add_argument("--debounce-ms", type=int, default=400,
+    p.add_argument("--debounce-ms", type=bounded_int(0, 60_000), default=400,
                    help="changes within this window are indexed together")
     p.add_argument("--deep", action="store_true",
                    help="run the deep pass while nothing changes (it runs anyway where one "
@@ -702,7 +739,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=limit_arg)
     p.add_argument("-C", "--context", type=int, default=0, metavar="N",
                    help="also print N lines (0-10) before and after each match")
-    p.add_argument("--time-budget", type=float, default=GREP_TIME_BUDGET, metavar="SECONDS",
+    p.add_argument("--time-budget", type=seconds_arg, default=GREP_TIME_BUDGET,
+                   metavar="SECONDS",
                    help="stop scanning files after this long and print the lines found, "
                         f"marked partial (default {GREP_TIME_BUDGET:g})")
     p.set_defaults(func=cmd_grep)
@@ -742,7 +780,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--index-dir", help="the embedded index to remove them from")
     p.add_argument("--store", default=os.environ.get("FOURFOLD_STORE") or None, metavar="URL",
                    help="the PostgreSQL store to remove them from (default: $FOURFOLD_STORE)")
-    p.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+    p.add_argument("--wait", type=seconds_arg, default=0.0, metavar="SECONDS",
                    help="while an indexer updates one of them, wait up to this long for it")
     p.add_argument("--dry-run", action="store_true",
                    help="check and say what would be removed; remove nothing")
@@ -823,7 +861,12 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
     commands = parser.get_default("commands")
     for i, token in enumerate(argv):
         if token in commands:
-            args = commands[token].parse_intermixed_args(argv[i + 1:])
+            rest = argv[i + 1:]
+            # after `--` everything is positional (`grep -- --verbose`), which Python
+            # 3.11's intermixed parsing mishandles
+            parse = (commands[token].parse_args if "--" in rest
+                     else commands[token].parse_intermixed_args)
+            args = parse(rest)
             args.command = token
             return args
         if not token.startswith("-"):

@@ -50,7 +50,13 @@ def check_folder(path: Path) -> os.stat_result:
 
 def prepare_index_dir(index_dir: Path, root: Path) -> None:
     """Create the index folder if needed, refusing symlinks on its way below `root`, and
-    clear our own file names of anything that is not a plain file."""
+    clear our own file names of anything that is not a plain file. An index folder that
+    is the repository's folder, or holds it, is refused: its files would be indexed, and
+    its `.gitignore` would hide the repository from git."""
+    if index_dir == root or index_dir in root.parents:
+        raise FourfoldError(f"the index folder {index_dir} holds the repository {root}: "
+                            "give --index-dir a folder of its own (by default the index "
+                            "is kept in the repository's .fourfold)")
     try:
         inside = index_dir.relative_to(root)
     except ValueError:

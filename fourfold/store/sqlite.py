@@ -406,6 +406,11 @@ class SQLiteStore(Store):
         if isinstance(exc, sqlite3.OperationalError) and ("locked" in message
                                                            or "busy" in message):
             return FourfoldError(f"the index at {self.db_path} is busy ({message}); try again")
+        if isinstance(exc, sqlite3.OperationalError) and "readonly" in message:
+            return FourfoldError(
+                f"cannot use the index at {self.db_path} ({message}): its folder or files are "
+                "not writable by this user (a reader writes too: SQLite's WAL files); the "
+                "index is not damaged")
         if isinstance(exc, sqlite3.ProgrammingError):  # a call's parameters, not the file
             return FourfoldError(f"the index at {self.db_path} was asked wrongly by "
                                  f"{method or 'a call'} ({message}); the index is not damaged")

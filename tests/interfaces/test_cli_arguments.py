@@ -1,0 +1,94 @@
+"""The command line under a careless user's arguments: an index folder that holds the
+repository, a mistyped folder, options out of range, a literal that starts with `-`,
+nothing indexed behind the user's back."""
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from fourfold import Fourfold
+from fourfold.errors import FourfoldError, IndexDamagedError
+from fourfold.interfaces.cli import main
+from tests.conftest import write_tree
+
+FILES = {"src/a.py": "def parse_options(argv):\n    return '--verbose' in argv\n",
+         "src/b.py": "def helper():\n    return 1\n"}
+
+
+def test_an_index_folder_holding_the_repository_is_refused(tmp_path, capsys):
+    """Its `.gitignore` of `*` hid every file of a git project, and the index's own files
+    were indexed."""
+    project = write_tree(tmp_path / "work" / "proj", FILES)
+    for index_dir in (tmp_path / "work", project):
+        assert main(["index", str(project), "--index-dir", str(index_dir), "--no-embed"]) == 2
+        assert "holds the repository" in capsys.readouterr().err
+        assert not (index_dir / ".gitignore").exists()
+        assert not (index_dir / "index.sqlite").exists()
+
+
+def test_remove_with_a_path_that_is_not_there_removes_nothing(tmp_path, capsys):
+    project = write_tree(tmp_path / "proj", FILES)
+    Fourfold(project).index(embed=False)
+    code = main(["remove", "proj", "--path", str(project / "typo" / "folder")])
+    assert code == 2 and "no such folder" in capsys.readouterr().err
+    assert Fourfold(project).repo_id() is not None
+
+
+def test_commands_on_a_file_under_no_index_index_nothing(tmp_path, monkeypatch, capsys):
+    elsewhere = write_tree(tmp_path / "elsewhere", {"notes.py": "x = 1\n"})
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert main(["outline", str(elsewhere / "notes.py")]) == 2
+    assert main(["similar", f"{elsewhere / 'notes.py'}:1"]) == 2
+    assert "under no indexed folder" in capsys.readouterr().err
+    assert not (here / ".fourfold").exists() and not (elsewhere / ".fourfold").exists()
+
+
+def test_a_batch_names_at_most_one_repository(tmp_path, capsys):
+    project = write_tree(tmp_path / "proj", FILES)
+    batch = tmp_path / "q.jsonl"
+    batch.write_text('{"id": 1, "query": "helper"}\n')
+    code = main(["search", "--batch", str(batch), str(project), "--repository", "alpha",
+                 "--repository", "beta"])
+    assert code == 2 and "--batch asks one repository" in capsys.readouterr().err
+    assert not (project / ".fourfold").exists()
+
+
+@pytest.mark.parametrize("argv", [
+    ["index", ".", "--max-file-bytes", "-1"], ["index", ".", "--max-file-bytes", "0"],
+    ["index", ".", "--workers", "1000"], ["index", ".", "--workers", "0"],
+    ["index", ".", "--wait", "-1"], ["index", ".", "--wait", "nan"],
+    ["watch", ".", "--debounce-ms", "-5"], ["grep", "x", ".", "--time-budget", "-1"],
+    ["serve", ".", "--port", "70000"], ["ui", ".", "--port", "-1"],
+])
+def test_options_out_of_range_are_refused(argv, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2 and "must be" in capsys.readouterr().err
+    assert not (tmp_path / ".fourfold").exists()
+
+
+def test_remove_of_an_empty_name_is_an_error(tmp_path, capsys):
+    project = write_tree(tmp_path / "proj", FILES)
+    Fourfold(project).index(embed=False)
+    assert main(["remove", "", "--path", str(project)]) == 2
+    assert "name the repositories to remove" in capsys.readouterr().err
+
+
+def test_a_literal_starting_with_a_dash_is_searched_after_two_dashes(tmp_path, capsys):
+    project = write_tree(tmp_path / "proj", FILES)
+    Fourfold(project).index(embed=False)
+    capsys.readouterr()
+    assert main(["grep", "--", "--verbose", str(project)]) == 0
+    assert "src/a.py:2:" in capsys.readouterr().out
+
+
+def test_a_read_only_index_is_not_called_damaged(tmp_path):
+    """As root in a test, permissions do not stop a write: SQLite's own error is mapped."""
+    ff = Fourfold(write_tree(tmp_path / "proj", FILES))
+    failure = ff.store._failure(sqlite3.OperationalError("attempt to write a readonly database"))
+    assert isinstance(failure, FourfoldError) and not isinstance(failure, IndexDamagedError)
+    assert "not writable" in str(failure) and "--rebuild" not in str(failure)
