@@ -903,6 +903,12 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_RESULTS
+    except Exception as exc:  # a defect: one line, the traceback where asked for
+        if os.environ.get("FOURFOLD_DEBUG"):
+            raise
+        print(f"fourfold: internal error ({type(exc).__name__}: {exc}); run again with "
+              "FOURFOLD_DEBUG=1 for the traceback, and report it", file=sys.stderr)
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

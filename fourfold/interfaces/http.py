@@ -145,6 +145,8 @@ def resolve_token(host: str, token: str | None, ff=None) -> str | None:
     """The server's own bearer token, if any; refuses a non-loopback bind with neither it
     nor an active access token in the index."""
     token = token or os.environ.get(TOKEN_ENV) or None
+    if token is not None and not token.strip():  # the gate strips what a client sends:
+        raise FourfoldError("the token is blank: no client could send it")  # none would pass
     if host not in LOOPBACK_HOSTS and not token and not (ff is not None and ff.tokens_in_use()):
         raise FourfoldError(f"refusing to listen on {host} without a token: set {TOKEN_ENV}, "
                             "pass --token, or create access tokens with `fourfold token "
@@ -171,15 +173,33 @@ def free_port(host: str) -> int:
     import socket
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family) as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
+    try:
+        with socket.socket(family) as probe:
+            probe.bind((host, 0))
+            return probe.getsockname()[1]
+    except OSError as exc:  # an unknown host, an address not this machine's
+        raise FourfoldError(f"cannot listen on {host}: {exc.strerror or exc}") from None
+
+
+def check_listen(host: str, port: int) -> None:
+    """FourfoldError where the address cannot be listened on now (taken, unknown host),
+    before anything says the server is there."""
+    import socket
+
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        with socket.socket(family) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+            probe.bind((host, port))
+    except OSError as exc:
+        raise FourfoldError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 def run_http(server, service, host: str, port: int, token: str | None) -> None:
     """Serve until interrupted; the index starts catching up once the app is built."""
     import uvicorn
 
+    check_listen(host, port)
     app = http_app(server, service, host, token)
     service.start()
     shown = f"[{host}]" if ":" in host else host

@@ -92,3 +92,44 @@ def test_a_read_only_index_is_not_called_damaged(tmp_path):
     failure = ff.store._failure(sqlite3.OperationalError("attempt to write a readonly database"))
     assert isinstance(failure, FourfoldError) and not isinstance(failure, IndexDamagedError)
     assert "not writable" in str(failure) and "--rebuild" not in str(failure)
+
+
+def test_serve_on_a_port_in_use_says_so_before_claiming_it_serves(tmp_path, capsys):
+    import socket
+
+    project = write_tree(tmp_path / "proj", FILES)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", str(project), "--no-watch", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot listen on 127.0.0.1:{port}" in err and "web page on" not in err
+    assert main(["serve", str(project), "--no-watch", "--host", "nosuchhost.invalid",
+                 "--port", "0", "--token", "t0ken"]) == 2
+    assert "cannot listen on nosuchhost.invalid" in capsys.readouterr().err
+
+
+def test_a_blank_token_is_refused():
+    """The gate strips what a client sends: a server of a blank token let no one in."""
+    from fourfold.interfaces.http import resolve_token
+
+    with pytest.raises(FourfoldError, match="the token is blank"):
+        resolve_token("0.0.0.0", "   ")
+    assert resolve_token("0.0.0.0", " t0ken ") == " t0ken "
+
+
+def test_a_defect_is_one_line_unless_debugging(tmp_path, monkeypatch, capsys):
+    from fourfold.interfaces import cli
+
+    def broken(args):
+        raise RuntimeError("a defect")
+
+    monkeypatch.setattr(cli, "cmd_status", broken)
+    project = write_tree(tmp_path / "proj", FILES)
+    assert main(["status", str(project)]) == 2
+    err = capsys.readouterr().err
+    assert "internal error (RuntimeError: a defect)" in err and "Traceback" not in err
+    monkeypatch.setenv("FOURFOLD_DEBUG", "1")
+    with pytest.raises(RuntimeError):
+        main(["status", str(project)])
