@@ -25,6 +25,9 @@ MAX_WORKERS = 256  # parser processes: past this, a typo (`--workers 1000`) fork
 # result line, a terminal's escape sequences), shown as escapes; a tab stays a tab.
 SHOWN_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7f, *range(0x80, 0xa0)]
                   if c != 0x09}
+# line and paragraph separators: a reader that splits lines as Python does would see a new
+# line (a file name holding one could forge a result line)
+SHOWN_CONTROLS.update({0x2028: "\\u2028", 0x2029: "\\u2029"})
 
 
 def _say(*parts, **kw) -> None:
@@ -624,9 +627,12 @@ def _graph_command(args) -> int:
             where = f"{r['path']}:{r.get('line') or r.get('start_line')}"
             extra = f"  (distance {r['distance']})" if "distance" in r else ""
             _say(f"{where}  {r.get('symbol') or ''}{extra}")
-        if result.get("total", 0) > len(result["results"]):
-            _say(f"# {len(result['results'])} of {result['total']} shown; "
-                  f"next page: --offset {result.get('next_offset')}")
+        offset = getattr(args, "offset", 0) or 0
+        if offset + len(result["results"]) < result.get("total", 0):
+            _say(f"# {len(result['results'])} of {result['total']} shown; next page: "
+                  f"--offset {offset + len(result['results'])}")
+        elif not result["results"] and result.get("total", 0):
+            _say(f"# none past --offset {offset}: there are {result['total']}")
     return _emit(args, payload, human)
 
 

@@ -133,3 +133,26 @@ def test_a_defect_is_one_line_unless_debugging(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("FOURFOLD_DEBUG", "1")
     with pytest.raises(RuntimeError):
         main(["status", str(project)])
+
+
+def test_a_page_past_the_end_of_a_graph_answer_says_so(tmp_path, capsys):
+    project = write_tree(tmp_path / "proj", {
+        "lib.py": "def target():\n    return 1\n",
+        "a.py": "from lib import target\n\n\ndef one():\n    return target()\n",
+        "b.py": "from lib import target\n\n\ndef two():\n    return target()\n"})
+    Fourfold(project).index(embed=False)
+    capsys.readouterr()
+    main(["refs", "target", str(project), "--limit", "1"])
+    assert "# 1 of 2 shown; next page: --offset 1" in capsys.readouterr().out
+    main(["refs", "target", str(project), "--offset", "5"])
+    out = capsys.readouterr().out
+    assert "None" not in out and "# none past --offset 5: there are 2" in out
+
+
+def test_a_line_separator_in_a_file_name_is_shown_escaped(tmp_path, capsys):
+    project = write_tree(tmp_path / "proj", {"odd\u2028name.py": "needle_ls = 1\n"})
+    Fourfold(project).index(embed=False)
+    capsys.readouterr()
+    assert main(["grep", "needle_ls", str(project)]) == 0
+    out = capsys.readouterr().out
+    assert "\u2028" not in out and "odd\\u2028name.py" in out
