@@ -42,14 +42,10 @@ def watched_folders(root: str, index_dir: str | None) -> set[str]:
 
 def _moves_folders(changes: set, folders: set[str]) -> bool:
     """Whether these changes may change which folders are watched: a folder appeared or
-    went (or went and came back: its watch went with it), or an ignore file changed."""
-    from watchfiles import Change
-
-    for change, path in changes:
+    went, or an ignore file changed."""
+    for _, path in changes:
         name = os.path.basename(path)
         if name in IGNORE_FILES or path.endswith(os.sep + os.path.join(".git", "info", "exclude")):
-            return True
-        if path in folders and change != Change.modified:
             return True
         if (path in folders) != (os.path.isdir(path) and not os.path.islink(path)):
             return True
@@ -98,10 +94,12 @@ def watch_changes(root: str | os.PathLike, index_dir: str | os.PathLike | None,
                             folders, held = watched_folders(root_path, index_path), set()
                             break  # the root is back after it went
                         continue
-                    if changes and _moves_folders(changes, folders):
+                    # a watched folder added or deleted lost its watch, even where one of
+                    # its name is back
+                    gone = any(change != Change.modified and path in folders
+                               for change, path in changes)
+                    if gone or (changes and _moves_folders(changes, folders)):
                         now = watched_folders(root_path, index_path)
-                        gone = any(change != Change.modified and path in folders
-                                   for change, path in changes)
                         if now != folders or gone:  # the batch waits for the new watches
                             folders, held = now, (held or set()) | changes
                             break
