@@ -35,29 +35,21 @@ def _say(*parts, **kw) -> None:
     print(*(str(part).translate(SHOWN_CONTROLS) for part in parts), **kw)
 
 
-def limit_arg(text: str) -> int:
-    """--limit: a whole number of at least 1 (each command checks its own upper bound)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
-    return value
-
-
-def bounded_int(low: int, high: int):
-    """An argparse type: a whole number from `low` to `high`."""
+def bounded_int(low: int, high: int | None = None):
+    """An argparse type: a whole number from `low` to `high` (None: no upper bound)."""
     def parse(text: str) -> int:
         try:
             value = int(text)
         except ValueError:
             value = None
-        if value is None or not low <= value <= high:
-            raise argparse.ArgumentTypeError(
-                f"must be a whole number from {low:,} to {high:,}, not {text!r}")
+        if value is None or value < low or (high is not None and value > high):
+            bounds = f"of at least {low:,}" if high is None else f"from {low:,} to {high:,}"
+            raise argparse.ArgumentTypeError(f"must be a whole number {bounds}, not {text!r}")
         return value
     return parse
+
+
+limit_arg = bounded_int(1)  # --limit: each command checks its own upper bound
 
 
 def seconds_arg(text: str) -> float:

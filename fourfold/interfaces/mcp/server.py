@@ -10,6 +10,7 @@ import os
 import sys
 
 from ...errors import FourfoldError
+from ..cli import bounded_int
 
 SERVER_NAME = "fourfold"
 INSTRUCTIONS = """\
@@ -68,21 +69,10 @@ def _common_args(parser: argparse.ArgumentParser) -> None:
                              "a server does not index: `fourfold index PATH --store URL` does")
 
 
-def _port(text: str) -> int:
-    """--port: 0 (a free one) to 65535."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"must be a port from 0 to 65535, not {text!r}")
-    return value
-
-
 def _http_args(parser: argparse.ArgumentParser, port: int = 8765) -> None:
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to bind (default 127.0.0.1; any other needs a token)")
-    parser.add_argument("--port", type=_port, default=port,
+    parser.add_argument("--port", type=bounded_int(0, 65535), default=port,
                         help=f"port (default {port or 'a free one'})")
     parser.add_argument("--token", default=None,
                         help="bearer token clients must send (default: $FOURFOLD_TOKEN)")
