@@ -394,12 +394,9 @@ class FourfoldService(Service):
                   "total": max(0, last - start_line + 1), "start_line": first, "end_line": last,
                   "returned": limit, "text": "", "cursor": encode_cursor(last, key),
                   "approx_tokens": tokens, "truncated": False, "notes": [
-                      f"lines {first}-{last} of {start_line}-{last}: the page stopped at "
-                      f"max_tokens={tokens}; pass `cursor` for the rest"]}
+                      _stopped_note(first, last, start_line, last, f"max_tokens={tokens}")]}
         if any(len(lines[i]) > FILE_LINE_CHARS for i in range(first - 1, last)):
-            widest["notes"].append(
-                f"{last:,} line(s) over {FILE_LINE_CHARS:,} characters are cut (first: line "
-                f"{last}); text_pattern_search shows such a line around what it matches")
+            widest["notes"].append(_cut_note(last, last))
         room = 4 * tokens - 1 - len(to_json(widest))  # characters left for the text
         cut_lines = []
         while n <= last:
@@ -417,13 +414,10 @@ class FourfoldService(Service):
             used += cost
             n += 1
         notes = [] if stopped_by is None else [
-            f"lines {first}-{n - 1} of {start_line}-{last}: the page stopped at {stopped_by}; "
-            "pass `cursor` for the rest"]
+            _stopped_note(first, n - 1, start_line, last, stopped_by)]
         if cut_lines:  # minified code, data: text_pattern_search shows a line around a match
             truncated = True
-            notes.append(f"{len(cut_lines)} line(s) over {FILE_LINE_CHARS:,} characters are "
-                         f"cut (first: line {cut_lines[0]}); text_pattern_search shows such a "
-                         "line around what it matches")
+            notes.append(_cut_note(len(cut_lines), cut_lines[0]))
         return settle({"path": rel, "language": stored["language"], "total_lines": len(lines),
                        "total": max(0, last - start_line + 1), "start_line": first,
                        "end_line": n - 1, "returned": len(shown), "text": "\n".join(shown),
@@ -625,6 +619,18 @@ def _definition(d: dict) -> dict:
     """A definition row with its signature and docstring cut for an agent's page."""
     return {**d, "signature": cut(d["signature"], SIGNATURE_CHARS),
             "doc": cut(d["doc"] or "", SIGNATURE_CHARS)}
+
+
+def _stopped_note(first: int, shown_to: int, start_line: int, last: int, by: str) -> str:
+    """get_file's note of a page that stopped before the range's end."""
+    return (f"lines {first}-{shown_to} of {start_line}-{last}: the page stopped at {by}; "
+            "pass `cursor` for the rest")
+
+
+def _cut_note(count: int, first_cut: int) -> str:
+    """get_file's note of the lines it cut at FILE_LINE_CHARS."""
+    return (f"{count} line(s) over {FILE_LINE_CHARS:,} characters are cut (first: line "
+            f"{first_cut}); text_pattern_search shows such a line around what it matches")
 
 
 def _bounded(value: str | None, parameter: str, most: int = MAX_NAME_CHARS) -> None:
