@@ -126,6 +126,28 @@ def by_function(hits: list[Hit], definitions_of: Callable[[str], list[StoredSymb
     return with_named_definitions(ranked, definitions_of, named, kinds) if named else ranked
 
 
+def _unit(hit: Hit) -> tuple:
+    """What makes a function answer one: its file, definition and first line."""
+    return (hit.path, hit.symbol, hit.start_line)
+
+
+def _placed_after(ranked: list[Hit], after: int,
+                  chosen: list[tuple[str, StoredSymbol, dict]]) -> list[Hit]:
+    """`ranked` with the definitions `chosen` ((path, definition, the fields that say why))
+    right after its first `after` answers, in that order, scored as the answer they come
+    before: each the answer found further down, or a new one. The rest keep their order."""
+    if not chosen:
+        return ranked
+    found = {_unit(h): h for h in ranked[after:]}
+    score = ranked[after].score if len(ranked) > after else ranked[-1].score
+    placed = [replace(found.get((path, symbol.qualname, symbol.start_line))
+                      or Hit(path, symbol.start_line, symbol.end_line, 0.0,
+                             symbol=symbol.qualname, kind=symbol.kind), score=score, **why)
+              for path, symbol, why in chosen]
+    moved = {_unit(h) for h in placed}
+    return ranked[:after] + placed + [h for h in ranked[after:] if _unit(h) not in moved]
+
+
 def with_named_definitions(ranked: list[Hit],
                            definitions_of: Callable[[str], list[StoredSymbol]],
                            named: AbstractSet[str], kinds: AbstractSet[str] = frozenset()
@@ -136,11 +158,8 @@ def with_named_definitions(ranked: list[Hit],
     it is about, but less surely than the answers that lead."""
     if not ranked:
         return ranked
-    kept = ranked[:NAMED_AFTER]
-    seen = {(h.path, h.symbol, h.start_line) for h in kept}
-    found = {(h.path, h.symbol, h.start_line): h for h in ranked[NAMED_AFTER:]}
-    score = ranked[NAMED_AFTER].score if len(ranked) > NAMED_AFTER else ranked[-1].score
-    raised: list[Hit] = []
+    seen = {_unit(h) for h in ranked[:NAMED_AFTER]}
+    chosen = []
     for path in list(dict.fromkeys(h.path for h in ranked))[:NAMED_FILES]:
         for symbol in definitions_of(path):
             name = symbol.qualname.rsplit(".", 1)[-1]
@@ -149,13 +168,8 @@ def with_named_definitions(ranked: list[Hit],
                     or symbol.kind not in UNIT_KINDS or (kinds and symbol.kind not in kinds)):
                 continue
             seen.add(key)
-            hit = found.get(key) or Hit(path, symbol.start_line, symbol.end_line, 0.0,
-                                        symbol=symbol.qualname, kind=symbol.kind)
-            raised.append(replace(hit, score=score, named=True))
-    if not raised:
-        return ranked
-    return kept + raised + [h for h in ranked[NAMED_AFTER:]
-                            if (h.path, h.symbol, h.start_line) not in seen]
+            chosen.append((path, symbol, {"named": True}))
+    return _placed_after(ranked, NAMED_AFTER, chosen)
 
 
 def names_used(definitions: list[StoredSymbol], text: str, names: AbstractSet[str]
@@ -195,31 +209,18 @@ def with_definitions_using(ranked: list[Hit],
     which are not placed again."""
     if len(ranked) <= USING_AFTER:
         return ranked
-    kept = ranked[:USING_AFTER]
-    fixed = {(h.path, h.symbol, h.start_line) for h in kept}
-    fixed |= {(h.path, h.symbol, h.start_line) for h in ranked if h.named}
+    fixed = {_unit(h) for h in ranked[:USING_AFTER]} | {_unit(h) for h in ranked if h.named}
     candidates = []
     for order, path in enumerate(list(dict.fromkeys(h.path for h in ranked))[:USING_FILES]):
-        used = uses_of(path)
+        used = uses_of(path)  # functions only (names_used)
         for symbol in definitions_of(path):
             uses = used.get((symbol.qualname, symbol.start_line), 0)
-            if (uses >= USING_AT_LEAST and symbol.kind in FUNCTION_KINDS
-                    and not (kinds and symbol.kind not in kinds)
+            if (uses >= USING_AT_LEAST and not (kinds and symbol.kind not in kinds)
                     and (path, symbol.qualname, symbol.start_line) not in fixed):
                 candidates.append((-uses, order, symbol.start_line, path, symbol))
-    if not candidates:
-        return ranked
-    found = {(h.path, h.symbol, h.start_line): h for h in ranked[USING_AFTER:]}
-    score = ranked[USING_AFTER].score
-    placed: list[Hit] = []
-    for uses, _, _, path, symbol in sorted(candidates)[:USING_MOST]:
-        key = (path, symbol.qualname, symbol.start_line)
-        hit = found.get(key) or Hit(path, symbol.start_line, symbol.end_line, 0.0,
-                                    symbol=symbol.qualname, kind=symbol.kind)
-        placed.append(replace(hit, score=score, uses_mentioned=-uses))
-    moved = {(h.path, h.symbol, h.start_line) for h in placed}
-    return kept + placed + [h for h in ranked[USING_AFTER:]
-                            if (h.path, h.symbol, h.start_line) not in moved]
+    return _placed_after(ranked, USING_AFTER, [
+        (path, symbol, {"uses_mentioned": -uses})
+        for uses, _, _, path, symbol in sorted(candidates)[:USING_MOST]])
 
 
 def to_granularity(hits: list[Hit], granularity: str,
