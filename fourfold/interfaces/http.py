@@ -170,20 +170,13 @@ def http_app(server, service, host: str, token: str | None):
 
 def free_port(host: str) -> int:
     """A port nobody listens on now (the OS picks it)."""
-    import socket
-
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    try:
-        with socket.socket(family) as probe:
-            probe.bind((host, 0))
-            return probe.getsockname()[1]
-    except OSError as exc:  # an unknown host, an address not this machine's
-        raise FourfoldError(f"cannot listen on {host}: {exc.strerror or exc}") from None
+    return listenable(host, 0)
 
 
-def check_listen(host: str, port: int) -> None:
-    """FourfoldError where the address cannot be listened on now (taken, unknown host),
-    before anything says the server is there."""
+def listenable(host: str, port: int) -> int:
+    """The port (0: a free one the OS picks) if `host` can listen on it now; FourfoldError
+    where it cannot (taken, an unknown host, an address not this machine's), before
+    anything says a server is there."""
     import socket
 
     try:
@@ -191,6 +184,7 @@ def check_listen(host: str, port: int) -> None:
         with socket.socket(family) as probe:
             probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
             probe.bind((host, port))
+            return probe.getsockname()[1]
     except OSError as exc:
         raise FourfoldError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
@@ -199,7 +193,7 @@ def run_http(server, service, host: str, port: int, token: str | None) -> None:
     """Serve until interrupted; the index starts catching up once the app is built."""
     import uvicorn
 
-    check_listen(host, port)
+    listenable(host, port)
     app = http_app(server, service, host, token)
     service.start()
     shown = f"[{host}]" if ":" in host else host
