@@ -201,3 +201,18 @@ def test_the_batch_that_moves_folders_comes_once_the_new_watches_are_there(tmp_p
     stop.set()
     thread.join(timeout=5)
     assert batches == [{str(root), str(root / "pkg")}]
+
+
+def test_a_folder_whose_name_is_not_utf8_is_not_watched_and_stops_nothing(tmp_path):
+    root = write_tree(tmp_path / "repo", {"src/a.py": "x = 1\n"})
+    odd = os.path.join(os.fsencode(root), b"caf\xe9")  # Latin-1, no UTF-8
+    os.mkdir(odd)
+    before = inotify_watches()
+    with watching(root) as seen:
+        assert inotify_watches() - before == 2  # the root and src/, as the walk lists them
+        with open(os.path.join(odd, b"b.py"), "w") as handle:
+            handle.write("y = 1\n")
+        (root / "src" / "a.py").write_text("x = 2\n")
+        wait_for(lambda: str(root / "src" / "a.py") in seen)
+        time.sleep(0.3)
+    assert seen == {str(root / "src" / "a.py")}
