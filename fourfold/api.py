@@ -32,6 +32,7 @@ from .retrievers.grep_pool import GrepPool
 from .retrievers.structural import StructuralRetriever, match_label
 from .retrievers.text import GREP_TIME_BUDGET, ResultList, TextRetriever
 from .ranking.granularity import GRANULARITIES
+from .semantic.names import check_model_name
 from .routing.engine import RANKINGS, SearchEngine, SearchOptions, SearchResponse
 from .routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
 from .store.base import codes_behind, deep_codes_setting, unfinished_note
@@ -123,6 +124,9 @@ class Fourfold:
         self.repository_name = repository or (self.root.name if self.root else None)
         self._named = repository is not None
         self._served_id: int | None = None  # repo_id(), once found
+        for model in (embedder, deep_embedder):
+            if model is not None:
+                check_model_name(model)
         self.embedder_name = embedder
         self.deep_embedder_name = deep_embedder
         self.deep_threads = 2  # the deep pass's threads (a server gives it one)
@@ -350,6 +354,11 @@ class Fourfold:
         return [c.chunk_id for f in files if f is not None
                 for c in self.store.chunks_of_file(f.file_id)]
 
+    def first_index_note(self) -> str | None:
+        """Where another process still writes this repository's first index: what answers
+        miss meanwhile (they use the files written so far); None once it is complete."""
+        return self.text.incomplete()
+
     def behind(self) -> dict[str, bool]:
         """What index runs with `graph_later` left for catch_up(): the graph, and the binary
         codes once more chunks were coded against an older mean of the repository's vectors
@@ -416,7 +425,8 @@ class Fourfold:
         """Keep the index fresh: index now, then after every debounced batch of file changes
         index the changed files (text, structure, vectors; the graph and binary codes
         catch up while nothing changes, then the deep pass where `deep` or where one has
-        made the repository's codes before), until `stop` is set or Ctrl-C. `on_index` gets
+        made the repository's codes before), until `stop` is set (Ctrl-C raises
+        KeyboardInterrupt, as anywhere, the watches closed first). `on_index` gets
         each run's summary. While another process indexes this folder, the run waits for
         it (up to busy_wait_s). Files are watched from the start (in a thread), so a
         change made while a run indexes is not missed: setting up the watches of a big
@@ -448,18 +458,15 @@ class Fourfold:
                                      graph_later=paths is not None)
                 if on_index:
                     on_index(summary)
-                try:
-                    # the graph and codes catch up while nothing changes; a change first
-                    while not changed.is_set() and not self.catch_up(busy_wait_s, changed):
-                        pass
-                    if embed and not changed.is_set() and (deep or self._deepened()):
-                        try:
-                            self.deepen(interrupted=changed, wait_s=busy_wait_s)
-                        except (ModalityUnavailable, IndexBusyError):
-                            pass  # no deep model here, or another indexer: after the next run
-                    changed.wait()
-                except KeyboardInterrupt:
-                    return
+                # the graph and codes catch up while nothing changes; a change first
+                while not changed.is_set() and not self.catch_up(busy_wait_s, changed):
+                    pass
+                if embed and not changed.is_set() and (deep or self._deepened()):
+                    try:
+                        self.deepen(interrupted=changed, wait_s=busy_wait_s)
+                    except (ModalityUnavailable, IndexBusyError):
+                        pass  # no deep model here, or another indexer: after the next run
+                changed.wait()
                 changed.clear()
                 if failures:
                     raise failures[0]
@@ -477,8 +484,8 @@ class Fourfold:
         return self.repo_id() is not None
 
     def ensure_indexed(self, progress: Progress | None = None) -> IndexSummary | None:
-        """Index on first use, or finish a first index that stopped; later calls reuse the
-        index as it is. While another process writes the first index, what it has written
+        """Index on first use, or finish a first index that stopped (or mend a text word
+        index found missing); later calls reuse the index as it is. While another process writes the first index, what it has written
         answers (the answers say so). Never into a server store: a mistyped --repository
         would write whatever folder the caller is in into the team's index (the question
         then says the repository is not indexed)."""
@@ -487,7 +494,7 @@ class Fourfold:
         repo_id = self.repo_id()
         if repo_id is None:
             return self.index(progress)
-        if unfinished_note(self.store, repo_id):
+        if unfinished_note(self.store, repo_id) or self.store.text_index_fault():
             try:
                 return self.index(progress)
             except IndexBusyError:
@@ -850,7 +857,14 @@ class Fourfold:
         return self._in(None), candidate.as_posix()
 
     def status(self) -> dict:
+        """The index's repositories and its modalities' states (none while it holds no
+        repository: an empty modality is not ready)."""
         repos = [_repository_facts(r) for r in self.store.repos()]
+        lag = self.replica_lag()
+        place = {"index_dir": self.location, "index_bytes": self.index_bytes(),
+                 **({"replica_behind_s": lag} if lag is not None else {})}
+        if not repos:
+            return {**place, "repositories": [], "modalities": {}}
         modalities = {m: f"building: {why}" if why else "ready"
                       for m, why in (("text", self.text.incomplete()),
                                      ("structural", self.structural.incomplete()),
@@ -863,10 +877,7 @@ class Fourfold:
                 f"{self._deep_pass_note()})"
         except ModalityUnavailable as exc:
             modalities["semantic"] = f"unavailable: {exc}"
-        lag = self.replica_lag()
-        return {"index_dir": self.location, "index_bytes": self.index_bytes(),
-                "repositories": repos, "modalities": modalities,
-                **({"replica_behind_s": lag} if lag is not None else {})}
+        return {**place, "repositories": repos, "modalities": modalities}
 
     def index_bytes(self) -> int:
         """What the index takes: its file on disk, or its tables on a server."""

@@ -336,11 +336,11 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
     root_path = Path(root).resolve()
     if not root_path.is_dir():
         raise FourfoldError(f"{root} is not a folder")
-    started = time.perf_counter()
     summary = IndexSummary(root=str(root_path))
     workers = workers or os.cpu_count() or 1
     with lock, _registered(store, str(root_path), name or root_path.name) as repo_id, \
             store.indexing_run(tidy=not graph_later), collector_paused():
+        started = time.perf_counter()  # the run's time, not the wait for another indexer
         # what the files were read with; without references is another reading
         parser = parser_fingerprint() if build_graph else "without references " + parser_fingerprint()
         before = store.parser_of(repo_id)

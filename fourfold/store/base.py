@@ -891,6 +891,12 @@ class Store(ABC):
         """Each shard: name, location, repositories placed there, whether it answers."""
         return []
 
+    def text_index_fault(self) -> str | None:
+        """Why ranked text answers miss chunks the database holds (a word index kept apart
+        from it is missing or not its own), for the next index run to mend; None if they
+        do not."""
+        return None
+
     def replica_lag(self) -> float | None:
         """On a read replica, how many seconds its data is behind its primary's (0.0 when
         it has replayed everything it was sent); None on a primary or an embedded index."""

@@ -101,6 +101,16 @@ class ChunkIndex:
             raise FourfoldError(f"text query could not run: {exc}") from exc
         return [(chunk_id, score) for (score, _), chunk_id in zip(hits, ids)]
 
+    def carries(self, token: str) -> bool:
+        """Whether the folder holds an index (its meta file) made with `token`: cheap, no
+        index is opened."""
+        try:
+            os.stat(self.folder / "meta.json")
+            with open(self.folder / TOKEN_NAME, "rb", opener=_no_follow) as handle:
+                return handle.read(200).decode("ascii", "replace") == token
+        except OSError:
+            return False
+
     def _searcher(self) -> tantivy.Searcher | None:
         try:
             st = os.stat(self.folder / "meta.json")

@@ -1540,6 +1540,14 @@ class SQLiteStore(Store):
             self._put_meta("chunk_index", token)
         self._chunk_index_token = token
 
+    def text_index_fault(self) -> str | None:
+        token = self._meta("chunk_index")
+        if not token or self._chunk_index.carries(token):
+            return None  # '': a write to both under way (a stopped one is mended next run)
+        return (f"the text modality's word index ({self._chunk_index.folder}) is missing or "
+                "not this database's: ranked text answers miss files until the next "
+                "`fourfold index` makes it again")
+
     def _publish_chunk_index(self) -> None:
         """Commit what this process handed to the chunk index, and record that the two agree."""
         self._chunk_index.commit()

@@ -297,7 +297,7 @@ def test_cli_removes_from_a_shared_index(two_repositories, capsys, monkeypatch):
     assert [(r["name"], r["granted_to"]) for r in removed] == [("acme/billing", ["bot"])]
     assert main(["remove", "acme/auth", *at]) == 0
     assert capsys.readouterr().out.startswith("removed acme/auth (")
-    assert main(["status", *at, str(roots["acme/auth"])]) == 0
+    assert main(["status", *at, str(roots["acme/auth"])]) == 1  # an empty index: exit 1
     assert "nothing indexed yet" in capsys.readouterr().out
 
 

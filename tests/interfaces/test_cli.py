@@ -1,6 +1,7 @@
 """The command line as a user runs it: exit codes, JSON output, clear errors."""
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -185,9 +186,46 @@ def test_watch_reindexes_changed_files_until_interrupted(project):
         assert code == 0 and json.loads(out)["results"][0]["path"] == "app/retry.py"
         assert fourfold("grep", "startServer", str(project))[0] == 1
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=10) == 0
+        assert proc.wait(timeout=10) == 130  # as the README says: Ctrl-C
     finally:
         proc.kill()
+
+
+def _accepts(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("stop, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_serve_and_watch_exit_as_the_readme_says_when_stopped(project, stop, code):
+    """130 after Ctrl-C, 143 after SIGTERM, once each is serving or waiting for changes: the
+    server said 0 where SIGINT was ignored as it started (a background job: uvicorn takes
+    the signal all the same, and returns), the watcher 0 while waiting."""
+    from tests.servers import free_port
+
+    port = free_port()
+    for argv, sigint in ((["serve", str(project), "--port", str(port), "--no-watch"],
+                          signal.SIG_IGN),
+                         (["watch", str(project), "--no-embed", "--json"], signal.SIG_DFL)):
+        proc = subprocess.Popen([sys.executable, "-m", "fourfold.interfaces.cli", *argv],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, sigint))
+        try:
+            if argv[0] == "serve":  # once it accepts connections, uvicorn has the signals
+                deadline = time.monotonic() + 30
+                while not _accepts(port):
+                    assert proc.poll() is None and time.monotonic() < deadline
+                    time.sleep(0.1)
+            else:  # its first run is done: it waits for changes
+                assert json.loads(proc.stdout.readline())["files"] == 3
+                time.sleep(0.5)
+            proc.send_signal(stop)
+            assert proc.wait(timeout=15) == code, (argv[0], proc.stderr.read())
+        finally:
+            proc.kill()
 
 
 def test_index_refuses_or_waits_while_another_indexer_runs(project):

@@ -3,11 +3,12 @@ repository, a mistyped folder, options out of range, a literal that starts with 
 nothing indexed behind the user's back."""
 from __future__ import annotations
 
+import json
 import sqlite3
 
 import pytest
 
-from fourfold import Fourfold
+from fourfold import Fourfold, SearchOptions
 from fourfold.errors import FourfoldError, IndexDamagedError
 from fourfold.interfaces.cli import main
 from tests.conftest import write_tree
@@ -156,3 +157,117 @@ def test_a_line_separator_in_a_file_name_is_shown_escaped(tmp_path, capsys):
     assert main(["grep", "needle_ls", str(project)]) == 0
     out = capsys.readouterr().out
     assert "\u2028" not in out and "odd\\u2028name.py" in out
+
+
+@pytest.mark.parametrize("command", [["index"], ["search", "helper"], ["grep", "helper"]])
+def test_an_unknown_embedding_model_is_refused_before_any_work(command, tmp_path, capsys):
+    """It was found out after the index run, which then exited 0 without vectors."""
+    project = write_tree(tmp_path / "proj", FILES)
+    code = main([*command[:1], *command[1:], str(project), "--embedder", "bogus"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "unknown embedding model 'bogus'" in err and "openai[:MODEL]" in err
+    assert not (project / ".fourfold").exists()
+
+
+def test_grep_with_a_limit_says_whether_more_lines_match(tmp_path, capsys):
+    project = write_tree(tmp_path / "proj",
+                         {"a.py": "".join(f"marker_{n} = {n}\n" for n in range(5))})
+    Fourfold(project).index(embed=False)
+    for limit, more in ((3, True), (5, False), (9, False)):
+        assert main(["grep", "marker_", str(project), "--limit", str(limit), "--json"]) == 0
+        out, err = capsys.readouterr()
+        payload = json.loads(out)
+        assert payload["total"] == len(payload["results"]) == min(limit, 5)
+        assert payload["total_is_lower_bound"] is more
+        assert ("more match (raise --limit)" in err) is more
+
+
+def test_status_of_a_folder_never_indexed_makes_no_index(tmp_path, capsys):
+    """It made an index and called each of its empty modalities ready."""
+    project = write_tree(tmp_path / "proj", FILES)
+    assert main(["status", str(project)]) == 1
+    assert f"no index at {project / '.fourfold'}" in capsys.readouterr().out
+    assert main(["status", str(project), "--json"]) == 1
+    payload = json.loads(capsys.readouterr().out)
+    assert (payload["repositories"], payload["modalities"], payload["total"]) == ([], {}, 0)
+    assert not (project / ".fourfold").exists()
+    Fourfold(project).index(embed=False)
+    assert main(["status", str(project), "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["total"] == 1 and payload["modalities"]["text"] == "ready"
+    assert main(["remove", "proj", "--path", str(project)]) == 0
+    capsys.readouterr()
+    assert main(["status", str(project), "--json"]) == 1  # an index that holds nothing now
+    assert json.loads(capsys.readouterr().out)["modalities"] == {}
+
+
+@pytest.mark.parametrize("command", [["grep", "token_"], ["def", "unit_1"], ["files"],
+                                     ["map"]])
+def test_answers_from_an_unfinished_first_index_say_so(command, tmp_path, monkeypatch,
+                                                      capsys):
+    """Only search said that another process still wrote the first index."""
+    import fourfold.indexer as indexer
+    from fourfold.store.index_dir import IndexLock
+    from fourfold.store.sqlite import SQLiteStore
+
+    project = write_tree(tmp_path / "proj", {f"m{i:02}.py": f"def unit_{i}():\n"
+                                             f"    return 'token_{i}'\n" for i in range(40)})
+    monkeypatch.setattr(indexer, "ANSWERING_EVERY_S", 0.0)  # answerable at each batch
+    write, batches = SQLiteStore.write_batch, []
+
+    def stopped_midway(self, *args):
+        batches.append(args)
+        if len(batches) == 3:
+            raise KeyboardInterrupt
+        return write(self, *args)
+
+    monkeypatch.setattr(SQLiteStore, "write_batch", stopped_midway)
+    with pytest.raises(KeyboardInterrupt):
+        Fourfold(project).index(embed=False, workers=1)
+    monkeypatch.setattr(SQLiteStore, "write_batch", write)
+    with IndexLock(project / ".fourfold"):  # another indexer goes on writing it
+        assert main([*command[:1], *command[1:], str(project)]) != 2
+    assert "the first index is still being written (40 files in all)" in \
+        capsys.readouterr().err
+    assert main([*command[:1], *command[1:], str(project)]) != 2  # finishes it
+    assert "still being written" not in capsys.readouterr().err
+
+
+def test_index_reports_the_files_it_read_and_not_its_wait(tmp_path, capsys):
+    """It said every file's bytes were read on a run that read none, and counted the wait
+    for another indexer as the run's time."""
+    import threading
+    import time
+
+    from fourfold.store.index_dir import IndexLock
+
+    project = write_tree(tmp_path / "proj", FILES)
+    assert main(["index", str(project), "--no-embed"]) == 0
+    assert ", 2 read, in " in capsys.readouterr().out
+    lock = IndexLock(project / ".fourfold").__enter__()  # another indexer, for 1.5 s
+    threading.Timer(1.5, lock.__exit__, (None, None, None)).start()
+    started = time.monotonic()
+    assert main(["index", str(project), "--no-embed", "--wait", "10", "--json"]) == 0
+    assert time.monotonic() - started >= 1.5
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["read"], summary["unchanged"]) == (0, 2) and summary["seconds"] < 1.0
+
+
+def test_a_text_word_index_gone_is_reported_and_mended(tmp_path, capsys):
+    """With its meta file deleted, ranked text answers were empty while status said
+    ready."""
+    from fourfold.store.index_dir import CHUNK_INDEX_NAME
+
+    project = write_tree(tmp_path / "proj", FILES)
+    Fourfold(project).index(embed=False)
+    (project / ".fourfold" / CHUNK_INDEX_NAME / "meta.json").unlink()
+    reader = Fourfold(project)
+    assert "word index" in reader.status()["modalities"]["text"]
+    response = reader.search("parse options verbose", SearchOptions(modalities=("text",)))
+    assert not response.hits and "word index" in response.unavailable["text"]
+    # a command that indexes on first use mends it first
+    assert main(["search", "parse options verbose", str(project), "--modality", "text",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["results"][0]["path"] == "src/a.py"
+    assert reader.status()["modalities"]["text"] == "ready"

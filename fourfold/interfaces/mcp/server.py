@@ -10,7 +10,7 @@ import os
 import sys
 
 from ...errors import FourfoldError
-from ..cli import bounded_int
+from ..cli import EXIT_INTERRUPTED, bounded_int
 
 SERVER_NAME = "fourfold"
 INSTRUCTIONS = """\
@@ -128,7 +128,8 @@ def _serve(args, http: bool = False) -> int:
         print(f"fourfold: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        pass
+        print("fourfold: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         service.close()
     return 0
