@@ -37,7 +37,12 @@ if TYPE_CHECKING:
     from .semantic.embedder import Embedder
     from .graph.forked import Forked
 
-BATCH_FILES = 8  # files per write: short, so that the end of parsing is seen soon after it comes
+# Files per write, and their source bytes at most (a file past it goes alone): each write
+# commits, and each commit writes the text indexes' new segments, which merge later; at
+# 8 files a write, commits took a fifth of the kernel's writing (docs/benchmarks.md,
+# "The kernel's 24 %")
+BATCH_FILES = 64
+BATCH_BYTES = 1024 * 1024
 SHARED_BATCH_FILES = 1000  # files per write of those whose document the store holds (a row each)
 PARALLEL_BYTES = 256 * 1024  # below this much changed source, parsing in-process is faster
 PENDING_BYTES = 4 * 1024 * 1024  # source of parsed files held back while more arrive
@@ -276,6 +281,16 @@ def _stop_pool(pool) -> None:
         stopper.join(POOL_STOP_S)
 
 
+def _batch_size(records: list[FileRecord]) -> int:
+    """How many of the pending records the next write takes: up to BATCH_FILES, and files
+    until their source reaches BATCH_BYTES (the one reaching it included)."""
+    taken = size = 0
+    while taken < min(len(records), BATCH_FILES) and size < BATCH_BYTES:
+        size += records[taken].size
+        taken += 1
+    return taken
+
+
 @contextmanager
 def _registered(store: Store, root: str, name: str) -> Iterator[int]:
     """The repository's id, its row written before the run begins and committed on its
@@ -392,7 +407,8 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         def flush() -> None:
             """Write the next batch of pending records, and the pending deletions."""
             nonlocal records, pending_bytes, touched, skipped_paths, deleted, answerable_at
-            batch, records = records[:BATCH_FILES], records[BATCH_FILES:]
+            taken = _batch_size(records)
+            batch, records = records[:taken], records[taken:]
             if batch or touched or deleted or skipped_paths:
                 store.write_batch(repo_id, batch, deleted + skipped_paths, touched)
             pending_bytes -= sum(r.size for r in batch)
@@ -469,7 +485,8 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             if len(vectors) >= VECTOR_BATCH:
                 write_vectors()
             # Results that have already arrived are taken first, up to a bound on memory.
-            if len(records) >= BATCH_FILES and (not waiting or pending_bytes >= PENDING_BYTES):
+            if (len(records) >= BATCH_FILES or pending_bytes >= BATCH_BYTES) \
+                    and (not waiting or pending_bytes >= PENDING_BYTES):
                 flush()
             if progress:
                 progress("parse", done, len(to_read))

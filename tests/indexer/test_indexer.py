@@ -121,14 +121,14 @@ def test_crash_mid_index_keeps_previous_index_usable(make_tree, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         ff.index(workers=1)
     # every file is at exactly its old or its new version, never missing: the batches
-    # written before the 400th read hold new versions, the 7 read since then are lost
+    # written before the 400th read hold new versions, the 15 read since then are lost
     versions = {f.path: [s.name for s in ff.store.symbols_of_file(f.file_id)]
                 for f in ff.store.files()}
     assert len(versions) == 600
     new = sorted(p for p, names in versions.items() if names == ["g" + p[1:-3]])
     old = sorted(p for p, names in versions.items() if names == ["f" + p[1:-3]])
     assert len(new) + len(old) == 600
-    assert len(new) == 399 // indexer.BATCH_FILES * indexer.BATCH_FILES == 392
+    assert len(new) == 399 // indexer.BATCH_FILES * indexer.BATCH_FILES == 384
     monkeypatch.setattr(indexer, "read_file", real)
     ff.index()
     assert ff.definitions("g599")[0]["path"] == "m599.py"
@@ -703,6 +703,7 @@ def test_a_first_index_answers_while_it_is_written_and_is_finished_later(make_tr
     root = make_tree({f"m{i:02}.py": f"def unit_{i}():\n    return 'token_{i}'\n"
                       for i in range(40)})
     monkeypatch.setattr(indexer, "ANSWERING_EVERY_S", 0.0)  # marked answerable at each batch
+    monkeypatch.setattr(indexer, "BATCH_FILES", 8)  # five batches
     write, batches = SQLiteStore.write_batch, []
 
     def stopped_midway(self, *args):
@@ -858,3 +859,56 @@ def test_watch_indexes_files_of_a_folder_made_while_watching(make_tree):
             time.sleep(0.05)
     assert [m.path for m in ff.grep("FIRST_MARK")] == ["pkg/sub/first.py"]
     assert [m.path for m in ff.grep("SECOND_MARK")] == ["pkg/sub/second.py"]
+
+
+def test_files_parsed_are_written_once_a_batch_of_files_or_of_bytes_is_pending(
+        make_tree, monkeypatch):
+    """Big writes commit less often (each commit writes the text indexes' new segments);
+    the bytes held back are bounded too, so that a run of large files is written soon."""
+    import fourfold.indexer as indexer
+    from fourfold.store.sqlite import SQLiteStore
+
+    small = {f"s{i:02}.py": f"def small_{i}():\n    return {i}\n" for i in range(24)}
+    large = {f"t{i:02}.py": f"def large_{i}():\n    return '{'x' * 400}'\n" for i in range(6)}
+    root = make_tree({**small, **large})
+    monkeypatch.setattr(indexer, "BATCH_FILES", 8)
+    monkeypatch.setattr(indexer, "BATCH_BYTES", 1000)
+    read, parsed = indexer.read_file, []
+    write, written = SQLiteStore.write_batch, []
+
+    def counted_read(found, **options):
+        parsed.append(found.path)
+        return read(found, **options)
+
+    def counted_write(self, repo_id, records, *rest):
+        if records:  # how many files were parsed and not yet written, as this one came
+            written.append((len(parsed) - sum(len(w[1]) for w in written),
+                            [r.path for r in records]))
+        return write(self, repo_id, records, *rest)
+
+    monkeypatch.setattr(indexer, "read_file", counted_read)
+    monkeypatch.setattr(SQLiteStore, "write_batch", counted_write)
+    Fourfold(root).index(embed=False, workers=1)
+    assert sum(len(paths) for _, paths in written) == 30
+    small_writes = [paths for _, paths in written if paths[0].startswith("s")]
+    large_writes = [(pending, paths) for pending, paths in written if paths[0].startswith("t")]
+    assert [len(paths) for paths in small_writes] == [8, 8, 8]  # by count
+    # by bytes: each as soon as three large files (over 1,000 bytes) are pending
+    assert [(pending, len(paths)) for pending, paths in large_writes] == [(3, 3), (3, 3)]
+
+
+def test_a_write_takes_files_up_to_a_count_and_up_to_their_bytes(monkeypatch):
+    import fourfold.indexer as indexer
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(indexer, "BATCH_FILES", 4)
+    monkeypatch.setattr(indexer, "BATCH_BYTES", 100)
+
+    def taken(*sizes):
+        return indexer._batch_size([SimpleNamespace(size=size) for size in sizes])
+
+    assert taken() == 0
+    assert taken(10, 10, 10, 10, 10, 10) == 4  # the count
+    assert taken(40, 40, 40, 40) == 3  # the bytes: the file reaching 100 included
+    assert taken(500, 10) == 1  # a large file goes alone
+    assert taken(10, 90, 10) == 2

@@ -214,6 +214,7 @@ def test_answers_from_an_unfinished_first_index_say_so(command, tmp_path, monkey
     project = write_tree(tmp_path / "proj", {f"m{i:02}.py": f"def unit_{i}():\n"
                                              f"    return 'token_{i}'\n" for i in range(40)})
     monkeypatch.setattr(indexer, "ANSWERING_EVERY_S", 0.0)  # answerable at each batch
+    monkeypatch.setattr(indexer, "BATCH_FILES", 8)  # five batches
     write, batches = SQLiteStore.write_batch, []
 
     def stopped_midway(self, *args):
