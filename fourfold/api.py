@@ -25,9 +25,9 @@ from . import navigation
 from .errors import (FourfoldError, IndexBusyError, ModalityUnavailable, NotIndexedError,
                      QueryError)
 from .store import open_server_store, redacted
-from .query.model import check_limit
+from .query.model import check_limit, check_offset
 from .ranking.priors import rank_definitions
-from .retrievers.graph import GraphRetriever
+from .retrievers.graph import GraphRetriever, paged
 from .retrievers.grep_pool import GrepPool
 from .retrievers.structural import StructuralRetriever, match_label
 from .retrievers.text import GREP_TIME_BUDGET, ResultList, TextRetriever
@@ -53,6 +53,7 @@ __all__ = ["Fourfold", "GRANULARITIES", "GREP_TIME_BUDGET", "MODALITIES", "PRESE
            "RANKINGS", "SearchOptions", "SearchResponse", "find_index_root", "parse_weights"]
 
 INDEX_DIR_NAME = ".fourfold"
+MOST_FILE_BYTES = 1 << 40  # max_file_bytes at most (a typo, not a file's size)
 RELATIONS = ("callers", "callees", "importers", "imports", "subclasses")  # related()'s step
 COORDINATOR = "coordinator"  # place_repository()'s name for the store's own server
 ALL_ROWS = 1 << 40  # a page size meaning every row (graph queries page their answers)
@@ -70,6 +71,12 @@ def _repository_facts(r: "RepoInfo") -> dict:
             "languages": r.languages, **({"shard": r.shard} if r.shard else {}),
             **({"unreachable": r.unreachable} if r.unreachable else {}),
             **({"removing": True} if r.removing else {})}
+
+
+def _file_bytes_bound(value: object) -> bool:
+    """Whether `value` can bound the size of the files indexed."""
+    return isinstance(value, int) and not isinstance(value, bool) \
+        and 1 <= value <= MOST_FILE_BYTES
 
 
 def holds_index(index_dir: str | os.PathLike) -> bool:
@@ -127,6 +134,9 @@ class Fourfold:
         for model in (embedder, deep_embedder):
             if model is not None:
                 check_model_name(model)
+        if max_file_bytes is not None and not _file_bytes_bound(max_file_bytes):
+            raise QueryError(f"max_file_bytes must be a whole number from 1 to "
+                             f"{MOST_FILE_BYTES:,}, not {max_file_bytes!r}")
         self.embedder_name = embedder
         self.deep_embedder_name = deep_embedder
         self.deep_threads = 2  # the deep pass's threads (a server gives it one)
@@ -147,8 +157,10 @@ class Fourfold:
             if rebuild:
                 self._discard_database()
             self.store = self._open_store()
-        self.max_file_bytes = max_file_bytes or self.store.setting(
-            f"max_file_bytes:{self.root}", DEFAULT_MAX_FILE_BYTES)
+        remembered = self.store.setting(f"max_file_bytes:{self.root}", DEFAULT_MAX_FILE_BYTES)
+        # a value remembered before it was checked (a negative one skipped every file)
+        self.max_file_bytes = max_file_bytes or (
+            remembered if _file_bytes_bound(remembered) else DEFAULT_MAX_FILE_BYTES)
         self.snapshots = Snapshots(self.store, lambda: self._in(None))
         # the workers of big greps: one set for the store, whichever repository asks
         self._grep_pool = GrepPool(self.store.address())
@@ -775,8 +787,8 @@ class Fourfold:
         """Transitive dependents (blast radius) with their distance, nearest first, paged;
         `summary` counts all of them: dependents, files affected, how many per distance."""
         self._require_index(repo_id)
-        if limit < 1 or offset < 0:
-            raise QueryError("limit must be at least 1 and offset at least 0")
+        check_limit(limit, most=None)
+        check_offset(offset)
         found = self.graph.impact(name, depth=depth, limit=ALL_ROWS, repo_id=self._in(repo_id))
         rows = found["results"]
         by_distance: dict[str, int] = {}
@@ -828,8 +840,12 @@ class Fourfold:
                    limit: int = 10) -> list:
         """Code in other files similar to the innermost chunk covering ``path:line`` (a path
         as stored: relative to its repository root)."""
-        self._require_index(repo_id)
         check_limit(limit)
+        return self._similar_chunks(path, line, repo_id, limit)
+
+    def _similar_chunks(self, path: str, line: int, repo_id: int | None, limit: int) -> list:
+        self._require_index(repo_id)
+        check_limit(line, most=None, what="line")
         stored = self.store.file_by_path(path, self._in(repo_id))
         if stored is None:
             raise FourfoldError(f"{path} is not in the index")
@@ -1055,9 +1071,6 @@ class Fourfold:
         """search(), but when none of the asked modalities could answer (the semantic index
         still building) the ready ones answer instead; notes say what was left out."""
         options = options or SearchOptions(**kw)
-        for m in [*(options.modalities or ()), *(options.weights or {})]:
-            if m not in MODALITIES:
-                raise QueryError(f"unknown modality {m!r}; use {', '.join(MODALITIES)}")
         notes: list[str] = []
         response = self.search(query, options)
         why = "; ".join(f"{m}: {r}" for m, r in response.unavailable.items())
@@ -1130,9 +1143,7 @@ class Fourfold:
             found = self.graph.imports(name, limit=ALL_ROWS)
         else:
             found = self.importers(name, limit=ALL_ROWS, repo_id=self._in(repo_id))
-        rows = found["results"]
-        return {"total": len(rows), "offset": offset, "results": rows[offset:offset + limit],
-                "notes": list(found.get("notes", []))}
+        return paged(found["results"], limit, offset, list(found.get("notes", [])))
 
     @_in_its_repository
     def task_context(self, task: str, language: str | None = None,
@@ -1192,7 +1203,8 @@ class Fourfold:
         """similar_at() with each chunk's first `code_lines` lines ("code": list of
         {"line", "text"}) and an honest count: {"total": chunks found, "capped": whether
         more than `limit` exist (then total is a lower bound), "results"}."""
-        hits = self.similar_at(path, line, self._in(repo_id), limit + 1)
+        check_limit(limit)  # one more is asked for, to know whether there are more
+        hits = self._similar_chunks(path, line, self._in(repo_id), limit + 1)
         capped = len(hits) > limit
         hits = hits[:limit]
         texts: dict[str, list[str]] = {}

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import FourfoldError, QueryError
 from .model import FUNCTION_KINDS
 from .store.base import Resolution
+from .query.model import check_limit, check_offset
 from .tokens import query_words, singular, sub_words
 
 if TYPE_CHECKING:
@@ -98,6 +99,10 @@ class TaskContext:
         span). A span whose lines an earlier span of the page sent is left out (a method
         inside a class sent whole). Returns {"spans", "used_tokens", "next"}: `next` is the
         first span not sent."""
+        check_offset(start)
+        check_limit(limit, most=None)
+        check_limit(max_tokens, most=None, what="max_tokens")
+        check_limit(max_span_lines, most=None, what="max_span_lines")
         max_span_lines = max(max_span_lines, MIN_SPAN_LINES)
         files: dict[str, list[str]] = {}
         out: list[dict] = []

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from ..api import (COORDINATOR, GRANULARITIES, GREP_TIME_BUDGET, INDEX_DIR_NAME, MODALITIES,
-                   PRESETS, PROFILES, RANKINGS, Fourfold, SearchOptions, find_index_root,
-                   holds_index, parse_weights)
+                   MOST_FILE_BYTES, PRESETS, PROFILES, RANKINGS, Fourfold, SearchOptions,
+                   find_index_root, holds_index, parse_weights)
 from .. import __version__
 from ..errors import FourfoldError
 
@@ -679,7 +679,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--no-embed", action="store_true",
                    help="skip the semantic phase (text, structure and graph only)")
-    p.add_argument("--max-file-bytes", type=bounded_int(1, 1 << 40),
+    p.add_argument("--max-file-bytes", type=bounded_int(1, MOST_FILE_BYTES),
                    help="skip files larger than this (remembered for later runs; default 2 MiB)")
     p.add_argument("--workers", type=bounded_int(1, MAX_WORKERS),
                    help="parser processes (default: all cores)")

@@ -40,6 +40,13 @@ def check_limit(limit: object, most: int | None = MAX_RESULTS, what: str = "limi
     return limit
 
 
+def check_offset(offset: object) -> int:
+    """`offset` as given, if it is a whole number of at least 0; else a QueryError."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise QueryError(f"offset must be a whole number of at least 0, not {offset!r}")
+    return offset
+
+
 @dataclass
 class Query:
     """One question, classified once.

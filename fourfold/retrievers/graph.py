@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..collector import collector_paused
 from ..errors import QueryError
 from ..model import Hit
-from ..query.model import Query
+from ..query.model import Query, check_limit, check_offset
 from ..store.base import (Resolution, Store, StoredEdge, StoredSymbol, graph_behind_setting,
                           graph_version_setting, unfinished_note)
 from .structural import StructuralRetriever
@@ -49,6 +49,18 @@ def _name_only_note(count: int, treated: str) -> list[str]:
     return [f"{count} more call site{'s' if count > 1 else ''} by name only: the target is "
             "the one definition of that name in the repository, not confirmed by an import "
             f"or a type; {treated}"]
+
+
+def paged(rows: list[dict], limit: int, offset: int, notes: list[str]) -> dict:
+    """One page of a graph answer: `limit` rows from `offset`, with the total, the next
+    page's offset where there is one, and notes."""
+    check_limit(limit, most=None)
+    check_offset(offset)
+    out = {"total": len(rows), "offset": offset, "results": rows[offset:offset + limit],
+           "notes": notes}
+    if offset + limit < len(rows):
+        out["next_offset"] = offset + limit
+    return out
 
 
 class GraphRetriever:
@@ -125,16 +137,6 @@ class GraphRetriever:
     def _symbol_info(self, ids) -> dict[int, StoredSymbol]:
         return {s.symbol_id: s for s in self.store.symbols_by_id(ids, self.scope())}
 
-    @staticmethod
-    def _page(rows: list[dict], limit: int, offset: int, notes: list[str]) -> dict:
-        if limit < 1 or offset < 0:
-            raise QueryError("limit must be at least 1 and offset at least 0")
-        page = rows[offset:offset + limit]
-        out = {"total": len(rows), "offset": offset, "results": page, "notes": notes}
-        if offset + limit < len(rows):
-            out["next_offset"] = offset + limit
-        return out
-
     def _definition_notes(self, name: str, targets: list[StoredSymbol]) -> list[str]:
         if not targets:
             return [f"no definition named {name!r} in the index"]
@@ -186,7 +188,7 @@ class GraphRetriever:
             notes.append(f"{len(unresolved)} call sites of the name {last_name(name)!r} could "
                          "not be resolved to a definition; they are listed last with "
                          "resolution=none")
-        return self._page(rows, limit, offset, notes)
+        return paged(rows, limit, offset, notes)
 
     def callees(self, name: str, limit: int = 50, offset: int = 0,
                 repo_id: int | None = None) -> dict:
@@ -211,7 +213,7 @@ class GraphRetriever:
             if callee is None:
                 rows[-1]["path"] = paths.get(e.src_file)
         rows.sort(key=lambda r: (_by_resolution(r), r["call_site"]))
-        return self._page(rows, limit, offset, self._definition_notes(name, targets))
+        return paged(rows, limit, offset, self._definition_notes(name, targets))
 
     def importers(self, file_or_module: str, limit: int = 50, offset: int = 0,
                   repo_id: int | None = None) -> dict:
@@ -234,7 +236,7 @@ class GraphRetriever:
                              "imports": paths[fid]})
         rows.sort(key=lambda r: (r["path"], r["line"]))
         notes = [] if targets else [f"no indexed file matches {file_or_module!r}"]
-        return self._page(rows, limit, offset, notes)
+        return paged(rows, limit, offset, notes)
 
     def imports(self, path: str, limit: int = 50, offset: int = 0) -> dict:
         """The indexed files a file imports (the other direction of importers), in line
@@ -247,7 +249,7 @@ class GraphRetriever:
                 for e in sorted(g.imports(source) if source is not None else [],
                                  key=lambda e: e.line)]
         notes = [] if source is not None else [f"{path} is not an indexed file"]
-        return self._page(rows, limit, offset, notes)
+        return paged(rows, limit, offset, notes)
 
     def impact(self, name: str, depth: int = 3, limit: int = 50, offset: int = 0,
                repo_id: int | None = None) -> dict:
@@ -283,7 +285,7 @@ class GraphRetriever:
                              "centrality": round(centrality(node), 4)})
         guessed = sum(1 for t in targets for e in g.incoming(t.symbol_id)
                       if e.resolution == Resolution.NAME_ONLY)
-        return self._page(rows, limit, offset,
+        return paged(rows, limit, offset,
                           self._definition_notes(name, targets)
                           + _name_only_note(guessed, "their callers are not followed"))
 

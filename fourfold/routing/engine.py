@@ -19,7 +19,7 @@ from ..ranking.learned import LearnedRanking
 from ..ranking.priors import apply_priors, question_words
 from .intent import (EXACT_MATCH, FIND_REFERENCES, IMPACT_ANALYSIS, INTENTS, TARGETED_INTENTS,
                      UNDERSTAND_CODE, Intent, classify)
-from .profiles import DIRECT_CONFIDENCE, DOMINANT, PRESETS, PROFILE_K, PROFILES
+from .profiles import DIRECT_CONFIDENCE, DOMINANT, MODALITIES, PRESETS, PROFILE_K, PROFILES
 
 CANDIDATES_PER_MODALITY = 60
 DEEPER_CANDIDATES = 300  # for answers past the first: the same for every limit up to 100
@@ -92,6 +92,20 @@ def check_weights(weights: dict[str, float]) -> None:
                              f"{MAX_WEIGHT:,}, not {weight!r}")
     if not any(weights.values()):
         raise QueryError("every weight is 0: give at least one modality a weight above 0")
+
+
+def _check_modalities(options: "SearchOptions") -> None:
+    """The modalities and weights name known modalities; weights only selected ones."""
+    if isinstance(options.modalities, str):
+        raise QueryError(f"modalities is a tuple of names, e.g. ({options.modalities!r},)")
+    for m in [*(options.modalities or ()), *(options.weights or {})]:
+        if m not in MODALITIES:
+            raise QueryError(f"unknown modality {m!r}; use {', '.join(MODALITIES)}")
+    if options.modalities is not None and options.weights is not None:
+        unused = [m for m in options.weights if m not in options.modalities]
+        if unused:
+            raise QueryError(f"weights name {', '.join(unused)}, which is not among the "
+                             f"modalities asked ({', '.join(options.modalities)})")
 
 
 @dataclass
@@ -183,6 +197,7 @@ class SearchEngine:
                              f"{options.rrf_k!r}")
         if options.weights is not None:
             check_weights(options.weights)
+        _check_modalities(options)
         # The first answers come from the same candidates whatever the limit, so that the
         # first 10 of 100 are the 10 asked for alone; more than those give are added after
         # them from deeper lists.

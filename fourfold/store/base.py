@@ -292,6 +292,15 @@ def graph_version_setting(repo_id: int) -> str:
     return f"graph_version:{repo_id}"
 
 
+def setting_value(stored: str | None, default: int) -> int:
+    """A setting as stored (None: never set), or `default` where it is not a whole number
+    (not written by set_setting: a float a caller once gave)."""
+    try:
+        return int(stored) if stored is not None else default
+    except ValueError:
+        return default
+
+
 def unfinished_setting(repo_id: int) -> str:
     """The setting that holds how many files the repository's first complete index will
     hold, while that index is written (0 once complete): it answers meanwhile."""

@@ -38,7 +38,8 @@ from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileReco
                    FileStamp, FileState, GraphInput, GraphPatch, HeldCodes, HeldRows,
                    PathKey, RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
                    TokenRecord, REMOVING, being_removed, coded, graph_version_setting, packed_ids,
-                   removing_key, repository_settings, used_only, deep_codes_setting)
+                   removing_key, repository_settings, used_only, deep_codes_setting,
+                   setting_value)
 from .postgres_postings import HeldPostings
 from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, EdgeRow, clear_errors,
                          edge_columns_of, packed, packed_bytes, packed_codes, two_columns,
@@ -1143,8 +1144,7 @@ class PostgresStore(Store):
         return not self._query("SELECT 1 FROM repos LIMIT 1")
 
     def setting(self, key: str, default: int) -> int:
-        value = self._meta(f"setting:{key}")
-        return int(value) if value is not None else default
+        return setting_value(self._meta(f"setting:{key}"), default)
 
     def set_setting(self, key: str, value: int) -> None:
         self._set_meta(self._conn(), f"setting:{key}", str(value))

@@ -32,7 +32,7 @@ from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileSt
                    decompress_references, graph_version_setting, packed_ids, PathKey,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
                    TokenRecord, REMOVING, being_removed, removing_key,
-                   repository_settings, deep_codes_setting)
+                   repository_settings, deep_codes_setting, setting_value)
 from .chunk_index import ChunkIndex, weighted_text
 from .index_dir import CHUNK_INDEX_NAME, IndexLock
 from .sql_common import (CHUNK_COLS, FILE_COLS, EdgeRow, clear_errors, edge_columns_of,
@@ -431,8 +431,7 @@ class SQLiteStore(Store):
         return not self._query("SELECT 1 FROM repos LIMIT 1")
 
     def setting(self, key: str, default: int) -> int:
-        value = self._meta(f"setting:{key}")
-        return int(value) if value is not None else default
+        return setting_value(self._meta(f"setting:{key}"), default)
 
     def set_setting(self, key: str, value: int) -> None:
         self._put_meta(f"setting:{key}", str(value))

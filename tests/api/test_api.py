@@ -185,7 +185,7 @@ def test_impact_pages_its_dependents_and_summarises_all(shop):
     assert [r["symbol"] for r in rest["results"]] == ["Book.price"] and "next_offset" not in rest
     assert [(r["symbol"], r["distance"]) for r in shop.impact("total")["results"]] == [
         ("checkout", 1)]
-    with pytest.raises(QueryError, match="limit must be at least 1"):
+    with pytest.raises(QueryError, match="limit must be a whole number of at least 1"):
         shop.impact("discount", limit=0)
 
 

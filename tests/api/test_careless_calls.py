@@ -1,0 +1,90 @@
+"""The library under a careless caller's arguments: a clear QueryError, never a silently
+emptied index, a wrong page or a raw TypeError."""
+from __future__ import annotations
+
+import pytest
+
+from fourfold import Fourfold, SearchOptions
+from fourfold.errors import QueryError
+from tests.conftest import write_tree
+
+FILES = {"app/util.py": "def helper(x):\n    return x + 1\n",
+         "app/a.py": "from app.util import helper\n\n\ndef first():\n    return helper(1)\n",
+         "app/b.py": "from app.util import helper\n\n\ndef second():\n    return helper(2)\n"}
+
+
+@pytest.fixture()
+def indexed(tmp_path):
+    root = write_tree(tmp_path / "proj", FILES)
+    ff = Fourfold(root)
+    ff.index()
+    return ff
+
+
+@pytest.mark.parametrize("bad", [-1, 0.5, float("nan"), True, "100", 1 << 41])
+def test_a_bound_on_file_size_is_checked_before_it_is_remembered(tmp_path, bad):
+    """-1 skipped every file and was remembered for later runs; a float broke every later
+    opening of the index (int() of the stored text)."""
+    root = write_tree(tmp_path / "proj", FILES)
+    Fourfold(root).index(embed=False)
+    with pytest.raises(QueryError, match="max_file_bytes must be a whole number"):
+        Fourfold(root, max_file_bytes=bad)
+    assert len(Fourfold(root).list_files()) == 3
+
+
+def test_a_bound_remembered_before_it_was_checked_is_not_used(tmp_path):
+    root = write_tree(tmp_path / "proj", FILES)
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    for stored in (-1, "nan"):  # as an earlier release let them be written
+        ff.store.set_setting(f"max_file_bytes:{ff.root}", stored)
+        again = Fourfold(root)
+        assert again.max_file_bytes == 2 * 1024 * 1024
+        assert again.index(embed=False).files == 3
+
+
+@pytest.mark.parametrize("paging", [{"limit": -1}, {"limit": 0}, {"offset": -1},
+                                    {"limit": "5"}, {"offset": 1.5}])
+def test_graph_pages_are_checked(indexed, paging):
+    """related() returned all but the last row at limit -1 and the last row at offset -1."""
+    for ask in (lambda: indexed.related("helper", **paging),
+                lambda: indexed.references("helper", **paging),
+                lambda: indexed.impact("helper", **paging)):
+        with pytest.raises(QueryError, match="must be a whole number"):
+            ask()
+    page = indexed.related("helper", limit=1)
+    assert (page["total"], len(page["results"]), page["next_offset"]) == (2, 1, 1)
+
+
+@pytest.mark.parametrize("packing", [{"start": -1}, {"limit": 0}, {"max_tokens": None},
+                                     {"max_tokens": 0}])
+def test_packing_task_context_is_checked(indexed, packing):
+    """start -1 wrapped around to the last span; limit 0 left a pager on the same page."""
+    context = indexed.task_context("where is helper called")
+    with pytest.raises(QueryError, match="must be a whole number"):
+        context.pack(**packing)
+
+
+@pytest.mark.parametrize("limit", [0, -5, None])
+def test_similar_code_checks_the_limit_asked_for(indexed, limit):
+    with pytest.raises(QueryError, match=f"limit must be a whole number from 1 to 10,000, "
+                                         f"not {limit!r}"):
+        indexed.similar_code("app/util.py", 2, limit=limit)
+    assert indexed.similar_code("app/util.py", 2, limit=10_000)["capped"] is False
+    with pytest.raises(QueryError, match="line must be a whole number"):
+        indexed.similar_at("app/util.py", "2")
+
+
+@pytest.mark.parametrize("options, message", [
+    (SearchOptions(weights={"Text": 1.0}), "unknown modality 'Text'"),
+    (SearchOptions(modalities=("Text",)), "unknown modality 'Text'"),
+    (SearchOptions(modalities="text"), "modalities is a tuple of names"),
+    (SearchOptions(modalities=("text",), weights={"structural": 1.0}),
+     "weights name structural, which is not among the modalities asked"),
+])
+def test_search_names_only_known_and_asked_modalities(indexed, options, message):
+    """Each answered nothing, silently (or split "text" into letters)."""
+    with pytest.raises(QueryError, match=message):
+        indexed.search("helper", options)
+    assert indexed.search("helper", SearchOptions(modalities=("text",),
+                                                  weights={"text": 1.0})).hits
