@@ -73,6 +73,22 @@ def _repository_facts(r: "RepoInfo") -> dict:
             **({"removing": True} if r.removing else {})}
 
 
+def _search_options(options: SearchOptions | None, fields: dict) -> SearchOptions:
+    """A search's options, given as a SearchOptions or as its fields, not both (the
+    fields beside one were dropped)."""
+    if options is not None and fields:
+        raise QueryError(f"give the search's options as a SearchOptions or as its fields, "
+                         f"not both (here also {', '.join(sorted(fields))})")
+    if options is None:
+        try:
+            return SearchOptions(**fields)
+        except TypeError as exc:  # a misspelt field
+            raise QueryError(f"{exc}; the options are SearchOptions' fields") from None
+    if not isinstance(options, SearchOptions):
+        raise QueryError(f"options must be a SearchOptions, not {type(options).__name__}")
+    return options
+
+
 def _file_bytes_bound(value: object) -> bool:
     """Whether `value` can bound the size of the files indexed."""
     return isinstance(value, int) and not isinstance(value, bool) \
@@ -546,6 +562,10 @@ class Fourfold:
             if indexed_at.get(repo_id):
                 return
             self._let_go(repo_id)  # removed, or never indexed
+            if isinstance(repo_id, bool) or not isinstance(repo_id, int) \
+                    or repo_id not in indexed_at:
+                raise QueryError(f"no repository with id {repo_id!r} in {self.location} "
+                                 "(`status` lists them)")
         served = self._served_id
         if repo_id is None and served is not None:
             if indexed_at.get(served):
@@ -613,7 +633,7 @@ class Fourfold:
         it deserves, keep only what the filters allow (`path_glob`, `languages`, `kinds`,
         `repo_id`; an unknown language or kind raises QueryError), fuse and rank. Options
         come as a SearchOptions or as its fields (`ff.search(q, languages=("go",))`)."""
-        options = options or SearchOptions(**kw)
+        options = _search_options(options, kw)
         view = self._view(options.repo_id)
         if view is not self:
             return view.search(query, options)
@@ -1070,7 +1090,7 @@ class Fourfold:
                              ) -> tuple[SearchResponse, list[str]]:
         """search(), but when none of the asked modalities could answer (the semantic index
         still building) the ready ones answer instead; notes say what was left out."""
-        options = options or SearchOptions(**kw)
+        options = _search_options(options, kw)
         notes: list[str] = []
         response = self.search(query, options)
         why = "; ".join(f"{m}: {r}" for m, r in response.unavailable.items())

@@ -58,10 +58,25 @@ def _unknown(what: str, value: str, known: Iterable[str]) -> QueryError:
     return QueryError(f"unknown {what} {value!r}{hint}; known: {', '.join(known)}")
 
 
-def languages_named(names: Iterable[str]) -> frozenset[str]:
-    """The index's languages for what a user called them; an unknown name is an error."""
+def _names(names: Iterable[str] | str, what: str) -> list[str]:
+    """The names a caller gave: one (a string), several, or None (none); anything else is
+    an error."""
+    given = [names] if isinstance(names, str) else names if names is not None else []
+    try:
+        given = list(given)
+    except TypeError:
+        given = [given]
+    for name in given:
+        if not isinstance(name, str):
+            raise QueryError(f"a {what} is named by a string, not {name!r}")
+    return given
+
+
+def languages_named(names: Iterable[str] | str) -> frozenset[str]:
+    """The index's languages for what a user called them (one name, or several); an
+    unknown name is an error."""
     out: set[str] = set()
-    for name in names:
+    for name in _names(names, "language"):
         key = name.strip().lower()
         if key not in LANGUAGE_NAMES:
             raise _unknown("language", name, LANGUAGE_NAMES)
@@ -69,10 +84,11 @@ def languages_named(names: Iterable[str]) -> frozenset[str]:
     return frozenset(out)
 
 
-def kinds_named(names: Iterable[str]) -> frozenset[str]:
-    """The definition kinds a user's kind words mean; an unknown kind is an error."""
+def kinds_named(names: Iterable[str] | str) -> frozenset[str]:
+    """The definition kinds a user's kind words mean (one, or several); an unknown kind is
+    an error."""
     out: set[str] = set()
-    for name in names:
+    for name in _names(names, "kind"):
         key = name.strip().lower()
         if key in KIND_FAMILIES:
             out |= KIND_FAMILIES[key]
@@ -119,6 +135,8 @@ class Filters:
            exclude_tests: bool = False) -> "Filters":
         """Filters from user-given values, checked: an unknown language or kind is an
         error, never a filter that silently matches nothing (or everything)."""
+        if path_glob is not None and not isinstance(path_glob, str):
+            raise QueryError(f"a path glob is a string, e.g. 'src/*.py', not {path_glob!r}")
         if path_glob is not None and not path_glob.strip():
             path_glob = None
         if path_glob is not None:

@@ -88,3 +88,33 @@ def test_search_names_only_known_and_asked_modalities(indexed, options, message)
         indexed.search("helper", options)
     assert indexed.search("helper", SearchOptions(modalities=("text",),
                                                   weights={"text": 1.0})).hits
+
+
+def test_one_name_or_none_is_taken_where_several_are_expected(indexed):
+    """"python" was split into letters ("unknown language 'p'"); None was a TypeError."""
+    for languages in ("python", ["python"], None):
+        assert indexed.search("helper", languages=languages).hits
+    assert indexed.search("helper", kinds="function").hits
+    with pytest.raises(QueryError, match="a language is named by a string, not 3"):
+        indexed.search("helper", languages=[3])
+    with pytest.raises(QueryError, match="a path glob is a string"):
+        indexed.search("helper", path_glob=5)
+
+
+def test_search_options_come_one_way(indexed):
+    """Fields beside a SearchOptions were dropped; a misspelt field was a TypeError."""
+    with pytest.raises(QueryError, match="not both \\(here also limit\\)"):
+        indexed.search("helper", SearchOptions(limit=1), limit=5)
+    with pytest.raises(QueryError, match="unexpected keyword argument 'limt'"):
+        indexed.search("helper", limt=5)
+    with pytest.raises(QueryError, match="options must be a SearchOptions, not dict"):
+        indexed.search("helper", {"limit": 3})
+
+
+def test_an_unknown_repository_id_is_not_called_unindexed(indexed):
+    for ask in (lambda: indexed.grep("helper", repo_id=99),
+                lambda: indexed.list_files(repo_id=99), lambda: indexed.map(repo_id=99)):
+        with pytest.raises(QueryError, match="no repository with id 99"):
+            ask()
+    with pytest.raises(QueryError, match="no repository with id '1'"):
+        indexed.grep("helper", repo_id="1")
