@@ -2,9 +2,12 @@
 
 A request is let in by the server's own token (FOURFOLD_TOKEN or --token: everything), or
 by an access token of the index (`fourfold token create`: the repositories it grants). An
-agent sends it as `Authorization: Bearer`; a browser signs in once at /login and sends it
-back as a cookie (HttpOnly, SameSite=Strict; the cookie opens the page, never /mcp, so
-another site cannot make a browser call the tools). On loopback, with neither kind set up,
+agent sends it as `Authorization: Bearer`; a browser signs in once at /login and is given
+a session: a random id in a cookie (HttpOnly, SameSite=Strict), named by the server's port,
+that this process maps to the token until it stops or SESSION_S pass. A browser sends a
+host's cookies to each of its ports, so the token itself never goes in one: another server
+on the host would read it. The cookie opens the page, never /mcp, so another site cannot
+make a browser call the tools. On loopback, with neither kind set up,
 requests need no token (the local default); binding any other address needs one. On
 loopback the Host header must name the loopback too, against DNS rebinding (the SDK checks
 /mcp's Host and Origin itself).
@@ -17,8 +20,11 @@ import json
 import logging
 import os
 import re
+import secrets
 import signal
 import sys
+import threading
+import time
 from urllib.parse import quote, urlencode
 
 import anyio.to_thread
@@ -28,7 +34,9 @@ from ..api import Grant
 from ..errors import FourfoldError
 from .caller import GRANT_KEY
 
-TOKEN_COOKIE = "fourfold_token"
+SESSION_COOKIE = "fourfold_session_"  # and the server's port: one per server of a host
+SESSION_S = 12 * 3600  # a sign-in lasts this long (or until the server stops)
+MOST_SESSIONS = 10_000  # the oldest are forgotten past this many
 NOTHING = Grant("anonymous", "read", frozenset())  # a request let in to see nothing
 
 log = logging.getLogger("fourfold.mcp")
@@ -52,10 +60,30 @@ class TokenGate:
         self.ff = ff
         self.open_without_token = open_without_token
         self.loopback = loopback
+        self._sessions: dict[str, tuple[bytes, float]] = {}  # id -> (token, expiry), in order
+        self._sessions_lock = threading.Lock()
 
-    def admits(self, secret: str) -> bool:
-        """Whether a token would be let in (the sign-in form asks)."""
-        return self._grant(secret.encode("utf-8", "surrogateescape")) is not False
+    def sign_in(self, secret: str) -> str | None:
+        """A new session's id for a token that would be let in (the sign-in form asks);
+        None for one that would not."""
+        token = secret.encode("utf-8", "surrogateescape")
+        if self._grant(token) is False:
+            return None
+        session = secrets.token_urlsafe(32)
+        now = time.monotonic()
+        with self._sessions_lock:
+            for old, (_, expiry) in list(self._sessions.items()):
+                if expiry > now and len(self._sessions) < MOST_SESSIONS:
+                    break  # the rest are younger
+                del self._sessions[old]
+            self._sessions[session] = (token, now + SESSION_S)
+        return session
+
+    def _session_token(self, session: str) -> bytes:
+        """The token a live session signed in with; b"" for none."""
+        with self._sessions_lock:
+            token, expiry = self._sessions.get(session, (b"", 0.0))
+        return token if expiry > time.monotonic() else b""
 
     def _grant(self, secret: bytes):
         """None: the server's own token (everything); a Grant; False: refused."""
@@ -76,8 +104,8 @@ class TokenGate:
         given = headers.get(b"authorization", b"")
         secret = given[len(BEARER):].strip() if given[:len(BEARER)].lower() == BEARER else b""
         if not secret and page:
-            secret = HTTPConnection(scope).cookies.get(TOKEN_COOKIE, "").encode(
-                "utf-8", "surrogateescape")
+            secret = self._session_token(HTTPConnection(scope).cookies.get(
+                session_cookie(scope), ""))
         try:
             grant = await anyio.to_thread.run_sync(self._grant, secret) if secret else None
             unadmitted = (grant is False or not secret) and not (
@@ -104,6 +132,13 @@ class TokenGate:
             await self.app(scope, receive, send)
         except* ClientDisconnect:  # raised alone, or out of the SDK's task groups
             log.debug("client disconnected during %s %s", scope["method"], path)
+
+
+def session_cookie(scope) -> str:
+    """The name of this server's session cookie: by its port, so that two servers of one
+    host do not overwrite each other's sign-in."""
+    server = scope.get("server") or ("", 0)
+    return f"{SESSION_COOKIE}{server[1] or 0}"
 
 
 LOOPBACK_HOST_HEADER = re.compile(r"(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?")
@@ -165,7 +200,7 @@ def http_app(server, service, host: str, token: str | None):
     gate = TokenGate(app, token, service.ff,
                      open_without_token=host in LOOPBACK_HOSTS and not token,
                      loopback=host in LOOPBACK_HOSTS)
-    app.router.routes.extend(WebPage(service, gate.admits).routes())
+    app.router.routes.extend(WebPage(service, gate.sign_in).routes())
     return gate
 
 

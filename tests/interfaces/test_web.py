@@ -226,6 +226,14 @@ def test_odd_input_gets_a_clear_page_never_a_crash(site):
                                                   params={"symbol": "nothing_here"}).text
 
 
+def signed_in(base: str, secret: str) -> dict:
+    """The cookies a browser keeps after signing in with a token."""
+    signed = httpx2.post(f"{base}/login?next=/", data={"token": secret}, timeout=10,
+                         follow_redirects=False)
+    assert signed.status_code == 303, signed.text
+    return dict(signed.cookies)
+
+
 def test_a_browser_signs_in_with_a_token_and_the_cookie_never_opens_mcp(tmp_path):
     root = write_tree(tmp_path / "repo", {"a.py": "def alpha():\n    return 1\n"})
     with mcp_http_server([str(root)], server_env(FOURFOLD_TOKEN="s3cret-token")) as (url, _):
@@ -255,7 +263,17 @@ def test_a_browser_signs_in_with_a_token_and_the_cookie_never_opens_mcp(tmp_path
         assert signed.status_code == 303 and signed.headers["location"] == "/"
         cookie = signed.headers["set-cookie"]
         assert "HttpOnly" in cookie and "SameSite=strict" in cookie.replace("Strict", "strict")
-        jar = {"fourfold_token": "s3cret-token"}
+        # a session, named by the port: a browser sends a host's cookies to all its ports,
+        # and another server there must not read the token
+        port = base.rsplit(":", 1)[1]
+        assert "s3cret-token" not in cookie and dict(signed.cookies).keys() == {
+            f"fourfold_session_{port}"}
+        for stolen in ({"fourfold_token": "s3cret-token"},
+                       {f"fourfold_session_{port}": "s3cret-token"},
+                       {f"fourfold_session_{int(port) + 1}": signed.cookies.get(
+                           f"fourfold_session_{port}")}):
+            assert get(f"{base}/?q=alpha", cookies=stolen).status_code == 303
+        jar = dict(signed.cookies)
         assert get(f"{base}/?q=alpha", cookies=jar).status_code == 200
         assert "a.py" in get(f"{base}/?q=alpha", cookies=jar).text
         mcp = httpx2.post(url, cookies=jar, timeout=10, json={
@@ -269,21 +287,21 @@ def test_a_token_sees_only_its_repositories_on_the_page(two_repositories, capsys
     only_two = token(capsys, where, "page-reader", "acme/two")
     with mcp_http_server(serve) as (url, _):
         base = url.removesuffix("/mcp")
-        jar = {"fourfold_token": only_two}
+        jar = signed_in(base, only_two)
         found = get(f"{base}/", params={"q": "SECRET", "repository": "*"}, cookies=jar).text
         assert "two.py" in found and "one.py" not in found
         refused = get(f"{base}/file/one.py", params={"repository": "acme/one"}, cookies=jar)
         assert refused.status_code == 400 and "not granted" in refused.text
         if "--store" in serve:  # a server of several repositories: the map asks which
             everything = token(capsys, where, "page-all")
-            chooser = get(f"{base}/map", cookies={"fourfold_token": everything}).text
+            chooser = get(f"{base}/map", cookies=signed_in(base, everything)).text
             assert "A map is of one repository" in chooser
             assert 'href="/map?repository=acme%2Fone"' in chooser
         status = get(f"{base}/status", cookies=jar).text
         assert "acme/two" in status and "acme/one" not in status
         # where the index is (a server URL names its host and user) is not for this token
-        everywhere = get(f"{base}/status", cookies={
-            "fourfold_token": token(capsys, where, "status-all")}).text
+        everywhere = get(f"{base}/status", cookies=signed_in(
+            base, token(capsys, where, "status-all"))).text
         location = re.search(r"Index <code>([^<]+)</code>", everywhere).group(1)
         assert location not in status and "Index <code>" not in status
         # with no repository named, the one the token sees is the default
@@ -397,3 +415,41 @@ def test_fourfold_ui_serves_a_folder_on_a_free_port_and_says_where(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_sign_in_session_ends_and_the_oldest_are_forgotten(monkeypatch):
+    from fourfold.interfaces import http
+
+    class NoAccessTokens:
+        def grant(self, secret):
+            return None
+
+    gate = http.TokenGate(None, "s3cret", NoAccessTokens(), open_without_token=False,
+                          loopback=True)
+    assert gate.sign_in("guess") is None
+    now = [1000.0]
+    monkeypatch.setattr(http.time, "monotonic", lambda: now[0])
+    first = gate.sign_in("s3cret")
+    assert gate._session_token(first) == b"s3cret" and gate._session_token("other") == b""
+    now[0] += http.SESSION_S + 1
+    assert gate._session_token(first) == b""
+    monkeypatch.setattr(http, "MOST_SESSIONS", 3)
+    sessions = [gate.sign_in("s3cret") for _ in range(5)]
+    assert [gate._session_token(s) for s in sessions] == [b""] * 2 + [b"s3cret"] * 3
+    # a token past Latin-1 (a cookie holding it was a 500): the session id is ASCII
+    wide = http.TokenGate(None, "geheim€schlüssel", NoAccessTokens(),
+                          open_without_token=False, loopback=True)
+    assert wide.sign_in("geheim€schlüssel").isascii()
+
+
+def test_a_file_whose_name_holds_a_newline_opens(tmp_path):
+    """Its link was a 404: Starlette's path convertor stops at a newline."""
+    root = write_tree(tmp_path / "repo", {"new\nline.py": "def on_two_lines():\n    return 2\n"})
+    assert main(["index", str(root), "--no-embed"]) == 0
+    with mcp_http_server([str(root)]) as (url, _):
+        site = url.removesuffix("/mcp")
+        found = get(f"{site}/", params={"q": "on_two_lines"}).text
+        assert 'href="/file/new%0Aline.py' in found
+        page = get(f"{site}/file/new%0Aline.py")
+        assert page.status_code == 200 and "on_two_lines" in page.text
+

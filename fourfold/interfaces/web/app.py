@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import anyio.to_thread
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.convertors import PathConvertor, register_url_convertor
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -23,7 +24,7 @@ from ... import __version__
 from ...api import SearchOptions
 from ...errors import FourfoldError, IndexBusyError, NotIndexedError, StoreUnavailable
 from ..caller import GRANT_KEY, current_grant
-from ..http import TOKEN_COOKIE
+from ..http import session_cookie
 from ..service import Service
 from .highlight import highlighted_lines, marked, question_words, style_sheet
 from .picture import Node, neighbourhood_svg
@@ -94,13 +95,24 @@ def _as_caller(grant, work):
         current_grant.reset(token)
 
 
-class WebPage:
-    """The page's routes over a Service; `admits(secret)` says whether a token is good."""
+class _AnyPath(PathConvertor):
+    """A path of any characters: a file's name may hold a newline, where Starlette's own
+    path convertor stops."""
 
-    def __init__(self, service: Service, admits):
+    regex = r"[\s\S]*"
+
+
+register_url_convertor("any_path", _AnyPath())
+
+
+class WebPage:
+    """The page's routes over a Service; `sign_in(secret)` gives a session's id for a
+    good token (None for another)."""
+
+    def __init__(self, service: Service, sign_in):
         self.service = service
         self.ff = service.ff
-        self.admits = admits
+        self.sign_in = sign_in
         self.env = Environment(loader=FileSystemLoader(HERE / "templates"),
                                autoescape=select_autoescape(default=True),
                                trim_blocks=True, lstrip_blocks=True)
@@ -113,7 +125,7 @@ class WebPage:
         self.highlight_css = style_sheet()
 
     def routes(self) -> list:
-        return [Route("/", self.search_page), Route("/file/{path:path}", self.file_page),
+        return [Route("/", self.search_page), Route("/file/{path:any_path}", self.file_page),
                 Route("/map", self.map_page), Route("/status", self.status_page),
                 Route("/login", self.login_page, methods=["GET", "POST"]),
                 Route("/static/highlight.css", self.highlight_style),
@@ -375,10 +387,11 @@ class WebPage:
             if secret is None:
                 return HTMLResponse("the sign-in form holds one token, nothing more",
                                     status_code=400, headers=SECURITY_HEADERS)
-            if secret and await anyio.to_thread.run_sync(self.admits, secret):
+            session = secret and await anyio.to_thread.run_sync(self.sign_in, secret)
+            if session:
                 response = RedirectResponse(target, status_code=303)
-                response.set_cookie(TOKEN_COOKIE, secret, httponly=True, samesite="strict",
-                                    secure=request.url.scheme == "https")
+                response.set_cookie(session_cookie(request.scope), session, httponly=True,
+                                    samesite="strict", secure=request.url.scheme == "https")
                 return response
             context["failed"] = True
         html = self.env.get_template("login.html").render(request_path="/login", **context)
