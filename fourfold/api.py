@@ -36,7 +36,8 @@ from .semantic.names import check_model_name
 from .routing.engine import RANKINGS, SearchEngine, SearchOptions, SearchResponse
 from .routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
 from .store.base import codes_behind, deep_codes_setting, unfinished_note
-from .store.index_dir import DB_NAME, IndexLock, identity, prepare_index_dir, remove_database
+from .store.index_dir import (DB_NAME, IndexLock, Readers, identity, no_readers,
+                              prepare_index_dir, remove_database)
 from .store.snapshot import Snapshots
 from .store.sqlite import SQLiteStore
 
@@ -170,9 +171,11 @@ class Fourfold:
                               else self.root / INDEX_DIR_NAME)
             _utf8_path(self.index_dir, "keep the index elsewhere with --index-dir")
             prepare_index_dir(self.index_dir, self.root)
-            if rebuild:
-                self._discard_database()
+            if rebuild:  # asked for: not under a process that has the index open
+                with no_readers(self.index_dir):
+                    self._discard_database()
             self.store = self._open_store()
+            self._readers = Readers(self.index_dir)
         remembered = self.store.setting(f"max_file_bytes:{self.root}", DEFAULT_MAX_FILE_BYTES)
         # a value remembered before it was checked (a negative one skipped every file)
         self.max_file_bytes = max_file_bytes or (
@@ -928,6 +931,8 @@ class Fourfold:
     def close(self) -> None:
         self._grep_pool.close()
         self.store.close()
+        if self.store_url is None:
+            self._readers.close()
 
     # -- shared by the interfaces (MCP, CLI, a web page) -----------------------------------
     @staticmethod

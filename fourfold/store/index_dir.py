@@ -16,17 +16,20 @@ import os
 import shutil
 import stat
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import FourfoldError, IndexBusyError
 
 DB_NAME = "index.sqlite"
 LOCK_NAME = "index.lock"
+READERS_NAME = "readers.lock"  # held shared by each process that has the database open
 CHUNK_INDEX_NAME = "chunk-index"  # the BM25 index's folder (store/chunk_index.py)
 IGNORE_NAME = ".gitignore"
 # the database and the files SQLite keeps beside it
 DB_FILES = (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", DB_NAME + "-journal")
-OWN_FILES = (*DB_FILES, LOCK_NAME, IGNORE_NAME)
+OWN_FILES = (*DB_FILES, LOCK_NAME, READERS_NAME, IGNORE_NAME)
 
 
 class UnsafeIndexDir(FourfoldError):
@@ -111,6 +114,45 @@ def open_private(path: Path) -> int:
         if exc.errno == errno.ELOOP:
             raise UnsafeIndexDir(f"refusing {path}: it is a symlink; remove it") from None
         raise FourfoldError(f"cannot open {path}: {exc.strerror or exc}") from exc
+
+
+class Readers:
+    """This process's shared hold on an index folder while it has the database open: the
+    database is not deleted under it (a process left on a deleted database answers from it,
+    and a watcher writes into it, until it is started again)."""
+
+    def __init__(self, index_dir: Path):
+        try:
+            self._fd: int | None = open_private(index_dir / READERS_NAME)
+        except UnsafeIndexDir:
+            raise
+        except FourfoldError:  # a folder this user may only read: it deletes nothing either
+            self._fd = None
+            return
+        fcntl.flock(self._fd, fcntl.LOCK_SH)  # waits while a rebuild deletes the database
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+@contextmanager
+def no_readers(index_dir: Path) -> Iterator[None]:
+    """Held while the database is deleted; IndexBusyError while another process (or
+    another Fourfold of this one) has it open."""
+    fd = open_private(index_dir / READERS_NAME)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise IndexBusyError(
+                f"the index in {index_dir} is open in another process (a server, a watcher "
+                "or an MCP server) or by another Fourfold object of this one: stop or close "
+                "it, then rebuild") from None
+        yield
+    finally:
+        os.close(fd)
 
 
 def identity(index_dir: Path) -> str:

@@ -272,3 +272,31 @@ def test_a_text_word_index_gone_is_reported_and_mended(tmp_path, capsys):
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["results"][0]["path"] == "src/a.py"
     assert reader.status()["modalities"]["text"] == "ready"
+
+
+def test_a_rebuild_waits_for_no_process_to_have_the_index_open(tmp_path, capsys):
+    """A server or watcher left on the deleted database answered from it, and its watcher
+    wrote into it, until started again."""
+    import subprocess
+    import sys
+
+    project = write_tree(tmp_path / "proj", FILES)
+    first = Fourfold(project)
+    first.index(embed=False)
+    first.close()  # an object left open in this process holds the index too
+    holder = subprocess.Popen(  # another process with the index open, until stdin closes
+        [sys.executable, "-c", "import sys; from fourfold import Fourfold; "
+         "ff = Fourfold(sys.argv[1]); print('open', flush=True); sys.stdin.read()",
+         str(project)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "open"
+        assert main(["index", str(project), "--rebuild", "--no-embed"]) == 2
+        assert "is open in another process" in capsys.readouterr().err
+        check = Fourfold(project)
+        assert check.is_indexed()  # nothing was deleted
+        check.close()
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert main(["index", str(project), "--rebuild", "--no-embed", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["added"] == 2
