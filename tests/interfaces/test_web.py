@@ -207,6 +207,11 @@ def test_a_foreign_host_name_is_refused_on_loopback(site):
 def test_odd_input_gets_a_clear_page_never_a_crash(site):
     for line in ("\u00b2", "9" * 5000, "-1", "0"):
         assert get(f"{site}/file/app.py", params={"line": line}).status_code == 200, line
+    # a line past the end says so (the last lines were shown without a word)
+    for asked in ({"line": "999999"}, {"from": "999999"}):
+        past = get(f"{site}/file/app.py", params=asked).text
+        assert "line 999,999 is past the end of app.py (" in past, asked
+    assert "past the end" not in get(f"{site}/file/app.py", params={"line": "2"}).text
     # a lone CR inside a line is shown, not taken for a line end that shifts the rest
     html = get(f"{site}/file/carriage.py").text
     rows = re.findall(r'<tr id="L(\d+)"[^>]*>.*?<td class="line">(.*?)</td>', html, re.S)

@@ -284,9 +284,12 @@ class WebPage:
                        if r.get("definition") == mine]
         # a page of the file: the one holding the line asked for, or the one `from` starts
         total = len(stored["lines"])
-        first = _line_number(params.get("from", "")) or (
+        asked = _line_number(params.get("from", "")) or (
             (line - 1) // FILE_PAGE_LINES * FILE_PAGE_LINES + 1 if line else 1)
-        first = min(max(1, first), max(1, total))
+        first = min(max(1, asked), max(1, total))
+        past = max(line or 0, asked)
+        missing = (f"line {past:,} is past the end of {path} ({total:,} lines): its last "
+                   "lines are shown" if past > total else None)
         last = min(total, first + FILE_PAGE_LINES - 1)
         lines = highlighted_lines(stored["lines"][first - 1:last], stored["language"], path)
         page = lambda start: f"/file/{quote(path)}?" + urlencode(  # noqa: E731
@@ -298,7 +301,7 @@ class WebPage:
                              else None,
                              "later": page(last + 1) if last < total else None,
                              "outline": outline, "symbol": symbol, "line": line,
-                             "callers": callers, "callees": callees}
+                             "callers": callers, "callees": callees, "missing": missing}
 
     # -- the map ----------------------------------------------------------------------------
     async def map_page(self, request: Request) -> Response:
