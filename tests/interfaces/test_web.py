@@ -101,8 +101,10 @@ def test_a_result_page_without_javascript(site):
     assert "Nothing found." in none
     more = get(f"{site}/", params={"q": "settings", "file": "app.py"}).text
     assert set(re.findall(r'<a class="path" href="/file/([^?"]+)', more)) == {"app.py"}
-    # "show every function": several functions of one file, each its own hit
-    functions = get(f"{site}/", params={"q": "settings server", "granularity": "function"})
+    # "show every function": several functions of one file, each its own hit (a question
+    # both have with and without the vectors the server embeds in the background)
+    functions = get(f"{site}/", params={"q": "load settings and start the server",
+                                        "granularity": "function"})
     shown = re.findall(r'<a class="path" href="/file/app.py[^"]*">app.py:(\d+)', functions.text)
     assert len(set(shown)) >= 2, shown
     assert '<option value="function" selected>' in functions.text
