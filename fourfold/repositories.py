@@ -26,10 +26,14 @@ class RepositoryChoice:
     evidence: dict[int, float] = field(default_factory=dict)  # repository id -> evidence
 
 
-def find_repository(repos: Iterable[RepoInfo], spec: str) -> int:
+def find_repository(repos: Iterable[RepoInfo], spec: str | int) -> int:
     """The id of the repository a user names by name, root path or id (a name first: a
-    folder may be named like another repository's id)."""
+    folder may be named like another repository's id); an id may come as a number."""
     repos = list(repos)
+    if isinstance(spec, int) and not isinstance(spec, bool):
+        spec = str(spec)
+    if not isinstance(spec, str):
+        raise QueryError(f"a repository is named by its name, root or id, not {spec!r}")
     named = [repo for repo in repos if repo.name == spec]
     if len(named) > 1:  # an embedded index written before its names were unique
         held = ", ".join(f"{repo.root} (id {repo.repo_id})" for repo in named)

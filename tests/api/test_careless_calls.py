@@ -118,3 +118,13 @@ def test_an_unknown_repository_id_is_not_called_unindexed(indexed):
             ask()
     with pytest.raises(QueryError, match="no repository with id '1'"):
         indexed.grep("helper", repo_id="1")
+
+
+def test_a_repository_is_named_by_its_id_as_a_number_too(indexed):
+    """repository(1) was a TypeError from pathlib; the docstrings say ids are taken."""
+    repo_id = indexed.repo_id()
+    assert indexed.repository(repo_id) == indexed.repository(str(repo_id)) == repo_id
+    with pytest.raises(QueryError, match="unknown repository '99'"):
+        indexed.repository(99)
+    with pytest.raises(QueryError, match="named by its name, root or id, not 1.5"):
+        indexed.repository(1.5)
