@@ -40,20 +40,21 @@ def victim(tmp_path) -> Path:
 
 
 # -- what a repository may ship in .fourfold ------------------------------------------------
+@pytest.mark.parametrize("lock", ["index.lock", "readers.lock"])
 @pytest.mark.parametrize("command", ["index", "search"])
-def test_shipped_lock_symlink_does_not_truncate_its_target(make_tree, victim, command):
+def test_shipped_lock_symlink_does_not_truncate_its_target(make_tree, victim, command, lock):
     root = make_tree(CODE)
     (root / ".fourfold").mkdir()
-    os.symlink(victim, root / ".fourfold" / "index.lock")
+    os.symlink(victim, root / ".fourfold" / lock)
     args = ["index", str(root), "--no-embed"] if command == "index" else \
         ["search", "handler", str(root)]
     assert main(args) == 0
     assert victim.read_text() == "precious\n"
-    assert not (root / ".fourfold" / "index.lock").is_symlink()
+    assert not (root / ".fourfold" / lock).is_symlink()
 
 
 @pytest.mark.parametrize("name", [".gitignore", "index.sqlite", "index.sqlite-wal",
-                                  "index.sqlite-shm"])
+                                  "index.sqlite-shm", "readers.lock"])
 def test_shipped_dangling_symlinks_create_nothing_outside(make_tree, tmp_path, name):
     root = make_tree(CODE)
     (root / ".fourfold").mkdir()
