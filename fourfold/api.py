@@ -25,7 +25,7 @@ from . import navigation
 from .errors import (FourfoldError, IndexBusyError, ModalityUnavailable, NotIndexedError,
                      QueryError)
 from .store import open_server_store, redacted
-from .query.model import check_limit, check_offset
+from .query.model import check_limit
 from .ranking.priors import rank_definitions
 from .retrievers.graph import GraphRetriever, paged
 from .retrievers.grep_pool import GrepPool
@@ -516,8 +516,8 @@ class Fourfold:
 
     def ensure_indexed(self, progress: Progress | None = None) -> IndexSummary | None:
         """Index on first use, or finish a first index that stopped (or mend a text word
-        index found missing); later calls reuse the index as it is. While another process writes the first index, what it has written
-        answers (the answers say so). Never into a server store: a mistyped --repository
+        index found missing); later calls reuse the index as it is. While another process
+        writes the first index, what it has written answers (the answers say so). Never into a server store: a mistyped --repository
         would write whatever folder the caller is in into the team's index (the question
         then says the repository is not indexed)."""
         if self.store_url is not None:
@@ -810,8 +810,6 @@ class Fourfold:
         """Transitive dependents (blast radius) with their distance, nearest first, paged;
         `summary` counts all of them: dependents, files affected, how many per distance."""
         self._require_index(repo_id)
-        check_limit(limit, most=None)
-        check_offset(offset)
         found = self.graph.impact(name, depth=depth, limit=ALL_ROWS, repo_id=self._in(repo_id))
         rows = found["results"]
         by_distance: dict[str, int] = {}
@@ -819,11 +817,7 @@ class Fourfold:
             by_distance[str(r["distance"])] = by_distance.get(str(r["distance"]), 0) + 1
         summary = {"dependents": len(rows), "files": len({r["path"] for r in rows}),
                    "by_distance": by_distance}
-        out = {"total": len(rows), "offset": offset, "results": rows[offset:offset + limit],
-               "notes": list(found["notes"]), "summary": summary}
-        if offset + limit < len(rows):
-            out["next_offset"] = offset + limit
-        return out
+        return {**paged(rows, limit, offset, list(found["notes"])), "summary": summary}
 
     def map(self, limit: int = 20, repo_id: int | None = None) -> dict:
         """The map of a repository: its most central files and symbols (PageRank over the

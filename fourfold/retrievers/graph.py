@@ -286,8 +286,8 @@ class GraphRetriever:
         guessed = sum(1 for t in targets for e in g.incoming(t.symbol_id)
                       if e.resolution == Resolution.NAME_ONLY)
         return paged(rows, limit, offset,
-                          self._definition_notes(name, targets)
-                          + _name_only_note(guessed, "their callers are not followed"))
+                     self._definition_notes(name, targets)
+                     + _name_only_note(guessed, "their callers are not followed"))
 
     # -- the retriever interface ------------------------------------------------------
     def search(self, query: Query, limit: int) -> list[Hit]:

@@ -106,10 +106,14 @@ class ChunkIndex:
         index is opened."""
         try:
             os.stat(self.folder / "meta.json")
-            with open(self.folder / TOKEN_NAME, "rb", opener=_no_follow) as handle:
-                return handle.read(200).decode("ascii", "replace") == token
+            return self._written_token() == token
         except OSError:
             return False
+
+    def _written_token(self) -> str:
+        """The token in the folder's token file (OSError where there is none)."""
+        with open(self.folder / TOKEN_NAME, "rb", opener=_no_follow) as handle:
+            return handle.read(200).decode("ascii", "replace")
 
     def _searcher(self) -> tantivy.Searcher | None:
         try:
@@ -150,8 +154,7 @@ class ChunkIndex:
         and its index opens."""
         try:
             self._check_folder()
-            with open(self.folder / TOKEN_NAME, "rb", opener=_no_follow) as handle:
-                token = handle.read(200).decode("ascii", "replace")
+            token = self._written_token()
             with self._lock:
                 self._load()
             return token
