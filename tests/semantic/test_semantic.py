@@ -186,6 +186,37 @@ def test_static_model_reads_the_token_ids_the_tokenizer_gives():
     assert starts[8] - starts[7] == emb.max_tokens
 
 
+def test_static_model_ids_hold_over_many_batches_and_forgotten_segments(monkeypatch):
+    """Segments and words are learned a batch at a time and forgotten past a bound: the ids
+    stay the tokenizer's over random code-like texts, batch after batch, whatever is
+    remembered."""
+    import random
+    import string
+
+    from fourfold.semantic import embedder as module
+    monkeypatch.setattr(module, "SEGMENT_CACHE", 300)
+    monkeypatch.setattr(module, "WORD_CACHE", 200)
+    emb = module.StaticEmbedder(name="static-test")
+    rnd = random.Random(7)
+    names = ["tcp_retransmit_timer", "HTTPServer", "parseConfigFile", "0x1FmaskA", "__init__",
+             "IXGBE_RXDCTL_ENABLE", "getX", "a1B2c3", "9_a_B", "x" * 120, "_", "ABCdef"]
+    alphabet = string.ascii_letters + string.digits + "_____ \n\t(){};,.*&-+=<>/\\\"'#%!?:[]|^~`@$"
+    for _ in range(6):
+        texts = []
+        for _ in range(150):
+            pieces = []
+            for _ in range(rnd.randint(0, 120)):
+                pieces.append(rnd.choice(names) if rnd.random() < 0.3 else "".join(
+                    rnd.choice(alphabet) for _ in range(rnd.randint(1, 12))))
+                pieces.append(rnd.choice([" ", "", "\n", "("]))
+            texts.append("".join(pieces))
+        flat, starts = emb.token_ids(texts)
+        for i, text in enumerate(texts):
+            expected = emb._tok.encode(module.with_identifier_words(text),
+                                       add_special_tokens=False).ids[:emb.max_tokens]
+            assert flat[starts[i]:starts[i + 1]].tolist() == expected, text[:60]
+
+
 def test_chunk_text_layout_and_cut():
     body = "def parse_config(path):\n\n    data = open(path).read()\n    return json.loads(data)\n"
     t = chunk_text_for_embedding("src/app/config.py", "Loader.parseConfig",
