@@ -65,6 +65,18 @@ CATCH_UP_POLL_S = 0.01  # how often catch_up() looks for a change that comes fir
 DEEP_EMBEDDER = "minilm"
 
 
+def _repositories_named(repositories) -> list:
+    """Repositories a caller named: one (a name, root or id) or several."""
+    if repositories is None:
+        return []
+    if isinstance(repositories, (str, int)):
+        return [repositories]
+    try:
+        return list(repositories)
+    except TypeError:  # not a name: find_repository says so
+        return [repositories]
+
+
 def _repository_facts(r: "RepoInfo") -> dict:
     """What status() and repositories() say of a repository."""
     return {"id": r.repo_id, "root": r.root, "name": r.name, "indexed_at": r.indexed_at,
@@ -143,6 +155,9 @@ class Fourfold:
         self.root = Path(root).resolve() if root is not None else None
         if self.root is not None and not self.root.is_dir():
             raise FourfoldError(f"{root}: no such folder")
+        if self.root is not None and self.root == Path(self.root.anchor):
+            raise FourfoldError(f"{root} is the file system's root, not a project: name "
+                                "the folder of the code to index")
         _utf8_path(self.root, "rename the folder")
         self.store_url = store_url
         self.repository_name = repository or (self.root.name if self.root else None)
@@ -647,8 +662,8 @@ class Fourfold:
 
     def search_repositories(self, query: str, repositories: list[str] | None = None,
                             options: SearchOptions | None = None, **kw) -> SearchResponse:
-        """search() over several repositories of the index (`repositories`: names, roots or
-        ids; None: all). The question first narrows them to the few likely to hold the
+        """search() over several repositories of the index (`repositories`: one or several
+        names, roots or ids; None: all). The question first narrows them to the few likely to hold the
         answer (choose_repositories); each of those answers on its own, and their hits,
         each naming its repository, are merged by score. The response says which
         repositories were searched, which skipped, and which could not be searched (their
@@ -658,7 +673,7 @@ class Fourfold:
         options = options or SearchOptions(**kw)
         indexed = [r for r in self.store.repos(counts=False) if r.indexed_at]
         if repositories:
-            asked = {self.repository(spec) for spec in repositories}
+            asked = {self.repository(spec) for spec in _repositories_named(repositories)}
             indexed = [r for r in indexed if r.repo_id in asked]
         if not indexed:
             raise NotIndexedError(f"nothing is indexed in {self.location} yet")
@@ -738,8 +753,8 @@ class Fourfold:
              whole_word: bool = False, path_glob: str | None = None,
              limit: int | None = None, time_budget: float | None = None,
              repo_id: int | None = None) -> ResultList:
-        """The matching lines (LineMatch), in path and line order, in one repository or all
-        (`repo_id` None); `.partial` is true when scanning stopped after `time_budget`
+        """The matching lines (LineMatch), in path and line order, in repository `repo_id`
+        (default: the one this object serves); `.partial` is true when scanning stopped after `time_budget`
         seconds (default: the text modality's time_budget) with files left unread."""
         self._require_index(repo_id)
         if limit is not None:
@@ -875,10 +890,12 @@ class Fourfold:
 
     def located(self, path: str) -> tuple[int | None, str]:
         """(repository id, path as stored) of a user-given path: absolute, or relative to
-        the cwd or the root, in the indexed repository whose root holds it (the innermost
-        one, where roots nest); else the served repository and the path as given."""
+        the cwd or else the root, in the indexed repository whose root holds it (the
+        innermost one, where roots nest); else the served repository and the path as
+        given."""
         candidate = Path(path)
         repos = self.store.repos(counts=False)
+        found = []
         for base in (Path.cwd(), self.root):
             if base is None and not candidate.is_absolute():
                 continue
@@ -886,8 +903,12 @@ class Fourfold:
             holding = [repo for repo in repos if full.is_relative_to(repo.root)]
             if holding:
                 repo = max(holding, key=lambda repo: len(Path(repo.root).parts))
-                return repo.repo_id, full.relative_to(repo.root).as_posix()
-        return self._in(None), candidate.as_posix()
+                found.append((repo.repo_id, full.relative_to(repo.root).as_posix()))
+        # from a subfolder, a path relative to the root reads as one below the subfolder
+        for repo_id, stored_path in found:
+            if self.store.file_by_path(stored_path, repo_id) is not None:
+                return repo_id, stored_path
+        return found[0] if found else (self._in(None), candidate.as_posix())
 
     def status(self) -> dict:
         """The index's repositories and its modalities' states (none while it holds no
@@ -949,14 +970,16 @@ class Fourfold:
 
     def remove_repositories(self, repositories: list[str], wait_s: float = 0.0,
                             dry_run: bool = False) -> list[dict]:
-        """Take repositories (names, roots or ids) out of the index with everything only
+        """Take repositories (one or several names, roots or ids) out of the index with everything only
         they hold, waiting up to `wait_s` for an indexer of each to finish; returns what
         each held (as status() tells it) and the active tokens its name stays granted to
         ("granted_to"). On a server, a repository's branches share its documents: named
         together, the branches go first. `dry_run`: check and tell, remove nothing."""
-        if not repositories or not all(spec and spec.strip() for spec in repositories):
+        named = _repositories_named(repositories)
+        if not named or not all(spec.strip() if isinstance(spec, str) else spec is not None
+                                for spec in named):
             raise QueryError("name the repositories to remove (a name, root or id each)")
-        asked = list(dict.fromkeys(self.repository(spec) for spec in repositories))
+        asked = list(dict.fromkeys(self.repository(spec) for spec in named))
         held = {r.repo_id: r for r in self.store.repos(only=asked)}
         names = {held[repo_id].name for repo_id in asked}
         for repo_id in asked:  # nothing goes unless everything asked can
@@ -1191,7 +1214,7 @@ class Fourfold:
         """The indexed files in path order, each {"path", "language", "size"} (bytes; plus
         "repository" when the index serves several): only those under `glob`, whose file
         name contains `name` (case-insensitive), of `languages` (an unknown one raises
-        QueryError), of one repository (`repo_id`) or all."""
+        QueryError), in repository `repo_id` (default: the one this object serves)."""
         self._require_index(repo_id)
         return navigation.list_files(self.store, glob, name, languages, self._in(repo_id))
 

@@ -2,10 +2,13 @@
 emptied index, a wrong page or a raw TypeError."""
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from fourfold import Fourfold, SearchOptions
-from fourfold.errors import QueryError
+from fourfold.errors import FourfoldError, QueryError
 from tests.conftest import write_tree
 
 FILES = {"app/util.py": "def helper(x):\n    return x + 1\n",
@@ -128,3 +131,44 @@ def test_a_repository_is_named_by_its_id_as_a_number_too(indexed):
         indexed.repository(99)
     with pytest.raises(QueryError, match="named by its name, root or id, not 1.5"):
         indexed.repository(1.5)
+
+
+def test_repositories_to_search_or_remove_are_named_by_id_or_one_name(tmp_path):
+    """remove_repositories([1]) was an AttributeError (str.strip of a number) and
+    remove_repositories("proj") looked up one repository per letter."""
+    index = tmp_path / "index"
+    roots = [write_tree(tmp_path / name, FILES) for name in ("one", "two")]
+    for root in roots:
+        Fourfold(root, index_dir=index).index(embed=False)
+    ff = Fourfold(roots[0], index_dir=index)
+    two = ff.repository("two")
+    assert ff.search_repositories("helper", two).repositories_searched == ["two"]
+    assert ff.search_repositories("helper", [two]).repositories_searched == ["two"]
+    for bad in ([None], [" "], [], [1.5]):
+        with pytest.raises(QueryError):
+            ff.remove_repositories(bad)
+    assert [r["name"] for r in ff.remove_repositories(two, dry_run=True)] == ["two"]
+    assert [r["name"] for r in ff.remove_repositories("two")] == ["two"]
+    assert [r.name for r in ff.store.repos(counts=False)] == ["one"]
+
+
+def test_a_path_relative_to_the_root_is_found_from_a_subfolder(indexed, monkeypatch):
+    """From a subfolder, outline("app/a.py") read as <subfolder>/app/a.py only."""
+    monkeypatch.chdir(indexed.root / "app")
+    assert [n["name"] for n in indexed.outline("app/a.py")] == ["first"]
+    assert [n["name"] for n in indexed.outline("a.py")] == ["first"]  # relative to the cwd
+    assert indexed.located("app/util.py") == (indexed.repo_id(), "app/util.py")
+    with pytest.raises(FourfoldError, match="not in the index"):
+        indexed.outline("app/none.py")
+
+
+def test_the_file_system_root_is_not_taken_for_a_project():
+    """Fourfold("/") made /.fourfold and would have walked /proc and /sys."""
+    made = not (Path("/") / ".fourfold").exists()
+    try:
+        with pytest.raises(FourfoldError, match="file system's root"):
+            Fourfold("/")
+        assert not made or not (Path("/") / ".fourfold").exists()
+    finally:
+        if made and (Path("/") / ".fourfold").exists():
+            shutil.rmtree("/.fourfold")

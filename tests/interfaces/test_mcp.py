@@ -20,6 +20,7 @@ from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
 from fourfold.errors import QueryError  # noqa: E402
 from fourfold.interfaces.mcp.paging import decode_cursor, encode_cursor  # noqa: E402
+from fourfold.interfaces.mcp.paths import PathRefused  # noqa: E402
 from fourfold.interfaces.mcp.server import build_server  # noqa: E402
 from fourfold.interfaces.mcp.tools import FourfoldService  # noqa: E402
 from tests.conftest import write_tree  # noqa: E402
@@ -746,5 +747,23 @@ def test_a_server_started_while_another_indexer_runs_indexes_once_it_is_done(
             time.sleep(0.05)  # the run is over (its files answer a little before)
         assert [m.path for m in svc.ff.grep("added_before_the_start")] == ["b.py"]
         assert svc.last_error is None and svc.last_index["reason"] == "start"
+    finally:
+        svc.close()
+
+
+def test_real_names_with_backslashes_or_percent_signs_are_read_as_named(tmp_path):
+    """get_file('back\\x.py') answered with back/x.py where both exist, and a real name
+    holding %2e was refused; encoded traversal still is."""
+    root = write_tree(tmp_path / "odd", {"back/x.py": "slash = 1\n", "back\\x.py": "backslash = 1\n",
+                                         "win/y.py": "windows = 1\n", "100%2e5.txt": "a name\n"})
+    svc = FourfoldService(root, watch=False).start(block=True)
+    try:
+        assert "backslash = 1" in svc.get_file("back\\x.py")["text"]
+        assert "slash = 1" in svc.get_file("back/x.py")["text"]
+        assert "windows = 1" in svc.get_file("win\\y.py")["text"]  # an agent's separators
+        assert "a name" in svc.get_file("100%2e5.txt")["text"]
+        for bad in ("%2e%2e/odd/back/x.py", "%252e%252e/x", "..%5codd", "%ff%2e%2e/x"):
+            with pytest.raises(PathRefused):
+                svc.get_file(bad)
     finally:
         svc.close()

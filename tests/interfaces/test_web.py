@@ -460,3 +460,33 @@ def test_a_file_whose_name_holds_a_newline_opens(tmp_path):
         page = get(f"{site}/file/new%0Aline.py")
         assert page.status_code == 200 and "on_two_lines" in page.text
 
+
+
+def test_results_while_typing_ask_again_after_a_busy_answer(site):
+    """A 503 (an index still being built, or a store out of reach) left the results empty
+    until the question changed: the page shows why and asks again after Retry-After."""
+    from playwright.sync_api import sync_playwright
+
+    answered: list[int] = []
+
+    def busy_once(route):
+        if not answered:
+            answered.append(503)
+            route.fulfill(status=503, headers={"Retry-After": "1"},
+                          body='<p class="error">the index cannot answer now</p>')
+        else:
+            answered.append(200)
+            route.continue_()
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page()
+        page.route("**/?*partial=1*", busy_once)
+        page.goto(f"{site}/")
+        page.fill("#q", "where is load_config defined")
+        page.wait_for_selector("#results .error", timeout=20_000)
+        assert "cannot answer now" in page.inner_text("#results")
+        page.wait_for_selector(".hit a.path", timeout=20_000)  # asked again by itself
+        assert page.inner_text(".hit a.path >> nth=0").startswith("config.py:5")
+        browser.close()
+    assert answered == [503, 200]

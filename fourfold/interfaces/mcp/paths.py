@@ -1,11 +1,13 @@
 """Path safety: an agent's path or glob names something inside the indexed root, or is refused.
 
-Refused: `..`, absolute paths elsewhere, `~`, NUL, percent-encoded dots, slashes and
-backslashes (an agent may pass a URL-encoded path through), symlinks that resolve out of
-the root, and the index folder itself.
+Refused: `..`, absolute paths elsewhere, `~`, NUL, what percent-decoding would turn into
+one of those (an agent may pass a URL-encoded path through; a real name holding `%2e` is
+taken as it is), symlinks that resolve out of the root, and the index folder itself.
 """
+import os
 import re
 from pathlib import Path
+from urllib.parse import unquote
 
 from ...errors import FourfoldError
 
@@ -14,7 +16,6 @@ class PathRefused(FourfoldError):
     """A path argument that would leave the indexed root."""
 
 
-_ENCODED = re.compile(r"%(?:2e|2f|5c|00|25)", re.IGNORECASE)
 _DRIVE = re.compile(r"^[A-Za-z]:[\\/]")
 _SEPARATORS = re.compile(r"[\\/]+")
 
@@ -28,17 +29,38 @@ def _encodable(text: str) -> bool:
     return True
 
 
+def _outside(path: str) -> bool:
+    """Whether a path or glob names something outside the root."""
+    return ("\x00" in path or ".." in _SEPARATORS.split(path)
+            or path.startswith(("/", "\\", "~")) or bool(_DRIVE.match(path)))
+
+
+def _escapes_when_decoded(path: str) -> bool:
+    """Whether percent-decoding the path, once or again (double encoding), would make it
+    leave the root."""
+    for _ in range(4):
+        try:
+            decoded = unquote(path, errors="strict")
+        except UnicodeDecodeError:
+            return True  # not a name anyone wrote
+        if decoded == path:
+            return False
+        if _outside(decoded):
+            return True
+        path = decoded
+    return True  # encoded deeper than a real name is
+
+
 def check_glob(glob: str | None) -> str | None:
     """A path glob (matched against indexed paths), refused if it points outside."""
     if glob is None or glob == "":
         return None
     if not _encodable(glob):
         raise PathRefused("path_glob is not valid Unicode text (a lone surrogate)")
-    if "\x00" in glob or _ENCODED.search(glob):
-        raise PathRefused(f"path_glob {glob!r} contains encoded or NUL characters; "
+    if "\x00" in glob or _escapes_when_decoded(glob):
+        raise PathRefused(f"path_glob {glob!r} is percent-encoded to leave the repository; "
                           "give a plain glob relative to the repository root")
-    if ".." in _SEPARATORS.split(glob) or glob.startswith(("/", "\\", "~")) \
-            or _DRIVE.match(glob):
+    if _outside(glob):
         raise PathRefused(f"path_glob {glob!r} points outside the repository: give a glob "
                           "relative to the repository root, such as 'src/**/*.py'")
     return glob
@@ -53,9 +75,9 @@ def check_path(raw: str) -> str:
         raise PathRefused("path contains a NUL character")
     if not _encodable(path):
         raise PathRefused("path is not valid Unicode text (a lone surrogate)")
-    if _ENCODED.search(path):
-        raise PathRefused(f"{raw!r}: percent-encoded dots, slashes or backslashes are not "
-                          "accepted; give a plain path relative to the repository root")
+    if _escapes_when_decoded(path):
+        raise PathRefused(f"{raw!r}: percent-encoded, it leaves the repository; give a "
+                          "plain path relative to the repository root")
     if ".." in _SEPARATORS.split(path):
         raise PathRefused(f"{raw!r}: '..' is not allowed; paths are relative to the "
                           "repository root and stay inside it")
@@ -74,8 +96,10 @@ def inside_root(raw: str, root: Path, index_dir: Path | None) -> str:
             rel = Path(path).relative_to(root)
         except ValueError:
             raise PathRefused(f"{raw!r} is outside the indexed repository {root}") from None
+    elif "\\" in path and not os.path.lexists(root / path):
+        rel = Path(path.replace("\\", "/"))  # an agent's Windows separators
     else:
-        rel = Path(path.replace("\\", "/"))
+        rel = Path(path)
     try:
         real = (root / rel).resolve()
     except (OSError, RuntimeError):

@@ -5,7 +5,7 @@
   var box = document.getElementById("q");
   var results = document.getElementById("results");
   if (!box || !results) return;
-  var form = box.form, timer = null, shown = null, selected = -1;
+  var form = box.form, timer = null, retry = null, shown = null, selected = -1;
 
   function query() {
     var params = new URLSearchParams(new FormData(form));
@@ -18,9 +18,18 @@
     var key = params.toString();
     if (key === shown) return;
     shown = key;
+    clearTimeout(retry);
     params.set("partial", "1");
     fetch("/?" + params.toString(), { headers: { "Accept": "text/html" } })
-      .then(function (r) { return r.ok || r.status === 400 ? r.text() : null; })
+      .then(function (r) {
+        if (r.status === 503) {  // the index cannot answer yet: say why, ask again later
+          var wait = parseInt(r.headers.get("Retry-After"), 10) || 5;
+          retry = setTimeout(function () {
+            if (shown === key) { shown = null; refresh(); }
+          }, wait * 1000);
+        }
+        return r.ok || r.status === 400 || r.status === 503 ? r.text() : null;
+      })
       .then(function (html) {
         if (html === null || key !== shown) return;  // a newer query is on its way
         results.innerHTML = html;  // rendered and escaped by the server
