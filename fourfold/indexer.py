@@ -27,8 +27,8 @@ from .discovery.walk import DEFAULT_MAX_FILE_BYTES, UNREADABLE_FILE, FoundFile, 
 from .errors import FourfoldError
 from .parsing import ParseTooSlow, parse_file, parser_fingerprint
 from .model import Chunk
-from .store.base import (EdgeColumns, FileRecord, FileStamp, Store, encode_references,
-                         graph_behind_setting, unfinished_setting)
+from .store.base import (EdgeColumns, FileRecord, FileStamp, Store, compress_references,
+                         encode_references, graph_behind_setting, unfinished_setting)
 from .tokens import chunk_body, token_text
 from .workers import quiet_worker
 
@@ -138,11 +138,12 @@ def read_file(found: FoundFile, references: bool = True,
     except ParseTooSlow:
         record.unparsed = True  # for text search only, as a file too big to parse
         return record
-    _fill(record, parsed.symbols, parsed.chunks, encode_references(parsed.references))
+    _fill(record, parsed.symbols, parsed.chunks,
+          compress_references(encode_references(parsed.references)))
     return record
 
 
-def _fill(record: FileRecord, symbols: list, chunks: list[Chunk], references: str) -> None:
+def _fill(record: FileRecord, symbols: list, chunks: list[Chunk], references: bytes) -> None:
     """A record's parse, with each chunk's BM25 tokens and embedding key."""
     lines = record.text.split("\n")
     bodies = [chunk_body(lines, c.start_line, c.end_line) for c in chunks]
@@ -161,7 +162,7 @@ def _parse_from_store(store: Store, record: FileRecord, parser: str, found: Foun
     symbols, spans, encoded = parse
     lines = record.text.split("\n")
     _fill(record, symbols, [Chunk(start, end, chunk_body(lines, start, end), symbol, kind)
-                            for start, end, symbol, kind in spans], encoded)
+                            for start, end, symbol, kind in spans], compress_references(encoded))
     record.parsed_elsewhere = False
     return record, True
 

@@ -56,10 +56,10 @@ class GraphFacts:
     files: dict[str, tuple[str, bytes, bytes]] = field(default_factory=dict)
     extra: dict[str, str] = field(default_factory=dict)
 
-    def add(self, path: str, language: str | None, symbols: list[Symbol], references: str,
+    def add(self, path: str, language: str | None, symbols: list[Symbol], references: bytes,
             text: str | None = None) -> None:
-        self.files[path] = (language or "", encode_symbols(symbols),
-                            compress_references(references))
+        """`references`: compress_references' bytes."""
+        self.files[path] = (language or "", encode_symbols(symbols), references)
         if text is not None and is_extra_file(path):
             self.extra[path] = text
 
@@ -83,7 +83,8 @@ def stored_facts(store: Store, repo_id: int, facts: GraphFacts | None = None,
             symbols[path].append(Symbol(name, qualname, kind, 0, 0, parent=parent))
     references = dict(store.raw_references(repo_id, paths))
     for path, f in files.items():
-        facts.add(path, f.language, symbols[path], references.get(path, "[]"),
+        facts.add(path, f.language, symbols[path],
+                  compress_references(references.get(path, "[]")),
                   store.content(f.file_id) if is_extra_file(path) else None)
     return facts
 

@@ -49,7 +49,8 @@ class FileRecord:
     text: str
     symbols: list[Symbol] = field(default_factory=list)
     chunks: list[Chunk] = field(default_factory=list)
-    references: str = "[]"  # encode_references(...): encoded in the parser process
+    # compress_references(encode_references(...)): made once, in the parser process
+    references: bytes = field(default_factory=lambda: NO_REFERENCES)
     chunk_tokens: list[str] = field(default_factory=list)  # BM25 token text per chunk
     chunk_hashes: list[str] = field(default_factory=list)  # embedding cache key per chunk
     parsed_elsewhere: bool = False  # not parsed: the store holds a parse of the same content
@@ -84,6 +85,9 @@ def compress_references(text: str) -> bytes:
     """encode_references' text, compressed (a fifth of the bytes) where it is kept long:
     in the embedded index, and in graph facts held through a run."""
     return zlib.compress(text.encode("utf-8", "surrogatepass"), 1)
+
+
+NO_REFERENCES = compress_references("[]")
 
 
 def decompress_references(blob: bytes) -> str:

@@ -37,7 +37,8 @@ from . import postgres_postings as postings
 from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileRecord,
                    FileStamp, FileState, GraphInput, GraphPatch, HeldCodes, HeldRows,
                    PathKey, RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
-                   TokenRecord, REMOVING, being_removed, coded, graph_version_setting, packed_ids,
+                   TokenRecord, REMOVING, being_removed, coded, decompress_references,
+                   graph_version_setting, packed_ids,
                    removing_key, repository_settings, used_only, deep_codes_setting,
                    setting_value)
 from .postgres_postings import HeldPostings
@@ -1652,7 +1653,7 @@ class PostgresStore(Store):
                     place += 1
                 if words.chunk_ids or words.symbol_ids:
                     document_terms.append(words.row(home, document_id))
-                refs.append((home, document_id, rec.references))
+                refs.append((home, document_id, decompress_references(rec.references)))
             self._copy(cur, "documents", "repo_id, id, path, hash, parser", documents)
             self._copy(cur, "contents", "repo_id, document_id, text", contents)
             self._copy(cur, "symbols", "repo_id, id, document_id, name, name_lower, qualname, "

@@ -18,7 +18,7 @@ import time
 from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Collection, Iterable, Iterator, Sequence
 
@@ -28,8 +28,8 @@ from ..errors import FourfoldError, IndexDamagedError, IndexWriteError
 from ..model import Symbol
 from ..tokens import chunk_body, identifier_tokens, token_text
 from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileState,
-                   GraphInput, GraphPatch, HeldCodes, compress_references,
-                   decompress_references, graph_version_setting, packed_ids, PathKey,
+                   GraphInput, GraphPatch, HeldCodes, decompress_references,
+                   graph_version_setting, packed_ids, PathKey,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
                    TokenRecord, REMOVING, being_removed, removing_key,
                    repository_settings, deep_codes_setting, setting_value)
@@ -215,6 +215,7 @@ def _symbol_token(token: str) -> str:
     return "_" + token.encode("utf-8", "surrogatepass").hex()
 
 
+@lru_cache(maxsize=65_536)  # names repeat: init, probe, get, a struct's fields
 def symbol_token_text(name: str) -> str:
     """What the symbol token index holds for a symbol of this name."""
     return " ".join(_symbol_token(t) for t in identifier_tokens(name))
@@ -720,7 +721,7 @@ class SQLiteStore(Store):
                                        chunk.symbol, chunk.kind, chunk_hash))
                         chunk_texts.append((chunk_id, document_id, weighted_text(
                             path_tokens, chunk.symbol, body_tokens)))
-                    refs.append((document_id, compress_references(rec.references)))
+                    refs.append((document_id, rec.references))
                 file_id += 1
                 conn.execute(
                     "INSERT INTO files(id, repo_id, path, document_id, hash, size, mtime_ns, "

@@ -21,8 +21,8 @@ from fourfold.model import Symbol
 from fourfold.parsing import parse_file
 from fourfold.parsing.grammars import get_parser
 from fourfold.parsing.references import extract_references
-from fourfold.store.base import (FileRecord, FileStamp, Resolution, decode_references,
-                                 decompress_references, encode_references)
+from fourfold.store.base import (FileRecord, FileStamp, Resolution, compress_references,
+                                 decode_references, decompress_references, encode_references)
 from fourfold.store.sqlite import SQLiteStore
 
 
@@ -619,7 +619,8 @@ def test_uses_decoded_file_by_file_give_the_same_edges(tmp_path, monkeypatch, he
             facts.extra[rel] = text
             continue
         parsed = parse_file(path.read_bytes(), language)
-        facts.add(rel, language, parsed.symbols, encode_references(parsed.references))
+        facts.add(rel, language, parsed.symbols,
+                  compress_references(encode_references(parsed.references)))
     decoded = {path: FileFacts(language, decode_symbols(symbols),
                                decode_references(decompress_references(refs)))
                for path, (language, symbols, refs) in sorted(facts.files.items())}
@@ -806,7 +807,7 @@ def test_edges_from_a_file_the_store_lacks_are_not_written(tmp_path):
     repo = store.ensure_repo("/r", "r")
     store.write_batch(repo, [FileRecord(
         "a.py", FileStamp(1, 1, 1, 1), "h", "python", 0, "def f(): g()\n",
-        [Symbol("f", "f", "function", 1, 1)], [], "[]", [], [])], [], [])
+        [Symbol("f", "f", "function", 1, 1)], [], compress_references("[]"), [], [])], [], [])
     edges = [Edge("call", "a.py", "f", None, None, 1, Resolution.NONE, "g"),
              Edge("call", "gone.py", "h", "a.py", "f", 3, Resolution.EXACT, "f")]
     graph = build_module.ResolvedGraph(IndexedEdges.of(edges), {}, {}, {})
@@ -831,7 +832,7 @@ def test_graph_facts_hold_one_string_per_recurring_name():
               Symbol("put", fresh("Cache.put"), fresh("method"), 4, 5, parent=fresh("Cache")),
               Symbol('na\u00efve "\ud800"', 'm.na\u00efve "\ud800"', "function", 6, 7)]
     facts = build_module.GraphFacts()
-    facts.add("a.py", "python", parsed, "[]")
+    facts.add("a.py", "python", parsed, compress_references("[]"))
     symbols = decode_symbols(facts.files["a.py"][1])
     assert [(s.name, s.qualname, s.kind, s.parent) for s in symbols] == [
         (s.name, s.qualname, s.kind, s.parent) for s in parsed]

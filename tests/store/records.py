@@ -4,7 +4,8 @@ from __future__ import annotations
 import textwrap
 
 from fourfold.model import Chunk, Reference, Symbol
-from fourfold.store.base import FileRecord, FileStamp, encode_references
+from fourfold.store.base import (NO_REFERENCES, FileRecord, FileStamp, compress_references,
+                                 encode_references)
 from fourfold.tokens import chunk_body, token_text
 
 ALPHA = "def alpha():\n    return beta()\n"
@@ -15,13 +16,13 @@ def alpha_record(stamp: FileStamp = FileStamp(30, 111, 222, 333)) -> FileRecord:
         "pkg/a.py", stamp, "hash-a", "python", 0, ALPHA,
         [Symbol("alpha", "alpha", "function", 1, 2, "def alpha():", "Alpha.", None)],
         [Chunk(1, 2, ALPHA.rstrip("\n"), "alpha", "symbol")],
-        encode_references([Reference("call", "beta", 2, "alpha")]),
+        compress_references(encode_references([Reference("call", "beta", 2, "alpha")])),
         ["def alpha return beta"], ["chunk-a"])
 
 
 def readme_record() -> FileRecord:
     return FileRecord("README.md", FileStamp(6, 1, 2, 3), "hash-b", None, 0, "hello\n", [],
-                      [Chunk(1, 1, "hello", None, "text")], "[]", ["hello"], ["chunk-b"])
+                      [Chunk(1, 1, "hello", None, "text")], NO_REFERENCES, ["hello"], ["chunk-b"])
 
 
 def python_record(path: str, source: str) -> FileRecord:
@@ -41,7 +42,7 @@ def python_record(path: str, source: str) -> FileRecord:
         chunks.append(Chunk(start, end, chunk_body(lines, start, end), name, "symbol"))
     bodies = [c.text for c in chunks]
     return FileRecord(path, FileStamp(len(text), 1, 1, 1), f"hash-{path}", "python", 0, text,
-                      symbols, chunks, "[]", [token_text(b) for b in bodies],
+                      symbols, chunks, NO_REFERENCES, [token_text(b) for b in bodies],
                       [f"{path}#{c.start_line}" for c in chunks])
 
 
@@ -218,7 +219,7 @@ def corpus_records() -> list[FileRecord]:
 
 def needle_record(path: str, text: str) -> FileRecord:
     return FileRecord(path, FileStamp(len(text), 1, 1, 1), f"hash-{path}-{text}", None, 0, text,
-                      [], [Chunk(1, 1, text.strip(), None, "text")], "[]", [text.strip()],
+                      [], [Chunk(1, 1, text.strip(), None, "text")], NO_REFERENCES, [text.strip()],
                       [f"chunk-{path}-{text}"])
 
 

@@ -12,7 +12,7 @@ import pytest
 from fourfold.errors import FourfoldError
 from fourfold.store import base
 from fourfold.model import Chunk, Reference, Symbol
-from fourfold.store.base import (EdgeColumns, FileStamp, FileState, RepoInfo, Resolution,
+from fourfold.store.base import (NO_REFERENCES, EdgeColumns, FileStamp, FileState, RepoInfo, Resolution,
                                  StoredChunk, StoredEdge, StoredFile, StoredSymbol, TokenRecord,
                                  decode_references)
 from fourfold.store.postgres import PostgresStore
@@ -141,7 +141,7 @@ def test_write_batch_replaces_deletes_and_restamps_in_one_transaction(store):
     store.write_batch(repo, [alpha_record(), readme_record()], [], [])
     edited = alpha_record(FileStamp(12, 5, 6, 333))
     edited.text = "GAMMA = 1\n"
-    edited.hash, edited.symbols, edited.references = "hash-a2", [], "[]"
+    edited.hash, edited.symbols, edited.references = "hash-a2", [], NO_REFERENCES
     edited.chunks = [Chunk(1, 1, "GAMMA = 1", None, "window")]
     edited.chunk_tokens, edited.chunk_hashes = ["gamma 1"], ["chunk-a2"]
     store.write_batch(repo, [edited], ["README.md"], [])
