@@ -36,8 +36,8 @@ from .semantic.names import check_model_name
 from .routing.engine import RANKINGS, SearchEngine, SearchOptions, SearchResponse
 from .routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
 from .store.base import codes_behind, deep_codes_setting, unfinished_note
-from .store.index_dir import (DB_NAME, IndexLock, Readers, identity, no_readers,
-                              prepare_index_dir, remove_database)
+from .store.index_dir import (DB_NAME, IndexLock, Readers, identity, indexer_at_work,
+                              no_readers, prepare_index_dir, remove_database)
 from .store.snapshot import Snapshots
 from .store.sqlite import SQLiteStore
 
@@ -592,6 +592,11 @@ class Fourfold:
         if repo_id is None and self.is_indexed():
             return
         if self.store_url is None and not self._named:
+            indexer = indexer_at_work(self.index_dir)
+            if indexer is not None:
+                raise NotIndexedError(f"{self.root} is being indexed (process {indexer}); "
+                                      "ask again in a few seconds, once its first files are "
+                                      "written")
             raise NotIndexedError(f"{self.root} is not indexed yet; run `fourfold index "
                                   f"{self.root}` first")
         known = ", ".join(self.repository_names()) or "none yet"

@@ -182,6 +182,28 @@ def remove_entry(path: Path) -> None:
         raise FourfoldError(f"cannot remove {path}: {exc.strerror or exc}") from exc
 
 
+def indexer_at_work(index_dir: Path) -> int | None:
+    """The process id of the indexer holding the index folder's lock, as it wrote it there;
+    None when none is alive (read, never locked: taking the lock even for a moment could
+    turn away an indexer starting then)."""
+    try:
+        descriptor = os.open(index_dir / LOCK_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as lock:
+        written = lock.read(64).split()
+    if len(written) != 2 or written[0] != b"pid" or not written[1].isdigit():
+        return None
+    pid = int(written[1])
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None  # it ended without unlocking (killed): no indexer at work
+    except PermissionError:
+        pass  # alive, another user's
+    return pid
+
+
 class IndexLock:
     """One writer per index: a second indexer waits up to `wait_s` for the first to finish,
     then gets a clear refusal, never a corrupt index."""

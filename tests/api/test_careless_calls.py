@@ -2,7 +2,9 @@
 emptied index, a wrong page or a raw TypeError."""
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -172,3 +174,23 @@ def test_the_file_system_root_is_not_taken_for_a_project():
     finally:
         if made and (Path("/") / ".fourfold").exists():
             shutil.rmtree("/.fourfold")
+
+
+def test_a_question_during_another_process_first_index_is_told_to_wait(tmp_path):
+    """While another process wrote a first index (nothing written yet), a question was told
+    to run `fourfold index` itself."""
+    from fourfold.errors import NotIndexedError
+    from fourfold.store.index_dir import LOCK_NAME, IndexLock
+
+    root = write_tree(tmp_path / "proj", FILES)
+    ff = Fourfold(root)
+    with IndexLock(ff.index_dir):  # as an indexer holds it (its pid written in the lock)
+        with pytest.raises(NotIndexedError, match=f"being indexed \\(process {os.getpid()}\\)"):
+            ff.grep("helper")
+    with pytest.raises(NotIndexedError, match="not indexed yet; run `fourfold index"):
+        ff.grep("helper")
+    ended = subprocess.Popen(["true"])  # a killed indexer's pid, left in the lock file
+    ended.wait()
+    (ff.index_dir / LOCK_NAME).write_text(f"pid {ended.pid}")
+    with pytest.raises(NotIndexedError, match="not indexed yet"):
+        ff.grep("helper")
