@@ -314,6 +314,18 @@ def test_a_token_sees_only_its_repositories_on_the_page(two_repositories, capsys
         # with no repository named, the one the token sees is the default
         assert "two.py" in get(f"{base}/", params={"q": "beta_handler"}, cookies=jar).text
         assert get(f"{base}/map", cookies=jar).status_code == 200
+        # "every repository" (the search form's choice) on one file's page and the map:
+        # the repository holding the file, the one the token sees; nothing more
+        shown = get(f"{base}/file/two.py", params={"repository": "*"}, cookies=jar)
+        assert shown.status_code == 200 and "BETA_SECRET" in shown.text
+        hidden = get(f"{base}/file/one.py", params={"repository": "*"}, cookies=jar)
+        assert hidden.status_code == 404 and "ALPHA_SECRET" not in hidden.text
+        assert get(f"{base}/map", params={"repository": "*"}, cookies=jar).text == \
+            get(f"{base}/map", cookies=jar).text
+        everything = signed_in(base, token(capsys, where, "page-every"))
+        for name, secret in (("one.py", "ALPHA_SECRET"), ("two.py", "BETA_SECRET")):
+            assert secret in get(f"{base}/file/{name}", params={"repository": "*"},
+                                 cookies=everything).text
 
 
 def test_the_status_page_names_a_repository_whose_removal_was_interrupted(

@@ -35,6 +35,7 @@ SNIPPET_LINES = 6       # code lines shown under a hit
 SNIPPET_CHARS = 400     # of each such line (a minified file's line is megabytes)
 IN_FILE_DEPTH = 500     # answers asked for "more from this file", before other paths go
 FILE_PAGE_LINES = 5000  # lines of a file shown on one page
+EVERY_REPOSITORY = "*"  # the search form's choice of every repository the caller sees
 RETRY_AFTER_S = "5"     # when an index still being built or out of reach may answer
 RELATED_CAP = 200       # callers or callees listed for a symbol
 MAP_ENTRIES = 25        # central files and symbols on the map page
@@ -202,7 +203,7 @@ class WebPage:
         if not query:
             return template, context
         visible = self.service.visible_repositories()
-        every = asked == "*" or (asked is None and self.service.serves_many)
+        every = asked == EVERY_REPOSITORY or (asked is None and self.service.serves_many)
         several = every and len(visible) > 1
         if every and len(visible) == 1:
             asked = visible[0]
@@ -263,7 +264,16 @@ class WebPage:
                                   dict(request.query_params))
 
     def _file(self, path: str, params: dict) -> tuple[str, dict]:
-        repo_id, repository = self._repository(params.get("repository"))
+        asked = params.get("repository")
+        if asked == EVERY_REPOSITORY:  # a file is in one repository: the one holding it
+            holding = [name for name in self.service.visible_repositories()
+                       if self.ff.line_count(path, self.ff.repository(name)) is not None]
+            if len(holding) > 1:
+                return "error.html", {"message": f"{path} is in several repositories "
+                                                 f"({', '.join(holding)}): name one",
+                                      "status": 400}
+            asked = holding[0] if holding else None
+        repo_id, repository = self._repository(asked)
         stored = self.ff.file_text(path, repo_id)
         if stored is None:
             return "error.html", {"message": f"{path} is not in the index", "status": 404}
@@ -309,6 +319,8 @@ class WebPage:
 
     def _map(self, params: dict) -> tuple[str, dict]:
         visible = self.service.visible_repositories()
+        if params.get("repository") == EVERY_REPOSITORY:  # a map is of one repository
+            params = {**params, "repository": visible[0] if len(visible) == 1 else None}
         if not params.get("repository") and self.service.serves_many and len(visible) > 1:
             return "map.html", {"choose": visible, "repository": None, "picture": None,
                                 "central": None}  # a map is of one repository: which?
