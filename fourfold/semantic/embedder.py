@@ -349,6 +349,7 @@ class StaticEmbedder:
         self.vocabulary_size = int(emb.shape[0])
         self.max_tokens = max_tokens
         self._segments = _SegmentIds(self._tok)
+        self._learning = threading.Lock()
 
     def token_ids(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """What the model reads of each text, compound identifiers followed by their words,
@@ -382,8 +383,9 @@ class StaticEmbedder:
     def _plain_ids(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """The ids of texts the tokenizer would not normalise, and how many each has."""
         segments = _SEGMENT.findall(_SEPARATOR.join(texts))  # the texts split in one pass
-        numbers = self._segments.numbers(segments)
-        flat, counts = self._segments.segments.gather(numbers)
+        with self._learning:  # a server's threads share the embedder and what it learned
+            numbers = self._segments.numbers(segments)
+            flat, counts = self._segments.segments.gather(numbers)
         text_of_token = np.repeat(np.cumsum(numbers == _NOTHING), counts)
         lengths = np.bincount(text_of_token, minlength=len(texts)).astype(np.int64)
         text_start = np.cumsum(lengths) - lengths

@@ -217,6 +217,43 @@ def test_static_model_ids_hold_over_many_batches_and_forgotten_segments(monkeypa
             assert flat[starts[i]:starts[i + 1]].tolist() == expected, text[:60]
 
 
+def test_static_model_ids_hold_when_threads_embed_at_once(monkeypatch):
+    """A server's threads share one embedder: segments learned by several threads at once
+    must not take each other's numbers (a query would silently read another's ids)."""
+    import random
+    import threading
+
+    from fourfold.semantic import embedder as module
+    monkeypatch.setattr(module, "SEGMENT_CACHE", 2_000)
+    emb = module.StaticEmbedder(name="static-threads")
+    batches = [[" ".join(f"name_{t}_{b}_{i} valueOf{t}x{b}y{i}" for i in range(40))
+                for b in range(30)] for t in range(8)]
+    expected = [[emb._tok.encode(module.with_identifier_words(text),
+                                 add_special_tokens=False).ids[:emb.max_tokens]
+                 for text in texts] for texts in batches]
+    wrong: list[str] = []
+    start = threading.Barrier(len(batches))
+
+    def embed_all(t: int) -> None:
+        start.wait()
+        for _ in range(3):
+            for b in random.Random(t).sample(range(30), 30):
+                try:
+                    flat, starts = emb.token_ids([batches[t][b]])
+                except Exception as exc:  # a number another thread had not filled in
+                    wrong.append(repr(exc))
+                    continue
+                if flat.tolist() != expected[t][b]:
+                    wrong.append(batches[t][b][:40])
+
+    threads = [threading.Thread(target=embed_all, args=(t,)) for t in range(len(batches))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert wrong == []
+
+
 def test_chunk_text_layout_and_cut():
     body = "def parse_config(path):\n\n    data = open(path).read()\n    return json.loads(data)\n"
     t = chunk_text_for_embedding("src/app/config.py", "Loader.parseConfig",
