@@ -677,8 +677,9 @@ class Fourfold:
 
         options = options or SearchOptions(**kw)
         indexed = [r for r in self.store.repos(counts=False) if r.indexed_at]
-        if repositories:
-            asked = {self.repository(spec) for spec in _repositories_named(repositories)}
+        named = _repositories_named(repositories)
+        if named:
+            asked = {self.repository(spec) for spec in named}
             indexed = [r for r in indexed if r.repo_id in asked]
         if not indexed:
             raise NotIndexedError(f"nothing is indexed in {self.location} yet")
@@ -971,7 +972,9 @@ class Fourfold:
         None or "" means every repository of the index."""
         from .repositories import find_repository
 
-        return find_repository(self.store.repos(counts=False), spec) if spec else None
+        if spec is None or spec == "":
+            return None
+        return find_repository(self.store.repos(counts=False), spec)
 
     def remove_repositories(self, repositories: list[str], wait_s: float = 0.0,
                             dry_run: bool = False) -> list[dict]:

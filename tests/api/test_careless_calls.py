@@ -146,9 +146,11 @@ def test_repositories_to_search_or_remove_are_named_by_id_or_one_name(tmp_path):
     two = ff.repository("two")
     assert ff.search_repositories("helper", two).repositories_searched == ["two"]
     assert ff.search_repositories("helper", [two]).repositories_searched == ["two"]
-    for bad in ([None], [" "], [], [1.5]):
+    for bad in ([None], [" "], [], [1.5], 0, [0]):
         with pytest.raises(QueryError):
             ff.remove_repositories(bad)
+    with pytest.raises(QueryError, match="unknown repository '0'"):  # not "every one"
+        ff.search_repositories("helper", 0)
     assert [r["name"] for r in ff.remove_repositories(two, dry_run=True)] == ["two"]
     assert [r["name"] for r in ff.remove_repositories("two")] == ["two"]
     assert [r.name for r in ff.store.repos(counts=False)] == ["one"]

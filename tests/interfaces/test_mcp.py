@@ -755,14 +755,18 @@ def test_real_names_with_backslashes_or_percent_signs_are_read_as_named(tmp_path
     """get_file('back\\x.py') answered with back/x.py where both exist, and a real name
     holding %2e was refused; encoded traversal still is."""
     root = write_tree(tmp_path / "odd", {"back/x.py": "slash = 1\n", "back\\x.py": "backslash = 1\n",
-                                         "win/y.py": "windows = 1\n", "100%2e5.txt": "a name\n"})
+                                         "win/y.py": "windows = 1\n", "100%2e5.txt": "a name\n",
+                                         "caf%e9.py": "latin = 1\n", "a%25252525.py": "deep = 1\n"})
     svc = FourfoldService(root, watch=False).start(block=True)
     try:
         assert "backslash = 1" in svc.get_file("back\\x.py")["text"]
         assert "slash = 1" in svc.get_file("back/x.py")["text"]
         assert "windows = 1" in svc.get_file("win\\y.py")["text"]  # an agent's separators
         assert "a name" in svc.get_file("100%2e5.txt")["text"]
-        for bad in ("%2e%2e/odd/back/x.py", "%252e%252e/x", "..%5codd", "%ff%2e%2e/x"):
+        assert "latin = 1" in svc.get_file("caf%e9.py")["text"]  # not UTF-8 once decoded
+        assert "deep = 1" in svc.get_file("a%25252525.py")["text"]
+        for bad in ("%2e%2e/odd/back/x.py", "%252e%252e/x", "..%5codd", "%ff/%2e%2e/x",
+                    "%2525252e%2525252e/x"):
             with pytest.raises(PathRefused):
                 svc.get_file(bad)
     finally:

@@ -37,18 +37,15 @@ def _outside(path: str) -> bool:
 
 def _escapes_when_decoded(path: str) -> bool:
     """Whether percent-decoding the path, once or again (double encoding), would make it
-    leave the root."""
-    for _ in range(4):
-        try:
-            decoded = unquote(path, errors="strict")
-        except UnicodeDecodeError:
-            return True  # not a name anyone wrote
+    leave the root. Each escape decodes to one character whatever its byte (what leaves
+    the root is ASCII), so no name fails to decode; each round shortens the path."""
+    while True:
+        decoded = unquote(path, encoding="latin-1")
         if decoded == path:
             return False
         if _outside(decoded):
             return True
         path = decoded
-    return True  # encoded deeper than a real name is
 
 
 def check_glob(glob: str | None) -> str | None:
