@@ -502,3 +502,21 @@ def test_results_while_typing_ask_again_after_a_busy_answer(site):
         assert page.inner_text(".hit a.path >> nth=0").startswith("config.py:5")
         browser.close()
     assert answered == [503, 200]
+
+
+def test_a_file_two_repositories_hold_asks_which_under_every_repository(tmp_path):
+    """repository=* on a file's page: a path two repositories hold is not guessed."""
+    index = ["--index-dir", str(tmp_path / "index")]
+    roots = [write_tree(tmp_path / name, {"same.py": f"WHO_{name.upper()} = 1\n",
+                                          f"{name}.py": f"ONLY_{name.upper()} = 1\n"})
+             for name in ("left", "right")]
+    for root in roots:
+        assert main(["index", str(root), *index, "--no-embed"]) == 0
+    with mcp_http_server([str(roots[0]), *index]) as (url, _):
+        base = url.removesuffix("/mcp")
+        both = get(f"{base}/file/same.py", params={"repository": "*"})
+        assert both.status_code == 400
+        assert "several repositories (left, right): name one" in both.text
+        only = get(f"{base}/file/right.py", params={"repository": "*"})
+        assert only.status_code == 200 and "ONLY_RIGHT" in only.text
+        assert "WHO_RIGHT" in get(f"{base}/file/same.py", params={"repository": "right"}).text
