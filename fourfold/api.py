@@ -532,9 +532,9 @@ class Fourfold:
     def ensure_indexed(self, progress: Progress | None = None) -> IndexSummary | None:
         """Index on first use, or finish a first index that stopped (or mend a text word
         index found missing); later calls reuse the index as it is. While another process
-        writes the first index, what it has written answers (the answers say so). Never into a server store: a mistyped --repository
-        would write whatever folder the caller is in into the team's index (the question
-        then says the repository is not indexed)."""
+        writes the first index, what it has written answers (the answers say so). Never into
+        a server store: a mistyped --repository would write whatever folder the caller is
+        in into the team's index (the question then says the repository is not indexed)."""
         if self.store_url is not None:
             return None
         repo_id = self.repo_id()
@@ -668,14 +668,14 @@ class Fourfold:
     def search_repositories(self, query: str, repositories: list[str] | None = None,
                             options: SearchOptions | None = None, **kw) -> SearchResponse:
         """search() over several repositories of the index (`repositories`: one or several
-        names, roots or ids; None: all). The question first narrows them to the few likely to hold the
-        answer (choose_repositories); each of those answers on its own, and their hits,
-        each naming its repository, are merged by score. The response says which
-        repositories were searched, which skipped, and which could not be searched (their
-        shard does not answer), with why."""
+        names, roots or ids; None: all). The question first narrows them to the few likely
+        to hold the answer (choose_repositories); each of those answers on its own, and
+        their hits, each naming its repository, are merged by score. The response says
+        which repositories were searched, which skipped, and which could not be searched
+        (their shard does not answer), with why."""
         from .repositories import choose_repositories
 
-        options = options or SearchOptions(**kw)
+        options = _search_options(options, kw)
         indexed = [r for r in self.store.repos(counts=False) if r.indexed_at]
         named = _repositories_named(repositories)
         if named:
@@ -760,8 +760,9 @@ class Fourfold:
              limit: int | None = None, time_budget: float | None = None,
              repo_id: int | None = None) -> ResultList:
         """The matching lines (LineMatch), in path and line order, in repository `repo_id`
-        (default: the one this object serves); `.partial` is true when scanning stopped after `time_budget`
-        seconds (default: the text modality's time_budget) with files left unread."""
+        (default: the one this object serves); `.partial` is true when scanning stopped
+        after `time_budget` seconds (default: the text modality's time_budget) with files
+        left unread."""
         self._require_index(repo_id)
         if limit is not None:
             check_limit(limit, most=None)
@@ -978,10 +979,10 @@ class Fourfold:
 
     def remove_repositories(self, repositories: list[str], wait_s: float = 0.0,
                             dry_run: bool = False) -> list[dict]:
-        """Take repositories (one or several names, roots or ids) out of the index with everything only
-        they hold, waiting up to `wait_s` for an indexer of each to finish; returns what
-        each held (as status() tells it) and the active tokens its name stays granted to
-        ("granted_to"). On a server, a repository's branches share its documents: named
+        """Take repositories (one or several names, roots or ids) out of the index with
+        everything only they hold, waiting up to `wait_s` for an indexer of each to finish;
+        returns what each held (as status() tells it) and the active tokens its name stays
+        granted to ("granted_to"). On a server, a repository's branches share its documents: named
         together, the branches go first. `dry_run`: check and tell, remove nothing."""
         named = _repositories_named(repositories)
         if not named or not all(spec.strip() if isinstance(spec, str) else spec is not None

@@ -159,10 +159,10 @@ def _parse_from_store(store: Store, record: FileRecord, parser: str, found: Foun
     parse = store.parse_of(record.hash, parser)
     if parse is None:
         return read_file(found, references=references), False
-    symbols, spans, encoded = parse
+    symbols, spans, references = parse
     lines = record.text.split("\n")
     _fill(record, symbols, [Chunk(start, end, chunk_body(lines, start, end), symbol, kind)
-                            for start, end, symbol, kind in spans], compress_references(encoded))
+                            for start, end, symbol, kind in spans], references)
     record.parsed_elsewhere = False
     return record, True
 

@@ -83,7 +83,8 @@ class _TokenTable:
         numbered, ids_used = len(self.number), self._ids_used
         if numbered + len(strings) > len(self._first):
             room = 2 * (numbered + len(strings))
-            self._first, self._length = np.resize(self._first, room), np.resize(self._length, room)
+            self._first = np.resize(self._first, room)
+            self._length = np.resize(self._length, room)
         if ids_used + len(tokens) > len(self._tokens):
             self._tokens = np.resize(self._tokens, 2 * (ids_used + len(tokens)))
         self._first[numbered:numbered + len(strings)] = ids_used + np.cumsum(lengths) - lengths

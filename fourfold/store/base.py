@@ -625,9 +625,9 @@ class Store(ABC):
 
     @abstractmethod
     def parse_of(self, content_hash: str, parser: str
-                 ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], str] | None:
-        """(symbols, chunk spans (start, end, symbol, kind), encoded references) of a file
-        with this content, parsed with `parser`; None if there is none."""
+                 ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], bytes] | None:
+        """(symbols, chunk spans (start, end, symbol, kind), references as FileRecord holds
+        them) of a file with this content, parsed with `parser`; None if there is none."""
 
     @abstractmethod
     def files(self, repo_id: int | None = None) -> list[StoredFile]: ...

@@ -37,10 +37,9 @@ from . import postgres_postings as postings
 from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileRecord,
                    FileStamp, FileState, GraphInput, GraphPatch, HeldCodes, HeldRows,
                    PathKey, RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
-                   TokenRecord, REMOVING, being_removed, coded, decompress_references,
-                   graph_version_setting, packed_ids,
-                   removing_key, repository_settings, used_only, deep_codes_setting,
-                   setting_value)
+                   TokenRecord, REMOVING, being_removed, coded, compress_references,
+                   decompress_references, graph_version_setting, packed_ids, removing_key,
+                   repository_settings, used_only, deep_codes_setting, setting_value)
 from .postgres_postings import HeldPostings
 from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, EdgeRow, clear_errors,
                          edge_columns_of, packed, packed_bytes, packed_codes, two_columns,
@@ -1709,7 +1708,7 @@ class PostgresStore(Store):
                                "parser = %s", (self._home(repo_id), parser)))
 
     def parse_of(self, content_hash: str, parser: str
-                 ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], str] | None:
+                 ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], bytes] | None:
         def read() -> list[tuple]:
             reachable, params = self._reachable("repo_id")
             return self._query("SELECT repo_id, id FROM documents WHERE hash = %s AND "
@@ -1728,7 +1727,7 @@ class PostgresStore(Store):
             "AND document_id = %(document)s ORDER BY id", mine)]
         refs = self._query("SELECT refs FROM file_refs WHERE repo_id = %(home)s AND "
                            "document_id = %(document)s", mine)
-        return symbols, spans, refs[0][0] if refs else "[]"
+        return symbols, spans, compress_references(refs[0][0] if refs else "[]")
 
     def files_after(self, repo_id: int, file_id: int) -> tuple[int, list[StoredFile]]:
         rows = self._query(f"SELECT held.n, {FILE_COLS} FROM (SELECT count(*) AS n FROM files "

@@ -28,8 +28,8 @@ from ..errors import FourfoldError, IndexDamagedError, IndexWriteError
 from ..model import Symbol
 from ..tokens import chunk_body, identifier_tokens, token_text
 from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileState,
-                   GraphInput, GraphPatch, HeldCodes, decompress_references,
-                   graph_version_setting, packed_ids, PathKey,
+                   GraphInput, GraphPatch, HeldCodes, NO_REFERENCES,
+                   decompress_references, graph_version_setting, packed_ids, PathKey,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
                    TokenRecord, REMOVING, being_removed, removing_key,
                    repository_settings, deep_codes_setting, setting_value)
@@ -820,7 +820,7 @@ class SQLiteStore(Store):
         return set(self._query("SELECT path, hash FROM documents WHERE parser=?", (parser,)))
 
     def parse_of(self, content_hash: str, parser: str
-                 ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], str] | None:
+                 ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], bytes] | None:
         rows = self._query("SELECT id FROM documents WHERE hash=? AND parser=? LIMIT 1",
                            (content_hash, parser))
         if not rows:
@@ -832,7 +832,7 @@ class SQLiteStore(Store):
         spans = self._query("SELECT start_line, end_line, symbol, kind FROM chunks "
                             "WHERE document_id = ? ORDER BY id", (document_id,))
         refs = self._query("SELECT refs FROM file_refs WHERE document_id = ?", (document_id,))
-        return symbols, spans, decompress_references(refs[0][0]) if refs else "[]"
+        return symbols, spans, refs[0][0] if refs else NO_REFERENCES  # kept compressed
 
     def files(self, repo_id: int | None = None) -> list[StoredFile]:
         sql = f"SELECT {FILE_COLS} FROM files f"

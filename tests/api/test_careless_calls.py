@@ -114,6 +114,8 @@ def test_search_options_come_one_way(indexed):
         indexed.search("helper", limt=5)
     with pytest.raises(QueryError, match="options must be a SearchOptions, not dict"):
         indexed.search("helper", {"limit": 3})
+    with pytest.raises(QueryError, match="not both \\(here also limit\\)"):  # its twin
+        indexed.search_repositories("helper", None, SearchOptions(limit=1), limit=5)
 
 
 def test_an_unknown_repository_id_is_not_called_unindexed(indexed):
