@@ -198,3 +198,22 @@ def test_a_question_during_another_process_first_index_is_told_to_wait(tmp_path)
     (ff.index_dir / LOCK_NAME).write_text(f"pid {ended.pid}")
     with pytest.raises(NotIndexedError, match="not indexed yet"):
         ff.grep("helper")
+
+
+def test_a_planted_or_garbled_lock_file_names_no_indexer(tmp_path):
+    """The lock file is read, not trusted: a symlink to a file naming a live process (this
+    one) is not followed, and text that is not "pid N" names no one."""
+    from fourfold.store.index_dir import LOCK_NAME, indexer_at_work
+
+    folder = tmp_path / "index"
+    folder.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.write_text(f"pid {os.getpid()}")
+    (folder / LOCK_NAME).symlink_to(elsewhere)
+    assert indexer_at_work(folder) is None
+    (folder / LOCK_NAME).unlink()
+    for garbled in (b"pid", b"pid -1", b"pid 1 2", b"\xff\xfe pid", b"process 1"):
+        (folder / LOCK_NAME).write_bytes(garbled)
+        assert indexer_at_work(folder) is None
+    (folder / LOCK_NAME).write_text(f"pid {os.getpid()}")
+    assert indexer_at_work(folder) == os.getpid()
