@@ -439,3 +439,29 @@ def test_token_text_is_the_tokens_of_the_text_joined(monkeypatch):
     most_runs = max(len(set(re.findall(r"[A-Za-z0-9_]+", t))) for t in texts)
     assert len(token_module._RUN_TOKENS) <= 3 + most_runs
     assert RUN_TOKENS_MAX >= 10_000
+
+
+def test_lines_found_in_utf8_bytes_are_those_found_in_the_decoded_text():
+    """The byte path (stringzilla's newline counting and search) numbers and cuts lines as
+    the str path does: random texts with CRLF, blank lines, non-ASCII letters and matches
+    at either end, literals and regexes (one matching the empty string on every line)."""
+    import random
+
+    from fourfold.retrievers.text import Finder, matching_lines
+
+    rng = random.Random(7)
+    pieces = ["ab", "abab", "x", "é", "ßab", "\n", "\n", "\r\n", " ", "a", "b\n", "\n\n"]
+    for round_ in range(400):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 60)))
+        lines = text.split("\n")
+        if text.endswith("\n") or not text:
+            lines.pop()  # no line after the final newline
+        for pattern, regex in (("ab", False), ("ba", False), ("é", False), (r"a+b", True),
+                               (r"x*", True)):
+            find, utf8 = Finder(pattern, regex, True, False).compiled()
+            assert utf8
+            from_bytes = matching_lines(text.encode(), find)
+            expected = [(number, line.rstrip("\r"))
+                        for number, line in enumerate(lines, 1)
+                        if re.search(pattern if regex else re.escape(pattern), line)]
+            assert from_bytes == expected, (round_, text, pattern)
