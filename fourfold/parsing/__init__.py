@@ -8,6 +8,7 @@ tree, not matching patterns, is what a query costs, so one walk serves both.
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from functools import cache
 from importlib import metadata
@@ -35,12 +36,13 @@ class ParseTooSlow(Exception):
     """tree-sitter gave up on a file at PARSE_TIME_LIMIT_S."""
 
 
-def _tree(language: str, source: bytes) -> tree_sitter.Tree:
+def _tree(language: str, source: bytes, reparse: bool) -> tree_sitter.Tree:
     """The file's tree, read through a callback: only then does tree-sitter ask, as it
-    goes, whether to stop (and let Python see a pending signal meanwhile). Then parsed
-    again from the bytes, reusing that tree whole (a third of a parse): a tree read through
-    a callback reads each node's text through it too, which made the extraction of a
-    300 KB C file's references 7× slower."""
+    goes, whether to stop (and let Python see a pending signal meanwhile). The extraction
+    cuts node texts from the bytes, but a query's text predicates (#eq?, #match?) read them
+    through the tree's source, which for this tree is the callback (slow, and it crashed
+    the binding on a 300 KB C file): for a query with them (`reparse`) the file is parsed
+    again from the bytes, reusing that tree whole (half a parse)."""
     parser = get_parser(language)
     deadline = time.monotonic() + PARSE_TIME_LIMIT_S
     try:
@@ -48,7 +50,7 @@ def _tree(language: str, source: bytes) -> tree_sitter.Tree:
                             progress_callback=lambda *_: time.monotonic() > deadline)
     except ValueError:  # "Parsing failed": stopped at the deadline
         raise ParseTooSlow(f"tree-sitter took over {PARSE_TIME_LIMIT_S:g} s") from None
-    return parser.parse(source, old_tree=read)
+    return parser.parse(source, old_tree=read) if reparse else read
 
 
 @cache
@@ -68,23 +70,28 @@ def parser_fingerprint() -> str:
     return digest.hexdigest()
 
 
+_TEXT_PREDICATE = re.compile(r"\(#[\w-]+\?")  # #eq?, #not-match?, #any-of? ... (not #set!)
+
+
 @cache
-def _file_query(language: str, references: bool) -> tuple[tree_sitter.Query | None, int]:
+def _file_query(language: str, references: bool
+                ) -> tuple[tree_sitter.Query | None, int, bool]:
     """The language's structure patterns, then (optionally) its reference patterns, as one
-    query; and the index of the first reference pattern. Compiled once: compiling is costly
+    query; the index of the first reference pattern; and whether it tests node texts. Compiled once: compiling is costly
     (a third of a second for Swift), so the structure patterns are not compiled apart too."""
     structure = structure_query_text(language) if has_query(language) else ""
     refs = reference_query_text(language) if references else None
+    tests_texts = bool(_TEXT_PREDICATE.search(structure + "\n" + (refs or "")))
     if not refs:
         if not structure:
-            return None, 0
+            return None, 0, False
         query = structure_query(language)
-        return query, query.pattern_count
+        return query, query.pattern_count, tests_texts
     query = tree_sitter.Query(get_language(language), structure + "\n" + refs)
     split = next((i for i in range(query.pattern_count)
                   if query.start_byte_for_pattern(i) > len(structure.encode())),
                  query.pattern_count)
-    return query, split
+    return query, split, tests_texts
 
 
 def parse_file(source: bytes, language: str | None, references: bool = True) -> ParseResult:
@@ -93,8 +100,8 @@ def parse_file(source: bytes, language: str | None, references: bool = True) -> 
     the graph needs."""
     if not has_grammar(language):
         return ParseResult(chunks=chunk_plain_text(source.decode("utf-8", "replace")))
-    tree = _tree(language, source)
-    query, split = _file_query(language, references)
+    query, split, tests_texts = _file_query(language, references)
+    tree = _tree(language, source, reparse=tests_texts)
     matches = tree_sitter.QueryCursor(query).matches(tree.root_node) if query else []
     symbols, chunks = extract_structure(tree, source, language,
                                         [m for m in matches if m[0] < split])

@@ -99,8 +99,10 @@ def _capture_kind(cname: str) -> tuple[str, str]:
     return parts[1], (parts[2] if len(parts) > 2 else "")
 
 
-def _text(node: tree_sitter.Node) -> str:
-    return node.text.decode("utf-8", "replace")
+def _text(source: bytes, node: tree_sitter.Node) -> str:
+    """A node's text, cut from the file's bytes: a tree parsed through a read callback (for
+    the parse's time limit) would read it through that callback."""
+    return source[node.start_byte:node.end_byte].decode("utf-8", "replace")
 
 
 _SIMPLE = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
@@ -308,7 +310,7 @@ def _annotated_class(text: str, depth: int = 0) -> str:
     return base
 
 
-def _binding(variant: str, var: str, caps: dict) -> str:
+def _binding(variant: str, var: str, caps: dict, source: bytes) -> str:
     """The encoded name of a bind fact (see the module docstring); '' for none."""
     if variant == "return":
         var = "return"
@@ -318,15 +320,15 @@ def _binding(variant: str, var: str, caps: dict) -> str:
         return ""
     declared = caps.get("bind.type")
     if declared:  # an annotation naming no one class says nothing
-        named = _annotated_class(_text(declared[0]))
+        named = _annotated_class(_text(source, declared[0]))
         return f"{var}:{named}" if named != "?" else ""
     elements = caps.get("bind.elements")
     if elements:
-        named = _annotated_class(_text(elements[0]))
+        named = _annotated_class(_text(source, elements[0]))
         return f"{var}@{named}" if named != "?" else ""
     ranged = caps.get("bind.range")
     if ranged:
-        text = _text(ranged[0])
+        text = _text(source, ranged[0])
         return f"{var}~{text}[]" if _SIMPLE.fullmatch(text) else ""
     literal = caps.get("bind.literal")
     if literal:
@@ -334,11 +336,11 @@ def _binding(variant: str, var: str, caps: dict) -> str:
         return f"{var}:{builtin}" if builtin else ""
     value = caps.get("bind.value")
     if value:
-        text = _text(value[0])
+        text = _text(source, value[0])
         return f"{var}~{text}" if _SIMPLE.fullmatch(text) else ""
     callee = caps.get("bind.call")
     if callee:
-        text = _text(callee[0])
+        text = _text(source, callee[0])
         name = _norm(text) if not _opaque(text) else ""
         return f"{var}={name if name and not name.startswith('?') else '?'}"
     return ""
@@ -369,7 +371,7 @@ def _source_index(symbols: list[Symbol], n_lines: int) -> tuple[list[str | None]
     return owner, by_name
 
 
-def _elixir_skip(node: tree_sitter.Node) -> bool:
+def _elixir_skip(node: tree_sitter.Node, source: bytes) -> bool:
     """`def name(args)`: the head of a definition is not a call."""
     call = node.parent
     args = call.parent if call is not None else None
@@ -377,7 +379,7 @@ def _elixir_skip(node: tree_sitter.Node) -> bool:
     if outer is None or outer.type != "call" or args.type != "arguments":
         return False
     target = outer.child_by_field_name("target")
-    return target is not None and target.text in _ELIXIR_DEFS
+    return target is not None and source[target.start_byte:target.end_byte] in _ELIXIR_DEFS
 
 
 _ELIXIR_DEFS = {
@@ -424,10 +426,10 @@ def extract_references(
             kind = "call" if nodes is not None and receiver is not None else None
         if kind is not None:
             node = nodes[0]
-            if skip is not None and skip(node):
+            if skip is not None and skip(node, source):
                 continue
             line = node.start_point[0] + 1
-            text = node.text.decode("utf-8", "replace")
+            text = _text(source, node)
             if receiver is None:
                 name = _norm(text)
                 if chains and name.startswith("?."):  # `r.NewRoute().Name` as one capture
@@ -436,7 +438,7 @@ def extract_references(
                     if chain is not None:
                         name = chain + "." + final
             else:
-                prefix = receiver[0].text.decode("utf-8", "replace")
+                prefix = _text(source, receiver[0])
                 chain = _call_chain(prefix) if chains and _IDENTIFIER.fullmatch(text) else None
                 if not _opaque(prefix):
                     name = _norm(prefix + "." + text)
@@ -460,13 +462,13 @@ def extract_references(
         else:
             continue
         kind, variant = _capture_kind(cname)
-        if skip is not None and skip(node):
+        if skip is not None and skip(node, source):
             continue
         line = node.start_point[0] + 1
-        text = node.text.decode("utf-8", "replace")
+        text = _text(source, node)
         names: list[str]
         if kind == "bind":
-            name = _binding(variant, text, caps)
+            name = _binding(variant, text, caps, source)
             names = [name] if name else []
         elif kind == "import":
             if variant == "stmt":
@@ -486,10 +488,10 @@ def extract_references(
                 if len(caps) > 1:
                     mod = caps.get("module")
                     if mod:
-                        name = _unquote(_text(mod[0])) + ":" + name
+                        name = _unquote(_text(source, mod[0])) + ":" + name
                     alias = caps.get("alias")
                     if alias:
-                        a = _text(alias[0])
+                        a = _text(source, alias[0])
                         if a not in ("_", ".") and a != name:
                             name = f"{name} as {a}"
                 names = [name] if name else []
@@ -504,7 +506,7 @@ def extract_references(
                     recv = caps.get("receiver.colons")
                     sep = "::"
                 if recv is not None:
-                    receiver = _text(recv[0])
+                    receiver = _text(source, recv[0])
                     if _opaque(receiver):
                         chain = _call_chain(receiver) if chains and sep == "." else None
                         receiver = chain or _OPAQUE
@@ -513,7 +515,7 @@ def extract_references(
             names = [name] if name else []
         src_caps = caps.get("source") if len(caps) > 1 else None
         if src_caps:
-            st = _norm(_text(src_caps[0]))
+            st = _norm(_text(source, src_caps[0]))
             src = by_name.get(st, st or None)
         elif kind == "inherit":
             # the class being declared, even when a member shares its line

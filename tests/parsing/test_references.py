@@ -86,3 +86,28 @@ def test_a_parse_reads_node_texts_from_the_bytes_not_through_its_deadline_callba
     res = parse_file(Source(text), "c")
     assert len({r.name for r in res.references if r.kind == "call"}) == 301
     assert len(slices) <= 3
+
+
+@pytest.mark.parametrize("language, text", [
+    ("c", b"".join(b"int f%d(void) { return g%d(h(%d)); }\n" % (n, n, n) for n in range(300))),
+    ("javascript", b"".join(b"const m%d = require('m%d');\nfunction f%d() { return g%d(h(1)); }\n"
+                            % (n, n, n, n) for n in range(300))),
+])
+def test_a_query_that_tests_node_texts_reads_them_from_the_bytes_too(language, text):
+    """JavaScript's reference query tests texts (#eq? require): for such a query the file is
+    parsed again from the bytes, as the binding reads a predicate's text through the tree's
+    source; C's tests none, and its tree is the one read through the callback."""
+    from fourfold import parsing
+
+    slices = []
+
+    class Source(bytes):
+        def __getitem__(self, key):
+            if isinstance(key, slice) and key.stop - key.start == parsing.READ_SLICE:
+                slices.append(key.start)
+            return bytes.__getitem__(self, key)
+
+    res = parse_file(Source(text), language)
+    assert len({r.name for r in res.references if r.kind == "call"}) >= 300
+    assert len(slices) <= 8  # the parse's own reads (reading each text would be hundreds)
+    assert parsing._file_query(language, True)[2] == (language == "javascript")
