@@ -25,7 +25,7 @@ from . import navigation
 from .errors import (FourfoldError, IndexBusyError, ModalityUnavailable, NotIndexedError,
                      QueryError)
 from .store import open_server_store, redacted
-from .query.model import check_limit
+from .query.model import check_limit, check_text
 from .ranking.priors import rank_definitions
 from .retrievers.graph import GraphRetriever, paged
 from .retrievers.grep_pool import GrepPool
@@ -777,6 +777,7 @@ class Fourfold:
         (exact, qualified, case, style, prefix, subword); `kind` as in filters."""
         self._require_index(repo_id)
         check_limit(limit)
+        check_text(name, "the name")
         if not name or not name.strip():
             raise QueryError("empty name: give the symbol to look up")
         name = name.strip()

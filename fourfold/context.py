@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import FourfoldError, QueryError
 from .model import FUNCTION_KINDS
 from .store.base import Resolution
-from .query.model import check_limit, check_offset
+from .query.model import check_limit, check_offset, check_text
 from .tokens import query_words, singular, sub_words
 
 if TYPE_CHECKING:
@@ -170,6 +170,7 @@ def task_context(ff: "Fourfold", task: str, languages: tuple[str, ...] = (),
                  settings: ContextSettings | None = None) -> TaskContext:
     """The spans relevant to a task, best first: search hits, each followed by its
     neighbours, with the declarations the task names after the first hits."""
+    check_text(task, "the task")
     if not task or not task.strip():
         raise QueryError("empty task: describe what you are about to do")
     settings = settings or DEFAULT_SETTINGS

@@ -30,6 +30,15 @@ _PROSE_WORDS = re.compile(r"(?i)\b(docs?|documentation|readme|changelog|guide|tu
 MAX_RESULTS = 10_000
 
 
+def check_text(value: object, what: str) -> str | None:
+    """`value` as given, if it is text or None (nothing given: the caller's check for an
+    empty value says so); else a QueryError naming what was given instead (a number or
+    bytes reached `.strip()` as an AttributeError)."""
+    if value is not None and not isinstance(value, str):
+        raise QueryError(f"{what} must be text, not {type(value).__name__} {value!r:.60}")
+    return value
+
+
 def check_limit(limit: object, most: int | None = MAX_RESULTS, what: str = "limit") -> int:
     """`limit` as given, if it is a whole number from 1 to `most` (None: no upper bound);
     else a QueryError that says so."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..collector import collector_paused
 from ..errors import QueryError
 from ..model import Hit
-from ..query.model import Query, check_limit, check_offset
+from ..query.model import Query, check_limit, check_offset, check_text
 from ..store.base import (Resolution, Store, StoredEdge, StoredSymbol, graph_behind_setting,
                           graph_version_setting, unfinished_note)
 from .structural import StructuralRetriever
@@ -126,6 +126,7 @@ class GraphRetriever:
     # -- targets ----------------------------------------------------------------------
     def definitions_of(self, name: str, repo_id: int | None = None) -> list[StoredSymbol]:
         """The definitions a name means: exact or qualified matches, else case/style matches."""
+        check_text(name, "the name")
         if not name or not name.strip():
             raise QueryError("empty name: give the symbol to look up")
         found = self.structural.definitions(name.strip(), repo_id=repo_id, limit=200)

@@ -22,7 +22,7 @@ from ..model import Hit
 from ..store.base import PathKey, RequiredText, Store, StoredFile, unfinished_note
 from ..store.snapshot import Snapshots
 from ..tokens import name_match, name_targets, name_words, query_terms, singular
-from ..query.model import Query
+from ..query.model import Query, check_text
 from .base import inside_glob, path_ok
 from .grep_pool import POOL_MIN_FILES, GrepPool, PoolUnavailable
 
@@ -144,6 +144,7 @@ def regex_required(pattern: str) -> RequiredText | None:
 
 
 def _check_pattern(pattern: str) -> None:
+    check_text(pattern, "the pattern")
     if not pattern:
         raise QueryError("empty pattern: give some text or a regular expression to find")
     if len(pattern) > MAX_PATTERN_CHARS:
@@ -506,6 +507,11 @@ class TextRetriever:
               path_glob: str | None, repo_id: int | None, limit: int | None,
               time_budget: float | None) -> ResultList:
         _check_pattern(pattern)
+        check_text(path_glob, "path_glob")
+        if time_budget is not None and (isinstance(time_budget, bool) or not isinstance(
+                time_budget, (int, float)) or not time_budget >= 0):  # NaN is not >= 0
+            raise QueryError(f"time_budget is a number of seconds, at least 0, not "
+                             f"{time_budget!r}")
         if not regex and "\n" in pattern:
             return ResultList()  # no line holds a newline
         deadline = time.monotonic() + (self.time_budget if time_budget is None else time_budget)

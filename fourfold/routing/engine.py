@@ -10,7 +10,7 @@ from typing import Callable
 from ..errors import ModalityUnavailable, QueryError
 from ..model import Hit
 from ..query.filters import Filters, apply_filters
-from ..query.model import Query, check_limit
+from ..query.model import Query, check_limit, check_text
 from ..retrievers.base import Retriever
 from ..store.snapshot import IndexSnapshot
 from ..ranking.fusion import fuse
@@ -171,6 +171,7 @@ class SearchEngine:
 
     def search(self, text: str, options: SearchOptions | None = None) -> SearchResponse:
         options = options or SearchOptions()
+        check_text(text, "the question")
         if not text or not text.strip():
             raise QueryError("empty query: ask a question, name a symbol, or quote a string")
         try:

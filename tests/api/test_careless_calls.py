@@ -217,3 +217,24 @@ def test_a_planted_or_garbled_lock_file_names_no_indexer(tmp_path):
         assert indexer_at_work(folder) is None
     (folder / LOCK_NAME).write_text(f"pid {os.getpid()}")
     assert indexer_at_work(folder) == os.getpid()
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda ff: ff.search(123), "the question must be text, not int"),
+    (lambda ff: ff.search(b"helper"), "the question must be text, not bytes"),
+    (lambda ff: ff.grep(5), "the pattern must be text, not int"),
+    (lambda ff: ff.grep("helper", path_glob=5), "path_glob must be text, not int"),
+    (lambda ff: ff.grep("helper", time_budget="10"), "time_budget is a number of seconds"),
+    (lambda ff: ff.grep("helper", time_budget=float("nan")), "time_budget is a number"),
+    (lambda ff: ff.grep("helper", time_budget=-1), "time_budget is a number"),
+    (lambda ff: ff.definitions(5), "the name must be text, not int"),
+    (lambda ff: ff.impact(["helper"]), "the name must be text, not list"),
+    (lambda ff: ff.task_context(5), "the task must be text, not int"),
+])
+def test_a_wrongly_typed_argument_is_a_clear_error(indexed, call, message):
+    """A number or bytes where text belongs reached `.strip()` or `len()` (an AttributeError
+    or a TypeError from deep inside); a time budget of text failed at an addition."""
+    with pytest.raises(QueryError, match=message):
+        call(indexed)
+    assert [(m.path, m.line) for m in indexed.grep("helper", time_budget=5)] == [
+        ("app/a.py", 1), ("app/a.py", 5), ("app/b.py", 1), ("app/b.py", 5), ("app/util.py", 1)]
