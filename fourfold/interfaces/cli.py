@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -29,11 +30,18 @@ SHOWN_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7f, *range(0x80, 0x
 # line and paragraph separators: a reader that splits lines as Python does would see a new
 # line (a file name holding one could forge a result line)
 SHOWN_CONTROLS.update({0x2028: "\\u2028", 0x2029: "\\u2029"})
+_CONTROLS = re.compile("[" + "".join(re.escape(chr(c)) for c in SHOWN_CONTROLS) + "]")
+
+
+def _shown(text: str) -> str:
+    """The text with its control characters escaped; translated only where it holds one
+    (translate looks up every character: most of a big grep's printing)."""
+    return text.translate(SHOWN_CONTROLS) if _CONTROLS.search(text) else text
 
 
 def _say(*parts, **kw) -> None:
     """print() for what a person reads: each part with its control characters escaped."""
-    print(*(str(part).translate(SHOWN_CONTROLS) for part in parts), **kw)
+    print(*(_shown(str(part)) for part in parts), **kw)
 
 
 def bounded_int(low: int, high: int | None = None):
@@ -354,6 +362,9 @@ def _batch(ff: Fourfold, args) -> int:
     return EXIT_RESULTS if answered else EXIT_EMPTY
 
 
+GREP_PRINTED_AT_ONCE = 4096  # lines written in one call (print() a line was a third of it)
+
+
 def cmd_grep(args) -> int:
     ff = _open(args)
     _ensure(ff, args)
@@ -363,14 +374,17 @@ def cmd_grep(args) -> int:
                     limit=args.limit and args.limit + 1, time_budget=args.time_budget)
     more = args.limit is not None and len(found) > args.limit
     matches = found[:args.limit]
-    rows = ff.with_context(matches, args.context)
+    # rows (a dict a line) only where they are shown: a common pattern has 100,000s of lines
+    rows = ff.with_context(matches, args.context) if args.json or args.context else []
     payload = {"total": len(matches), "total_is_lower_bound": more, "partial": found.partial,
                "results": rows}
 
     def human() -> None:
         if not args.context:
-            for m in matches:
-                _say(f"{m.path}:{m.line}:{m.text}")
+            for start in range(0, len(matches), GREP_PRINTED_AT_ONCE):
+                sys.stdout.write("".join(
+                    f"{_shown(m.path)}:{m.line}:{_shown(m.text)}\n"
+                    for m in matches[start:start + GREP_PRINTED_AT_ONCE]))
             return
         matched = {(m.path, m.line) for m in matches}
         last: tuple[str, int] | None = None  # the last line printed, as grep -C prints
