@@ -192,6 +192,7 @@ def indexer_at_work(index_dir: Path) -> int | None:
         return None
     with os.fdopen(descriptor, "rb") as lock:
         written = lock.read(64).split()
+        inode = os.fstat(lock.fileno()).st_ino
     if len(written) != 2 or written[0] != b"pid" or not written[1].isdigit():
         return None
     pid = int(written[1])
@@ -201,7 +202,29 @@ def indexer_at_work(index_dir: Path) -> int | None:
         return None  # it ended without unlocking (killed): no indexer at work
     except PermissionError:
         pass  # alive, another user's
+    held = _flocked_inodes()
+    if held is not None and inode not in held:
+        return None  # a killed indexer's pid, since given to another process
     return pid
+
+
+def _flocked_inodes() -> set[int] | None:
+    """The inodes of the files some process holds a lock on, as Linux lists them in
+    /proc/locks ("1: FLOCK  ADVISORY  WRITE 1799 fe:00:2147122 0 EOF"; any kind of lock:
+    NFS, for one, lists a flock as a POSIX lock); None where the system does not say."""
+    try:
+        with open("/proc/locks", "rb") as locks:
+            listed = locks.read()
+    except OSError:
+        return None
+    inodes = set()
+    for line in listed.splitlines():
+        fields = line.split()
+        if len(fields) >= 6 and fields[5].count(b":") == 2:  # "->" lines (waiters) differ
+            inode = fields[5].rsplit(b":", 1)[1]
+            if inode.isdigit():
+                inodes.add(int(inode))
+    return inodes
 
 
 class IndexLock:

@@ -202,8 +202,9 @@ def test_a_question_during_another_process_first_index_is_told_to_wait(tmp_path)
 
 def test_a_planted_or_garbled_lock_file_names_no_indexer(tmp_path):
     """The lock file is read, not trusted: a symlink to a file naming a live process (this
-    one) is not followed, and text that is not "pid N" names no one."""
-    from fourfold.store.index_dir import LOCK_NAME, indexer_at_work
+    one) is not followed, text that is not "pid N" names no one, and neither does a live
+    process that holds no lock on it (a killed indexer's pid given to another process)."""
+    from fourfold.store.index_dir import LOCK_NAME, IndexLock, indexer_at_work
 
     folder = tmp_path / "index"
     folder.mkdir()
@@ -215,8 +216,13 @@ def test_a_planted_or_garbled_lock_file_names_no_indexer(tmp_path):
     for garbled in (b"pid", b"pid -1", b"pid 1 2", b"\xff\xfe pid", b"process 1"):
         (folder / LOCK_NAME).write_bytes(garbled)
         assert indexer_at_work(folder) is None
+    # a live process (this one) that holds no lock on it: a killed indexer's pid, reused
     (folder / LOCK_NAME).write_text(f"pid {os.getpid()}")
-    assert indexer_at_work(folder) == os.getpid()
+    assert indexer_at_work(folder) is None
+    (folder / LOCK_NAME).unlink()
+    with IndexLock(folder):
+        assert indexer_at_work(folder) == os.getpid()
+    assert indexer_at_work(folder) is None
 
 
 @pytest.mark.parametrize("call, message", [
