@@ -753,10 +753,12 @@ def test_a_server_started_while_another_indexer_runs_indexes_once_it_is_done(
 
 def test_real_names_with_backslashes_or_percent_signs_are_read_as_named(tmp_path):
     """get_file('back\\x.py') answered with back/x.py where both exist, and a real name
-    holding %2e was refused; encoded traversal still is."""
+    holding %2e was refused, even a folder named `%2e%2e`; encoded traversal that names no
+    real file still is."""
     root = write_tree(tmp_path / "odd", {"back/x.py": "slash = 1\n", "back\\x.py": "backslash = 1\n",
                                          "win/y.py": "windows = 1\n", "100%2e5.txt": "a name\n",
-                                         "caf%e9.py": "latin = 1\n", "a%25252525.py": "deep = 1\n"})
+                                         "caf%e9.py": "latin = 1\n", "a%25252525.py": "deep = 1\n",
+                                         "%2e%2e/z.py": "encoded = 1\n"})
     svc = FourfoldService(root, watch=False).start(block=True)
     try:
         assert "backslash = 1" in svc.get_file("back\\x.py")["text"]
@@ -765,7 +767,8 @@ def test_real_names_with_backslashes_or_percent_signs_are_read_as_named(tmp_path
         assert "a name" in svc.get_file("100%2e5.txt")["text"]
         assert "latin = 1" in svc.get_file("caf%e9.py")["text"]  # not UTF-8 once decoded
         assert "deep = 1" in svc.get_file("a%25252525.py")["text"]
-        for bad in ("%2e%2e/odd/back/x.py", "%252e%252e/x", "..%5codd", "%ff/%2e%2e/x",
+        assert "encoded = 1" in svc.get_file("%2e%2e/z.py")["text"]  # a real folder's name
+        for bad in ("%2e%2e/odd/back/x.py", "%2e%2e/%2e%2e/z.py", "%252e%252e/x", "..%5codd", "%ff/%2e%2e/x",
                     "%2525252e%2525252e/x"):
             with pytest.raises(PathRefused):
                 svc.get_file(bad)

@@ -1,8 +1,9 @@
 """Path safety: an agent's path or glob names something inside the indexed root, or is refused.
 
 Refused: `..`, absolute paths elsewhere, `~`, NUL, what percent-decoding would turn into
-one of those (an agent may pass a URL-encoded path through; a real name holding `%2e` is
-taken as it is), symlinks that resolve out of the root, and the index folder itself.
+one of those (an agent may pass a URL-encoded path through; a real name holding escapes,
+even `%2e%2e`, is taken as it is), symlinks that resolve out of the root, and the index
+folder itself.
 """
 import os
 import re
@@ -72,9 +73,6 @@ def check_path(raw: str) -> str:
         raise PathRefused("path contains a NUL character")
     if not _encodable(path):
         raise PathRefused("path is not valid Unicode text (a lone surrogate)")
-    if _escapes_when_decoded(path):
-        raise PathRefused(f"{raw!r}: percent-encoded, it leaves the repository; give a "
-                          "plain path relative to the repository root")
     if ".." in _SEPARATORS.split(path):
         raise PathRefused(f"{raw!r}: '..' is not allowed; paths are relative to the "
                           "repository root and stay inside it")
@@ -86,6 +84,11 @@ def inside_root(raw: str, root: Path, index_dir: Path | None) -> str:
     relative, with forward slashes. `index_dir`: the embedded index's folder (None: the
     index is on a server)."""
     path = check_path(raw)
+    # a real name holding escapes is read as written (it cannot leave the root: the checks
+    # below hold); only a name that does not exist is taken for an encoded path
+    if _escapes_when_decoded(path) and not os.path.lexists(root / path):
+        raise PathRefused(f"{raw!r}: percent-encoded, it leaves the repository; give a "
+                          "plain path relative to the repository root")
     if path.startswith("~"):
         raise PathRefused(f"{raw!r} is outside the indexed repository {root}")
     if path.startswith(("/", "\\")) or _DRIVE.match(path):
