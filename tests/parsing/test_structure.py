@@ -1255,3 +1255,24 @@ def test_an_export_from_clause_names_reexports(language):
     symbols, _ = structure(src, language)
     assert [(s.name, s.kind) for s in symbols] == [("a", "reexport"), ("c", "reexport"),
                                                    ("d", "function")]
+
+
+@pytest.mark.parametrize("language", sorted(FIXTURES))
+def test_one_parse_reads_what_a_second_parse_from_the_bytes_reads(language, monkeypatch):
+    """Where a language's query tests no node text, its file is parsed once, through the
+    read callback of the time limit; the symbols, chunks and references are those of the
+    tree parsed again from the bytes."""
+    from fourfold import parsing
+
+    source = FIXTURES[language][0].encode()
+    once = parsing.parse_file(source, language)
+    query = parsing._file_query
+
+    def reparsed(lang, references):
+        compiled, split, _ = query(lang, references)
+        return compiled, split, True
+    monkeypatch.setattr(parsing, "_file_query", reparsed)
+    again = parsing.parse_file(source, language)
+    assert (once.symbols, once.chunks, once.references) == \
+        (again.symbols, again.chunks, again.references)
+    assert once.symbols or once.references
