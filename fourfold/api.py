@@ -778,6 +778,7 @@ class Fourfold:
         self._require_index(repo_id)
         check_limit(limit)
         check_text(name, "the name")
+        check_text(path_glob, "path_glob")
         if not name or not name.strip():
             raise QueryError("empty name: give the symbol to look up")
         name = name.strip()
@@ -869,7 +870,7 @@ class Fourfold:
 
     def similar(self, location: str, limit: int = 10) -> list:
         """Code similar to the chunk at ``FILE:LINE`` (or the first chunk of FILE)."""
-        path, _, line_text = location.rpartition(":")
+        path, _, line_text = check_text(location, "the location").rpartition(":")
         if not path or not line_text.isdigit():
             path, line_text = location, "1"
         repo_id, stored_path = self.located(path)
@@ -901,6 +902,9 @@ class Fourfold:
         the cwd or else the root, in the indexed repository whose root holds it (the
         innermost one, where roots nest); else the served repository and the path as
         given."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise QueryError(f"the path must be text or a path, not {type(path).__name__} "
+                             f"{path!r:.60}")
         candidate = Path(path)
         repos = self.store.repos(counts=False)
         found = []
@@ -1145,7 +1149,7 @@ class Fourfold:
         """A file as indexed, {"path", "language", "lines"} (lines without line ends), by
         its stored path; None when it is not in the index."""
         self._require_index(repo_id)
-        stored = self.store.file_by_path(path, self._in(repo_id))
+        stored = self.store.file_by_path(check_text(path, "the path"), self._in(repo_id))
         if stored is None:
             return None
         lines = self.store.content(stored.file_id).split("\n")
@@ -1162,7 +1166,7 @@ class Fourfold:
 
         self._require_index(repo_id)
         allowed = kinds_named([kind]) if kind else None
-        stored = self.store.file_by_path(path, self._in(repo_id))
+        stored = self.store.file_by_path(check_text(path, "the path"), self._in(repo_id))
         if stored is None:
             return None
         rows, depth = [], {}
@@ -1230,7 +1234,7 @@ class Fourfold:
 
     def line_count(self, path: str, repo_id: int | None = None) -> int | None:
         """How many lines a file (stored path) has as indexed; None: not in the index."""
-        stored = self.store.file_by_path(path, self._in(repo_id))
+        stored = self.store.file_by_path(check_text(path, "the path"), self._in(repo_id))
         if stored is None:
             return None
         text = self.store.content(stored.file_id)

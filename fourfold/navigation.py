@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .errors import QueryError
 from .query.filters import in_glob, kinds_named, languages_named
+from .query.model import check_text
 from .retrievers.base import path_ok
 from .store.base import Store
 
@@ -11,6 +12,8 @@ from .store.base import Store
 def list_files(store: Store, glob: str | None, name: str | None, languages,
                repo_id: int | None) -> list[dict]:
     """See Fourfold.list_files."""
+    check_text(glob, "the glob")
+    check_text(name, "the name")
     allowed = languages_named(languages) if languages else None
     glob = glob.strip() if glob and glob.strip() else None
     fragment = name.strip().lower() if name and name.strip() else None
@@ -39,6 +42,8 @@ def list_files(store: Store, glob: str | None, name: str | None, languages,
 
 def symbols(store: Store, kind: str, path_glob: str | None, repo_id: int | None) -> list[dict]:
     """See Fourfold.symbols."""
+    check_text(kind, "the kind")
+    check_text(path_glob, "path_glob")
     if not kind or not kind.strip():
         raise QueryError("give a kind (class, function, interface ...) to list")
     allowed = kinds_named([kind])

@@ -382,9 +382,13 @@ def cmd_grep(args) -> int:
     def human() -> None:
         if not args.context:
             for start in range(0, len(matches), GREP_PRINTED_AT_ONCE):
-                sys.stdout.write("".join(
-                    f"{_shown(m.path)}:{m.line}:{_shown(m.text)}\n"
-                    for m in matches[start:start + GREP_PRINTED_AT_ONCE]))
+                lines = [f"{_shown(m.path)}:{m.line}:{_shown(m.text)}\n"
+                         for m in matches[start:start + GREP_PRINTED_AT_ONCE]]
+                try:
+                    sys.stdout.write("".join(lines))
+                except UnicodeEncodeError:  # an output that cannot carry a character:
+                    for line in lines:      # the lines before it are printed, as print did
+                        sys.stdout.write(line)
             return
         matched = {(m.path, m.line) for m in matches}
         last: tuple[str, int] | None = None  # the last line printed, as grep -C prints

@@ -70,7 +70,8 @@ def parser_fingerprint() -> str:
     return digest.hexdigest()
 
 
-_TEXT_PREDICATE = re.compile(r"\(#[\w-]+\?")  # #eq?, #not-match?, #any-of? ... (not #set!)
+# #eq?, #not-match?, #any-of? ... (not #set!), spaces or a line end after the parenthesis too
+_TEXT_PREDICATE = re.compile(r"\(\s*#[\w-]+\?")
 
 
 @cache

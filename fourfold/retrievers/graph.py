@@ -218,6 +218,7 @@ class GraphRetriever:
 
     def importers(self, file_or_module: str, limit: int = 50, offset: int = 0,
                   repo_id: int | None = None) -> dict:
+        check_text(file_or_module, "the file or module")
         g = self.graph()
         paths = g.paths
         wanted = file_or_module.strip().strip("/")
@@ -242,6 +243,7 @@ class GraphRetriever:
     def imports(self, path: str, limit: int = 50, offset: int = 0) -> dict:
         """The indexed files a file imports (the other direction of importers), in line
         order; imports of code outside the repository are not edges and are not listed."""
+        check_text(path, "the path")
         g = self.graph()
         paths = g.paths
         source = next((fid for fid, p in paths.items() if p == path), None)

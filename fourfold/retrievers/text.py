@@ -3,6 +3,7 @@ and BM25 ranking over identifier-split tokens."""
 from __future__ import annotations
 
 import itertools
+import numbers
 import re
 import sys
 import threading
@@ -509,7 +510,7 @@ class TextRetriever:
         _check_pattern(pattern)
         check_text(path_glob, "path_glob")
         if time_budget is not None and (isinstance(time_budget, bool) or not isinstance(
-                time_budget, (int, float)) or not time_budget >= 0):  # NaN is not >= 0
+                time_budget, numbers.Real) or not time_budget >= 0):  # NaN is not >= 0
             raise QueryError(f"time_budget is a number of seconds, at least 0, not "
                              f"{time_budget!r}")
         if not regex and "\n" in pattern:

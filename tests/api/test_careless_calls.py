@@ -236,11 +236,33 @@ def test_a_planted_or_garbled_lock_file_names_no_indexer(tmp_path):
     (lambda ff: ff.definitions(5), "the name must be text, not int"),
     (lambda ff: ff.impact(["helper"]), "the name must be text, not list"),
     (lambda ff: ff.task_context(5), "the task must be text, not int"),
+    (lambda ff: ff.importers(5), "the file or module must be text"),
+    (lambda ff: ff.related(5, relation="imports"), "the path must be text"),
+    (lambda ff: ff.definitions("helper", path_glob=5), "path_glob must be text"),
+    (lambda ff: ff.list_files(glob=5), "the glob must be text"),
+    (lambda ff: ff.list_files(name=5), "the name must be text"),
+    (lambda ff: ff.symbols(5), "the kind must be text"),
+    (lambda ff: ff.similar(5), "the location must be text"),
+    (lambda ff: ff.outline(5), "the path must be text or a path, not int"),
+    (lambda ff: ff.file_text(5), "the path must be text"),
+    (lambda ff: ff.file_outline(5), "the path must be text"),
+    (lambda ff: ff.line_count(5), "the path must be text"),
 ])
 def test_a_wrongly_typed_argument_is_a_clear_error(indexed, call, message):
     """A number or bytes where text belongs reached `.strip()` or `len()` (an AttributeError
-    or a TypeError from deep inside); a time budget of text failed at an addition."""
+    or a TypeError from deep inside), or answered nothing as if the file were not indexed;
+    a time budget of text failed at an addition."""
     with pytest.raises(QueryError, match=message):
         call(indexed)
     assert [(m.path, m.line) for m in indexed.grep("helper", time_budget=5)] == [
         ("app/a.py", 1), ("app/a.py", 5), ("app/b.py", 1), ("app/b.py", 5), ("app/util.py", 1)]
+
+
+def test_any_real_number_of_seconds_is_a_time_budget_and_a_path_object_a_path(indexed):
+    from fractions import Fraction
+
+    import numpy as np
+
+    for budget in (Fraction(1, 2), np.int64(5), np.float32(1.5), float("inf"), 3):
+        assert len(indexed.grep("helper", time_budget=budget)) == 5
+    assert [s["name"] for s in indexed.outline(Path(indexed.root) / "app/util.py")] == ["helper"]

@@ -109,6 +109,20 @@ def test_grep_exit_codes_and_regex_errors(project):
     assert code == 2 and "empty query" in err
 
 
+def test_grep_lines_before_one_the_output_cannot_carry_are_printed(make_tree):
+    """Lines are written in batches; where the output's encoding cannot carry a character,
+    the lines before it still come out, as they did a line at a time."""
+    import os
+
+    root = make_tree({"f.txt": "needle a\nneedle b\nneedle \u00e9\nneedle c\n"})
+    assert fourfold("index", str(root), "--no-embed")[0] == 0
+    result = subprocess.run([sys.executable, "-m", "fourfold.interfaces.cli", "grep", "needle",
+                             str(root)], capture_output=True,
+                            env={**os.environ, "PYTHONIOENCODING": "ascii"})
+    assert result.stdout == b"f.txt:1:needle a\nf.txt:2:needle b\n"
+    assert result.returncode == 2 and b"UnicodeEncodeError" in result.stderr
+
+
 def test_def_outline_refs_impact(project):
     assert fourfold("index", str(project))[0] == 0
     code, out, _ = fourfold("def", "parseConfig", str(project), "--json")

@@ -111,3 +111,16 @@ def test_a_query_that_tests_node_texts_reads_them_from_the_bytes_too(language, t
     assert len({r.name for r in res.references if r.kind == "call"}) >= 300
     assert len(slices) <= 8  # the parse's own reads (reading each text would be hundreds)
     assert parsing._file_query(language, True)[2] == (language == "javascript")
+
+
+@pytest.mark.parametrize("query, tests_texts", [
+    ('(call_expression function: (identifier) @f (#eq? @f "require"))', True),
+    ('(identifier) @f ( #not-match? @f "^[A-Z]")', True),
+    ('(identifier) @f (\n  #any-of? @f "a" "b")', True),
+    ('(identifier) @f (#set! kind "x")', False),
+    ("(identifier) @f", False),
+])
+def test_a_query_that_tests_node_texts_is_known_however_it_is_spaced(query, tests_texts):
+    from fourfold import parsing
+
+    assert bool(parsing._TEXT_PREDICATE.search(query)) == tests_texts
