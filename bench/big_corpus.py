@@ -12,6 +12,8 @@
                                               (and the first lines of sparse patterns)
     python bench/big_corpus.py edit           a one-file edit under `fourfold watch`: how
                                               long until grep finds the new line
+    python bench/big_corpus.py cli            `fourfold grep` against `rg`, whole processes
+                                              as a user runs them, output to /dev/null
 
 Each but prepare takes --store URL: the same on a PostgreSQL server's index (index: into
 an empty database).
@@ -348,6 +350,32 @@ def grep(args: argparse.Namespace) -> None:
               f"{_rg(pattern, False, first=100, any_case=any_case)[0] * 1000:.0f} ms")
 
 
+def _process_seconds(command: list[str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, cwd=TREE, stdout=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - started
+
+
+def cli(args: argparse.Namespace) -> None:
+    """Whole `fourfold grep` processes (start, open the index, grep, print every line)
+    against whole ripgrep processes, alternating, the median of --rounds each."""
+    _open(args.store)  # the index exists
+    where = _index_options(args.store)
+    cases = [(p, False) for p in RARE_LITERALS[:3]] + COMMON
+    for pattern, regex in cases:
+        ours = [sys.executable, "-m", "fourfold.interfaces.entry", "grep", "--case-sensitive",
+                *(["--regex"] if regex else []), "--time-budget", "600", *where, "--",
+                pattern, "."]
+        theirs = ["rg", "-n", "--no-ignore-parent", "--max-filesize", "2M", "-g", "!.fourfold",
+                  *([] if regex else ["-F"]), "--", pattern, "."]
+        rounds_ours, rounds_rg = [], []
+        for _ in range(args.rounds):
+            rounds_ours.append(_process_seconds(ours))
+            rounds_rg.append(_process_seconds(theirs))
+        mine, rg = statistics.median(rounds_ours), statistics.median(rounds_rg)
+        print(f"{pattern!r}: fourfold grep {mine:.2f} s, rg {rg:.2f} s ({rg / mine:.1f}x)")
+
+
 GRAPH_NAMES = ["mutex_lock", "spin_lock", "kmalloc", "printk", "schedule"]
 
 
@@ -467,6 +495,10 @@ def main() -> None:
     run.add_argument("--any-case", action="store_true",
                      help="every pattern in any case: fourfold's default, ripgrep -i")
     run.set_defaults(run=grep)
+    run = commands.add_parser("cli")
+    run.add_argument("--rounds", type=int, default=3)
+    run.add_argument("--store", help="grep the index on this PostgreSQL server instead")
+    run.set_defaults(run=cli)
     run = commands.add_parser("graph")
     run.add_argument("--rounds", type=int, default=3)
     run.add_argument("--store", help="ask the index on this PostgreSQL server instead")
