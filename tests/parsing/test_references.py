@@ -67,36 +67,19 @@ def test_reference_source_is_innermost_symbol():
     assert src == {"a": "outer.inner", "b": "outer", "c": None}
 
 
-def test_a_parse_reads_node_texts_from_the_bytes_not_through_its_deadline_callback():
-    """The tree read through the callback (for the parse's time limit) read every node's
-    text through it too, a slice of up to READ_SLICE bytes each: a 300 KB C file's
-    references took 7x as long. The parse reads the source in a few slices, whatever the
-    number of references."""
-    from fourfold import parsing
-
-    slices = []
-
-    class Source(bytes):
-        def __getitem__(self, key):
-            if isinstance(key, slice) and key.stop - key.start == parsing.READ_SLICE:
-                slices.append(key.start)
-            return bytes.__getitem__(self, key)
-
-    text = b"".join(b"int f%d(void) { return g%d(h(%d)); }\n" % (n, n, n) for n in range(300))
-    res = parse_file(Source(text), "c")
-    assert len({r.name for r in res.references if r.kind == "call"}) == 301
-    assert len(slices) <= 3
-
-
-@pytest.mark.parametrize("language, text", [
-    ("c", b"".join(b"int f%d(void) { return g%d(h(%d)); }\n" % (n, n, n) for n in range(300))),
+@pytest.mark.parametrize("language, text, most", [
+    ("c", b"".join(b"int f%d(void) { return g%d(h(%d)); }\n" % (n, n, n) for n in range(300)), 3),
     ("javascript", b"".join(b"const m%d = require('m%d');\nfunction f%d() { return g%d(h(1)); }\n"
-                            % (n, n, n, n) for n in range(300))),
+                            % (n, n, n, n) for n in range(300)), 8),
 ])
-def test_a_query_that_tests_node_texts_reads_them_from_the_bytes_too(language, text):
-    """JavaScript's reference query tests texts (#eq? require): for such a query the file is
-    parsed again from the bytes, as the binding reads a predicate's text through the tree's
-    source; C's tests none, and its tree is the one read through the callback."""
+def test_a_parse_reads_node_texts_from_the_bytes_not_through_its_deadline_callback(
+        language, text, most):
+    """The tree read through the callback (for the parse's time limit) reads each node's
+    text through it, a slice of up to READ_SLICE bytes each (a 300 KB C file's references
+    took 7x as long): the references cut node texts from the bytes, and where a query tests
+    texts (JavaScript's #eq? require) the file is parsed again from the bytes, as the
+    binding reads a predicate's text through the tree's source. The source is read in a
+    few slices, the parse's own, whatever the number of references."""
     from fourfold import parsing
 
     slices = []
@@ -109,7 +92,7 @@ def test_a_query_that_tests_node_texts_reads_them_from_the_bytes_too(language, t
 
     res = parse_file(Source(text), language)
     assert len({r.name for r in res.references if r.kind == "call"}) >= 300
-    assert len(slices) <= 8  # the parse's own reads (reading each text would be hundreds)
+    assert len(slices) <= most  # reading each node's text would be hundreds
     assert parsing._file_query(language, True)[2] == (language == "javascript")
 
 
