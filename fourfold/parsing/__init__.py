@@ -78,8 +78,9 @@ _TEXT_PREDICATE = re.compile(r"\(\s*#[\w-]+\?")
 def _file_query(language: str, references: bool
                 ) -> tuple[tree_sitter.Query | None, int, bool]:
     """The language's structure patterns, then (optionally) its reference patterns, as one
-    query; the index of the first reference pattern; and whether it tests node texts. Compiled once: compiling is costly
-    (a third of a second for Swift), so the structure patterns are not compiled apart too."""
+    query; the index of the first reference pattern; and whether it tests node texts.
+    Compiled once: compiling is costly (a third of a second for Swift), so the structure
+    patterns are not compiled apart too."""
     structure = structure_query_text(language) if has_query(language) else ""
     refs = reference_query_text(language) if references else None
     tests_texts = bool(_TEXT_PREDICATE.search(structure + "\n" + (refs or "")))
