@@ -342,46 +342,27 @@ def matching_lines(text: str | bytes, find: Callable[[str | bytes, int], int]
     """(line number, line) of each line of a text that `find(text, from)` (the start of
     the next match, or -1) finds a match in; text is str, or UTF-8 bytes. No match
     spans a newline (see compile_regex), so a match marks its line; the search goes on
-    from the next line, as a line is reported once."""
-    if isinstance(text, bytes):
-        return _matching_utf8_lines(text, find)
+    from the next line, as a line is reported once. In UTF-8 bytes, newlines are counted
+    and found by stringzilla's vector code: counting the newlines before each match with
+    bytes.count was a third of a common pattern's grep."""
+    utf8 = isinstance(text, bytes)
+    newline, cr = (b"\n", b"\r") if utf8 else ("\n", "\r")
+    count, find_newline = (stringzilla.count, stringzilla.find) if utf8 else (str.count,
+                                                                              str.find)
     out: list[tuple[int, str]] = []
     line_no, counted, pos, size = 1, 0, 0, len(text)
     while pos < size:
         start = find(text, pos)
-        if start < 0 or (start == size and text.endswith("\n")):
+        if start < 0 or (start == size and text.endswith(newline)):
             break  # an empty match after the final newline is not a line
-        line_no += text.count("\n", counted, start)
+        line_no += count(text, newline, counted, start)
         counted = start
-        line_start = text.rfind("\n", 0, start) + 1
-        line_end = text.find("\n", start)
+        line_start = text.rfind(newline, 0, start) + 1
+        line_end = find_newline(text, newline, start)
         if line_end < 0:
             line_end = size
-        out.append((line_no, text[line_start:line_end].rstrip("\r")))
-        pos = line_end + 1
-    return out
-
-
-def _matching_utf8_lines(text: bytes, find: Callable[[bytes, int], int]
-                         ) -> list[tuple[int, str]]:
-    """matching_lines of UTF-8 bytes. Newlines are counted and found by stringzilla's
-    vector code: counting the newlines before each match was a third of a common
-    pattern's grep through bytes.count."""
-    count, find_byte = stringzilla.count, stringzilla.find
-    out: list[tuple[int, str]] = []
-    line_no, counted, pos, size = 1, 0, 0, len(text)
-    while pos < size:
-        start = find(text, pos)
-        if start < 0 or (start == size and text.endswith(b"\n")):
-            break  # an empty match after the final newline is not a line
-        line_no += count(text, b"\n", counted, start)
-        counted = start
-        line_start = text.rfind(b"\n", 0, start) + 1
-        line_end = find_byte(text, b"\n", start)
-        if line_end < 0:
-            line_end = size
-        out.append((line_no, text[line_start:line_end].rstrip(b"\r")
-                    .decode("utf-8", "surrogatepass")))
+        line = text[line_start:line_end].rstrip(cr)
+        out.append((line_no, line.decode("utf-8", "surrogatepass") if utf8 else line))
         pos = line_end + 1
     return out
 
