@@ -17,9 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model import Symbol
-from ..store.base import (EdgeColumns, GraphInput, Resolution, Store, StoredFile,
-                          compress_references, decode_references, decompress_references,
-                          used_only)
+from ..store.base import (NO_REFERENCES, EdgeColumns, GraphInput, Resolution, Store,
+                          StoredFile, decode_references, decompress_references, used_only)
 from .centrality import EdgeBuilder, IndexedEdges, rank_indexed
 from .facts import USE_KINDS, FileFacts
 from .forked import Forked
@@ -83,8 +82,7 @@ def stored_facts(store: Store, repo_id: int, facts: GraphFacts | None = None,
             symbols[path].append(Symbol(name, qualname, kind, 0, 0, parent=parent))
     references = dict(store.raw_references(repo_id, paths))
     for path, f in files.items():
-        facts.add(path, f.language, symbols[path],
-                  compress_references(references.get(path, "[]")),
+        facts.add(path, f.language, symbols[path], references.get(path, NO_REFERENCES),
                   store.content(f.file_id) if is_extra_file(path) else None)
     return facts
 

@@ -731,9 +731,10 @@ class Store(ABC):
     # -- graph ------------------------------------------------------------------------
     @abstractmethod
     def raw_references(self, repo_id: int, paths: Collection[str] | None = None
-                       ) -> list[tuple[str, str]]:
+                       ) -> list[tuple[str, bytes]]:
         """The raw references of each file of a repository (of the files at `paths`):
-        (path, references as `encode_references` wrote them)."""
+        (path, references as FileRecord holds them: compress_references(encode_references(
+        ...)), as the graph's facts keep them)."""
 
     @abstractmethod
     def replace_graph(self, repo_id: int, edges: EdgeColumns, symbol_rank: dict[int, float],

@@ -2103,13 +2103,13 @@ class PostgresStore(Store):
 
     # -- graph --------------------------------------------------------------------------
     def raw_references(self, repo_id: int, paths: Collection[str] | None = None
-                       ) -> list[tuple[str, str]]:
+                       ) -> list[tuple[str, bytes]]:
         of_paths, params = ("", ()) if paths is None else (" AND f.path = ANY(%s)",
                                                            (sorted(paths),))
-        return self._query("SELECT f.path, r.refs FROM file_refs r JOIN files f "
-                           "ON f.document_id = r.document_id WHERE r.repo_id = %s AND "
-                           f"f.repo_id = %s{of_paths} ORDER BY f.id",
-                           (self._home(repo_id), repo_id, *params))
+        return [(path, compress_references(refs)) for path, refs in self._query(
+            "SELECT f.path, r.refs FROM file_refs r JOIN files f "
+            "ON f.document_id = r.document_id WHERE r.repo_id = %s AND "
+            f"f.repo_id = %s{of_paths} ORDER BY f.id", (self._home(repo_id), repo_id, *params))]
 
     def replace_graph(self, repo_id: int, edges: EdgeColumns, symbol_rank: dict[int, float],
                       file_rank: dict[int, float], inputs: Sequence[GraphInput] = ()) -> None:

@@ -29,7 +29,7 @@ from ..model import Symbol
 from ..tokens import chunk_body, identifier_tokens, token_text
 from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileState,
                    GraphInput, GraphPatch, HeldCodes, NO_REFERENCES,
-                   decompress_references, graph_version_setting, packed_ids, PathKey,
+                   graph_version_setting, packed_ids, PathKey,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
                    TokenRecord, REMOVING, being_removed, removing_key,
                    repository_settings, deep_codes_setting, setting_value)
@@ -1135,13 +1135,13 @@ class SQLiteStore(Store):
 
     # -- graph ----------------------------------------------------------------------------
     def raw_references(self, repo_id: int, paths: Collection[str] | None = None
-                       ) -> list[tuple[str, str]]:
+                       ) -> list[tuple[str, bytes]]:
         sql = ("SELECT f.path, r.refs FROM file_refs r JOIN files f "
                "ON f.document_id=r.document_id WHERE f.repo_id=?")
         rows = self._query(sql, (repo_id,)) if paths is None else [
             row for part in _parts(sorted(paths)) for row in self._query(
                 sql + f" AND f.path IN ({_placeholders(len(part))})", (repo_id, *part))]
-        return [(path, decompress_references(refs)) for path, refs in rows]
+        return rows  # kept compressed
 
     def replace_graph(self, repo_id: int, edges: EdgeColumns, symbol_rank: dict[int, float],
                       file_rank: dict[int, float], inputs: Sequence[GraphInput] = ()) -> None:
