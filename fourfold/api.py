@@ -1232,6 +1232,11 @@ class Fourfold:
         self._require_index(repo_id)
         return navigation.list_files(self.store, glob, name, languages, self._in(repo_id))
 
+    def holds_file(self, path: str, repo_id: int | None = None) -> bool:
+        """Whether a file (stored path) is in the index, its text left unread."""
+        return self.store.file_by_path(check_text(path, "the path"),
+                                       self._in(repo_id)) is not None
+
     def line_count(self, path: str, repo_id: int | None = None) -> int | None:
         """How many lines a file (stored path) has as indexed; None: not in the index."""
         stored = self.store.file_by_path(check_text(path, "the path"), self._in(repo_id))

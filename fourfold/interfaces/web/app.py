@@ -267,7 +267,7 @@ class WebPage:
         asked = params.get("repository")
         if asked == EVERY_REPOSITORY:  # a file is in one repository: the one holding it
             holding = [name for name in self.service.visible_repositories()
-                       if self.ff.line_count(path, self.ff.repository(name)) is not None]
+                       if self.ff.holds_file(path, self.ff.repository(name))]
             if len(holding) > 1:
                 return "error.html", {"message": f"{path} is in several repositories "
                                                  f"({', '.join(holding)}): name one",
