@@ -29,7 +29,7 @@ from .parsing import ParseTooSlow, parse_file, parser_fingerprint
 from .model import Chunk
 from .store.base import (EdgeColumns, FileRecord, FileStamp, Store, compress_references,
                          encode_references, graph_behind_setting, unfinished_setting)
-from .tokens import chunk_body, token_text
+from .tokens import chunk_body, token_texts
 from .workers import quiet_worker
 
 if TYPE_CHECKING:
@@ -148,7 +148,7 @@ def _fill(record: FileRecord, symbols: list, chunks: list[Chunk], references: by
     lines = record.text.split("\n")
     bodies = [chunk_body(lines, c.start_line, c.end_line) for c in chunks]
     record.symbols, record.chunks, record.references = symbols, chunks, references
-    record.chunk_tokens = [token_text(b) for b in bodies]
+    record.chunk_tokens = token_texts(bodies)
     record.chunk_hashes = [chunk_hash(record.path, c.symbol, b) for c, b in zip(chunks, bodies)]
 
 

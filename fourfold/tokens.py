@@ -3,6 +3,7 @@
 also kept whole so an exact identifier still scores highest."""
 from __future__ import annotations
 
+import itertools
 import re
 from functools import lru_cache
 
@@ -48,29 +49,57 @@ _RUN_TOKENS: dict[bytes, str] = {}  # a run -> its tokens, space-separated
 RUN_TOKENS_MAX = 200_000  # runs remembered by one process (tens of MB)
 
 
+# _SUBWORD's pieces, and the ends of lines (runs learned together are one per line)
+_SUBWORD_OR_END = re.compile(_SUBWORD.pattern + r"|\n")
+
+
 def token_text(text: str) -> str:
     """The text as the space-separated tokens that the BM25 index stores: " ".join(
-    tokens(text)), cut by C calls and each run's tokens remembered, as indexing reads every
-    chunk (twice as fast on code).
+    tokens(text)). See token_texts."""
+    return token_texts([text])[0]
+
+
+def token_texts(texts: list[str]) -> list[str]:
+    """Each text's token_text, cut by C calls, each run's tokens remembered and the runs not
+    seen before learned together (indexing reads every chunk; a large repository holds
+    millions of distinct runs: register names, hex constants).
 
     The index keeps no copy of them (contentless FTS5): a delete hands the same tokens back,
     rebuilt from the stored file text. Changing this function or `chunk_body` therefore
     needs a new store schema version, so that old indexes are rebuilt."""
-    runs = text.encode("ascii", "replace").translate(_WORD_RUNS).split()
+    runs = [text.encode("ascii", "replace").translate(_WORD_RUNS).split() for text in texts]
     known = _RUN_TOKENS
-    try:
-        return " ".join(filter(None, map(known.__getitem__, runs)))
-    except KeyError:
-        if len(known) > RUN_TOKENS_MAX:
+    new = set(itertools.chain.from_iterable(runs)).difference(known)
+    if new:
+        if len(known) + len(new) > RUN_TOKENS_MAX:
             known.clear()
-        out = []
-        for run in runs:
-            found = known.get(run)
-            if found is None:  # what _WORD reads of the run: '0x1F' is '0' then 'x1F'
-                found = known[run] = " ".join(tokens(run.decode("ascii")))
-            if found:
-                out.append(found)
-        return " ".join(out)
+            new = set(itertools.chain.from_iterable(runs))
+        _learn_runs(list(new))
+    tokens_of = known.__getitem__
+    return [_without_empty_runs(" ".join(map(tokens_of, text_runs))) for text_runs in runs]
+
+
+def _without_empty_runs(joined: str) -> str:
+    """A run of underscores alone has no tokens and leaves two spaces, or one at an end: rare,
+    so looked for after joining rather than filtered out of every run."""
+    if "  " in joined or joined[:1] == " " or joined[-1:] == " ":
+        return " ".join(joined.split())
+    return joined
+
+
+def _learn_runs(runs: list[bytes]) -> None:
+    """What tokens() makes of each run, for all of them at once. _WORD reads a run as its
+    leading digits (a word) and then an identifier, whose sub-words are followed by the
+    whole identifier when it has several."""
+    text = b"\n".join(runs).decode("ascii")
+    pieces = " ".join(_SUBWORD_OR_END.findall(text)).lower().split("\n")
+    known = _RUN_TOKENS
+    for run, split, whole in zip(runs, pieces, text.lower().split("\n")):
+        split = split.strip()
+        identifier = whole.lstrip("0123456789")
+        if split.count(" ") > (len(identifier) < len(whole)):  # several sub-words
+            split += " " + identifier.strip("_")
+        known[run] = split
 
 
 def chunk_body(lines: list[str], start_line: int, end_line: int) -> str:

@@ -26,7 +26,7 @@ import lz4.block
 
 from ..errors import FourfoldError, IndexDamagedError, IndexWriteError
 from ..model import Symbol
-from ..tokens import chunk_body, identifier_tokens, token_text
+from ..tokens import chunk_body, identifier_tokens, token_text, token_texts
 from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileState,
                    GraphInput, GraphPatch, HeldCodes, NO_REFERENCES,
                    graph_version_setting, packed_ids, PathKey,
@@ -1530,12 +1530,13 @@ class SQLiteStore(Store):
                     "SELECT d.id, d.path, c.text FROM documents d JOIN contents c ON "
                     "c.document_id=d.id"):
                 lines, path_tokens = unpack_text(packed_text).split("\n"), token_text(path)
+                chunks = conn.execute("SELECT id, start_line, end_line, symbol FROM chunks "
+                                      "WHERE document_id=?", (document_id,)).fetchall()
+                bodies = token_texts([chunk_body(lines, start, end)
+                                      for _, start, end, _ in chunks])
                 self._chunk_index.add(
-                    (chunk_id, document_id, weighted_text(
-                        path_tokens, symbol, token_text(chunk_body(lines, start, end))))
-                    for chunk_id, start, end, symbol in conn.execute(
-                        "SELECT id, start_line, end_line, symbol FROM chunks WHERE "
-                        "document_id=?", (document_id,)))
+                    (chunk_id, document_id, weighted_text(path_tokens, symbol, body))
+                    for (chunk_id, _, _, symbol), body in zip(chunks, bodies))
             self._chunk_index.commit()
             self._put_meta("chunk_index", token)
         self._chunk_index_token = token

@@ -1,4 +1,5 @@
 """The text modality: exactness against grep, regex, BM25 ranking, bad input."""
+import random
 import re
 import shutil
 import subprocess
@@ -12,7 +13,7 @@ from fourfold.errors import QueryError
 from fourfold.retrievers.text import regex_required
 from fourfold.store.sqlite import MAX_TRIGRAMS, trigram_match
 from fourfold.tokens import (RUN_TOKENS_MAX, module_stem, name_match, name_targets, name_words,
-                             token_text, tokens)
+                             token_text, token_texts, tokens)
 
 STDLIB = Path(sys.modules["json"].__file__).parent.parent
 
@@ -421,23 +422,31 @@ def test_a_whole_word_inside_long_words_is_found_where_it_stands_alone(make_tree
 
 
 def test_token_text_is_the_tokens_of_the_text_joined(monkeypatch):
-    """The fast path (runs cut by C calls, each run's tokens remembered) writes exactly what
-    joining tokens() would: digits before letters, underscores, non-ASCII letters and
-    punctuation inside and between words, a forgotten cache, real source."""
+    """The fast path (runs cut by C calls, each run's tokens remembered, unseen runs learned
+    together) writes exactly what joining tokens() would: digits before letters,
+    underscores, non-ASCII letters and punctuation inside and between words, random runs of
+    the characters whose order decides the sub-words, a forgotten cache, real source."""
     import fourfold.tokens as token_module
 
     texts = ["parseConfigFile(path) -> HTTPServer.max_retries = 0x1F; 9abc a9b _9 __ _",
              "naïve_café größe日本語word wörd\tÜber-Fall", "", "  \n\t ", "_ __ ___",
+             "_ a", "a _", "a __ b", "12_ab_cd 1_2 12 ABCdEF aBC ABc x1F",
              "x" * 5000, "λ=lambda: None  # ü", "a\x00b\x7fc\u2028d"]
     texts += (STDLIB / "json" / "decoder.py").read_text().split("\n\n")
+    generator = random.Random(7)
+    texts += [" ".join("".join(generator.choice("aAbBzZ09_1xX") for _ in range(
+        generator.randint(1, 9))) for _ in range(generator.randint(1, 5))) for _ in range(3000)]
     for text in texts:
         assert token_text(text) == " ".join(tokens(text)), text[:40]
+    token_module._RUN_TOKENS.clear()
+    assert token_texts(texts) == [" ".join(tokens(text)) for text in texts]
     monkeypatch.setattr(token_module, "RUN_TOKENS_MAX", 3)
     texts = [f"{text} unseen{i}" for i, text in enumerate(texts)]  # each has a new run
     for text in texts:  # the remembered runs are forgotten when there are too many
         assert token_text(text) == " ".join(tokens(text)), text[:40]
     most_runs = max(len(set(re.findall(r"[A-Za-z0-9_]+", t))) for t in texts)
     assert len(token_module._RUN_TOKENS) <= 3 + most_runs
+    assert token_texts(texts[:50]) == [" ".join(tokens(text)) for text in texts[:50]]
     assert RUN_TOKENS_MAX >= 10_000
 
 
