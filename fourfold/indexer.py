@@ -101,13 +101,13 @@ def chunk_hash(path: str, symbol: str | None, body: str) -> str:
 
 
 def read_file(found: FoundFile, references: bool = True,
-              parsed_elsewhere: AbstractSet[str] = frozenset(),
+              parsed_elsewhere: AbstractSet[tuple[str, str | None]] = frozenset(),
               held: AbstractSet[tuple[str, str]] = frozenset()) -> FileRecord | tuple[str, str]:
     """Read, classify and parse one file; (path, reason) when it is skipped. A file too big
     or too minified to parse in bounded memory is kept for text search only. A file whose
     (path, content hash) is `held` comes back marked, without its text: the store has its
-    document (another branch). One whose content hash is in `parsed_elsewhere` is not
-    parsed: it comes back marked, for its parse to be taken from the store (a copy)."""
+    document (another branch). One whose (content hash, language) is in `parsed_elsewhere`
+    is not parsed: it comes back marked, for its parse to be taken from the store (a copy)."""
     read = read_bytes(found)
     if isinstance(read, str):
         return found.path, read
@@ -128,7 +128,7 @@ def read_file(found: FoundFile, references: bool = True,
         return record
     if not parseable(source):
         return record
-    if record.hash in parsed_elsewhere:
+    if (record.hash, language) in parsed_elsewhere:
         record.parsed_elsewhere = True
         return record
     try:
@@ -156,7 +156,7 @@ def _parse_from_store(store: Store, record: FileRecord, parser: str, found: Foun
                       references: bool) -> tuple[FileRecord | tuple[str, str], bool]:
     """A record marked parsed_elsewhere, with the parse the store holds of its content, and
     True; or the file parsed here, and False, if that content left the store meanwhile."""
-    parse = store.parse_of(record.hash, parser)
+    parse = store.parse_of(record.hash, record.language, parser)
     if parse is None:
         return read_file(found, references=references), False
     symbols, spans, references = parse
@@ -171,13 +171,13 @@ def _on_pool(found: list[FoundFile], workers: int) -> bool:
     return workers > 1 and len(found) > 1 and sum(f.size for f in found) >= PARALLEL_BYTES
 
 
-_worker_parsed_elsewhere: AbstractSet[str] = frozenset()  # a pool worker's, set as it starts
+_worker_parsed_elsewhere: AbstractSet[tuple[str, str | None]] = frozenset()  # a pool worker's, set as it starts
 _worker_held: AbstractSet[tuple[str, str]] = frozenset()
 _worker_embedder: "Embedder | None" = None
 
 
-def _start_worker(parsed_elsewhere: AbstractSet[str], held: AbstractSet[tuple[str, str]],
-                  embedder: "Embedder | None" = None) -> None:
+def _start_worker(parsed_elsewhere: AbstractSet[tuple[str, str | None]],
+                  held: AbstractSet[tuple[str, str]], embedder: "Embedder | None" = None) -> None:
     global _worker_parsed_elsewhere, _worker_held, _worker_embedder
     quiet_worker()
     # The parent pauses its collector for its own long-lived objects; a parser's garbage
@@ -200,7 +200,7 @@ def _read_files(found: list[FoundFile], references: bool) -> list[FileRecord | t
 
 
 def _parse_all(found: list[FoundFile], workers: int, references: bool,
-               parsed_elsewhere: AbstractSet[str] = frozenset(),
+               parsed_elsewhere: AbstractSet[tuple[str, str | None]] = frozenset(),
                held: AbstractSet[tuple[str, str]] = frozenset(),
                embedder: "Embedder | None" = None
                ) -> Iterator[tuple[FileRecord | tuple[str, str], bool]]:
@@ -429,7 +429,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         # are parsed sooner than these sets are read from a big index).
         look_up = bool(to_read) and (scoped is None or _on_pool(to_read, workers))
         held = store.held_documents(repo_id, parser) if look_up else set()
-        parsed_elsewhere = store.parsed_hashes(parser) if look_up else set()
+        parsed_elsewhere = store.parsed_contents(parser) if look_up else set()
         found_by_path = {f.path: f for f in to_read}
         vectors: list[tuple[str, bytes, float]] = []
 

@@ -613,9 +613,10 @@ class Store(ABC):
         file holds any more is deleted."""
 
     @abstractmethod
-    def parsed_hashes(self, parser: str) -> set[str]:
-        """The content hashes of files parsed with `parser`, in any repository: a branch or
-        a copy of a repository re-parses only what differs."""
+    def parsed_contents(self, parser: str) -> set[tuple[str, str | None]]:
+        """(content hash, language) of the files parsed with `parser`, in any repository: a
+        branch or a copy of a repository re-parses only what differs. The language is part
+        of what was parsed: the same bytes in a.py and a.txt are read differently."""
 
     @abstractmethod
     def held_documents(self, repo_id: int, parser: str) -> set[tuple[str, str]]:
@@ -624,10 +625,11 @@ class Store(ABC):
         held."""
 
     @abstractmethod
-    def parse_of(self, content_hash: str, parser: str
+    def parse_of(self, content_hash: str, language: str | None, parser: str
                  ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], bytes] | None:
         """(symbols, chunk spans (start, end, symbol, kind), references as FileRecord holds
-        them) of a file with this content, parsed with `parser`; None if there is none."""
+        them) of a file with this content and language, parsed with `parser`; None if there
+        is none."""
 
     @abstractmethod
     def files(self, repo_id: int | None = None) -> list[StoredFile]: ...

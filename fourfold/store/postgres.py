@@ -1693,12 +1693,12 @@ class PostgresStore(Store):
         with conn.transaction():
             return read()
 
-    def parsed_hashes(self, parser: str) -> set[str]:
-        def read() -> set[str]:
-            reachable, params = self._reachable("repo_id")
-            return {row[0] for row in self._query(
-                "SELECT DISTINCT hash FROM documents WHERE parser = %s" + reachable,
-                (parser, *params))}
+    def parsed_contents(self, parser: str) -> set[tuple[str, str | None]]:
+        def read() -> set[tuple[str, str | None]]:
+            reachable, params = self._reachable("d.repo_id")
+            return {tuple(row) for row in self._query(
+                "SELECT DISTINCT d.hash, f.language FROM documents d JOIN files f ON "
+                "f.document_id = d.id WHERE d.parser = %s" + reachable, (parser, *params))}
         return self._everywhere(read)
 
     def held_documents(self, repo_id: int, parser: str) -> set[tuple[str, str]]:
@@ -1707,13 +1707,15 @@ class PostgresStore(Store):
         return set(self._query("SELECT path, hash FROM documents WHERE repo_id = %s AND "
                                "parser = %s", (self._home(repo_id), parser)))
 
-    def parse_of(self, content_hash: str, parser: str
+    def parse_of(self, content_hash: str, language: str | None, parser: str
                  ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], bytes] | None:
         def read() -> list[tuple]:
-            reachable, params = self._reachable("repo_id")
-            return self._query("SELECT repo_id, id FROM documents WHERE hash = %s AND "
-                               "parser = %s" + reachable + " LIMIT 1",
-                               (content_hash, parser, *params))
+            reachable, params = self._reachable("d.repo_id")
+            return self._query(
+                "SELECT d.repo_id, d.id FROM documents d WHERE d.hash = %s AND d.parser = %s "
+                "AND EXISTS (SELECT FROM files f WHERE f.document_id = d.id AND "
+                "f.language IS NOT DISTINCT FROM %s)" + reachable + " LIMIT 1",
+                (content_hash, parser, language, *params))
         rows = self._everywhere(read)
         if not rows:
             return None

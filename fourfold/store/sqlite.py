@@ -811,18 +811,21 @@ class SQLiteStore(Store):
             conn.execute(f"PRAGMA busy_timeout={int(CONNECT_WAIT_S * 1000)}")
 
     # -- documents shared by branches and copies -----------------------------------------------
-    def parsed_hashes(self, parser: str) -> set[str]:
-        return {row[0] for row in self._query(
-            "SELECT DISTINCT hash FROM documents WHERE parser=?", (parser,))}
+    def parsed_contents(self, parser: str) -> set[tuple[str, str | None]]:
+        return set(self._query(
+            "SELECT DISTINCT d.hash, f.language FROM documents d JOIN files f ON "
+            "f.document_id=d.id WHERE d.parser=?", (parser,)))
 
     def held_documents(self, repo_id: int, parser: str) -> set[tuple[str, str]]:
         """Every repository's: an embedded index shares documents across all of them."""
         return set(self._query("SELECT path, hash FROM documents WHERE parser=?", (parser,)))
 
-    def parse_of(self, content_hash: str, parser: str
+    def parse_of(self, content_hash: str, language: str | None, parser: str
                  ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], bytes] | None:
-        rows = self._query("SELECT id FROM documents WHERE hash=? AND parser=? LIMIT 1",
-                           (content_hash, parser))
+        rows = self._query(
+            "SELECT d.id FROM documents d WHERE d.hash=? AND d.parser=? AND EXISTS (SELECT 1 "
+            "FROM files f WHERE f.document_id=d.id AND f.language IS ?) LIMIT 1",
+            (content_hash, parser, language))
         if not rows:
             return None
         document_id = rows[0][0]

@@ -283,13 +283,48 @@ def test_a_file_whose_shared_parse_left_the_store_is_parsed_and_kept_under_this_
     index = {"index_dir": tmp_path / "index"}
     first = Fourfold(make_tree({"a/util.py": source}, "first"), **index)
     first.index(embed=False)
-    monkeypatch.setattr(SQLiteStore, "parse_of", lambda self, content, parser: None)
+    monkeypatch.setattr(SQLiteStore, "parse_of", lambda self, content, language, parser: None)
     second = Fourfold(make_tree({"b/util.py": source}, "second"), **index)
     summary = second.index(embed=False)
     assert (summary.added, summary.reused) == (1, 0)
     assert ("b/util.py", second.store.file_states(second.repo_id())["b/util.py"].hash) in \
         second.store.held_documents(second.repo_id(), parser_fingerprint())
     assert [d["path"] for d in second.definitions("shared_helper")] == ["b/util.py"]
+    first.close()
+    second.close()
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_the_same_bytes_in_another_language_are_parsed_in_that_language(
+        make_tree, tmp_path, request, store):
+    """A parse is taken from the store only for the same content in the same language: the
+    bytes of a.py renamed a.txt define nothing, and notes.txt renamed notes.py defines its
+    functions, in another repository of the index and in the same one re-indexed."""
+    python = "class Alpha:\n    def run(self):\n        return helper()\n"
+    notes = "def beta():\n    return 1\n"
+    where = ({"store_url": request.getfixturevalue("postgres_url")} if store == "postgres"
+             else {"index_dir": tmp_path / "index"})
+    first = Fourfold(make_tree({"a.py": python, "notes.txt": notes}, "first"), **where)
+    first.index(embed=False)
+    second = Fourfold(make_tree({"a.txt": python, "notes.py": notes}, "second"), **where)
+    second.index(embed=False)
+    assert [s["name"] for s in second.file_outline("a.txt")] == []
+    assert [s["name"] for s in second.file_outline("notes.py")] == ["beta"]
+    assert [d["path"] for d in second.definitions("beta")] == ["notes.py"]
+    assert [d["path"] for d in second.definitions("Alpha")] == []
+    from fourfold.parsing import parser_fingerprint
+    content = second.store.file_states(second.repo_id())["a.txt"].hash
+    held = second.store.parsed_contents(parser_fingerprint())
+    assert {(content, "python"), (content, "text")} <= held, held
+    assert [s.name for s in second.store.parse_of(content, "python", parser_fingerprint())[0]
+            ] == ["Alpha", "run"]
+    assert second.store.parse_of(content, "text", parser_fingerprint())[0] == []
+    (first.root / "a.py").rename(first.root / "a.txt")
+    (first.root / "notes.txt").rename(first.root / "notes.py")
+    first.index(embed=False)
+    assert [s["name"] for s in first.file_outline("a.txt")] == []
+    assert [d["path"] for d in first.definitions("beta")] == ["notes.py"]
+    assert first.definitions("Alpha") == []
     first.close()
     second.close()
 
