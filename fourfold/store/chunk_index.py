@@ -17,12 +17,13 @@ from __future__ import annotations
 import os
 import secrets
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import tantivy
 
-from ..errors import FourfoldError
+from ..errors import FourfoldError, IndexWriteError, ModalityUnavailable
 from ..tokens import token_text
 from .base import BM25_COLUMN_WEIGHTS
 from .index_dir import UnsafeIndexDir, check_folder, remove_entry
@@ -57,6 +58,12 @@ def _schema() -> tantivy.Schema:
     builder.add_integer_field("document", stored=False, indexed=True, fast=False)
     builder.add_text_field("text", stored=False, tokenizer_name="code", index_option="freq")
     return builder.build()
+
+
+def _engine_failure(exc: BaseException) -> bool:
+    """Tantivy's own errors: ValueErrors (a full disk, an unwritable or damaged file), and
+    Rust panics, which pyo3 raises as PanicException, a BaseException (damaged postings)."""
+    return isinstance(exc, ValueError) or type(exc).__name__ == "PanicException"
 
 
 class ChunkIndex:
@@ -97,8 +104,12 @@ class ChunkIndex:
         try:
             hits = searcher.search(query, limit, count=False).hits
             ids = searcher.fast_field_values("chunk", [address for _, address in hits])
-        except ValueError as exc:
-            raise FourfoldError(f"text query could not run: {exc}") from exc
+        except BaseException as exc:
+            if not _engine_failure(exc):
+                raise
+            raise ModalityUnavailable(  # the other modalities still answer
+                f"the text index in {self.folder} cannot be read ({exc}): it may be damaged; "
+                "`fourfold index --rebuild` makes it again") from None
         return [(chunk_id, score) for (score, _), chunk_id in zip(hits, ids)]
 
     def carries(self, token: str) -> bool:
@@ -129,11 +140,13 @@ class ChunkIndex:
                     try:
                         self._load()
                         break
-                    except ValueError as exc:
+                    except BaseException as exc:
+                        if not _engine_failure(exc):
+                            raise
                         if attempt == 2:
                             raise FourfoldError(
                                 f"the text index in {self.folder} cannot be read ({exc}); "
-                                "`fourfold index` makes it again") from exc
+                                "`fourfold index` makes it again") from None
                 self._seen = seen
             return self._index.searcher()
 
@@ -182,33 +195,51 @@ class ChunkIndex:
             self._index, self._seen = index, None
         return token
 
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Tantivy's failures to write as the store's: the database keeps the record, and
+        the next run that can write makes the index agree with it again."""
+        try:
+            yield
+        except BaseException as exc:
+            if not _engine_failure(exc):
+                raise
+            raise IndexWriteError(
+                f"cannot write the text index in {self.folder} ({exc}); what was written "
+                "before stays searchable; free some space (or make the folder writable) and "
+                "index again") from None
+
     def _the_writer(self) -> tantivy.IndexWriter:
         if self._writer is None:
             self._check_folder()
-            with self._lock:
+            with self._lock, self._writing():
                 if self._index is None:
                     self._load()
                 index = self._index
-            self._writer = index.writer(WRITER_HEAP_BYTES, 1)
+                self._writer = index.writer(WRITER_HEAP_BYTES, 1)
         return self._writer
 
     def delete_documents(self, document_ids: Iterable[int]) -> None:
         writer = self._the_writer()
-        for document_id in document_ids:
-            writer.delete_documents_by_term("document", document_id)
-            self._pending = True
+        with self._writing():
+            for document_id in document_ids:
+                writer.delete_documents_by_term("document", document_id)
+                self._pending = True
 
     def add(self, rows: Iterable[tuple[int, int, str]]) -> None:
         """(chunk id, document id, weighted text) rows."""
         writer = self._the_writer()
-        for chunk_id, document_id, text in rows:
-            writer.add_document(tantivy.Document(chunk=chunk_id, document=document_id, text=text))
-            self._pending = True
+        with self._writing():
+            for chunk_id, document_id, text in rows:
+                writer.add_document(tantivy.Document(chunk=chunk_id, document=document_id,
+                                                     text=text))
+                self._pending = True
 
     def commit(self) -> None:
         """Publish what the writer holds."""
         if self._writer is not None and self._pending:
-            self._writer.commit()
+            with self._writing():
+                self._writer.commit()
             self._pending = False
 
     def close(self) -> None:

@@ -99,3 +99,66 @@ def test_a_chunk_index_that_does_not_open_is_reported_then_made_again(db):
         pass
     assert _paths(reader, ["alpha"]) == ["pkg/a.py"]
     reader.close()
+
+
+def test_a_write_the_engine_refuses_is_an_index_write_error_and_the_next_run_repairs(
+        db, monkeypatch):
+    """Tantivy's failures to write (a full disk, an unwritable folder: ValueErrors) are
+    the store's IndexWriteError, saying what stays; the next run makes the index agree with
+    the database again."""
+    import tantivy
+
+    from fourfold.errors import IndexWriteError
+
+    store = SQLiteStore(db)
+    repo = store.ensure_repo("/src/proj", "proj")
+
+    def full(self):
+        raise ValueError("Internal error: 'No space left on device (os error 28)'")
+
+    monkeypatch.setattr(tantivy.IndexWriter, "commit", full)
+    with pytest.raises(IndexWriteError, match="No space left.*stays searchable"):
+        with store.indexing_run():
+            store.write_batch(repo, corpus_records(), [], [])
+    monkeypatch.undo()
+    store.close()
+    reopened = SQLiteStore(db)
+    with reopened.indexing_run():
+        pass
+    found = _paths(reopened, ["parse", "config"])
+    assert found and found[0].startswith("config/")
+    reopened.close()
+
+
+def test_a_panic_of_the_engine_reading_damaged_postings_is_the_text_modality_unavailable(
+        db, monkeypatch):
+    """A damaged posting list can make Tantivy panic, which pyo3 raises as a BaseException
+    (PanicException): the text modality says it cannot answer, and why, while the others
+    go on; an interrupt is still an interrupt."""
+    import tantivy
+
+    from fourfold.errors import ModalityUnavailable
+
+    class PanicException(BaseException):  # pyo3's, as it reaches Python
+        pass
+
+    store = SQLiteStore(db)
+    repo = store.ensure_repo("/src/proj", "proj")
+    with store.indexing_run():
+        store.write_batch(repo, corpus_records(), [], [])
+    assert _paths(store, ["parse", "config"])
+
+    def panics(*args, **kwargs):
+        raise PanicException("index out of bounds: the len is 80 but the index is 80")
+
+    monkeypatch.setattr(tantivy.Searcher, "search", panics)
+    with pytest.raises(ModalityUnavailable, match="out of bounds.*--rebuild"):
+        _paths(store, ["parse", "config"])
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tantivy.Searcher, "search", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _paths(store, ["parse", "config"])
+    store.close()
