@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Callable, Iterable
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES
 from .discovery.watch import STEP_MS
 from . import navigation
-from .errors import (FourfoldError, IndexBusyError, ModalityUnavailable, NotIndexedError,
-                     QueryError)
+from .errors import (FourfoldError, IndexBusyError, IndexWriteError, ModalityUnavailable,
+                     NotIndexedError, QueryError)
 from .store import open_server_store, redacted
 from .query.model import check_limit, check_text
 from .ranking.priors import rank_definitions
@@ -35,7 +35,7 @@ from .ranking.granularity import GRANULARITIES
 from .semantic.names import check_model_name
 from .routing.engine import RANKINGS, SearchEngine, SearchOptions, SearchResponse
 from .routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
-from .store.base import codes_behind, deep_codes_setting, unfinished_note
+from .store.base import codes_behind, codes_owed_setting, deep_codes_setting, unfinished_note
 from .store.index_dir import (DB_NAME, IndexLock, Readers, identity, indexer_at_work,
                               no_readers, prepare_index_dir, remove_database)
 from .store.snapshot import Snapshots
@@ -316,11 +316,17 @@ class Fourfold:
             if summary is not None:
                 summary.skipped[f"semantic unavailable: {exc}"] = 1
             return 0
-        changed = summary is None or count or summary.added or summary.changed or summary.deleted
+        owed = self.store.setting(codes_owed_setting(repo_id), 0) if repo_id is not None else 0
+        # a run stopped before its codes were taken: any chunk may lack one
+        earlier = owed != 0 and (summary is None or owed != summary.run)
+        changed = (summary is None or earlier or count or summary.added or summary.changed
+                   or summary.deleted)
         if repo_id is not None and (changed or self.store.code_mean(repo_id, model) is None):
-            if not (within is not None and add_codes(self.store, model, repo_id, within,
-                                                     removed=summary.deleted_chunks)):
+            if earlier or not (within is not None and add_codes(
+                    self.store, model, repo_id, within, removed=summary.deleted_chunks)):
                 refresh_codes(self.store, model, repo_id)
+            if owed:
+                self.store.set_setting(codes_owed_setting(repo_id), 0)
         if summary is not None:
             summary.embedded += count
             summary.embed_seconds = time.perf_counter() - started
@@ -543,7 +549,7 @@ class Fourfold:
         if unfinished_note(self.store, repo_id) or self.store.text_index_fault():
             try:
                 return self.index(progress)
-            except IndexBusyError:
+            except (IndexBusyError, IndexWriteError):  # what is written answers meanwhile
                 return None
         return None
 

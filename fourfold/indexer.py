@@ -10,6 +10,7 @@ import gc
 import hashlib
 import multiprocessing
 import os
+import secrets
 import threading
 import time
 from collections import deque
@@ -27,8 +28,9 @@ from .discovery.walk import DEFAULT_MAX_FILE_BYTES, UNREADABLE_FILE, FoundFile, 
 from .errors import FourfoldError
 from .parsing import ParseTooSlow, parse_file, parser_fingerprint
 from .model import Chunk
-from .store.base import (EdgeColumns, FileRecord, FileStamp, Store, compress_references,
-                         encode_references, graph_behind_setting, unfinished_setting)
+from .store.base import (EdgeColumns, FileRecord, FileStamp, Store, codes_owed_setting,
+                         compress_references, encode_references, graph_behind_setting,
+                         unfinished_setting)
 from .tokens import chunk_body, token_texts
 from .workers import quiet_worker
 
@@ -83,10 +85,12 @@ class IndexSummary:
     # a run over the paths a watcher reported: those of them it indexed; None: the whole tree
     changed_paths: list[str] | None = None
     graph_behind: bool = False  # the graph was left for later (see catch_up_graph)
+    # names this run where the binary codes of the chunks it writes are owed (codes_owed_setting)
+    run: int = field(default_factory=lambda: secrets.randbelow(2 ** 31 - 1) + 1)
 
     def to_dict(self) -> dict:
         """Every field, but those of watch runs where they do not apply."""
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "run"}
         if self.changed_paths is None:
             del out["changed_paths"], out["deleted_chunks"]
         if not self.graph_behind:
@@ -171,7 +175,8 @@ def _on_pool(found: list[FoundFile], workers: int) -> bool:
     return workers > 1 and len(found) > 1 and sum(f.size for f in found) >= PARALLEL_BYTES
 
 
-_worker_parsed_elsewhere: AbstractSet[tuple[str, str | None]] = frozenset()  # a pool worker's, set as it starts
+# a pool worker's, set as it starts
+_worker_parsed_elsewhere: AbstractSet[tuple[str, str | None]] = frozenset()
 _worker_held: AbstractSet[tuple[str, str]] = frozenset()
 _worker_embedder: "Embedder | None" = None
 
@@ -405,11 +410,23 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             graph_facts = GraphFacts()
         done = 0
 
+        owing = False
+
+        def owe_codes() -> None:
+            """Before the first write that changes chunks: their codes are owed until taken
+            (an earlier run's mark, left by a run stopped first, is kept: it owes them all)."""
+            nonlocal owing
+            if not owing and not store.setting(codes_owed_setting(repo_id), 0):
+                store.set_setting(codes_owed_setting(repo_id), summary.run)
+            owing = True
+
         def flush() -> None:
             """Write the next batch of pending records, and the pending deletions."""
             nonlocal records, pending_bytes, touched, skipped_paths, deleted, answerable_at
             taken = _batch_size(records)
             batch, records = records[:taken], records[taken:]
+            if batch or deleted or skipped_paths:
+                owe_codes()
             if batch or touched or deleted or skipped_paths:
                 store.write_batch(repo_id, batch, deleted + skipped_paths, touched)
             pending_bytes -= sum(r.size for r in batch)
@@ -422,6 +439,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
 
         def write_shared() -> None:
             nonlocal shared
+            owe_codes()
             store.write_batch(repo_id, shared, [], [])
             shared = []
 

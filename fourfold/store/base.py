@@ -325,6 +325,13 @@ def codes_allowance_setting(repo_id: int, model: str) -> str:
     return f"codes_allowance:{repo_id}:{model}"
 
 
+def codes_owed_setting(repo_id: int) -> str:
+    """The setting that names (IndexSummary.run) the index run whose written chunks may
+    have no binary codes yet, until that run's codes are taken; 0 or unset: none owed. A
+    run stopped before then leaves it, and the next run takes every code anew."""
+    return f"codes_owed:{repo_id}"
+
+
 def deep_codes_setting(repo_id: int, model: str) -> str:
     """The setting that is 1 while the deep pass's model (`model`) has a code for every
     chunk of the repository: an index run that writes chunks sets it to 0 until the next
@@ -337,7 +344,7 @@ def repository_settings(repo_id: int, root: str | None) -> tuple[list[str], list
     names of those it keeps per model; what taking the repository out takes with it (its
     root's too, unless None: another repository of the index has that root)."""
     names = [graph_behind_setting(repo_id), graph_version_setting(repo_id),
-             unfinished_setting(repo_id)] + ([f"max_file_bytes:{root}"] if root else [])
+             unfinished_setting(repo_id), codes_owed_setting(repo_id)] + ([f"max_file_bytes:{root}"] if root else [])
     return names, [codes_allowance_setting(repo_id, ""), deep_codes_setting(repo_id, "")]
 
 

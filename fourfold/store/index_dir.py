@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..errors import FourfoldError, IndexBusyError
+from ..errors import FourfoldError, IndexBusyError, IndexWriteError
 
 DB_NAME = "index.sqlite"
 LOCK_NAME = "index.lock"
@@ -239,7 +239,13 @@ class IndexLock:
         self.handle = None
 
     def __enter__(self) -> "IndexLock":
-        self.handle = os.fdopen(open_private(self.path), "r+")
+        try:
+            self.handle = os.fdopen(open_private(self.path), "r+")
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+                raise
+            raise IndexWriteError(f"cannot write the index at {self.path.parent}: "
+                                  f"{exc.strerror}; free some space and index again") from None
         deadline = time.monotonic() + self.wait_s
         while True:
             try:
@@ -256,8 +262,10 @@ class IndexLock:
                                      f"{self.path.parent}; try again when it finishes") from None
         self.handle.seek(0)
         self.handle.truncate()
-        self.handle.write(f"pid {os.getpid()}")
-        self.handle.flush()
+        try:  # who holds the lock, for others to read; unbuffered, so nothing is left to flush
+            os.write(self.handle.fileno(), f"pid {os.getpid()}".encode())
+        except OSError:  # a full disk: the lock holds without it, and the run says what failed
+            pass
         return self
 
     def __exit__(self, *exc) -> None:

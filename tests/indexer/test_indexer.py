@@ -143,6 +143,44 @@ def test_second_indexer_is_refused(make_tree):
     assert ff.index().files == 1
 
 
+def test_a_full_disk_at_the_lock_is_an_index_write_error_and_queries_answer(make_tree,
+                                                                            monkeypatch):
+    """On a full disk the lock still locks without the note of its holder's pid; where the
+    lock file cannot be made the run fails with IndexWriteError (not an internal error),
+    and a question after a first index that stopped answers from what was written."""
+    import errno
+
+    from fourfold.errors import IndexWriteError
+    from fourfold.store import index_dir
+
+    root = make_tree({"a.py": "def alpha():\n    return 1\n"})
+    ff = Fourfold(root)
+    real_write = os.write
+
+    def full(fd, data):
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(index_dir.LOCK_NAME):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", full)
+    assert ff.index(embed=False).files == 1
+    with IndexLock(ff.index_dir):  # it locks
+        with pytest.raises(IndexBusyError):
+            ff.index(embed=False)
+    monkeypatch.undo()
+
+    def no_file(path, *args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    (ff.index_dir / index_dir.LOCK_NAME).unlink()
+    monkeypatch.setattr(index_dir, "open_private", no_file)
+    with pytest.raises(IndexWriteError, match="No space left on device; free some space"):
+        ff.index(embed=False)
+    ff.store.set_setting(f"unfinished:{ff.repo_id()}", 1)  # as a first index that stopped
+    assert ff.ensure_indexed() is None
+    assert [d["path"] for d in ff.definitions("alpha")] == ["a.py"]
+
+
 def test_second_indexer_waits_for_the_first_when_asked(make_tree):
     root = make_tree({"a.py": "x = 1\n"})
     ff = Fourfold(root)

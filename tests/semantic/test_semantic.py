@@ -415,6 +415,52 @@ def test_codes_taken_block_by_block_equal_codes_taken_at_once(make_tree, monkeyp
     assert stored == {i: row.tobytes() for i, row in zip(ids, binary.to_codes(approx, mean))}
 
 
+@pytest.mark.parametrize("watched", [False, True])
+def test_a_run_stopped_before_its_codes_leaves_them_to_the_next(make_tree, monkeypatch,
+                                                                 watched):
+    """An index run that wrote chunks and stopped before taking their codes (killed, an
+    error) leaves them owed: the next run takes them, though it finds nothing changed (a
+    full run) or only another file (a watcher's run, which codes just its own files)."""
+    from fourfold import Fourfold
+    from fourfold.semantic import indexing
+
+    files = {f"m{i}.py": f"def handler_{i}(request, n):\n    return send({i} * n)\n"
+             for i in range(6)}
+    root = make_tree(files)
+    ff = Fourfold(root)
+    ff.index()
+    repo_id, model = ff.repo_id(), ff.semantic.embedder.name
+
+    def coded() -> set[int]:
+        return {row[0] for row in ff.store._conn().execute(
+            "SELECT chunk_id FROM codes WHERE repo_id=? AND model=?", (repo_id, model))}
+
+    (root / "m0.py").write_text(files["m0.py"] + "\n\ndef encrypt_widget(payload):\n"
+                                "    return cipher(payload)\n")
+
+    def stopped(*args, **kwargs):
+        raise RuntimeError("stopped before the codes")
+
+    monkeypatch.setattr(indexing, "refresh_codes", stopped)
+    monkeypatch.setattr(indexing, "add_codes", stopped)
+    with pytest.raises(RuntimeError):
+        ff.index()
+    monkeypatch.undo()
+    chunks = {c.chunk_id for f in ff.store.files(repo_id)
+              for c in ff.store.chunks_of_file(f.file_id)}
+    assert chunks - coded()  # the new chunk has no code yet
+    if watched:
+        (root / "m5.py").write_text(files["m5.py"] + "# touched\n")
+        ff.index(changed=[str(root / "m5.py")])
+    else:
+        assert ff.index().changed == 0
+    chunks = {c.chunk_id for f in ff.store.files(repo_id)
+              for c in ff.store.chunks_of_file(f.file_id)}
+    assert coded() == chunks
+    assert ff.store.setting(f"codes_owed:{repo_id}", 0) == 0
+    assert ff.search("encrypt widget payload", modalities=("semantic",)).hits[0].path == "m0.py"
+
+
 # ---------------------------------------------------------------- similar code
 
 SIMILAR_TREE = {
