@@ -35,7 +35,8 @@ from .ranking.granularity import GRANULARITIES
 from .semantic.names import check_model_name
 from .routing.engine import RANKINGS, SearchEngine, SearchOptions, SearchResponse
 from .routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
-from .store.base import codes_behind, codes_owed_setting, deep_codes_setting, unfinished_note
+from .store.base import (codes_behind, codes_owed_setting, deep_codes_setting,
+                         graph_version_setting, unfinished_note)
 from .store.index_dir import (DB_NAME, IndexLock, Readers, identity, indexer_at_work,
                               no_readers, prepare_index_dir, remove_database)
 from .store.snapshot import Snapshots
@@ -546,7 +547,11 @@ class Fourfold:
         repo_id = self.repo_id()
         if repo_id is None:
             return self.index(progress)
-        if unfinished_note(self.store, repo_id) or self.store.text_index_fault():
+        # a first index stopped while its graph was resolved: no graph was ever written
+        graph_never_made = (self.graph.behind()
+                            and not self.store.setting(graph_version_setting(repo_id), 0))
+        if (unfinished_note(self.store, repo_id) or self.store.text_index_fault()
+                or graph_never_made):
             try:
                 return self.index(progress)
             except (IndexBusyError, IndexWriteError):  # what is written answers meanwhile

@@ -90,6 +90,11 @@ class GraphRetriever:
             "catching up with changed files: answers use the graph as it was"
             if self.behind() else None)
 
+    def _paged(self, rows: list[dict], limit: int, offset: int, notes: list[str]) -> dict:
+        """An answer's page, whose notes say what the graph misses now (incomplete())."""
+        missing = self.incomplete()
+        return paged(rows, limit, offset, notes + ([missing] if missing else []))
+
     # -- loading ----------------------------------------------------------------------
     def graph(self) -> LoadedGraph:
         """The repository's graph as last written: read again only when it is written
@@ -189,7 +194,7 @@ class GraphRetriever:
             notes.append(f"{len(unresolved)} call sites of the name {last_name(name)!r} could "
                          "not be resolved to a definition; they are listed last with "
                          "resolution=none")
-        return paged(rows, limit, offset, notes)
+        return self._paged(rows, limit, offset, notes)
 
     def callees(self, name: str, limit: int = 50, offset: int = 0,
                 repo_id: int | None = None) -> dict:
@@ -214,7 +219,7 @@ class GraphRetriever:
             if callee is None:
                 rows[-1]["path"] = paths.get(e.src_file)
         rows.sort(key=lambda r: (_by_resolution(r), r["call_site"]))
-        return paged(rows, limit, offset, self._definition_notes(name, targets))
+        return self._paged(rows, limit, offset, self._definition_notes(name, targets))
 
     def importers(self, file_or_module: str, limit: int = 50, offset: int = 0,
                   repo_id: int | None = None) -> dict:
@@ -238,7 +243,7 @@ class GraphRetriever:
                              "imports": paths[fid]})
         rows.sort(key=lambda r: (r["path"], r["line"]))
         notes = [] if targets else [f"no indexed file matches {file_or_module!r}"]
-        return paged(rows, limit, offset, notes)
+        return self._paged(rows, limit, offset, notes)
 
     def imports(self, path: str, limit: int = 50, offset: int = 0) -> dict:
         """The indexed files a file imports (the other direction of importers), in line
@@ -252,7 +257,7 @@ class GraphRetriever:
                 for e in sorted(g.imports(source) if source is not None else [],
                                  key=lambda e: e.line)]
         notes = [] if source is not None else [f"{path} is not an indexed file"]
-        return paged(rows, limit, offset, notes)
+        return self._paged(rows, limit, offset, notes)
 
     def impact(self, name: str, depth: int = 3, limit: int = 50, offset: int = 0,
                repo_id: int | None = None) -> dict:
@@ -288,9 +293,9 @@ class GraphRetriever:
                              "centrality": round(centrality(node), 4)})
         guessed = sum(1 for t in targets for e in g.incoming(t.symbol_id)
                       if e.resolution == Resolution.NAME_ONLY)
-        return paged(rows, limit, offset,
-                     self._definition_notes(name, targets)
-                     + _name_only_note(guessed, "their callers are not followed"))
+        return self._paged(rows, limit, offset,
+                           self._definition_notes(name, targets)
+                           + _name_only_note(guessed, "their callers are not followed"))
 
     # -- the retriever interface ------------------------------------------------------
     def search(self, query: Query, limit: int) -> list[Hit]:

@@ -83,15 +83,16 @@ class ChunkIndex:
 
     # -- reading --------------------------------------------------------------------------
     def search(self, terms: Sequence[str], limit: int,
-               documents: Sequence[int] | None = None) -> list[tuple[int, float]]:
+               documents: Sequence[int] | None = None) -> list[tuple[int, float]] | None:
         """(chunk id, BM25 score) of the best `limit` chunks holding any of the terms (of
-        these documents only, unless None)."""
+        these documents only, unless None); None where the folder holds no index (being
+        made, or missing)."""
         stems = dict.fromkeys(s for t in terms for s in self._analyzer.analyze(t))
         if not stems or limit <= 0:
             return []
         searcher = self._searcher()
         if searcher is None:
-            return []
+            return None
         query = tantivy.Query.boolean_query(
             [(tantivy.Occur.Should, tantivy.Query.term_query(self._schema, "text", s))
              for s in stems])
@@ -111,6 +112,11 @@ class ChunkIndex:
                 f"the text index in {self.folder} cannot be read ({exc}): it may be damaged; "
                 "`fourfold index --rebuild` makes it again") from None
         return [(chunk_id, score) for (score, _), chunk_id in zip(hits, ids)]
+
+    def chunk_count(self) -> int:
+        """How many chunks the committed index holds (deleted ones not counted)."""
+        searcher = self._searcher()
+        return searcher.num_docs if searcher is not None else 0
 
     def carries(self, token: str) -> bool:
         """Whether the folder holds an index (its meta file) made with `token`: cheap, no

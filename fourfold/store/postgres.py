@@ -1695,10 +1695,12 @@ class PostgresStore(Store):
 
     def parsed_contents(self, parser: str) -> set[tuple[str, str | None]]:
         def read() -> set[tuple[str, str | None]]:
-            reachable, params = self._reachable("d.repo_id")
+            documents, params = self._reachable("d.repo_id")
+            files, more = self._reachable("f.repo_id")
             return {tuple(row) for row in self._query(
                 "SELECT DISTINCT d.hash, f.language FROM documents d JOIN files f ON "
-                "f.document_id = d.id WHERE d.parser = %s" + reachable, (parser, *params))}
+                "f.document_id = d.id WHERE d.parser = %s" + documents + files,
+                (parser, *params, *more))}
         return self._everywhere(read)
 
     def held_documents(self, repo_id: int, parser: str) -> set[tuple[str, str]]:
@@ -1710,12 +1712,13 @@ class PostgresStore(Store):
     def parse_of(self, content_hash: str, language: str | None, parser: str
                  ) -> tuple[list[Symbol], list[tuple[int, int, str | None, str]], bytes] | None:
         def read() -> list[tuple]:
-            reachable, params = self._reachable("d.repo_id")
+            documents, params = self._reachable("d.repo_id")
+            files, more = self._reachable("f.repo_id")
             return self._query(
                 "SELECT d.repo_id, d.id FROM documents d WHERE d.hash = %s AND d.parser = %s "
                 "AND EXISTS (SELECT FROM files f WHERE f.document_id = d.id AND "
-                "f.language IS NOT DISTINCT FROM %s)" + reachable + " LIMIT 1",
-                (content_hash, parser, language, *params))
+                "f.language IS NOT DISTINCT FROM %s" + files + ")" + documents + " LIMIT 1",
+                (content_hash, parser, language, *more, *params))
         rows = self._everywhere(read)
         if not rows:
             return None

@@ -24,7 +24,8 @@ from typing import Collection, Iterable, Iterator, Sequence
 
 import lz4.block
 
-from ..errors import FourfoldError, IndexDamagedError, IndexWriteError
+from ..errors import (FourfoldError, IndexDamagedError, IndexWriteError,
+                      ModalityUnavailable)
 from ..model import Symbol
 from ..tokens import chunk_body, identifier_tokens, token_text, token_texts
 from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileState,
@@ -34,7 +35,7 @@ from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileSt
                    TokenRecord, REMOVING, being_removed, removing_key,
                    repository_settings, deep_codes_setting, setting_value)
 from .chunk_index import ChunkIndex, weighted_text
-from .index_dir import CHUNK_INDEX_NAME, IndexLock
+from .index_dir import CHUNK_INDEX_NAME, IndexLock, indexer_at_work
 from .sql_common import (CHUNK_COLS, FILE_COLS, EdgeRow, clear_errors, edge_columns_of,
                          packed, packed_bytes, packed_codes, symbol_columns, two_columns)
 
@@ -259,6 +260,12 @@ def _edge_row(row: tuple) -> EdgeRow:
 
 FILES_VERSION = "files_version"  # meta key: a new random value whenever files change
 MAX_LATE_FILES = 4096  # past this many files out of document order, candidates are sorted
+# The chunk index (Tantivy) counts a deleted chunk in its BM25 statistics until a merge
+# rewrites its segment, which may never come for a large first segment: once the chunks
+# deleted since it was made pass this share of those it holds, it is made again (a cost in
+# proportion to the changes that led there). The meta key counts them.
+CHUNK_INDEX_REMADE_AFTER = 0.2
+CHUNK_INDEX_DELETED = "chunk_index_deleted"
 
 
 @dataclass(slots=True)
@@ -630,7 +637,8 @@ class SQLiteStore(Store):
                 for fid, path, size, mtime, ctime, inode, h in rows}
 
     @staticmethod
-    def _delete_document(conn: sqlite3.Connection, document_id: int) -> None:
+    def _delete_document(conn: sqlite3.Connection, document_id: int) -> int:
+        """Delete a document and all it holds; returns how many chunks it had."""
         row = conn.execute("SELECT text FROM contents WHERE document_id=?",
                            (document_id,)).fetchone()
         if row is not None:
@@ -642,9 +650,10 @@ class SQLiteStore(Store):
             [(symbol_id, symbol_token_text(name)) for symbol_id, name in conn.execute(
                 "SELECT id, name FROM symbols WHERE document_id=?", (document_id,)).fetchall()])
         conn.execute("DELETE FROM symbols WHERE document_id=?", (document_id,))
-        conn.execute("DELETE FROM chunks WHERE document_id=?", (document_id,))
+        chunks = conn.execute("DELETE FROM chunks WHERE document_id=?", (document_id,)).rowcount
         conn.execute("DELETE FROM file_refs WHERE document_id=?", (document_id,))
         conn.execute("DELETE FROM documents WHERE id=?", (document_id,))
+        return chunks
 
     def write_batch(self, repo_id: int, records: list[FileRecord], deleted: list[str],
                     touched: list[tuple[str, FileStamp]]) -> None:
@@ -742,8 +751,11 @@ class SQLiteStore(Store):
             dropped = [document_id for document_id in dict.fromkeys(left)
                        if conn.execute("SELECT 1 FROM files WHERE document_id=? LIMIT 1",
                                        (document_id,)).fetchone() is None]
-            for document_id in dropped:
-                self._delete_document(conn, document_id)
+            if dropped:
+                conn.execute(
+                    "INSERT INTO meta VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET "
+                    "value=value + excluded.value", (CHUNK_INDEX_DELETED, sum(
+                        self._delete_document(conn, document_id) for document_id in dropped)))
             conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)",
                          (FILES_VERSION, os.urandom(8).hex()))
             conn.execute("INSERT OR REPLACE INTO meta VALUES(?, ?)", (LAST_FILE_ID, str(file_id)))
@@ -1013,6 +1025,12 @@ class SQLiteStore(Store):
                      repo_id: int | None) -> list[tuple[StoredChunk, float]]:
         """The best chunks by BM25 (of these documents), those of repository `repo_id`."""
         ranked = self._chunk_index.search(terms, limit, documents)
+        if ranked is None:
+            if self._meta("chunk_index") is None:  # nothing was ever written
+                return []
+            raise ModalityUnavailable(
+                f"the text index in {self._chunk_index.folder} is being made again from the "
+                "database (or is missing): ranked text answers come back once it is done")
         found: dict[int, list[StoredChunk]] = {}
         for chunk in self.chunks([chunk_id for chunk_id, _ in ranked], repo_id):
             found.setdefault(chunk.chunk_id, []).append(chunk)  # one per file holding it
@@ -1470,6 +1488,8 @@ class SQLiteStore(Store):
         self._in_run += 1
         try:
             yield
+            if self._in_run == 1:
+                self._remake_chunk_index_if_stale()
         finally:
             self._in_run -= 1
             try:
@@ -1518,6 +1538,16 @@ class SQLiteStore(Store):
             if self._meta(FILES_VERSION) == version:
                 self._put_meta(f"vectors_complete:{model}", version)
 
+    def _remake_chunk_index_if_stale(self) -> None:
+        deleted = int(self._meta(CHUNK_INDEX_DELETED) or 0)
+        if not deleted:
+            return
+        self._publish_chunk_index()
+        if deleted > CHUNK_INDEX_REMADE_AFTER * self._chunk_index.chunk_count():
+            self._put_meta("chunk_index", "")  # made again from the database, as a mismatch
+            self._chunk_index_token = None
+            self._sync_chunk_index()
+
     def _sync_chunk_index(self) -> None:
         """Under the index folder's lock: the chunk index matches the database, or is made
         again from it. The database records the folder's token while the two agree, and ''
@@ -1529,6 +1559,8 @@ class SQLiteStore(Store):
             self._put_meta("chunk_index", "")
             token = self._chunk_index.recreate()
             conn = self._conn()
+            with conn:
+                conn.execute("DELETE FROM meta WHERE key=?", (CHUNK_INDEX_DELETED,))
             for document_id, path, packed_text in conn.execute(
                     "SELECT d.id, d.path, c.text FROM documents d JOIN contents c ON "
                     "c.document_id=d.id"):
@@ -1546,8 +1578,12 @@ class SQLiteStore(Store):
 
     def text_index_fault(self) -> str | None:
         token = self._meta("chunk_index")
+        if token == "" and indexer_at_work(Path(self.db_path).parent) is None:
+            return (f"the text modality's word index ({self._chunk_index.folder}) missed the "
+                    "last writes of an index run that stopped: ranked text answers miss "
+                    "their files until the next `fourfold index` makes it again")
         if not token or self._chunk_index.carries(token):
-            return None  # '': a write to both under way (a stopped one is mended next run)
+            return None  # '': a write to both under way; None: nothing written yet
         return (f"the text modality's word index ({self._chunk_index.folder}) is missing or "
                 "not this database's: ranked text answers miss files until the next "
                 "`fourfold index` makes it again")

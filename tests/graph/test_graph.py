@@ -892,3 +892,33 @@ def test_a_forked_result_is_read_once_the_child_has_ended():
     assert not stopped.finished(0.1)
     stopped.close()
     assert stopped.process.exitcode == -signal.SIGTERM
+
+
+def test_a_first_index_stopped_while_its_graph_was_resolved_says_so_then_is_finished(
+        make_tree, monkeypatch):
+    """Text and structure are written, the graph never was: graph answers say the graph is
+    catching up (not a silent nothing), and the next question's ensure_indexed finishes
+    it; a watcher's later run, whose graph exists, is left to its catch-up."""
+    root = make_tree({"a.py": "from b import helper\n\n\ndef main():\n    return helper()\n",
+                      "b.py": "def helper():\n    return 1\n"})
+    ff = Fourfold(root)
+
+    def stopped(*args, **kwargs):
+        raise RuntimeError("stopped while resolving")
+
+    monkeypatch.setattr(build_module, "rebuild_graph", stopped)
+    with pytest.raises(RuntimeError):
+        ff.index(embed=False)
+    monkeypatch.undo()
+    found = ff.references("helper")
+    assert found["results"] == []
+    assert any("catching up" in note for note in found["notes"]), found["notes"]
+    assert ff.ensure_indexed() is not None
+    found = ff.references("helper")
+    assert [r["path"] for r in found["results"]] == ["a.py"]
+    assert not any("catching up" in note for note in found["notes"])
+    (root / "a.py").write_text("from b import helper\n\n\ndef main():\n    return helper() + 1\n")
+    ff.index(embed=False, changed=[str(root / "a.py")], graph_later=True)
+    assert ff.graph.behind()
+    assert ff.ensure_indexed() is None  # the graph exists: the catch-up's to bring it on
+    assert any("catching up" in note for note in ff.callees("main")["notes"])

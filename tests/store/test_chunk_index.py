@@ -162,3 +162,74 @@ def test_a_panic_of_the_engine_reading_damaged_postings_is_the_text_modality_una
     with pytest.raises(KeyboardInterrupt):
         _paths(store, ["parse", "config"])
     store.close()
+
+
+def test_after_many_chunks_are_deleted_bm25_scores_are_those_of_a_fresh_index(make_tree,
+                                                                              tmp_path):
+    """Tantivy counts deleted chunks in its BM25 statistics until a merge drops them: once
+    the chunks deleted since the index was made pass a share of those it holds, it is made
+    again, and the scores equal a fresh index's; below that share it is kept."""
+    from fourfold import Fourfold
+    from fourfold.store import sqlite
+
+    files = {f"pkg/m{i}.py": f"def add_item_{i}(buffer):\n    return buffer_init({i})\n"
+             f"\n\ndef other_{i}(x):\n    return x * {i}\n" for i in range(20)}
+    files["pkg/__init__.py"] = "from .m0 import add_item_0\n\n\ndef buffer_init(n):\n    return n\n"
+    root = make_tree(files)
+    ff = Fourfold(root, index_dir=tmp_path / "incremental")
+    ff.index(embed=False)
+    token = ff.store._chunk_index.token()
+    (root / "pkg/m0.py").write_text(files["pkg/m0.py"].replace("add_item", "put_item"))
+    ff.index(embed=False)  # a few deleted: kept
+    assert ff.store._chunk_index.token() == token
+    for i in range(1, 9):
+        (root / f"pkg/m{i}.py").write_text(files[f"pkg/m{i}.py"].replace("add_item", "put_item"))
+    ff.index(embed=False)
+    assert ff.store._chunk_index.token() != token  # made again
+    assert int(ff.store._meta(sqlite.CHUNK_INDEX_DELETED) or 0) == 0
+    fresh = Fourfold(root, index_dir=tmp_path / "fresh")
+    fresh.index(embed=False)
+    for terms in (["buffer", "init"], ["put", "item"], ["add", "item"], ["other"]):
+        ours = sorted((c.path, c.start_line, round(s, 6))
+                      for c, s in ff.store.bm25_chunks(terms, 100))
+        theirs = sorted((c.path, c.start_line, round(s, 6))
+                        for c, s in fresh.store.bm25_chunks(terms, 100))
+        assert ours and ours == theirs, terms  # every chunk holding them (ties by chunk id)
+    ff.close()
+    fresh.close()
+
+
+def test_a_word_index_left_behind_by_a_stopped_run_is_said_and_mended_by_the_next_question(
+        make_tree, tmp_path):
+    """A run stopped between a batch's database commit and the word index's leaves the
+    database's mark ''; with no indexer at work that is a fault, which the text answers
+    name and the next question's ensure_indexed mends. While the word index is being made
+    again (its folder holds no index yet), ranked text answers say they are unavailable,
+    rather than that nothing matches."""
+    import shutil
+
+    from fourfold import Fourfold
+    from fourfold.errors import ModalityUnavailable
+
+    root = make_tree({"config.py": "def parse_config(path):\n    return load(path)\n"})
+    ff = Fourfold(root, index_dir=tmp_path / "index")
+    ff.index(embed=False)
+    assert ff.store.text_index_fault() is None
+    ff.store._put_meta("chunk_index", "")  # as a run that stopped between the two commits
+    ff.close()
+    ff = Fourfold(root, index_dir=tmp_path / "index")  # the next process
+    assert "missed the last writes" in ff.store.text_index_fault()
+    assert "missed the last writes" in ff.first_index_note()
+    assert ff.ensure_indexed() is not None
+    assert ff.store.text_index_fault() is None
+    assert [h.path for h in ff.search("parse config", modalities=("text",)).hits] == \
+        ["config.py"]
+    ff.close()
+
+    shutil.rmtree(tmp_path / "index" / "chunk-index")  # as while it is made again
+    reader = Fourfold(root, index_dir=tmp_path / "index")
+    with pytest.raises(ModalityUnavailable, match="being made again"):
+        reader.store.bm25_chunks(["parse", "config"], 5)
+    response = reader.search("parse config", modalities=("text",))
+    assert "being made again" in response.unavailable["text"]
+    reader.close()
