@@ -1543,7 +1543,11 @@ class SQLiteStore(Store):
         if not deleted:
             return
         self._publish_chunk_index()
-        if deleted > CHUNK_INDEX_REMADE_AFTER * self._chunk_index.chunk_count():
+        try:
+            held = self._chunk_index.chunk_count()
+        except FourfoldError:  # it does not open: made again all the same
+            held = 0
+        if deleted > CHUNK_INDEX_REMADE_AFTER * held:
             self._put_meta("chunk_index", "")  # made again from the database, as a mismatch
             self._chunk_index_token = None
             self._sync_chunk_index()
