@@ -3,6 +3,7 @@ and BM25 ranking over identifier-split tokens."""
 from __future__ import annotations
 
 import itertools
+import math
 import numbers
 import re
 import sys
@@ -509,9 +510,10 @@ class TextRetriever:
                 except PoolUnavailable:
                     pass  # searched here, from the start
             batches = self._all_batches(candidates, utf8)
-        else:
-            batches = self._limited_batches(required, as_written, repo_id, path_glob, utf8)
         out = ResultList()
+        if limit is not None:
+            batches = self._limited_batches(required, as_written, repo_id, path_glob, utf8,
+                                            lambda: limit - len(out))
         for batch, texts in batches:
             for stored, _ in batch:
                 if time.monotonic() > deadline:
@@ -525,20 +527,27 @@ class TextRetriever:
         return out
 
     def _limited_batches(self, required: RequiredText | None, as_written: bool,
-                         repo_id: int | None, path_glob: str | None, utf8: bool
-                         ) -> Iterator[tuple[list, dict]]:
-        """Candidate files with their texts, a few at a time, listed a page at a time and
-        each page larger than the last: a common pattern's first lines then cost neither
-        listing nor reading every file that holds it."""
-        page = GREP_LIST_PAGE
+                         repo_id: int | None, path_glob: str | None, utf8: bool,
+                         wanted: Callable[[], int]) -> Iterator[tuple[list, dict]]:
+        """Candidate files with their texts, a few at a time, listed a page at a time: a
+        common pattern's first lines then cost neither listing nor reading every file that
+        holds it. `wanted()`: how many lines are still wanted; each page is sized by the
+        lines the files read so far held (half as many again as they predict; from the
+        second page on at least 4x the first, as each listing costs about as much as
+        reading a few hundred more files' names; at most 4x the last page)."""
+        page, read = GREP_LIST_PAGE, 0
         candidates, last = self._candidates(required, as_written, repo_id, path_glob, None, page)
+        asked = wanted()
         while True:
             for start in range(0, len(candidates), GREP_LIMITED_READ):
                 batch = candidates[start:start + GREP_LIMITED_READ]
                 yield batch, self._texts.get(batch, utf8=utf8)
             if last is None:
                 return
-            page *= 4
+            read += len(candidates)
+            found = asked - wanted()
+            predicted = math.ceil(1.5 * wanted() * read / found) if found else 4 * page
+            page = min(4 * page, max(4 * GREP_LIST_PAGE, predicted))
             candidates, last = self._candidates(required, as_written, repo_id, path_glob, last,
                                                 page)
 

@@ -275,6 +275,52 @@ def test_a_grep_limit_reads_past_the_first_listed_files(make_tree):
         under[:390]
 
 
+def test_a_grep_limit_sizes_its_pages_by_the_lines_found_and_loses_none(make_tree,
+                                                                         monkeypatch):
+    """Files that hold a literal's trigrams but not the literal come first, then files with
+    one line each, then files with many: whatever the limit, the lines are those of a grep
+    without one, cut; after the first page each page is sized by the lines the files read
+    so far held, at least 4x the first page and at most 4x the last."""
+    import fourfold.retrievers.text as text
+
+    files = {f"a/{i:03}.py": "xneedlx = dlex\n" for i in range(300)}
+    files.update({f"b/{i:03}.py": "x = 'needle'\n" for i in range(100)})
+    files.update({f"c/{i:03}.py": "needle = 1\n" * 5 for i in range(300)})
+    ff = Fourfold(make_tree(files))
+    ff.index(workers=1, embed=False)
+    everything = [(m.path, m.line) for m in ff.grep("needle", case_sensitive=True)]
+    assert len(everything) == 1600
+    pages: list[int] = []
+
+    def record_pages(retriever) -> None:
+        listed = retriever._candidates
+
+        def candidates(*args):
+            pages.append(args[-1])
+            return listed(*args)
+
+        monkeypatch.setattr(retriever, "_candidates", candidates)
+
+    record_pages(ff.text)
+    for limit in (1, 50, 150, 400, 1599, 5000):
+        pages.clear()
+        assert [(m.path, m.line) for m in ff.grep("needle", case_sensitive=True,
+                                                  limit=limit)] == everything[:limit]
+        assert pages[0] == text.GREP_LIST_PAGE
+        assert all(4 * text.GREP_LIST_PAGE <= page <= 4 * before
+                   for before, page in zip(pages, pages[1:])), pages
+    pages.clear()
+    ff.grep("needle", case_sensitive=True, limit=450)  # 64 + 256 files read: 1 + 100 lines
+    assert pages[:3] == [64, 256, 1024]
+    dense = Fourfold(make_tree({f"c/{i:03}.py": "needle = 1\n" * 5 for i in range(800)},
+                               "dense"))
+    dense.index(workers=1, embed=False)
+    record_pages(dense.text)
+    pages.clear()  # 5 lines a file: 64 files give 320, 256 more 1,280, so 420 more are asked
+    assert len(dense.grep("needle", case_sensitive=True, limit=3000)) == 3000
+    assert pages == [64, 256, 420]
+
+
 def test_a_new_snapshot_splits_only_the_file_names_it_has_not_seen(make_tree, monkeypatch):
     import fourfold.store.snapshot as snapshot_module
     root = make_tree({"src/json_array.py": "x = 1\n", "src/http_client.py": "y = 2\n"})
