@@ -55,8 +55,12 @@ _SUBWORD_OR_END = re.compile(_SUBWORD.pattern + r"|\n")
 
 def token_text(text: str) -> str:
     """The text as the space-separated tokens that the BM25 index stores: " ".join(
-    tokens(text)). See token_texts."""
-    return token_texts([text])[0]
+    tokens(text)). See token_texts, which this is when a run is not known yet."""
+    runs = text.encode("ascii", "replace").translate(_WORD_RUNS).split()
+    try:
+        return _without_empty_runs(" ".join(map(_RUN_TOKENS.__getitem__, runs)))
+    except KeyError:
+        return token_texts([text])[0]
 
 
 def token_texts(texts: list[str]) -> list[str]:

@@ -24,7 +24,6 @@ from pathlib import Path
 import tantivy
 
 from ..errors import FourfoldError, IndexWriteError, ModalityUnavailable
-from ..tokens import token_text
 from .base import BM25_COLUMN_WEIGHTS
 from .index_dir import UnsafeIndexDir, check_folder, remove_entry
 
@@ -37,10 +36,10 @@ MAX_TOKEN_BYTES = 255  # a longer "word" (an encoded blob) is no term anyone sea
 _REPEATS = tuple(int(w) for w in BM25_COLUMN_WEIGHTS)
 
 
-def weighted_text(path_tokens: str, symbol: str | None, body_tokens: str) -> str:
-    """What Tantivy indexes of a chunk: its path's and body's tokens (token_text) and its
-    symbol's name, each repeated by its weight."""
-    parts = ([path_tokens] * _REPEATS[0] + [token_text(symbol or "")] * _REPEATS[1]
+def weighted_text(path_tokens: str, symbol_tokens: str, body_tokens: str) -> str:
+    """What Tantivy indexes of a chunk: its path's, symbol's and body's tokens (token_text),
+    each repeated by its weight."""
+    parts = ([path_tokens] * _REPEATS[0] + [symbol_tokens] * _REPEATS[1]
              + [body_tokens] * _REPEATS[2])
     return " ".join(p for p in parts if p)
 

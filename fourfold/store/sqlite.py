@@ -12,6 +12,7 @@ import bisect
 import itertools
 import json
 import os
+import re
 import sqlite3
 import threading
 import time
@@ -220,6 +221,18 @@ def _symbol_token(token: str) -> str:
 def symbol_token_text(name: str) -> str:
     """What the symbol token index holds for a symbol of this name."""
     return " ".join(_symbol_token(t) for t in identifier_tokens(name))
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def symbol_token_texts(names: list[str]) -> list[str]:
+    """symbol_token_text of each name. A plain identifier's tokens are lower-case ASCII
+    sub-words, which _symbol_token keeps as they are: its token_text, made together."""
+    plain = [_PLAIN_NAME.fullmatch(name) is not None for name in names]
+    made = iter(token_texts([name for name, is_plain in zip(names, plain) if is_plain]))
+    return [next(made) if is_plain else symbol_token_text(name)
+            for name, is_plain in zip(names, plain)]
 
 
 def _symbol_tokens_match(tokens: Iterable[str], joiner: str) -> str:
@@ -695,8 +708,11 @@ class SQLiteStore(Store):
             # per batch (the index lock makes this the only writer).
             symbol_id = conn.execute("SELECT coalesce(max(id), 0) FROM symbols").fetchone()[0]
             chunk_id = conn.execute("SELECT coalesce(max(id), 0) FROM chunks").fetchone()[0]
-            symbols, symbol_tokens, chunks, chunk_texts, refs = [], [], [], [], []
-            for rec in records:
+            symbols, chunks, refs = [], [], []
+            # (chunk id, document id, path tokens, body tokens): made into weighted texts
+            # below, the symbols' tokens made together
+            chunk_parts: list[tuple[int, int, str, str]] = []
+            for rec, path_tokens in zip(records, token_texts([r.path for r in records])):
                 held = conn.execute("SELECT id FROM documents WHERE path=? AND hash=? AND "
                                     "parser=?", (rec.path, rec.hash, rec.parser)).fetchone()
                 if held is not None:
@@ -721,15 +737,12 @@ class SQLiteStore(Store):
                             None if qualname_lower == name_lower else qualname_lower,
                             sym.kind, sym.start_line, sym.end_line, sym.signature, sym.doc,
                             sym.parent))
-                        symbol_tokens.append((symbol_id, symbol_token_text(sym.name)))
-                    path_tokens = token_text(rec.path)
                     for chunk, body_tokens, chunk_hash in zip(rec.chunks, rec.chunk_tokens,
                                                               rec.chunk_hashes):
                         chunk_id += 1
                         chunks.append((chunk_id, document_id, chunk.start_line, chunk.end_line,
                                        chunk.symbol, chunk.kind, chunk_hash))
-                        chunk_texts.append((chunk_id, document_id, weighted_text(
-                            path_tokens, chunk.symbol, body_tokens)))
+                        chunk_parts.append((chunk_id, document_id, path_tokens, body_tokens))
                     refs.append((document_id, rec.references))
                 file_id += 1
                 conn.execute(
@@ -741,10 +754,13 @@ class SQLiteStore(Store):
                 "INSERT INTO symbols(id, document_id, name, name_lower, qualname, "
                 "qualname_lower, kind, start_line, end_line, signature, doc, parent) "
                 "VALUES(?,?,?,?,?,?,?,?,?,?,?,?)", symbols)
-            conn.executemany("INSERT INTO symbol_tokens(rowid, tokens) VALUES(?, ?)",
-                             symbol_tokens)
+            conn.executemany("INSERT INTO symbol_tokens(rowid, tokens) VALUES(?, ?)", zip(
+                (row[0] for row in symbols), symbol_token_texts([row[2] for row in symbols])))
             conn.executemany("INSERT INTO chunks(id, document_id, start_line, end_line, symbol, "
                              "kind, embed_hash) VALUES(?,?,?,?,?,?,?)", chunks)
+            chunk_texts = [(chunk_id, document_id, weighted_text(path_tokens, symbol, body))
+                           for (chunk_id, document_id, path_tokens, body), symbol in zip(
+                               chunk_parts, token_texts([row[4] or "" for row in chunks]))]
             if self._complete_at_start:
                 self._run_hashes.update(row[6] for row in chunks if row[6] is not None)
             conn.executemany("INSERT INTO file_refs(document_id, refs) VALUES(?,?)", refs)
@@ -1573,9 +1589,10 @@ class SQLiteStore(Store):
                                       "WHERE document_id=?", (document_id,)).fetchall()
                 bodies = token_texts([chunk_body(lines, start, end)
                                       for _, start, end, _ in chunks])
+                symbols = token_texts([symbol or "" for _, _, _, symbol in chunks])
                 self._chunk_index.add(
                     (chunk_id, document_id, weighted_text(path_tokens, symbol, body))
-                    for (chunk_id, _, _, symbol), body in zip(chunks, bodies))
+                    for (chunk_id, _, _, _), symbol, body in zip(chunks, symbols, bodies))
             self._chunk_index.commit()
             self._put_meta("chunk_index", token)
         self._chunk_index_token = token

@@ -279,3 +279,19 @@ def test_a_long_limited_listing_stays_within_sqlites_bound_on_variables(store):
     store._conn().setlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER, 999)
     listed = store.trigram_candidates("needle", repo, limit=1100)
     assert [f.path for f, _ in listed] == [f"m{n:04}.py" for n in range(1100)]
+
+
+def test_symbol_token_texts_made_together_are_each_names_own():
+    """A batch's plain identifiers get their token_text, made together; any other name
+    (punctuation, digits first, non-ASCII letters) goes through symbol_token_text: the
+    same texts either way, for random names over the characters that decide them."""
+    import random
+
+    from fourfold.store.sqlite import symbol_token_text, symbol_token_texts
+
+    generator = random.Random(5)
+    names = ["".join(generator.choice("aAzZ_09xX.:é+<>") for _ in range(generator.randint(1, 10)))
+             for _ in range(5000)]
+    names += ["___", "_", "__init__", "HTTPServer", "x1F", "9abc", "operator+", "Foo::bar",
+              "naïve", ""]
+    assert symbol_token_texts(names) == [symbol_token_text(name) for name in names]
