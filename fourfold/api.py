@@ -36,7 +36,7 @@ from .semantic.names import check_model_name
 from .routing.engine import RANKINGS, SearchEngine, SearchOptions, SearchResponse
 from .routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
 from .store.base import (codes_behind, codes_owed_setting, deep_codes_setting,
-                         graph_version_setting, unfinished_note)
+                         graph_version_setting, max_file_bytes_setting, unfinished_note)
 from .store.index_dir import (DB_NAME, IndexLock, Readers, identity, indexer_at_work,
                               no_readers, prepare_index_dir, remove_database)
 from .store.snapshot import Snapshots
@@ -192,7 +192,8 @@ class Fourfold:
                     self._discard_database()
             self.store = self._open_store()
             self._readers = Readers(self.index_dir)
-        remembered = self.store.setting(f"max_file_bytes:{self.root}", DEFAULT_MAX_FILE_BYTES)
+        remembered = self.store.setting(max_file_bytes_setting(str(self.root)),
+                                        DEFAULT_MAX_FILE_BYTES)
         # a value remembered before it was checked (a negative one skipped every file)
         self.max_file_bytes = max_file_bytes or (
             remembered if _file_bytes_bound(remembered) else DEFAULT_MAX_FILE_BYTES)
@@ -270,7 +271,7 @@ class Fourfold:
             embedder=(cheap if cheap is not None and changed is None
                       and self.store.vector_count(cheap.name) == 0 else None),
             after_files=partial(self.embed, progress) if cheap is not None else None)
-        self.store.set_setting(f"max_file_bytes:{self.root}", self.max_file_bytes)
+        self.store.set_setting(max_file_bytes_setting(str(self.root)), self.max_file_bytes)
         if embed and cheap is None:
             self.embed(progress, summary)
         return summary

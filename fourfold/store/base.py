@@ -325,6 +325,11 @@ def codes_allowance_setting(repo_id: int, model: str) -> str:
     return f"codes_allowance:{repo_id}:{model}"
 
 
+def max_file_bytes_setting(root: str) -> str:
+    """The setting that remembers a checkout's --max-file-bytes, by its folder."""
+    return f"max_file_bytes:{root}"
+
+
 def codes_owed_setting(repo_id: int) -> str:
     """The setting that names (IndexSummary.run) the index run whose written chunks may
     have no binary codes yet, until that run's codes are taken; 0 or unset: none owed. A
@@ -344,7 +349,8 @@ def repository_settings(repo_id: int, root: str | None) -> tuple[list[str], list
     names of those it keeps per model; what taking the repository out takes with it (its
     root's too, unless None: another repository of the index has that root)."""
     names = [graph_behind_setting(repo_id), graph_version_setting(repo_id),
-             unfinished_setting(repo_id), codes_owed_setting(repo_id)] + ([f"max_file_bytes:{root}"] if root else [])
+             unfinished_setting(repo_id), codes_owed_setting(repo_id)] + (
+                 [max_file_bytes_setting(root)] if root else [])
     return names, [codes_allowance_setting(repo_id, ""), deep_codes_setting(repo_id, "")]
 
 

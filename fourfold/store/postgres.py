@@ -39,7 +39,8 @@ from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileReco
                    PathKey, RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
                    TokenRecord, REMOVING, being_removed, coded, compress_references,
                    decompress_references, graph_version_setting, packed_ids, removing_key,
-                   repository_settings, used_only, deep_codes_setting, setting_value)
+                   repository_settings, used_only, deep_codes_setting, setting_value,
+                   max_file_bytes_setting)
 from .postgres_postings import HeldPostings
 from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, EdgeRow, clear_errors,
                          edge_columns_of, packed, packed_bytes, packed_codes, two_columns,
@@ -1219,7 +1220,11 @@ class PostgresStore(Store):
                 "INSERT INTO repos(name, root, home) VALUES(%s, %s, 0) ON CONFLICT (name) DO "
                 "UPDATE SET root = EXCLUDED.root RETURNING id, home = 0",
                 (name, root)).fetchone()
-            if not new:
+            if not new:  # a checkout moved: what was remembered of its old folder would go
+                # to whatever is made there, unless another repository keeps that folder
+                cur.execute("DELETE FROM meta WHERE key = %s AND NOT EXISTS (SELECT FROM repos "
+                            "WHERE root = %s)", (f"setting:{max_file_bytes_setting(row[1])}",
+                                                 row[1]))
                 return repo_id
             self._local.created = repo_id  # taken out again if its first index run fails
             home, shard = cur.execute(

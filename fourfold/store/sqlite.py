@@ -34,7 +34,8 @@ from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileSt
                    graph_version_setting, packed_ids, PathKey,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
                    TokenRecord, REMOVING, being_removed, removing_key,
-                   repository_settings, deep_codes_setting, setting_value)
+                   repository_settings, deep_codes_setting, max_file_bytes_setting,
+                   setting_value)
 from .chunk_index import ChunkIndex, weighted_text
 from .index_dir import CHUNK_INDEX_NAME, IndexLock, indexer_at_work
 from .sql_common import (CHUNK_COLS, FILE_COLS, EdgeRow, clear_errors, edge_columns_of,
@@ -565,6 +566,9 @@ class SQLiteStore(Store):
                 raise being_removed(name)
             if held and not os.path.isdir(held[1]):
                 conn.execute("UPDATE repos SET root=? WHERE id=?", (root, held[0]))
+                # what was remembered of the old folder would go to whatever is made there
+                conn.execute("DELETE FROM meta WHERE key=?",
+                             (f"setting:{max_file_bytes_setting(held[1])}",))
                 return held[0]
             if held:
                 raise FourfoldError(
@@ -1045,8 +1049,9 @@ class SQLiteStore(Store):
             if self._meta("chunk_index") is None:  # nothing was ever written
                 return []
             raise ModalityUnavailable(
-                f"the text index in {self._chunk_index.folder} is being made again from the "
-                "database (or is missing): ranked text answers come back once it is done")
+                f"the text modality's word index ({self._chunk_index.folder}) is being made "
+                "again from the database, or is missing: ranked text answers come back once "
+                "`fourfold index` has made it")
         found: dict[int, list[StoredChunk]] = {}
         for chunk in self.chunks([chunk_id for chunk_id, _ in ranked], repo_id):
             found.setdefault(chunk.chunk_id, []).append(chunk)  # one per file holding it

@@ -985,3 +985,35 @@ def test_a_write_takes_files_up_to_a_count_and_up_to_their_bytes(monkeypatch):
     assert taken(40, 40, 40, 40) == 3  # the bytes: the file reaching 100 included
     assert taken(500, 10) == 1  # a large file goes alone
     assert taken(10, 90, 10) == 2
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_a_moved_checkout_leaves_no_file_size_bound_for_a_later_one_at_its_old_folder(
+        tmp_path, request, store):
+    """The --max-file-bytes remembered for a folder is forgotten when the repository moves
+    out of it (and with the repository on removal): a different repository checked out
+    there later reads files of the default size."""
+    import shutil
+
+    from fourfold.store.base import max_file_bytes_setting
+    from tests.conftest import write_tree
+
+    where = ({"store_url": request.getfixturevalue("postgres_url")} if store == "postgres"
+             else {"index_dir": tmp_path / "index"})
+    big = "x = 1\n" * 100  # 600 bytes
+    one = write_tree(tmp_path / "one", {"big.py": big})
+    first = Fourfold(one, repository="acme/app", max_file_bytes=200, **where)
+    assert first.index(embed=False).skipped
+    first.close()
+    two = tmp_path / "two"
+    shutil.move(one, two)
+    moved = Fourfold(two, repository="acme/app", max_file_bytes=200, **where)
+    moved.index(embed=False)
+    assert moved.store.setting(max_file_bytes_setting(str(one)), 0) == 0
+    moved.remove_repositories(["acme/app"])
+    moved.close()
+    write_tree(one, {"big.py": big})
+    later = Fourfold(one, repository="other/proj", **where)
+    summary = later.index(embed=False)
+    assert (summary.files, summary.skipped) == (1, {})
+    later.close()
