@@ -321,7 +321,7 @@ class Fourfold:
         owed = self.store.setting(codes_owed_setting(repo_id), 0) if repo_id is not None else 0
         # a run stopped before its codes were taken: any chunk may lack one
         earlier = owed != 0 and (summary is None or owed != summary.run)
-        changed = (summary is None or earlier or count or summary.added or summary.changed
+        changed = (summary is None or owed != 0 or count or summary.added or summary.changed
                    or summary.deleted)
         if repo_id is not None and (changed or self.store.code_mean(repo_id, model) is None):
             if earlier or not (within is not None and add_codes(

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from .errors import QueryError
+from .errors import ModalityUnavailable, QueryError
 from .store.base import RepoInfo, Store
 from .tokens import identifier_tokens, query_terms
 
@@ -99,6 +99,14 @@ def choose_repositories(store: Store, repos: list[RepoInfo], question: str,
 
 
 def _text_evidence(store: Store, wanted: set[int], terms: list[str],
+                   repo_of_file: dict[int, int]) -> dict[int, float]:
+    try:
+        return _bm25_evidence(store, wanted, terms, repo_of_file)
+    except ModalityUnavailable:  # the word index is being made: nothing to go by, as no terms
+        return {}
+
+
+def _bm25_evidence(store: Store, wanted: set[int], terms: list[str],
                    repo_of_file: dict[int, int]) -> dict[int, float]:
     """Each wanted repository's evidence: the summed BM25 of its best few chunks. Where
     some of the index's repositories are not wanted (a token's grant, a named few), each

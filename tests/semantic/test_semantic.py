@@ -632,3 +632,18 @@ def test_remote_provider_errors_are_clear_and_indexing_goes_on(make_tree, monkey
     response = ff.search("read a json file")
     assert response.unavailable == {"semantic": "still being built"}
     assert [h.path for h in response.hits] == ["readers.py", "loaders.py"]
+
+
+def test_a_run_that_only_takes_files_out_of_the_index_clears_the_codes_it_owed(make_tree):
+    """A run whose only change is a file no longer indexable (turned binary) marks codes
+    owed, as it takes chunks out, and takes them: the next run has nothing left to do."""
+    from fourfold import Fourfold
+
+    root = make_tree({f"m{i}.py": f"def handler_{i}(n):\n    return {i} * n\n"
+                      for i in range(4)})
+    ff = Fourfold(root)
+    ff.index()
+    (root / "m3.py").write_bytes(b"\x00\x01binary\x00" * 10)
+    summary = ff.index()
+    assert summary.skipped and (summary.added, summary.changed, summary.deleted) == (0, 0, 0)
+    assert ff.store.setting(f"codes_owed:{ff.repo_id()}", 0) == 0

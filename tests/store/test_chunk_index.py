@@ -233,3 +233,29 @@ def test_a_word_index_left_behind_by_a_stopped_run_is_said_and_mended_by_the_nex
     response = reader.search("parse config", modalities=("text",))
     assert "being made again" in response.unavailable["text"]
     reader.close()
+
+
+def test_several_repositories_are_searched_while_the_word_index_is_missing(make_tree,
+                                                                         tmp_path):
+    """Choosing which repositories to search asks the word index for evidence: while it is
+    missing (being made again) the choice goes by nothing, as for a question of no words,
+    and the search answers from the other modalities."""
+    import shutil
+
+    from fourfold import Fourfold
+
+    index = {"index_dir": tmp_path / "index"}
+    first_root = make_tree({"config.py": "def parse_config(path):\n    return path\n"},
+                           "first")
+    first = Fourfold(first_root, **index)
+    first.index(embed=False)
+    second = Fourfold(make_tree({"other.py": "def parse_other(x):\n    return x\n"},
+                                "second"), **index)
+    second.index(embed=False)
+    second.close()
+    first.close()
+    shutil.rmtree(tmp_path / "index" / "chunk-index")
+    reader = Fourfold(first_root, **index)
+    response = reader.search_repositories("parse_config", None)
+    assert [h.path for h in response.hits][:1] == ["config.py"]
+    reader.close()
