@@ -25,7 +25,7 @@ import tantivy
 
 from ..errors import FourfoldError, IndexWriteError, ModalityUnavailable
 from .base import BM25_COLUMN_WEIGHTS
-from .index_dir import UnsafeIndexDir, check_folder, remove_entry
+from .index_dir import CHUNK_INDEX_BESIDE, UnsafeIndexDir, check_folder, remove_entry
 
 TOKEN_NAME = "fourfold-token"  # the database's token for this folder, written by fourfold
 WRITER_HEAP_BYTES = 64 * 1024 * 1024
@@ -213,6 +213,35 @@ class ChunkIndex:
                 f"cannot write the text index in {self.folder} ({exc}); what was written "
                 "before stays searchable; free some space (or make the folder writable) and "
                 "index again") from None
+
+    def remade_aside(self, rows: Iterable[tuple[int, int, str]]) -> str:
+        """A new index of these (chunk id, document id, weighted text) rows, written in a
+        folder beside this one and put in its place once complete, so that readers answer
+        from the old one meanwhile (they read the new one at their next search, its meta
+        file being another). Returns its token."""
+        self.close()
+        aside, old = (self.folder.with_name(self.folder.name + suffix)
+                      for suffix in CHUNK_INDEX_BESIDE)
+        remove_entry(aside)
+        os.mkdir(aside, 0o755)
+        token = secrets.token_hex(16)
+        with self._writing():
+            writer = self._prepared(tantivy.Index(self._schema, path=str(aside))).writer(
+                WRITER_HEAP_BYTES, 1)
+            for chunk_id, document_id, text in rows:
+                writer.add_document(tantivy.Document(chunk=chunk_id, document=document_id,
+                                                     text=text))
+            writer.commit()
+            writer.wait_merging_threads()
+        with open(aside / TOKEN_NAME, "x", encoding="ascii") as handle:
+            handle.write(token)
+        remove_entry(old)
+        os.rename(self.folder, old)
+        os.rename(aside, self.folder)
+        remove_entry(old)
+        with self._lock:
+            self._index, self._seen = None, None
+        return token
 
     def _the_writer(self) -> tantivy.IndexWriter:
         if self._writer is None:

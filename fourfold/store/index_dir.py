@@ -26,6 +26,8 @@ DB_NAME = "index.sqlite"
 LOCK_NAME = "index.lock"
 READERS_NAME = "readers.lock"  # held shared by each process that has the database open
 CHUNK_INDEX_NAME = "chunk-index"  # the BM25 index's folder (store/chunk_index.py)
+# beside it: one being made to take its place, and the one it replaced
+CHUNK_INDEX_BESIDE = (".next", ".old")
 IGNORE_NAME = ".gitignore"
 # the database and the files SQLite keeps beside it
 DB_FILES = (DB_NAME, DB_NAME + "-wal", DB_NAME + "-shm", DB_NAME + "-journal")
@@ -164,7 +166,8 @@ def identity(index_dir: Path) -> str:
 def remove_database(index_dir: Path) -> None:
     """Delete the database, SQLite's files beside it and the chunk index (to start an empty
     index)."""
-    for name in (*DB_FILES, CHUNK_INDEX_NAME):
+    for name in (*DB_FILES, CHUNK_INDEX_NAME,
+                 *(CHUNK_INDEX_NAME + suffix for suffix in CHUNK_INDEX_BESIDE)):
         remove_entry(index_dir / name)
 
 

@@ -1569,9 +1569,28 @@ class SQLiteStore(Store):
         except FourfoldError:  # it does not open: made again all the same
             held = 0
         if deleted > CHUNK_INDEX_REMADE_AFTER * held:
-            self._put_meta("chunk_index", "")  # made again from the database, as a mismatch
-            self._chunk_index_token = None
-            self._sync_chunk_index()
+            # made beside the one readers use, and put in its place once complete
+            token = self._chunk_index.remade_aside(self._chunk_rows())
+            conn = self._conn()
+            with conn:
+                conn.execute("INSERT OR REPLACE INTO meta VALUES('chunk_index', ?)", (token,))
+                conn.execute("DELETE FROM meta WHERE key=?", (CHUNK_INDEX_DELETED,))
+            self._chunk_index_token = token
+
+    def _chunk_rows(self) -> Iterator[tuple[int, int, str]]:
+        """(chunk id, document id, weighted text) of every chunk, as the chunk index takes
+        them, made from the database."""
+        conn = self._conn()
+        for document_id, path, packed_text in conn.execute(
+                "SELECT d.id, d.path, c.text FROM documents d JOIN contents c ON "
+                "c.document_id=d.id"):
+            lines, path_tokens = unpack_text(packed_text).split("\n"), token_text(path)
+            chunks = conn.execute("SELECT id, start_line, end_line, symbol FROM chunks "
+                                  "WHERE document_id=?", (document_id,)).fetchall()
+            bodies = token_texts([chunk_body(lines, start, end) for _, start, end, _ in chunks])
+            symbols = token_texts([symbol or "" for _, _, _, symbol in chunks])
+            for (chunk_id, _, _, _), symbol, body in zip(chunks, symbols, bodies):
+                yield chunk_id, document_id, weighted_text(path_tokens, symbol, body)
 
     def _sync_chunk_index(self) -> None:
         """Under the index folder's lock: the chunk index matches the database, or is made
@@ -1586,18 +1605,7 @@ class SQLiteStore(Store):
             conn = self._conn()
             with conn:
                 conn.execute("DELETE FROM meta WHERE key=?", (CHUNK_INDEX_DELETED,))
-            for document_id, path, packed_text in conn.execute(
-                    "SELECT d.id, d.path, c.text FROM documents d JOIN contents c ON "
-                    "c.document_id=d.id"):
-                lines, path_tokens = unpack_text(packed_text).split("\n"), token_text(path)
-                chunks = conn.execute("SELECT id, start_line, end_line, symbol FROM chunks "
-                                      "WHERE document_id=?", (document_id,)).fetchall()
-                bodies = token_texts([chunk_body(lines, start, end)
-                                      for _, start, end, _ in chunks])
-                symbols = token_texts([symbol or "" for _, _, _, symbol in chunks])
-                self._chunk_index.add(
-                    (chunk_id, document_id, weighted_text(path_tokens, symbol, body))
-                    for (chunk_id, _, _, _), symbol, body in zip(chunks, symbols, bodies))
+            self._chunk_index.add(self._chunk_rows())
             self._chunk_index.commit()
             self._put_meta("chunk_index", token)
         self._chunk_index_token = token

@@ -184,8 +184,23 @@ def test_after_many_chunks_are_deleted_bm25_scores_are_those_of_a_fresh_index(ma
     assert ff.store._chunk_index.token() == token
     for i in range(1, 9):
         (root / f"pkg/m{i}.py").write_text(files[f"pkg/m{i}.py"].replace("add_item", "put_item"))
+    reader = Fourfold(root, index_dir=tmp_path / "incremental")  # as another process
+    seen_while_made = []
+    rows = ff.store._chunk_rows
+
+    def rows_read_meanwhile():
+        for number, row in enumerate(rows()):
+            if number == 5:  # the new index is half made: readers use the old one
+                seen_while_made.append(len(reader.store.bm25_chunks(["other"], 100)))
+            yield row
+
+    ff.store._chunk_rows = rows_read_meanwhile
     ff.index(embed=False)
+    assert seen_while_made == [20]
     assert ff.store._chunk_index.token() != token  # made again
+    assert len(reader.store.bm25_chunks(["other"], 100)) == 20  # the new one, read anew
+    assert not any(p.name.startswith("chunk-index.") for p in (tmp_path / "incremental").iterdir())
+    reader.close()
     assert int(ff.store._meta(sqlite.CHUNK_INDEX_DELETED) or 0) == 0
     fresh = Fourfold(root, index_dir=tmp_path / "fresh")
     fresh.index(embed=False)
