@@ -222,19 +222,11 @@ class ChunkIndex:
         self.close()
         aside, old = (self.folder.with_name(self.folder.name + suffix)
                       for suffix in CHUNK_INDEX_BESIDE)
-        remove_entry(aside)
-        os.mkdir(aside, 0o755)
-        token = secrets.token_hex(16)
-        with self._writing():
-            writer = self._prepared(tantivy.Index(self._schema, path=str(aside))).writer(
-                WRITER_HEAP_BYTES, 1)
-            for chunk_id, document_id, text in rows:
-                writer.add_document(tantivy.Document(chunk=chunk_id, document=document_id,
-                                                     text=text))
-            writer.commit()
-            writer.wait_merging_threads()
-        with open(aside / TOKEN_NAME, "x", encoding="ascii") as handle:
-            handle.write(token)
+        made = ChunkIndex(aside)
+        token = made.recreate()
+        made.add(rows)
+        made.commit()
+        made.close()
         remove_entry(old)
         os.rename(self.folder, old)
         os.rename(aside, self.folder)

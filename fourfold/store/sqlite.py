@@ -1570,12 +1570,15 @@ class SQLiteStore(Store):
             held = 0
         if deleted > CHUNK_INDEX_REMADE_AFTER * held:
             # made beside the one readers use, and put in its place once complete
-            token = self._chunk_index.remade_aside(self._chunk_rows())
-            conn = self._conn()
-            with conn:
-                conn.execute("INSERT OR REPLACE INTO meta VALUES('chunk_index', ?)", (token,))
-                conn.execute("DELETE FROM meta WHERE key=?", (CHUNK_INDEX_DELETED,))
-            self._chunk_index_token = token
+            self._chunk_index_made(self._chunk_index.remade_aside(self._chunk_rows()))
+
+    def _chunk_index_made(self, token: str) -> None:
+        """Record a chunk index made anew from the database: its token, no deleted chunks."""
+        conn = self._conn()
+        with conn:
+            conn.execute("INSERT OR REPLACE INTO meta VALUES('chunk_index', ?)", (token,))
+            conn.execute("DELETE FROM meta WHERE key=?", (CHUNK_INDEX_DELETED,))
+        self._chunk_index_token = token
 
     def _chunk_rows(self) -> Iterator[tuple[int, int, str]]:
         """(chunk id, document id, weighted text) of every chunk, as the chunk index takes
@@ -1602,12 +1605,9 @@ class SQLiteStore(Store):
         if token is None or self._meta("chunk_index") != token:
             self._put_meta("chunk_index", "")
             token = self._chunk_index.recreate()
-            conn = self._conn()
-            with conn:
-                conn.execute("DELETE FROM meta WHERE key=?", (CHUNK_INDEX_DELETED,))
             self._chunk_index.add(self._chunk_rows())
             self._chunk_index.commit()
-            self._put_meta("chunk_index", token)
+            self._chunk_index_made(token)
         self._chunk_index_token = token
 
     def text_index_fault(self) -> str | None:

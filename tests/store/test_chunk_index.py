@@ -195,7 +195,13 @@ def test_after_many_chunks_are_deleted_bm25_scores_are_those_of_a_fresh_index(ma
             yield row
 
     ff.store._chunk_rows = rows_read_meanwhile
+    outside = tmp_path / "outside"  # links planted where the new index is made, and the old kept
+    outside.mkdir()
+    (outside / "keep.txt").write_text("kept")
+    for suffix in (".next", ".old"):
+        (tmp_path / "incremental" / f"chunk-index{suffix}").symlink_to(outside)
     ff.index(embed=False)
+    assert [p.name for p in outside.iterdir()] == ["keep.txt"]
     assert seen_while_made == [20]
     assert ff.store._chunk_index.token() != token  # made again
     assert len(reader.store.bm25_chunks(["other"], 100)) == 20  # the new one, read anew
