@@ -246,7 +246,8 @@ class Fourfold:
         """Update text, structure and graph (committed first) and embed new chunks (with
         a cheap model while a big repository's graph is resolved, else after it). While
         another process indexes the same folder, wait up to `wait_s` for it, then raise
-        IndexBusyError. `verify=True` re-reads every file, whatever its size and times say.
+        IndexBusyError. `verify=True` re-reads every file, whatever its size and times say,
+        and checks the word index's files (made again where one is damaged).
         `changed`: the absolute paths a watcher saw change, the only ones looked at where
         that is enough; `graph_later`: leave the graph (and the retaking of binary codes,
         and a server's tidying of its word lists) to catch_up(), so that the files answer
@@ -301,14 +302,17 @@ class Fourfold:
         """Embed every chunk that has no vector yet (cached by content; never twice), then
         give the changed files' chunks binary codes (a watcher's run, against the held mean)
         or take this repository's codes anew if its chunks changed (`summary`: the index
-        run just made; None: assume they did)."""
+        run just made; None: assume they did, and take every code; a mark of codes owed is
+        cleared only by the run it names)."""
         from .semantic.indexing import add_codes, embed_pending, refresh_codes
 
         started = time.perf_counter()
         repo_id = self.repo_id()
+        # owed by this run: every code (see codes_owed_setting), else its own chunks'
+        every = summary is None or summary.codes_every
         # a run over a watcher's paths: only the chunks of those files
         within = (self._chunk_ids(summary.changed_paths, repo_id)
-                  if summary is not None and summary.changed_paths is not None
+                  if not every and summary.changed_paths is not None
                   and repo_id is not None else None)
         try:
             model = self.semantic.embedder.name
@@ -319,16 +323,14 @@ class Fourfold:
                 summary.skipped[f"semantic unavailable: {exc}"] = 1
             return 0
         owed = self.store.setting(codes_owed_setting(repo_id), 0) if repo_id is not None else 0
-        # a run stopped before its codes were taken: any chunk may lack one
-        earlier = owed != 0 and (summary is None or owed != summary.run)
-        changed = (summary is None or owed != 0 or count or summary.added or summary.changed
+        changed = (every or owed != 0 or count or summary.added or summary.changed
                    or summary.deleted)
         if repo_id is not None and (changed or self.store.code_mean(repo_id, model) is None):
-            if earlier or not (within is not None and add_codes(
+            if every or not (within is not None and add_codes(
                     self.store, model, repo_id, within, removed=summary.deleted_chunks)):
                 refresh_codes(self.store, model, repo_id)
-            if owed:
-                self.store.set_setting(codes_owed_setting(repo_id), 0)
+            if summary is not None:  # another run's mark is that run's to clear
+                self.store.clear_setting(codes_owed_setting(repo_id), summary.run)
         if summary is not None:
             summary.embedded += count
             summary.embed_seconds = time.perf_counter() - started

@@ -87,14 +87,20 @@ class IndexSummary:
     graph_behind: bool = False  # the graph was left for later (see catch_up_graph)
     # names this run where the binary codes of the chunks it writes are owed (codes_owed_setting)
     run: int = field(default_factory=lambda: secrets.randbelow(2 ** 31 - 1) + 1)
+    codes_every: bool = False  # it took over another run's mark: every chunk's code is owed
+    # a verifying run: the word index's files found missing or damaged (it was made again)
+    damaged: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """Every field, but those of watch runs where they do not apply."""
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "run"}
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__
+               if k not in ("run", "codes_every")}
         if self.changed_paths is None:
             del out["changed_paths"], out["deleted_chunks"]
         if not self.graph_behind:
             del out["graph_behind"]
+        if not self.damaged:
+            del out["damaged"]
         return out
 
 
@@ -330,6 +336,18 @@ def catch_up_graph(store: Store, repo_id: int) -> bool:
     return True
 
 
+def _owe_codes(store: Store, repo_id: int, summary: IndexSummary, writes: bool) -> None:
+    """Under the index lock: name this run in the codes-owed mark where it writes chunks,
+    or where another run's name is there. That run stopped before its codes, or takes them
+    now (after its lock) and will not clear a mark that is no longer its own: this run then
+    owes every code (codes_owed_setting)."""
+    owed = store.setting(codes_owed_setting(repo_id), 0)
+    if owed not in (0, summary.run):
+        summary.codes_every = True
+    if owed != summary.run and (writes or owed):
+        store.set_setting(codes_owed_setting(repo_id), summary.run)
+
+
 def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContextManager,
                      name: str | None = None, skip_dirs: tuple[str, ...] = (),
                      max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
@@ -353,7 +371,8 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
 
     `skip_dirs`: folders not to read (an index folder inside the repository);
     `build_graph=False` leaves references and the graph out (to measure what they cost);
-    `verify=True` reads every file (only those whose content changed are written)."""
+    `verify=True` reads every file (only those whose content changed are written) and
+    checks the word index's files, making it again where one is damaged."""
     root_path = Path(root).resolve()
     if not root_path.is_dir():
         raise FourfoldError(f"{root} is not a folder")
@@ -362,6 +381,8 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
     with lock, _registered(store, str(root_path), name or root_path.name) as repo_id, \
             store.indexing_run(tidy=not graph_later), collector_paused():
         started = time.perf_counter()  # the run's time, not the wait for another indexer
+        if verify:
+            summary.damaged = store.verify_text_index()
         # what the files were read with; without references is another reading
         parser = parser_fingerprint() if build_graph else "without references " + parser_fingerprint()
         before = store.parser_of(repo_id)
@@ -413,11 +434,10 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         owing = False
 
         def owe_codes() -> None:
-            """Before the first write that changes chunks: their codes are owed until taken
-            (an earlier run's mark, left by a run stopped first, is kept: it owes them all)."""
+            """Before the first write that changes chunks: their codes are owed until taken."""
             nonlocal owing
-            if not owing and not store.setting(codes_owed_setting(repo_id), 0):
-                store.set_setting(codes_owed_setting(repo_id), summary.run)
+            if not owing:
+                _owe_codes(store, repo_id, summary, writes=True)
             owing = True
 
         def flush() -> None:
@@ -522,6 +542,8 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             flush()
             if progress:
                 progress("write", backlog - len(records), backlog)
+        if not owing:  # another run's mark is this run's too
+            _owe_codes(store, repo_id, summary, writes=False)
         if summary.added + summary.changed - summary.shared >= MERGE_AFTER_FILES:
             store.merge_text_indexes()
         if unfinished:

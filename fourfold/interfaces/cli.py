@@ -189,6 +189,9 @@ def cmd_index(args) -> int:
               + (f"; {summary.unparsed} kept for text search only (the parser gave up "
                  "at its time limit)" if summary.unparsed else "")
               + (f"; skipped {skipped}" if skipped else ""))
+        if summary.damaged:
+            _say(f"the word index's files {', '.join(summary.damaged)} were missing or "
+                 "damaged: it was made again from the database")
         if summary.embedded_while_parsing:
             _say(f"embedded {summary.embedded} chunks ({summary.embedded_while_parsing} while "
                   f"parsing, then {summary.embed_seconds:.2f}s)")
@@ -702,7 +705,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=bounded_int(1, MAX_WORKERS),
                    help="parser processes (default: all cores)")
     p.add_argument("--verify", action="store_true",
-                   help="read every file again, even those whose size and times are unchanged")
+                   help="read every file again, even those whose size and times are "
+                   "unchanged, and check the word index's checksums (made again if damaged)")
     p.add_argument("--rebuild", action="store_true",
                    help="discard the index database (a damaged one too) and index from scratch")
     p.add_argument("--wait", type=seconds_arg, default=0.0, metavar="SECONDS",

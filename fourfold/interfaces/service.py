@@ -49,6 +49,7 @@ def _merged(earlier: "IndexSummary | None", later: "IndexSummary") -> "IndexSumm
                    changed=earlier.changed + later.changed,
                    deleted=earlier.deleted + later.deleted,
                    deleted_chunks=earlier.deleted_chunks + later.deleted_chunks,
+                   codes_every=earlier.codes_every or later.codes_every,
                    changed_paths=None if whole else
                    sorted(set(earlier.changed_paths) | set(later.changed_paths)))
 

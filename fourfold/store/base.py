@@ -333,7 +333,9 @@ def max_file_bytes_setting(root: str) -> str:
 def codes_owed_setting(repo_id: int) -> str:
     """The setting that names (IndexSummary.run) the index run whose written chunks may
     have no binary codes yet, until that run's codes are taken; 0 or unset: none owed. A
-    run stopped before then leaves it, and the next run takes every code anew."""
+    run stopped before then leaves it. A run that finds another run's name there (stopped,
+    or taking its codes after the index lock) puts its own and owes every code; a run
+    clears only its own name."""
     return f"codes_owed:{repo_id}"
 
 
@@ -607,6 +609,12 @@ class Store(ABC):
     @abstractmethod
     def set_setting(self, key: str, value: int) -> None:
         """Remember an integer with the index."""
+
+    @abstractmethod
+    def clear_setting(self, key: str, only_if: int) -> bool:
+        """Set the integer to 0 where it still holds `only_if`, in one step (a process
+        clearing its own mark leaves one another process put there meanwhile); whether it
+        did."""
 
     @abstractmethod
     def generation(self) -> tuple:
@@ -918,6 +926,12 @@ class Store(ABC):
 
     def shards(self) -> list[dict]:
         """Each shard: name, location, repositories placed there, whether it answers."""
+        return []
+
+    def verify_text_index(self) -> list[str]:
+        """Under the indexing lock: the files of a word index kept apart from the database
+        that are missing or damaged, the index being made again from the database where
+        any is; [] where it is sound (or the store keeps none)."""
         return []
 
     def text_index_fault(self) -> str | None:

@@ -14,9 +14,12 @@ shipped with a repository), rebuilds the index from the database.
 """
 from __future__ import annotations
 
+import json
 import os
 import secrets
+import struct
 import threading
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +33,11 @@ from .index_dir import CHUNK_INDEX_BESIDE, UnsafeIndexDir, check_folder, remove_
 TOKEN_NAME = "fourfold-token"  # the database's token for this folder, written by fourfold
 WRITER_HEAP_BYTES = 64 * 1024 * 1024
 MAX_TOKEN_BYTES = 255  # a longer "word" (an encoded blob) is no term anyone searches for
+# the files of a segment of this schema, each ending with Tantivy's footer
+SEGMENT_PARTS = ("fast", "fieldnorm", "idx", "pos", "store", "term")
+FOOTER_TAIL = struct.Struct("<II")  # the footer's payload length, then its magic number
+FOOTER_MAGIC = 1337
+CHECKSUM_BLOCK = 1 << 20
 
 # FTS5's column weights become repetitions: a token in the path counts thrice, in the
 # symbol's name five times, as the PostgreSQL store weighs the same counts.
@@ -109,7 +117,7 @@ class ChunkIndex:
                 raise
             raise ModalityUnavailable(  # the other modalities still answer
                 f"the text index in {self.folder} cannot be read ({exc}): it may be damaged; "
-                "`fourfold index --rebuild` makes it again") from None
+                "`fourfold index --verify` checks it and makes it again") from None
         return [(chunk_id, score) for (score, _), chunk_id in zip(hits, ids)]
 
     def chunk_count(self) -> int:
@@ -277,6 +285,27 @@ class ChunkIndex:
                 writer.rollback()
             writer.wait_merging_threads()
 
+    def damaged_files(self) -> list[str]:
+        """The files of the index's segments (those its meta file lists) that are missing
+        or fail the checksum Tantivy wrote at their end: damage it reads without complaint
+        would change ranked answers unnoticed. [] where the folder holds no index."""
+        try:
+            with open(self.folder / "meta.json", "rb", opener=_no_follow) as handle:
+                segments = [s["segment_id"].replace("-", "")
+                            for s in json.loads(handle.read())["segments"]]
+            names = set(os.listdir(self.folder))
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return ["meta.json"]
+        damaged = []
+        for segment in segments:
+            parts = sorted(n for n in names if n.startswith(segment + "."))
+            damaged += [f"{segment}.{part}" for part in SEGMENT_PARTS
+                        if f"{segment}.{part}" not in parts]
+            damaged += [name for name in parts if not _checksum_holds(self.folder / name)]
+        return sorted(damaged)
+
     def size_bytes(self) -> int:
         try:
             return sum(e.stat(follow_symlinks=False).st_size for e in os.scandir(self.folder)
@@ -287,3 +316,30 @@ class ChunkIndex:
 
 def _no_follow(path: str, flags: int) -> int:
     return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
+
+
+def _checksum_holds(path: Path) -> bool:
+    """Whether a segment file's bytes match the CRC-32 in its footer (a JSON payload, its
+    length and a magic number, each length and number 4 bytes little-endian)."""
+    try:
+        with open(path, "rb", opener=_no_follow) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size < FOOTER_TAIL.size:
+                return False
+            handle.seek(size - FOOTER_TAIL.size)
+            length, magic = FOOTER_TAIL.unpack(handle.read(FOOTER_TAIL.size))
+            body = size - FOOTER_TAIL.size - length
+            if magic != FOOTER_MAGIC or body < 0:
+                return False
+            handle.seek(body)
+            expected = json.loads(handle.read(length))["crc"]
+            handle.seek(0)
+            crc, left = 0, body
+            while left:
+                block = handle.read(min(left, CHECKSUM_BLOCK))
+                if not block:
+                    return False
+                crc, left = zlib.crc32(block, crc), left - len(block)
+            return crc == expected
+    except (OSError, ValueError, KeyError, TypeError):
+        return False

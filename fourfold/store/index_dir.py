@@ -186,7 +186,8 @@ def remove_entry(path: Path) -> None:
 
 
 def indexer_at_work(index_dir: Path) -> int | None:
-    """The process id of the indexer holding the index folder's lock, as it wrote it there;
+    """The process id of the indexer holding the index folder's lock, as it wrote it there
+    (or, where it could not write it, a full disk, as the system lists the lock's holder);
     None when none is alive (read, never locked: taking the lock even for a moment could
     turn away an indexer starting then)."""
     try:
@@ -196,8 +197,9 @@ def indexer_at_work(index_dir: Path) -> int | None:
     with os.fdopen(descriptor, "rb") as lock:
         written = lock.read(64).split()
         inode = os.fstat(lock.fileno()).st_ino
+    holders = _lock_holders()
     if len(written) != 2 or written[0] != b"pid" or not written[1].isdigit():
-        return None
+        return holders.get(inode) if holders else None
     pid = int(written[1])
     try:
         os.kill(pid, 0)
@@ -205,29 +207,28 @@ def indexer_at_work(index_dir: Path) -> int | None:
         return None  # it ended without unlocking (killed): no indexer at work
     except PermissionError:
         pass  # alive, another user's
-    held = _flocked_inodes()
-    if held is not None and inode not in held:
+    if holders is not None and inode not in holders:
         return None  # a killed indexer's pid, since given to another process
     return pid
 
 
-def _flocked_inodes() -> set[int] | None:
-    """The inodes of the files some process holds a lock on, as Linux lists them in
-    /proc/locks ("1: FLOCK  ADVISORY  WRITE 1799 fe:00:2147122 0 EOF"; any kind of lock:
-    NFS, for one, lists a flock as a POSIX lock); None where the system does not say."""
+def _lock_holders() -> dict[int, int | None] | None:
+    """inode -> process id of the files some process holds a lock on, as Linux lists them
+    in /proc/locks ("1: FLOCK  ADVISORY  WRITE 1799 fe:00:2147122 0 EOF"; any kind of
+    lock: NFS, for one, lists a flock as a POSIX lock); None where the system does not say."""
     try:
         with open("/proc/locks", "rb") as locks:
             listed = locks.read()
     except OSError:
         return None
-    inodes = set()
+    holders: dict[int, int | None] = {}
     for line in listed.splitlines():
         fields = line.split()
         if len(fields) >= 6 and fields[5].count(b":") == 2:  # "->" lines (waiters) differ
             inode = fields[5].rsplit(b":", 1)[1]
-            if inode.isdigit():
-                inodes.add(int(inode))
-    return inodes
+            if inode.isdigit():  # an open file description's lock lists no process (-1)
+                holders.setdefault(int(inode), int(fields[4]) if fields[4].isdigit() else None)
+    return holders
 
 
 class IndexLock:

@@ -679,9 +679,9 @@ TERM_COUNTS_HELD = 1_000_000  # and an indexing run holds before writing them
 
 # Methods that write: their failure keeps the last complete write and says so.
 _WRITES = frozenset({"ensure_repo", "mark_indexed", "mark_identity", "set_setting",
-                     "write_batch", "replace_graph", "patch_graph", "put_vectors", "put_codes",
-                     "add_codes", "put_token", "revoke_token", "indexing_run", "tidy",
-                     "remove_repository"})
+                     "clear_setting", "write_batch", "replace_graph", "patch_graph",
+                     "put_vectors", "put_codes", "add_codes", "put_token", "revoke_token",
+                     "indexing_run", "tidy", "remove_repository"})
 
 
 # -- the BM25 tokenizer: SQLite's "porter unicode61 tokenchars '_'", in Python ------------
@@ -1149,6 +1149,10 @@ class PostgresStore(Store):
 
     def set_setting(self, key: str, value: int) -> None:
         self._set_meta(self._conn(), f"setting:{key}", str(value))
+
+    def clear_setting(self, key: str, only_if: int) -> bool:
+        return self._conn().execute("UPDATE meta SET value = '0' WHERE key = %s AND value = %s",
+                                    (f"setting:{key}", str(only_if))).rowcount > 0
 
     def size_bytes(self) -> int:
         """What the index takes on the server: its tables, their indexes and TOAST."""

@@ -458,6 +458,13 @@ class SQLiteStore(Store):
     def set_setting(self, key: str, value: int) -> None:
         self._put_meta(f"setting:{key}", str(value))
 
+    def clear_setting(self, key: str, only_if: int) -> bool:
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            return conn.execute("UPDATE meta SET value='0' WHERE key=? AND value=?",
+                                (f"setting:{key}", str(only_if))).rowcount > 0
+
     def _meta(self, key: str) -> str | None:
         rows = self._query("SELECT value FROM meta WHERE key=?", (key,))
         return rows[0][0] if rows else None
@@ -1571,6 +1578,12 @@ class SQLiteStore(Store):
         if deleted > CHUNK_INDEX_REMADE_AFTER * held:
             # made beside the one readers use, and put in its place once complete
             self._chunk_index_made(self._chunk_index.remade_aside(self._chunk_rows()))
+
+    def verify_text_index(self) -> list[str]:
+        damaged = self._chunk_index.damaged_files()
+        if damaged:  # made beside the one readers use, as after many deletions
+            self._chunk_index_made(self._chunk_index.remade_aside(self._chunk_rows()))
+        return damaged
 
     def _chunk_index_made(self, token: str) -> None:
         """Record a chunk index made anew from the database: its token, no deleted chunks."""

@@ -203,7 +203,8 @@ def test_a_question_during_another_process_first_index_is_told_to_wait(tmp_path)
 def test_a_planted_or_garbled_lock_file_names_no_indexer(tmp_path):
     """The lock file is read, not trusted: a symlink to a file naming a live process (this
     one) is not followed, text that is not "pid N" names no one, and neither does a live
-    process that holds no lock on it (a killed indexer's pid given to another process)."""
+    process that holds no lock on it (a killed indexer's pid given to another process); a
+    held lock without its note (a full disk) names its holder as the system lists it."""
     from fourfold.store.index_dir import LOCK_NAME, IndexLock, indexer_at_work
 
     folder = tmp_path / "index"
@@ -221,6 +222,9 @@ def test_a_planted_or_garbled_lock_file_names_no_indexer(tmp_path):
     assert indexer_at_work(folder) is None
     (folder / LOCK_NAME).unlink()
     with IndexLock(folder):
+        assert indexer_at_work(folder) == os.getpid()
+        # its pid note unwritten (a full disk): the holder as the system lists it
+        os.truncate(folder / LOCK_NAME, 0)
         assert indexer_at_work(folder) == os.getpid()
     assert indexer_at_work(folder) is None
 

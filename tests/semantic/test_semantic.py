@@ -647,3 +647,38 @@ def test_a_run_that_only_takes_files_out_of_the_index_clears_the_codes_it_owed(m
     summary = ff.index()
     assert summary.skipped and (summary.added, summary.changed, summary.deleted) == (0, 0, 0)
     assert ff.store.setting(f"codes_owed:{ff.repo_id()}", 0) == 0
+
+
+def test_a_late_run_clears_only_its_own_mark_of_codes_owed(index_on_each_store):
+    """Two runs overlap: a watcher's run writes, releases the index lock and takes its
+    codes while another run has written since. The first clears only its own mark, so a
+    crash of the second before its codes leaves them owed, and the next run takes every
+    code, though it finds nothing changed. Both stores."""
+    files = {f"m{i}.py": f"def handler_{i}(request, n):\n    return send({i} * n)\n"
+             for i in range(6)}
+    root, ff = index_on_each_store(files)
+    ff.index()
+    repo_id, embedder = ff.repo_id(), ff.semantic.embedder
+    key = f"codes_owed:{repo_id}"
+
+    def uncoded() -> set[int]:
+        chunks = {c.chunk_id for f in ff.store.files(repo_id)
+                  for c in ff.store.chunks_of_file(f.file_id)}
+        return chunks - set(ff.store.nearest_codes(repo_id, embedder.name,
+                                                   bytes(embedder.dim // 8), 10_000))
+
+    (root / "m0.py").write_text(files["m0.py"] + "\n\ndef encrypt_widget(payload):\n"
+                                "    return cipher(payload)\n")
+    first = ff.index(changed=[str(root / "m0.py")], embed=False)
+    assert ff.store.setting(key, 0) == first.run and not first.codes_every
+    (root / "m1.py").write_text(files["m1.py"] + "\n\ndef compress_archive(blob):\n"
+                                "    return deflate(blob)\n")
+    second = ff.index(changed=[str(root / "m1.py")], embed=False)  # then stops for good
+    assert ff.store.setting(key, 0) == second.run and second.codes_every
+    ff.embed(summary=first)  # the first run's codes, taken late
+    assert ff.store.setting(key, 0) == second.run
+    assert uncoded()  # the second run's new chunk
+    third = ff.index()
+    assert third.changed == 0 and third.codes_every
+    assert not uncoded() and ff.store.setting(key, 0) == 0
+    assert ff.search("compress archive blob", modalities=("semantic",)).hits[0].path == "m1.py"

@@ -152,7 +152,7 @@ def test_a_panic_of_the_engine_reading_damaged_postings_is_the_text_modality_una
         raise PanicException("index out of bounds: the len is 80 but the index is 80")
 
     monkeypatch.setattr(tantivy.Searcher, "search", panics)
-    with pytest.raises(ModalityUnavailable, match="out of bounds.*--rebuild"):
+    with pytest.raises(ModalityUnavailable, match="out of bounds.*--verify"):
         _paths(store, ["parse", "config"])
 
     def interrupted(*args, **kwargs):
@@ -280,3 +280,60 @@ def test_several_repositories_are_searched_while_the_word_index_is_missing(make_
     response = reader.search_repositories("parse_config", None)
     assert [h.path for h in response.hits][:1] == ["config.py"]
     reader.close()
+
+
+def test_index_verify_finds_damaged_or_missing_word_index_files_and_makes_it_again(
+        make_tree, tmp_path):
+    """Tantivy reads a flipped byte of a segment without complaint (answers change
+    unnoticed): `index --verify` checks each file of its segments against the checksum
+    written at its end, and makes the word index again where one is damaged or missing."""
+    import os
+    import subprocess
+    import sys
+
+    from fourfold import Fourfold
+
+    files = {f"pkg/m{i}.py": f"def add_item_{i}(buffer):\n    return buffer_init({i})\n"
+             for i in range(12)}
+    root = make_tree(files)
+    ff = Fourfold(root, index_dir=tmp_path / "index")
+    ff.index(embed=False)
+    (root / "pkg/m0.py").write_text(files["pkg/m0.py"].replace("add_item", "put_item"))
+    ff.index(embed=False)  # a segment with deleted chunks, and its deletions' file
+    folder = tmp_path / "index" / "chunk-index"
+    assert any(name.endswith(".del") for name in os.listdir(folder))
+    fresh = Fourfold(root, index_dir=tmp_path / "fresh")
+    fresh.index(embed=False)
+    # as a fresh index answers (the old one still counts the deleted chunks in its scores)
+    before = sorted((c.path, round(s, 6)) for c, s in fresh.store.bm25_chunks(["item"], 100))
+    fresh.close()
+    assert ff.index(embed=False, verify=True).damaged == []  # sound: kept
+    token = ff.store._chunk_index.token()
+    assert token is not None
+
+    largest = max((n for n in os.listdir(folder) if n.endswith(".idx")),
+                  key=lambda n: os.path.getsize(folder / n))
+    data = bytearray((folder / largest).read_bytes())
+    data[len(data) // 3] ^= 0x20
+    (folder / largest).write_bytes(bytes(data))
+    summary = ff.index(embed=False, verify=True)
+    assert summary.damaged == [largest] and summary.to_dict()["damaged"] == [largest]
+    assert ff.store._chunk_index.token() not in (None, token)
+    assert ff.store._chunk_index.damaged_files() == []
+    assert sorted((c.path, round(s, 6)) for c, s in ff.store.bm25_chunks(["item"], 100)) == before
+
+    # a missing part the engine opens without (others fail to open, and are made again)
+    positions = next(n for n in os.listdir(folder) if n.endswith(".pos"))
+    os.remove(folder / positions)
+    ff.close()
+    run = subprocess.run([sys.executable, "-m", "fourfold.interfaces.cli", "index", str(root),
+                          "--index-dir", str(tmp_path / "index"), "--verify", "--no-embed"],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert f"the word index's files {positions} were missing or damaged" in run.stdout
+    again = Fourfold(root, index_dir=tmp_path / "index")
+    assert again.store._chunk_index.damaged_files() == []
+    assert sorted((c.path, round(s, 6)) for c, s in again.store.bm25_chunks(["item"], 100)) \
+        == before
+    assert "damaged" not in again.index(embed=False).to_dict()
+    again.close()
