@@ -1509,14 +1509,16 @@ class SQLiteStore(Store):
         wrote, and every file is at its old or its new version (readers keep reading). The
         chunk index is brought in line with the database first, and committed at the end
         (also when the run is stopped: what it holds then was committed to the database).
-        Staged vectors are put, a stopped run's too."""
+        Staged vectors are put, a stopped run's too. The chunk index made again after many
+        deletions is left to tidy() where `tidy` is False (on a big repository that takes
+        minutes, which a watcher's edit would wait for)."""
         self._sync_chunk_index()
         if not self._in_run:
             self._complete_at_start = self._models_complete()
         self._in_run += 1
         try:
             yield
-            if self._in_run == 1:
+            if self._in_run == 1 and tidy:
                 self._remake_chunk_index_if_stale()
         finally:
             self._in_run -= 1
@@ -1565,6 +1567,9 @@ class SQLiteStore(Store):
             del self._awaiting[model]
             if self._meta(FILES_VERSION) == version:
                 self._put_meta(f"vectors_complete:{model}", version)
+
+    def tidy(self, repo_id: int) -> None:
+        self._remake_chunk_index_if_stale()
 
     def _remake_chunk_index_if_stale(self) -> None:
         deleted = int(self._meta(CHUNK_INDEX_DELETED) or 0)

@@ -337,3 +337,32 @@ def test_index_verify_finds_damaged_or_missing_word_index_files_and_makes_it_aga
         == before
     assert "damaged" not in again.index(embed=False).to_dict()
     again.close()
+
+
+def test_a_watchers_run_leaves_the_word_index_made_again_to_the_catch_up(make_tree, tmp_path):
+    """Making the word index again after many deletions takes minutes on a big repository:
+    a watcher's run (graph_later) leaves it to the catch-up that follows, so the saved
+    edit answers at once; the catch-up makes it, and its scores are a fresh index's."""
+    from fourfold import Fourfold
+
+    files = {f"pkg/m{i}.py": f"def add_item_{i}(buffer):\n    return buffer_init({i})\n"
+             f"\n\ndef other_{i}(x):\n    return x * {i}\n" for i in range(20)}
+    root = make_tree(files)
+    ff = Fourfold(root, index_dir=tmp_path / "index")
+    ff.index(embed=False)
+    token = ff.store._chunk_index.token()
+    for i in range(10):
+        (root / f"pkg/m{i}.py").write_text(files[f"pkg/m{i}.py"].replace("add_item", "put_item"))
+        ff.index(changed=[str(root / f"pkg/m{i}.py")], graph_later=True, embed=False)
+        assert [m.path for m in ff.grep(f"put_item_{i}(")] == [f"pkg/m{i}.py"]
+    assert ff.store._chunk_index.token() == token  # past the share, and kept meanwhile
+    assert ff.behind()["graph"]
+    assert ff.catch_up()
+    assert ff.store._chunk_index.token() not in (None, token)
+    fresh = Fourfold(root, index_dir=tmp_path / "fresh")
+    fresh.index(embed=False)
+    for terms in (["put", "item"], ["add", "item"], ["other"]):
+        assert sorted((c.path, round(s, 6)) for c, s in ff.store.bm25_chunks(terms, 100)) == \
+            sorted((c.path, round(s, 6)) for c, s in fresh.store.bm25_chunks(terms, 100))
+    fresh.close()
+    ff.close()
