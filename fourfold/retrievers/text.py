@@ -2,6 +2,7 @@
 and BM25 ranking over identifier-split tokens."""
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import numbers
@@ -32,7 +33,8 @@ MIN_TRIGRAM = 3
 # Python's IGNORECASE takes i, I, İ and ı for one letter; RE2's case folding does not
 _DOTTED_I = "iIİı"
 GLOB_POOL_MOST = 65_536  # BM25 chunks a search under a narrow glob asks for at most
-FOLDED_TRIGRAMS = 32  # trigrams a literal with an i in it asks for, whatever its length
+FOLDED_TRIGRAMS = 32  # trigrams a literal of several case forms asks for, whatever its length
+MAX_SPELLINGS = 27  # of one trigram (an i's three forms, thrice); one with more is not asked
 _WORD_CHAR = re.compile(r"\w")
 # Longer than any line worth finding; parsing, compiling and prefiltering grow with it.
 MAX_PATTERN_CHARS = 4096
@@ -64,21 +66,58 @@ class LineMatch:
 
 
 def literal_required(pattern: str, case_sensitive: bool = True) -> RequiredText | None:
-    """What a file holding the literal holds: its trigrams. Found whatever its case, an i
-    may be a dotted or dotless one (Python folds them together; the trigram index keeps
-    them apart): a trigram with an i then holds any of its forms."""
+    """What a file holding the literal holds: its trigrams."""
     if len(pattern) < MIN_TRIGRAM:
         return None
-    if case_sensitive or not any(char in _DOTTED_I for char in pattern):
-        return pattern
-    forms = [("i", "\u0130", "\u0131") if char in _DOTTED_I else (char,) for char in pattern]
+    return pattern if case_sensitive else any_case(pattern)
+
+
+def any_case(literal: str) -> RequiredText | None:
+    """What a file holding the literal in any case holds, as the trigram index finds it.
+    The index folds case by an older Unicode than the checks of the lines (Georgian
+    Mtavruli, Cherokee, Osage, Adlam and others have case pairs it keeps apart), and an i
+    may be a dotted or dotless one (Python folds them together): a trigram with such a
+    letter holds any of its forms. None where too many spellings would be asked."""
+    forms = [_case_forms(char) for char in literal]
+    if all(len(f) == 1 for f in forms):
+        return literal
     grams: list = []
-    starts = range(len(pattern) - MIN_TRIGRAM + 1)
+    starts = range(len(literal) - MIN_TRIGRAM + 1)
     step = max(1, len(starts) // FOLDED_TRIGRAMS)  # a long literal: a sample of them
     for start in starts[::step]:
+        spellings = math.prod(len(f) for f in forms[start:start + MIN_TRIGRAM])
+        if spellings > MAX_SPELLINGS:
+            continue  # a weaker prefilter: the lines are checked all the same
         spelt = sorted({"".join(f) for f in itertools.product(*forms[start:start + MIN_TRIGRAM])})
         grams.append(spelt[0] if len(spelt) == 1 else ("or", spelt))
-    return ("and", grams)
+    return ("and", grams) if grams else None
+
+
+def _case_forms(char: str) -> tuple[str, ...]:
+    if char in _DOTTED_I:
+        return ("i", "\u0130", "\u0131")
+    if char.isascii():
+        return (char,)
+    return _case_orbits().get(char, (char,))
+
+
+@functools.cache
+def _case_orbits() -> dict[str, tuple[str, ...]]:
+    """Each character beyond ASCII with other case forms -> all of them (the closure of
+    its simple lower and upper case mappings, as a search whatever its case takes them).
+    Made once, on the first such search of a process (about 0.1 s)."""
+    orbit_of: dict[str, set[str]] = {}
+    for code in range(0x20000):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        char = chr(code)
+        for other in (char.lower(), char.upper()):
+            if len(other) == 1 and other != char:
+                merged = orbit_of.get(char, {char}) | orbit_of.get(other, {other})
+                for member in merged:
+                    orbit_of[member] = merged
+    return {char: tuple(sorted(orbit)) for char, orbit in orbit_of.items()
+            if not char.isascii()}
 
 
 def _required(items) -> RequiredText | None:
@@ -143,6 +182,20 @@ def regex_required(pattern: str) -> RequiredText | None:
     except RecursionError:  # groups nested hundreds deep: no prefilter, verification is exact
         return None
     return required if _depth(required) <= MAX_REQUIRED_DEPTH else None
+
+
+def _in_any_case(required: RequiredText | None) -> RequiredText | None:
+    """A regex's required literals, each as any_case finds it."""
+    if required is None:
+        return None
+    if isinstance(required, str):
+        return any_case(required)
+    op, parts = required
+    found = [_in_any_case(part) for part in parts]
+    if op == "or":
+        return None if None in found else ("or", found)
+    kept = [part for part in found if part is not None]
+    return ("and", kept) if kept else None
 
 
 def _check_pattern(pattern: str) -> None:
@@ -308,8 +361,10 @@ class Finder:
 
     def required(self) -> RequiredText | None:
         """What a file must hold to match (its trigram candidates' query)."""
-        return (regex_required(self.pattern) if self.regex
-                else literal_required(self.pattern, self.case_sensitive))
+        if not self.regex:
+            return literal_required(self.pattern, self.case_sensitive)
+        required = regex_required(self.pattern)
+        return required if self.literals_as_written() else _in_any_case(required)
 
     def literals_as_written(self) -> bool:
         """Whether what is required matches only as written: a case-sensitive search
@@ -322,8 +377,8 @@ class Finder:
         pattern, case_sensitive = self.pattern, self.case_sensitive
         if self.regex:
             program = compile_regex(pattern, case_sensitive)  # checked as written
-            if self.whole_word:
-                program = compile_regex(rf"\b(?:{pattern})\b", case_sensitive)
+            if self.whole_word:  # as grep -w: no word character just before or after
+                program = compile_regex(rf"(?:^|\W)(?:{pattern})(?:$|\W)", case_sensitive)
             return _re2_find(program), True
         folded = None if case_sensitive else compile_folded_literal(pattern)
         if folded is not None:
@@ -495,8 +550,8 @@ class TextRetriever:
                 time_budget, numbers.Real) or not time_budget >= 0):  # NaN is not >= 0
             raise QueryError(f"time_budget is a number of seconds, at least 0, not "
                              f"{time_budget!r}")
-        if not regex and "\n" in pattern:
-            return ResultList()  # no line holds a newline
+        if not regex and ("\n" in pattern or "\x00" in pattern):
+            return ResultList()  # no line holds a newline, no indexed text a NUL (binary)
         deadline = time.monotonic() + (self.time_budget if time_budget is None else time_budget)
         wanted = Finder(pattern, regex, case_sensitive, whole_word)
         find, utf8 = wanted.compiled()

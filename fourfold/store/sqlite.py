@@ -199,6 +199,19 @@ def _trigrams_all(literal: str) -> str:
     return " AND ".join(_fts_phrase(g) for g in grams)
 
 
+def _holdable(required: RequiredText) -> RequiredText | None:
+    """What is required less the alternatives that hold a NUL, which no indexed text does
+    (a file with one is binary; FTS5 reads a NUL as the end of its query); None where no
+    file can hold it."""
+    if isinstance(required, str):
+        return None if "\x00" in required else required
+    op, parts = required
+    kept = [part for part in map(_holdable, parts) if part is not None]
+    if op == "and" and len(kept) < len(parts):
+        return None
+    return (op, kept) if kept else None
+
+
 def trigram_match(required: RequiredText) -> str:
     """The FTS5 trigram expression of what a file must hold."""
     if isinstance(required, str):
@@ -904,6 +917,10 @@ class SQLiteStore(Store):
     def trigram_candidates(self, required: RequiredText | None, repo_id: int | None = None,
                            after: PathKey | None = None, limit: int | None = None,
                            case_sensitive: bool = False) -> list[tuple[StoredFile, str]]:
+        if required is not None:
+            required = _holdable(required)
+            if required is None:  # it holds a NUL either way
+                return []
         if required is None:
             sql = f"SELECT {FILE_COLS}, f.hash FROM files f WHERE true"
             params: tuple = ()

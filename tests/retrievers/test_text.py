@@ -424,6 +424,74 @@ def test_letters_of_several_cases_are_found_in_any_case_on_each_store(index_on_e
     assert [m.path for m in ff.grep("300 k", limit=limit)] == ["kelvin.txt"]
 
 
+@pytest.mark.parametrize("limit", [None, 10])
+def test_case_pairs_the_trigram_index_keeps_apart_are_found_in_any_case(index_on_each_store,
+                                                                        limit):
+    """SQLite's trigram index folds case by an older Unicode than the checks of the lines:
+    Georgian Mtavruli and Cherokee small letters were one letter to grep -i (RE2, Python)
+    but not to it, so their files were never read; literals and regexes, both stores."""
+    _, ff = index_on_each_store({"georgian.txt": "ᲐᲑᲒ mtavruli\n",
+                                 "cherokee.txt": "ᎠᎡᎢ cherokee\n",
+                                 "latin.txt": "\ua7ab\u0282x latin\n", "none.txt": "nothing\n"})
+    for pattern, path in (("აბგ", "georgian.txt"), ("ꭰꭱꭲ", "cherokee.txt"),
+                          ("\u025c\ua7c5x", "latin.txt")):  # capital Ɜ, small ʂ asked as small ɜ, capital Ʂ
+        for regex in (False, True):
+            assert [m.path for m in ff.grep(pattern, regex=regex, limit=limit)] == [path], \
+                (pattern, regex)
+            assert ff.grep(pattern, regex=regex, case_sensitive=True, limit=limit) == []
+        assert [m.path for m in ff.grep(f"(?i){pattern}", regex=True, case_sensitive=True,
+                                        limit=limit)] == [path]
+        assert [m.path for m in ff.grep(f"({pattern}|nomatch)", regex=True,
+                                        limit=limit)] == [path]
+
+
+@pytest.mark.parametrize("regex", [False, True])
+def test_a_pattern_holding_a_nul_finds_nothing_and_is_no_error(index_on_each_store, regex):
+    """No indexed text holds a NUL (a file with one is binary); FTS5 read one in its query
+    as the end of the query and the grep failed as a damaged index."""
+    _, ff = index_on_each_store({"a.py": "ab = 1\ndef f():\n    return ab\n"})
+    for pattern in ("ab\x00", "(ab\x00)", "a\x00") if not regex else (
+            r"ab\x00", r"(ab\x00)", r"ab\0", "ab\x00", r"a\x00b+"):
+        for limit in (None, 5):
+            assert ff.grep(pattern, regex=regex, limit=limit) == [], pattern
+    if regex:
+        assert [m.line for m in ff.grep(r"(ab\x00|def f)", regex=True)] == [2]
+        assert [m.line for m in ff.grep(r"(ab\x00|def f)", regex=True, limit=5)] == [2]
+    else:  # a literal with one is answered without reading a file
+        ff.store.trigram_candidates = None
+        assert ff.grep("a\x00") == []
+
+
+WHOLE_WORD_EDGES = "x = 5;\nfoo(5;y)\n-a b\nb -a\nc-a\n(5;)\n"
+
+
+@pytest.mark.parametrize("pattern, lines", [("5;", [1, 6]), ("-a", [3, 4]), ("(5;)", [6]),
+                                            ("a", [3, 4, 5])])
+def test_a_whole_word_regex_that_begins_or_ends_with_punctuation_is_grep_w(make_tree,
+                                                                            pattern, lines):
+    """-w with a regex: no word character just before or after the match, as grep -w and
+    a literal whole-word search say (a \\b around it asked for a word character next to
+    the punctuation instead)."""
+    import re
+
+    ff = Fourfold(make_tree({"a.c": WHOLE_WORD_EDGES}))
+    ff.index(embed=False)
+    assert [m.line for m in ff.grep(pattern, whole_word=True, case_sensitive=True)] == lines
+    assert [m.line for m in ff.grep(re.escape(pattern), regex=True, whole_word=True,
+                                    case_sensitive=True)] == lines
+
+
+def test_a_blank_path_glob_is_no_filter(make_tree):
+    ff = Fourfold(make_tree({"a.py": "needle = 1\n", "b/c.py": "needle = 2\n"}))
+    ff.index(embed=False)
+    everywhere = [(m.path, m.line) for m in ff.grep("needle")]
+    assert len(everywhere) == 2
+    for glob in ("", " ", "\t"):
+        for limit in (None, 5):
+            assert [(m.path, m.line) for m in ff.grep("needle", path_glob=glob,
+                                                      limit=limit)] == everywhere
+
+
 @pytest.mark.parametrize("case_sensitive", [False, True])
 def test_a_literal_utf8_cannot_carry_is_a_clear_error(make_tree, case_sensitive):
     ff = Fourfold(make_tree({"a.txt": "plain text\n"}))
