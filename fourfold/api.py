@@ -35,8 +35,9 @@ from .ranking.granularity import GRANULARITIES
 from .semantic.names import check_model_name
 from .routing.engine import RANKINGS, SearchEngine, SearchOptions, SearchResponse
 from .routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
-from .store.base import (codes_behind, codes_owed_setting, deep_codes_setting,
-                         graph_version_setting, max_file_bytes_setting, unfinished_note)
+from .store.base import (codes_behind, codes_owed_setting, codes_taken_setting,
+                         deep_codes_setting, graph_version_setting, max_file_bytes_setting,
+                         unfinished_note)
 from .store.index_dir import (DB_NAME, IndexLock, Readers, identity, indexer_at_work,
                               no_readers, prepare_index_dir, remove_database)
 from .store.snapshot import Snapshots
@@ -308,8 +309,11 @@ class Fourfold:
 
         started = time.perf_counter()
         repo_id = self.repo_id()
-        # owed by this run: every code (see codes_owed_setting), else its own chunks'
-        every = summary is None or summary.codes_every
+        # owed by this run: every code where it took over the mark of a run whose codes
+        # were not taken since (stopped, or still taking them; see codes_owed_setting)
+        every = summary is None or bool(
+            summary.took_over and repo_id is not None and summary.took_over
+            != self.store.setting(codes_taken_setting(repo_id), 0))
         # a run over a watcher's paths: only the chunks of those files
         within = (self._chunk_ids(summary.changed_paths, repo_id)
                   if not every and summary.changed_paths is not None
@@ -329,8 +333,11 @@ class Fourfold:
             if every or not (within is not None and add_codes(
                     self.store, model, repo_id, within, removed=summary.deleted_chunks)):
                 refresh_codes(self.store, model, repo_id)
-            if summary is not None:  # another run's mark is that run's to clear
-                self.store.clear_setting(codes_owed_setting(repo_id), summary.run)
+            if summary is not None and not self.store.clear_setting(
+                    codes_owed_setting(repo_id), summary.run) and self.store.setting(
+                    codes_owed_setting(repo_id), 0):
+                # another run took this one's mark over: it learns these codes are taken
+                self.store.set_setting(codes_taken_setting(repo_id), summary.run)
         if summary is not None:
             summary.embedded += count
             summary.embed_seconds = time.perf_counter() - started

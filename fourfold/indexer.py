@@ -87,14 +87,14 @@ class IndexSummary:
     graph_behind: bool = False  # the graph was left for later (see catch_up_graph)
     # names this run where the binary codes of the chunks it writes are owed (codes_owed_setting)
     run: int = field(default_factory=lambda: secrets.randbelow(2 ** 31 - 1) + 1)
-    codes_every: bool = False  # it took over another run's mark: every chunk's code is owed
+    took_over: int = 0  # the run whose codes-owed mark this run took over (0: none)
     # a verifying run: the word index's files found missing or damaged (it was made again)
     damaged: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """Every field, but those of watch runs where they do not apply."""
         out = {k: getattr(self, k) for k in self.__dataclass_fields__
-               if k not in ("run", "codes_every")}
+               if k not in ("run", "took_over")}
         if self.changed_paths is None:
             del out["changed_paths"], out["deleted_chunks"]
         if not self.graph_behind:
@@ -339,11 +339,11 @@ def catch_up_graph(store: Store, repo_id: int) -> bool:
 def _owe_codes(store: Store, repo_id: int, summary: IndexSummary, writes: bool) -> None:
     """Under the index lock: name this run in the codes-owed mark where it writes chunks,
     or where another run's name is there. That run stopped before its codes, or takes them
-    now (after its lock) and will not clear a mark that is no longer its own: this run then
-    owes every code (codes_owed_setting)."""
+    now (after its lock) and will not clear a mark that is no longer its own: this run
+    then owes its codes too, unless it took them meanwhile (codes_owed_setting)."""
     owed = store.setting(codes_owed_setting(repo_id), 0)
     if owed not in (0, summary.run):
-        summary.codes_every = True
+        summary.took_over = owed
     if owed != summary.run and (writes or owed):
         store.set_setting(codes_owed_setting(repo_id), summary.run)
 

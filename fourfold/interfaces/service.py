@@ -49,7 +49,10 @@ def _merged(earlier: "IndexSummary | None", later: "IndexSummary") -> "IndexSumm
                    changed=earlier.changed + later.changed,
                    deleted=earlier.deleted + later.deleted,
                    deleted_chunks=earlier.deleted_chunks + later.deleted_chunks,
-                   codes_every=earlier.codes_every or later.codes_every,
+                   # the later run took the earlier one's mark over: one embedding
+                   # takes both runs' codes, and owes what the earlier one took over
+                   took_over=(earlier.took_over if later.took_over == earlier.run
+                              else later.took_over),
                    changed_paths=None if whole else
                    sorted(set(earlier.changed_paths) | set(later.changed_paths)))
 

@@ -7,6 +7,7 @@ import itertools
 import math
 import numbers
 import re
+import sqlite3
 import sys
 import threading
 import time
@@ -103,9 +104,11 @@ def _case_forms(char: str) -> tuple[str, ...]:
 
 @functools.cache
 def _case_orbits() -> dict[str, tuple[str, ...]]:
-    """Each character beyond ASCII with other case forms -> all of them (the closure of
-    its simple lower and upper case mappings, as a search whatever its case takes them).
-    Made once, on the first such search of a process (about 0.1 s)."""
+    """Each character beyond ASCII whose case forms the trigram index keeps apart -> one
+    form of each kind it keeps apart (of the closure of its simple lower and upper case
+    mappings, as a search whatever its case takes them). Made once, on the first such
+    search of a process (about 0.1 s): the forms are asked of SQLite's trigram tokenizer
+    itself, which folds Greek, Cyrillic and most Latin letters."""
     orbit_of: dict[str, set[str]] = {}
     for code in range(0x20000):
         if 0xD800 <= code <= 0xDFFF:
@@ -116,8 +119,32 @@ def _case_orbits() -> dict[str, tuple[str, ...]]:
                 merged = orbit_of.get(char, {char}) | orbit_of.get(other, {other})
                 for member in merged:
                     orbit_of[member] = merged
-    return {char: tuple(sorted(orbit)) for char, orbit in orbit_of.items()
-            if not char.isascii()}
+    forms: dict[str, tuple[str, ...]] = {}
+    for orbit, kinds in _folded_kinds({tuple(sorted(o)) for o in orbit_of.values()}).items():
+        if len(kinds) > 1:
+            forms.update((char, kinds) for char in orbit if not char.isascii())
+    return forms
+
+
+def _folded_kinds(orbits: set[tuple[str, ...]]) -> dict[tuple[str, ...], tuple[str, ...]]:
+    """Each orbit -> one form of each set of its forms the trigram tokenizer folds
+    together: each form written thrice as a row, and asked for."""
+    db = sqlite3.connect(":memory:")
+    try:
+        db.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize='trigram', detail='none')")
+        rows = sorted({char for orbit in orbits for char in orbit})
+        db.executemany("INSERT INTO t(rowid, x) VALUES(?, ?)",
+                       ((n, char * 3) for n, char in enumerate(rows, 1)))
+        kinds = {}
+        for orbit in orbits:
+            found: dict[frozenset, str] = {}
+            for char in orbit:
+                found.setdefault(frozenset(n for (n,) in db.execute(
+                    "SELECT rowid FROM t WHERE t MATCH ?", ('"' + char * 3 + '"',))), char)
+            kinds[orbit] = tuple(sorted(found.values()))
+        return kinds
+    finally:
+        db.close()
 
 
 def _required(items) -> RequiredText | None:

@@ -334,9 +334,15 @@ def codes_owed_setting(repo_id: int) -> str:
     """The setting that names (IndexSummary.run) the index run whose written chunks may
     have no binary codes yet, until that run's codes are taken; 0 or unset: none owed. A
     run stopped before then leaves it. A run that finds another run's name there (stopped,
-    or taking its codes after the index lock) puts its own and owes every code; a run
-    clears only its own name."""
+    or taking its codes after the index lock) puts its own; it owes every code unless that
+    run's codes were taken since (codes_taken_setting). A run clears only its own name."""
     return f"codes_owed:{repo_id}"
+
+
+def codes_taken_setting(repo_id: int) -> str:
+    """The setting that names the last run whose codes were taken after another run had
+    taken over its codes-owed mark: that run owes only its own codes."""
+    return f"codes_taken:{repo_id}"
 
 
 def deep_codes_setting(repo_id: int, model: str) -> str:
@@ -351,7 +357,8 @@ def repository_settings(repo_id: int, root: str | None) -> tuple[list[str], list
     names of those it keeps per model; what taking the repository out takes with it (its
     root's too, unless None: another repository of the index has that root)."""
     names = [graph_behind_setting(repo_id), graph_version_setting(repo_id),
-             unfinished_setting(repo_id), codes_owed_setting(repo_id)] + (
+             unfinished_setting(repo_id), codes_owed_setting(repo_id),
+             codes_taken_setting(repo_id)] + (
                  [max_file_bytes_setting(root)] if root else [])
     return names, [codes_allowance_setting(repo_id, ""), deep_codes_setting(repo_id, "")]
 

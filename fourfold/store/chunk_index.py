@@ -37,6 +37,7 @@ MAX_TOKEN_BYTES = 255  # a longer "word" (an encoded blob) is no term anyone sea
 SEGMENT_PARTS = ("fast", "fieldnorm", "idx", "pos", "store", "term")
 FOOTER_TAIL = struct.Struct("<II")  # the footer's payload length, then its magic number
 FOOTER_MAGIC = 1337
+FOOTER_MOST = 1 << 16  # a footer's payload is a short JSON text; a longer one is damage
 CHECKSUM_BLOCK = 1 << 20
 
 # FTS5's column weights become repetitions: a token in the path counts thrice, in the
@@ -329,7 +330,7 @@ def _checksum_holds(path: Path) -> bool:
             handle.seek(size - FOOTER_TAIL.size)
             length, magic = FOOTER_TAIL.unpack(handle.read(FOOTER_TAIL.size))
             body = size - FOOTER_TAIL.size - length
-            if magic != FOOTER_MAGIC or body < 0:
+            if magic != FOOTER_MAGIC or body < 0 or length > FOOTER_MOST:
                 return False
             handle.seek(body)
             expected = json.loads(handle.read(length))["crc"]

@@ -1529,6 +1529,10 @@ class SQLiteStore(Store):
         Staged vectors are put, a stopped run's too. The chunk index made again after many
         deletions is left to tidy() where `tidy` is False (on a big repository that takes
         minutes, which a watcher's edit would wait for)."""
+        if not self._in_run and self._chunk_index_token is not None \
+                and self._meta("chunk_index") != self._chunk_index_token:
+            # another process made it again since this one's last run (a catch-up's child)
+            self._chunk_index_token = None
         self._sync_chunk_index()
         if not self._in_run:
             self._complete_at_start = self._models_complete()

@@ -721,9 +721,14 @@ def test_runs_merged_for_one_embedding_count_what_both_changed():
     assert (merged.added, merged.changed, merged.deleted, merged.deleted_chunks,
             merged.changed_paths) == (1, 1, 3, 8, ["a.py", "b.py"])
     assert _merged(first, IndexSummary("/r")).changed_paths is None  # a whole walk
-    assert not merged.codes_every
-    # one of them took over another run's mark: the embedding owes every code
-    assert _merged(IndexSummary("/r", codes_every=True), second).codes_every
+    assert not merged.took_over
+    # the later run took over the earlier one's mark: one embedding takes both runs'
+    # codes, and owes what the earlier one had taken over
+    third = IndexSummary("/r", changed_paths=["c.py"], took_over=first.run)
+    assert _merged(first, third).took_over == 0
+    assert _merged(IndexSummary("/r", took_over=7, run=3),
+                   IndexSummary("/r", took_over=3)).took_over == 7
+    assert _merged(first, IndexSummary("/r", took_over=9)).took_over == 9
 
 
 def test_a_server_started_while_another_indexer_runs_indexes_once_it_is_done(

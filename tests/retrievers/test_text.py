@@ -445,6 +445,19 @@ def test_case_pairs_the_trigram_index_keeps_apart_are_found_in_any_case(index_on
                                         limit=limit)] == [path]
 
 
+def test_only_case_forms_the_trigram_index_keeps_apart_are_spelt_out():
+    """Letters the trigram index folds (Greek, most Latin and Cyrillic) are asked once:
+    each form of them would only lengthen the query."""
+    from fourfold.retrievers.text import any_case
+
+    assert any_case("λόγος") == "λόγος" and any_case("Größe") == "Größe"
+    assert any_case("სახელი") != "სახელი"  # Georgian: its Mtavruli capitals are apart
+    # П, Р and И once; the rounded ve and the tall and three-legged te are kept apart
+    assert any_case("ПРИВЕТ") == ("and", ["ПРИ", ("or", ["РИВ", "РИᲀ"]),
+                                          ("or", ["ИВЕ", "ИᲀЕ"]),
+                                          ("or", ["ВЕТ", "ВЕᲄ", "ВЕᲅ", "ᲀЕТ", "ᲀЕᲄ", "ᲀЕᲅ"])])
+
+
 @pytest.mark.parametrize("regex", [False, True])
 def test_a_pattern_holding_a_nul_finds_nothing_and_is_no_error(index_on_each_store, regex):
     """No indexed text holds a NUL (a file with one is binary); FTS5 read one in its query

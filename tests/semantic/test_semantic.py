@@ -649,11 +649,16 @@ def test_a_run_that_only_takes_files_out_of_the_index_clears_the_codes_it_owed(m
     assert ff.store.setting(f"codes_owed:{ff.repo_id()}", 0) == 0
 
 
-def test_a_late_run_clears_only_its_own_mark_of_codes_owed(index_on_each_store):
+@pytest.mark.parametrize("second_stops", [True, False])
+def test_a_late_run_clears_only_its_own_mark_of_codes_owed(index_on_each_store, monkeypatch,
+                                                           second_stops):
     """Two runs overlap: a watcher's run writes, releases the index lock and takes its
-    codes while another run has written since. The first clears only its own mark, so a
-    crash of the second before its codes leaves them owed, and the next run takes every
-    code, though it finds nothing changed. Both stores."""
+    codes while another run has written since and taken its mark over. The first clears
+    only its own mark (and says its codes are taken), so a crash of the second before its
+    codes leaves them owed, and the next run takes every code, though it finds nothing
+    changed; where the second takes its codes, its own are enough. Both stores."""
+    from fourfold.semantic import indexing
+
     files = {f"m{i}.py": f"def handler_{i}(request, n):\n    return send({i} * n)\n"
              for i in range(6)}
     root, ff = index_on_each_store(files)
@@ -670,15 +675,24 @@ def test_a_late_run_clears_only_its_own_mark_of_codes_owed(index_on_each_store):
     (root / "m0.py").write_text(files["m0.py"] + "\n\ndef encrypt_widget(payload):\n"
                                 "    return cipher(payload)\n")
     first = ff.index(changed=[str(root / "m0.py")], embed=False)
-    assert ff.store.setting(key, 0) == first.run and not first.codes_every
+    assert ff.store.setting(key, 0) == first.run and not first.took_over
     (root / "m1.py").write_text(files["m1.py"] + "\n\ndef compress_archive(blob):\n"
                                 "    return deflate(blob)\n")
-    second = ff.index(changed=[str(root / "m1.py")], embed=False)  # then stops for good
-    assert ff.store.setting(key, 0) == second.run and second.codes_every
+    second = ff.index(changed=[str(root / "m1.py")], embed=False)
+    assert ff.store.setting(key, 0) == second.run and second.took_over == first.run
     ff.embed(summary=first)  # the first run's codes, taken late
     assert ff.store.setting(key, 0) == second.run
     assert uncoded()  # the second run's new chunk
-    third = ff.index()
-    assert third.changed == 0 and third.codes_every
+    refreshed = []
+    refresh = indexing.refresh_codes
+    monkeypatch.setattr(indexing, "refresh_codes",
+                        lambda *a, **k: refreshed.append(1) or refresh(*a, **k))
+    if second_stops:  # for good: the next run finds its mark
+        third = ff.index()
+        assert third.changed == 0 and third.took_over == second.run
+        assert refreshed == [1]  # every code: the second run's were never taken
+    else:
+        ff.embed(summary=second)
+        assert refreshed == []  # the first run's codes were taken: its own are enough
     assert not uncoded() and ff.store.setting(key, 0) == 0
     assert ff.search("compress archive blob", modalities=("semantic",)).hits[0].path == "m1.py"

@@ -3,6 +3,8 @@ with the database across processes, runs that stop midway and indexes of several
 repositories."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from fourfold.errors import FourfoldError
@@ -366,3 +368,55 @@ def test_a_watchers_run_leaves_the_word_index_made_again_to_the_catch_up(make_tr
             sorted((c.path, round(s, 6)) for c, s in fresh.store.bm25_chunks(terms, 100))
     fresh.close()
     ff.close()
+
+
+def test_a_word_index_made_again_by_the_catch_up_child_is_the_watchers_too(make_tree,
+                                                                           tmp_path):
+    """The catch-up makes the word index again in a child process: the watcher's process,
+    which kept the old index's token, took the new one for the old at its next edit and
+    wrote the old token back, so the word index was 'not this database's' from then on."""
+    from fourfold import Fourfold
+
+    files = {f"m{i}.py": f"def handler_{i}(x):\n    return x + {i}\n" for i in range(100)}
+    root = make_tree(files)
+    ff = Fourfold(root, index_dir=tmp_path / "index")
+    ff.index(embed=False)
+    token = ff.store._chunk_index.token()
+    gone = [str(root / f"m{i}.py") for i in range(40)]
+    for path in gone:
+        os.remove(path)
+    ff.index(changed=gone, graph_later=True, embed=False)
+    assert ff.catch_up()
+    made = ff.store._meta("chunk_index")
+    assert made not in (None, "", token)  # made again, by the catch-up
+    (root / "m50.py").write_text("def handler_50(x):\n    return widget_total(x)\n")
+    ff.index(changed=[str(root / "m50.py")], graph_later=True, embed=False)
+    assert ff.store.text_index_fault() is None
+    assert ff.store._meta("chunk_index") == ff.store._chunk_index.token() == made
+    assert [c.path for c, _ in ff.store.bm25_chunks(["widget", "total"], 5)] == ["m50.py"]
+    other = Fourfold(root, index_dir=tmp_path / "index")
+    assert other.store.text_index_fault() is None
+    other.close()
+    ff.close()
+
+
+def test_a_segment_file_checks_against_the_footer_tantivy_wrote(tmp_path):
+    """Body, then a JSON footer with the body's CRC-32, its length and the magic number:
+    a flipped byte anywhere, a footer claiming gigabytes, a cut file or no footer fail."""
+    import json
+    import struct
+    import zlib
+
+    from fourfold.store.chunk_index import _checksum_holds
+
+    body = bytes(range(256)) * 40
+    footer = json.dumps({"version": {"major": 0}, "crc": zlib.crc32(body)}).encode()
+    good = body + footer + struct.pack("<II", len(footer), 1337)
+    cases = {"good": good, "flipped": good[:100] + b"\x00" + good[101:],
+             "huge footer": body + footer + struct.pack("<II", 0xFFFFFFF0, 1337),
+             "cut": good[:-3], "no footer": body, "empty": b""}
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+    assert {name: _checksum_holds(tmp_path / name) for name in cases} == {
+        "good": True, "flipped": False, "huge footer": False, "cut": False,
+        "no footer": False, "empty": False}
