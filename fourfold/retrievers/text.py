@@ -374,6 +374,24 @@ def _re2_span(regex) -> Callable[[bytes, int], tuple[int, int]]:
     return lambda text, pos: match(_UNANCHORED, text, pos, len(text))[0]
 
 
+def _quote_closed(pattern: str) -> str:
+    """The regex with a \\Q quote it leaves open closed (\\E), so that what follows it
+    stays a regex; RE2 refuses a \\E outside a quote."""
+    quoted, at = False, 0
+    while at < len(pattern):
+        if quoted:
+            if pattern.startswith("\\E", at):
+                quoted, at = False, at + 2
+            else:
+                at += 1
+        elif pattern[at] == "\\":
+            quoted = pattern.startswith("Q", at + 1)
+            at += 2
+        else:
+            at += 1
+    return pattern + "\\E" if quoted else pattern
+
+
 _CASE_FLAG = re.compile(r"\(\?[^:)]*i")  # (?i), (?mi:...), (?i-s) ... and, to be safe, (?P<id>
 
 
@@ -405,7 +423,8 @@ class Finder:
         if self.regex:
             program = compile_regex(pattern, case_sensitive)  # checked as written
             if self.whole_word:  # as grep -w: no word character just before or after
-                program = compile_regex(rf"(?:^|\W)(?:{pattern})(?:$|\W)", case_sensitive)
+                program = compile_regex(rf"(?:^|\W)(?:{_quote_closed(pattern)})(?:$|\W)",
+                                        case_sensitive)
             return _re2_find(program), True
         folded = None if case_sensitive else compile_folded_literal(pattern)
         if folded is not None:

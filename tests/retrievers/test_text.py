@@ -494,6 +494,19 @@ def test_a_whole_word_regex_that_begins_or_ends_with_punctuation_is_grep_w(make_
                                     case_sensitive=True)] == lines
 
 
+def test_a_whole_word_regex_with_a_quote_left_open_is_its_literal(make_tree):
+    """RE2 reads all after an unclosed \\Q as literal text, the whole-word wrapping too:
+    the quote is closed before it is wrapped, and the lines are those of the literal."""
+    ff = Fourfold(make_tree({"a.txt": "foo\nfoox\nx foo y\nfoo*\n(a)\na|b\n"}))
+    ff.index(embed=False)
+    for literal in ("foo", "foo*", "(a)", "a|b"):
+        lines = [m.line for m in ff.grep(literal, whole_word=True, case_sensitive=True)]
+        assert lines
+        for pattern in (rf"\Q{literal}", rf"\Q{literal}\E", rf"\Q{literal}\E\Q"):
+            assert [m.line for m in ff.grep(pattern, regex=True, whole_word=True,
+                                            case_sensitive=True)] == lines, pattern
+
+
 def test_a_blank_path_glob_is_no_filter(make_tree):
     ff = Fourfold(make_tree({"a.py": "needle = 1\n", "b/c.py": "needle = 2\n"}))
     ff.index(embed=False)
