@@ -1133,16 +1133,38 @@ class SQLiteStore(Store):
 
     def symbols_by_token(self, tokens: Iterable[str], repo_id: int | None = None,
                          limit: int = 2000) -> list[StoredSymbol]:
+        """The names holding a token, as the word index lists them (by id), then those
+        beginning with one, token by token in name order, up to `limit` rows. Read as
+        they come: asked as one OR of the two, SQLite listed every name of the word index
+        first (11,208 for one question of five words on the Linux kernel: 17 ms, against
+        4 ms for the same rows read as they come)."""
         tokens = sorted({t.lower() for t in tokens if t})
         if not tokens:
             return []
-        prefix = " OR ".join("(s.name_lower >= ? AND s.name_lower < ?)" for _ in tokens)
-        params: list = []
-        for t in tokens:
-            params += [t, t + "\uffff"]
-        return self._symbols_where(
-            f"(s.id IN (SELECT rowid FROM symbol_tokens WHERE symbol_tokens MATCH ?) "
-            f"OR {prefix})", [_symbol_tokens_match(tokens, "OR")] + params, repo_id, limit)
+        in_repo, mine = (" AND +f.repo_id=?", [repo_id]) if repo_id else ("", [])
+        found = [StoredSymbol(*row) for row in self._query(
+            f"SELECT {SYMBOL_COLS} FROM symbol_tokens t JOIN symbols s ON s.id=t.rowid "
+            f"JOIN files f ON f.document_id=s.document_id WHERE symbol_tokens MATCH ?"
+            f"{in_repo} LIMIT {int(limit)}", [_symbol_tokens_match(tokens, "OR")] + mine)]
+        seen = {s.symbol_id for s in found}
+        for token in tokens:
+            if len(found) >= limit:
+                break
+            prefixed = self._conn().execute(
+                f"SELECT {SYMBOL_COLS} FROM symbols s JOIN files f ON "
+                f"f.document_id=s.document_id WHERE s.name_lower >= ? AND s.name_lower < ?"
+                f"{in_repo}", [token, token + "\uffff"] + mine)
+            new = []  # a name's rows (one a file holding it) come together
+            for row in prefixed:
+                symbol = StoredSymbol(*row)
+                if symbol.symbol_id not in seen:
+                    new.append(symbol)
+                    if len(found) + len(new) >= limit:
+                        break
+            prefixed.close()
+            found += new
+            seen.update(s.symbol_id for s in new)
+        return found
 
     def symbols_with_two_words(self, words: Iterable[str], repo_id: int | None = None,
                                limit: int = 2000) -> list[StoredSymbol]:

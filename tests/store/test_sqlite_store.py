@@ -295,3 +295,55 @@ def test_symbol_token_texts_made_together_are_each_names_own():
     names += ["___", "_", "__init__", "HTTPServer", "x1F", "9abc", "operator+", "Foo::bar",
               "naïve", ""]
     assert symbol_token_texts(names) == [symbol_token_text(name) for name in names]
+
+
+def test_names_by_token_are_the_rows_one_or_query_gives_read_as_they_come(make_tree, tmp_path):
+    """symbols_by_token reads the word index's names as they come, then the names that
+    begin with a token: the same rows, in the same order and up to the same limit, as the
+    single OR of the two it replaced (which listed every match of the word index first),
+    for each repository of an index holding two and for all of them."""
+    import random
+
+    from fourfold import Fourfold
+    from fourfold.store.base import StoredSymbol
+    from fourfold.store.sqlite import SYMBOL_COLS, _symbol_tokens_match
+
+    words = ["parse", "config", "read", "write", "buffer", "handler", "get", "set", "io"]
+    random.seed(7)
+
+    def tree(name: str) -> dict[str, str]:
+        return {f"{name}/m{i}.py": "".join(
+            f"def {'_'.join(random.sample(words, random.randint(1, 3)))}_{i}_{j}(x):\n"
+            f"    return x\n\n\nclass {random.choice(words).title()}Io{i}{j}:\n    pass\n\n\n"
+            for j in range(6)) for i in range(15)}
+
+    index = tmp_path / "index"
+    stores = []
+    for name in ("alpha", "beta"):
+        ff = Fourfold(make_tree(tree(name), name), index_dir=index)
+        ff.index(embed=False)
+        stores.append((ff, ff.repo_id()))
+    store = stores[0][0].store
+
+    def one_or(tokens, repo_id, limit):
+        tokens = sorted({t.lower() for t in tokens})
+        prefix = " OR ".join("(s.name_lower >= ? AND s.name_lower < ?)" for _ in tokens)
+        params = [value for t in tokens for value in (t, t + "\uffff")]
+        sql = (f"SELECT {SYMBOL_COLS} FROM symbols s JOIN files f ON "
+               "f.document_id=s.document_id WHERE (s.id IN (SELECT rowid FROM symbol_tokens "
+               f"WHERE symbol_tokens MATCH ?) OR {prefix})"
+               + (" AND +f.repo_id=?" if repo_id else "") + f" LIMIT {limit}")
+        return [StoredSymbol(*row) for row in store._query(
+            sql, [_symbol_tokens_match(tokens, "OR")] + params + ([repo_id] if repo_id else []))]
+
+    compared = 0
+    for _ in range(40):
+        tokens = random.sample(words + ["pars", "conf", "han", "zzz"], random.randint(1, 4))
+        for repo_id in (stores[0][1], stores[1][1], None):
+            for limit in (1, 7, 60, 2000):
+                expected = one_or(tokens, repo_id, limit)
+                assert store.symbols_by_token(tokens, repo_id, limit) == expected
+                compared += bool(expected)
+    assert compared > 300
+    for ff, _ in stores:
+        ff.close()
