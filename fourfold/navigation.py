@@ -3,7 +3,7 @@ matches (the Fourfold methods list_files, symbols and with_context call these)."
 from __future__ import annotations
 
 from .errors import QueryError
-from .query.filters import in_glob, kinds_named, languages_named
+from .query.filters import in_glob, kinds_named, languages_named, no_glob
 from .query.model import check_text
 from .retrievers.base import path_ok
 from .store.base import Store
@@ -15,7 +15,7 @@ def list_files(store: Store, glob: str | None, name: str | None, languages,
     check_text(glob, "the glob")
     check_text(name, "the name")
     allowed = languages_named(languages) if languages else None
-    glob = glob.strip() if glob and glob.strip() else None
+    glob = None if no_glob(glob) else glob.strip()
     fragment = name.strip().lower() if name and name.strip() else None
     repos = [r for r in store.repos(counts=False)
              if r.indexed_at and (repo_id is None or r.repo_id == repo_id)]
@@ -47,7 +47,7 @@ def symbols(store: Store, kind: str, path_glob: str | None, repo_id: int | None)
     if not kind or not kind.strip():
         raise QueryError("give a kind (class, function, interface ...) to list")
     allowed = kinds_named([kind])
-    path_glob = path_glob.strip() if path_glob and path_glob.strip() else None
+    path_glob = None if no_glob(path_glob) else path_glob.strip()
     ids = []
     for repo in store.repos(counts=False):
         if repo.indexed_at and (repo_id is None or repo.repo_id == repo_id):

@@ -102,6 +102,11 @@ def kinds_named(names: Iterable[str] | str) -> frozenset[str]:
 MAX_GLOB_CHARS = 1024  # as long as an indexed path may be
 
 
+def no_glob(glob: str | None) -> bool:
+    """Whether a path glob filters nothing: none, or a blank one."""
+    return glob is None or not glob.strip()
+
+
 def in_glob(path: str, glob: str) -> bool:
     """A path matches a glob as a whole or below some folder ('*.py', 'src/*')."""
     return _glob_matcher(glob)(path) is not None
@@ -137,7 +142,7 @@ class Filters:
         error, never a filter that silently matches nothing (or everything)."""
         if path_glob is not None and not isinstance(path_glob, str):
             raise QueryError(f"a path glob is a string, e.g. 'src/*.py', not {path_glob!r}")
-        if path_glob is not None and not path_glob.strip():
+        if no_glob(path_glob):
             path_glob = None
         if path_glob is not None:
             _glob_matcher(path_glob)  # a bad glob is refused before anything is searched

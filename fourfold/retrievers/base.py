@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable, Protocol
 
 from ..model import Hit
-from ..query.filters import in_glob
+from ..query.filters import in_glob, no_glob
 from ..query.model import Query
 
 
@@ -27,7 +27,7 @@ class Retriever(Protocol):
 
 def path_ok(path: str, glob: str | None) -> bool:
     """No glob (or a blank one, as the filter stage reads it), or a path inside it."""
-    return glob is None or not glob.strip() or in_glob(path, glob)
+    return no_glob(glob) or in_glob(path, glob)
 
 
 GLOB_DEEPER = 8  # how many times deeper a search under a narrow glob is asked again
@@ -41,6 +41,6 @@ def inside_glob(search: Callable[[int], tuple[int, list[Hit]]], glob: str | None
     asked (there are no more), or `most` were asked."""
     while True:
         ranked, kept = search(want)
-        if path_ok("", glob) or len(kept) >= enough or ranked < want or want >= most:
+        if no_glob(glob) or len(kept) >= enough or ranked < want or want >= most:
             return kept
         want = min(want * GLOB_DEEPER, most)

@@ -1624,14 +1624,18 @@ class SQLiteStore(Store):
         except FourfoldError:  # it does not open: made again all the same
             held = 0
         if deleted > CHUNK_INDEX_REMADE_AFTER * held:
-            # made beside the one readers use, and put in its place once complete
-            self._chunk_index_made(self._chunk_index.remade_aside(self._chunk_rows()))
+            self._remake_chunk_index_aside()
 
     def verify_text_index(self) -> list[str]:
         damaged = self._chunk_index.damaged_files()
-        if damaged:  # made beside the one readers use, as after many deletions
-            self._chunk_index_made(self._chunk_index.remade_aside(self._chunk_rows()))
+        if damaged:
+            self._remake_chunk_index_aside()
         return damaged
+
+    def _remake_chunk_index_aside(self) -> None:
+        """Make the chunk index again from the database, beside the one readers use, and
+        put it in its place once complete."""
+        self._chunk_index_made(self._chunk_index.remade_aside(self._chunk_rows()))
 
     def _chunk_index_made(self, token: str) -> None:
         """Record a chunk index made anew from the database: its token, no deleted chunks."""

@@ -420,3 +420,31 @@ def test_a_segment_file_checks_against_the_footer_tantivy_wrote(tmp_path):
     assert {name: _checksum_holds(tmp_path / name) for name in cases} == {
         "good": True, "flipped": False, "huge footer": False, "cut": False,
         "no footer": False, "empty": False}
+
+
+def test_verify_reads_no_link_planted_for_a_segment_file_nor_an_odd_name(make_tree, tmp_path):
+    """A segment file swapped for a link to a file outside (a copy of the real one, so
+    its checksum would hold if read through) counts as damaged and is not followed; a file
+    whose name is not UTF-8 beside the segments is not taken for one of them."""
+    import shutil
+
+    from fourfold import Fourfold
+
+    root = make_tree({f"m{i}.py": f"def handler_{i}(x):\n    return x + {i}\n"
+                      for i in range(12)})
+    ff = Fourfold(root, index_dir=tmp_path / "index")
+    ff.index(embed=False)
+    folder = tmp_path / "index" / "chunk-index"
+    os.close(os.open(os.fsencode(folder) + b"/\xff\xfe.idx", os.O_CREAT | os.O_WRONLY))
+    assert ff.store._chunk_index.damaged_files() == []
+    store_file = next(n for n in os.listdir(folder) if n.endswith(".store"))
+    outside = tmp_path / "outside.store"
+    shutil.copy(folder / store_file, outside)
+    kept = outside.read_bytes()
+    os.remove(folder / store_file)
+    (folder / store_file).symlink_to(outside)
+    assert ff.store._chunk_index.damaged_files() == [store_file]
+    assert ff.index(embed=False, verify=True).damaged == [store_file]
+    assert outside.read_bytes() == kept and not (folder / store_file).is_symlink()
+    assert ff.store._chunk_index.damaged_files() == []
+    ff.close()
