@@ -45,7 +45,7 @@ from fourfold.query.model import Query  # noqa: E402
 from fourfold.ranking.granularity import (UNIT_KINDS, enclosing_definition,  # noqa: E402
                                           names_used, to_granularity)
 from fourfold.ranking.learned import (DEEP_MODEL_PATH, FEATURES, INTENTS,  # noqa: E402
-                                      MODEL_PATH, candidate_features)
+                                      MODEL_PATH, candidate_features, with_headline)
 from fourfold.routing.engine import GRANULARITY  # noqa: E402
 
 INDEXES = BENCH / ".cache" / "indexes"
@@ -70,6 +70,7 @@ GROUPS = {  # feature groups, for the ablation table
     "kind and size": ["kind_function", "kind_type", "kind_declaration", "kind_other", "lines",
                       "file_declarations", "file_definitions"],
     "issue mentions": ["path_mentioned", "frame_position", "symbol_mentioned"],
+    "headline": ["headline_rank", "headline_span"],
     "query": ["pasted", "query_words", "intent_similar", "intent_exact"],
 }
 
@@ -103,9 +104,14 @@ class Capture:
     def applies_to(self, query: Query) -> bool:
         return True
 
-    def rerank(self, hits: list[Hit], query: Query, snapshot, deep: bool = False) -> list[Hit]:
-        self.hits = [replace(h) for h in hits]
-        self.rows = candidate_features(hits, query, snapshot) if query.intent in INTENTS else []
+    def reads_headline(self, deep: bool) -> bool:
+        return True
+
+    def rerank(self, hits: list[Hit], query: Query, snapshot, deep: bool = False,
+               headline: list[Hit] = ()) -> list[Hit]:
+        self.hits = [replace(h) for h in with_headline(hits, headline)]
+        self.rows = (candidate_features(self.hits, query, snapshot, headline)
+                     if query.intent in INTENTS else [])
         return hits
 
 

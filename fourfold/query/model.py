@@ -14,6 +14,10 @@ from .mentions import IDENTIFIER, Mentions, mentions_of
 # a traceback, a log. It names tests, docs and files in passing; they are not what it asks
 # for. Chosen on the development sets (docs/benchmarks.md).
 QUESTION_MAX_WORDS = 12
+# A pasted text's first line is its title where it reads as one: a few words on a line of
+# its own (an issue's title), not a traceback's header. Set by hand, not fitted.
+HEADLINE_MIN_WORDS = 3
+HEADLINE_MAX_CHARS = 200
 
 # Whole words or identifier parts ("test_parse", "TestParser"): "latest" and "specific" ask
 # for no tests.
@@ -79,6 +83,21 @@ class Query:
     def pasted(self) -> bool:
         """An issue, traceback or log rather than a question (QUESTION_MAX_WORDS)."""
         return len(query_words(self.text)) > QUESTION_MAX_WORDS
+
+    @cached_property
+    def headline(self) -> str | None:
+        """A pasted text's title: its first line, where that line is a short sentence with
+        more text below it (an issue's title, which says in a few words what the rest
+        describes); None for a question, or a text whose first line is not one."""
+        if not self.pasted:
+            return None
+        first, _, rest = self.text.strip().partition("\n")
+        first = first.strip()
+        if (not rest.strip() or len(first) > HEADLINE_MAX_CHARS
+                or first.startswith("Traceback (most recent call last)")
+                or len(query_words(first)) < HEADLINE_MIN_WORDS):
+            return None
+        return first
 
     @cached_property
     def mentions(self) -> Mentions:

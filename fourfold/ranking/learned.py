@@ -1,6 +1,7 @@
 """The learned ranking stage: a LightGBM lambdarank model, trained on the development and
 training sets (bench/learn_ranking.py), re-orders the fused spans of every modality from
-what each modality said of them and what the index knows of them.
+what each modality said of them, what the index knows of them, and where a pasted text's
+headline (Query.headline), searched as a question of its own, found their files.
 
 It ranks pasted texts (issues, tracebacks) only: there it lifts the held-out folds, while
 for short questions the fused order did better on held-out repositories than any model
@@ -10,6 +11,7 @@ the fused order stands."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -39,17 +41,32 @@ FEATURES = (
     "kind_function", "kind_type", "kind_declaration", "kind_other", "lines",
     "file_declarations", "file_definitions",
     "path_mentioned", "frame_position", "symbol_mentioned",
+    "headline_rank", "headline_span",
 )
+HEADLINE_COLUMN = FEATURES.index("headline_rank")
 
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(sub_words(text)) if text else frozenset()
 
 
-def candidate_features(hits: list[Hit], query: Query, snapshot: IndexSnapshot
-                       ) -> list[list[float]]:
-    """One row of FEATURES per hit (NaN where a modality did not list it)."""
+def with_headline(hits: list[Hit], headline: list[Hit]) -> list[Hit]:
+    """The candidates, and after them the best span of each file the headline's own search
+    found that no modality listed for the whole text (Query.headline): the stage can bring
+    those up by their headline rank."""
+    listed = {hit.path for hit in hits}
+    return hits + [replace(hit, score=0.0, contributions={}, ranks={}, factors={})
+                   for hit in headline if hit.path not in listed]
+
+
+def candidate_features(hits: list[Hit], query: Query, snapshot: IndexSnapshot,
+                       headline: list[Hit] = ()) -> list[list[float]]:
+    """One row of FEATURES per hit (NaN where a modality did not list it); `headline`: the
+    answers of the headline's own search, one a file, best first."""
     nan = math.nan
+    headline_rank = {}
+    for rank, hit in enumerate(headline, 1):
+        headline_rank.setdefault(hit.path, (rank, hit))
     words = query_words(query.text)
     targets = name_targets(words)
     mentions = query.mentions
@@ -101,8 +118,19 @@ def candidate_features(hits: list[Hit], query: Query, snapshot: IndexSnapshot
             declarations, definitions,
             float(hit.path in mentioned_paths), frame_of.get(hit.path, nan),
             float(bool(hit.symbol) and hit.symbol.rsplit(".", 1)[-1] in mentioned_names),
+            *_headline_features(hit, headline_rank.get(hit.path)),
         ])
     return rows
+
+
+def _headline_features(hit: Hit, found: tuple[int, Hit] | None) -> tuple[float, float]:
+    """The rank of the hit's file among the headline's answers, and whether the hit overlaps
+    the span answered for it there (NaN, 0 where the headline's search did not find it)."""
+    if found is None:
+        return math.nan, 0.0
+    rank, answer = found
+    return float(rank), float(hit.start_line <= answer.end_line
+                              and answer.start_line <= hit.end_line)
 
 
 @lru_cache(maxsize=2)
@@ -115,7 +143,8 @@ def _booster(path: str):
 class LearnedRanking:
     """Scores fused hits with the model at `path` (at `deep_path` where the deep pass's model
     found the semantic modality's hits, if that file is there); `available` is False
-    without one."""
+    without one. A model reads the features its file names, of FEATURES: each model file
+    was trained on the features of its own dump."""
 
     def __init__(self, path: Path = MODEL_PATH, deep_path: Path = DEEP_MODEL_PATH):
         self.path = path
@@ -129,33 +158,58 @@ class LearnedRanking:
     def applies_to(self, query: Query) -> bool:
         return query.pasted and query.intent in INTENTS and self.available
 
+    def _model(self, deep: bool):
+        """(booster, the columns of FEATURES it reads), or None where it cannot be loaded
+        (self.failure says why)."""
+        path = self.deep_path if deep and self.deep_path.is_file() else self.path
+        try:
+            booster = _booster(str(path))
+        except (ImportError, OSError) as exc:  # e.g. no OpenMP runtime (Debian's libgomp1)
+            self.failure = f"the learned ranking could not load LightGBM: {exc}"
+            return None
+        unknown = [name for name in booster.feature_name() if name not in FEATURES]
+        if unknown:
+            self.failure = (f"the learned ranking's model {path.name} reads features this "
+                            f"version does not compute: {', '.join(unknown)}")
+            return None
+        return booster, [FEATURES.index(name) for name in booster.feature_name()]
+
+    def reads_headline(self, deep: bool) -> bool:
+        """Whether the model that ranks (`deep`: the deep pass's) reads the headline's
+        answers, so that they are worth searching for."""
+        model = self._model(deep)
+        return model is not None and HEADLINE_COLUMN in model[1]
+
     def rerank(self, hits: list[Hit], query: Query, snapshot: IndexSnapshot,
-               deep: bool = False) -> list[Hit]:
-        """The hits ordered by the model (`deep`: the deep pass's model answered the
-        semantic modality); each hit's score becomes a positive rank score
-        (1 / (1 + rank)), so later stages that add scores (file support) keep working, and
-        `hit.learned` holds the model's score and the features that moved it most (their
-        SHAP contributions, from LightGBM)."""
+               deep: bool = False, headline: list[Hit] = ()) -> list[Hit]:
+        """The hits, with the files only the headline's search found (with_headline),
+        ordered by the model (`deep`: the deep pass's model answered the semantic modality;
+        `headline`: that search's answers, one a file, best first). Each hit's score
+        becomes a positive rank score (1 / (1 + rank)), so later stages that add scores
+        (file support) keep working, and `hit.learned` holds the model's score and the
+        features that moved it most (their SHAP contributions, from LightGBM)."""
+        model = self._model(deep)
+        if model is None:
+            return hits
+        if HEADLINE_COLUMN not in model[1]:
+            headline = ()  # a model trained before the headline was a feature
+        hits = with_headline(hits, headline)
         if len(hits) < 2:
             return hits
         import numpy as np
 
-        try:
-            booster = _booster(str(self.deep_path if deep and self.deep_path.is_file()
-                                   else self.path))
-        except (ImportError, OSError) as exc:  # e.g. no OpenMP runtime (Debian's libgomp1)
-            self.failure = f"the learned ranking could not load LightGBM: {exc}"
-            return hits
-        x = np.asarray(candidate_features(hits, query, snapshot), dtype=np.float64)
+        booster, columns = model
+        x = np.asarray(candidate_features(hits, query, snapshot, headline),
+                       dtype=np.float64)[:, columns]
         contributions = booster.predict(x, pred_contrib=True)
         scores = contributions.sum(axis=1)  # the last column is the model's mean
         order = sorted(range(len(hits)), key=lambda i: -scores[i])
         ranked = []
         for rank, i in enumerate(order):
             hit = hits[i]
-            moved = sorted(range(len(FEATURES)), key=lambda f: -abs(contributions[i][f]))
+            moved = sorted(range(len(columns)), key=lambda f: -abs(contributions[i][f]))
             hit.learned = {"score": float(scores[i]),
-                           **{FEATURES[f]: float(contributions[i][f])
+                           **{FEATURES[columns[f]]: float(contributions[i][f])
                               for f in moved[:EXPLAINED]}}
             hit.score = 1.0 / (1 + rank)
             ranked.append(hit)

@@ -35,6 +35,8 @@ RANKINGS = ("learned", "fused")
 MAX_QUERY_CHARS = 32_000
 # modality weights are relative shares: past this, a score could overflow to infinity
 MAX_WEIGHT = 1000
+# files a pasted text's headline is searched for on its own, for the learned stage
+HEADLINE_FILES = 20
 
 
 @dataclass
@@ -287,26 +289,48 @@ class SearchEngine:
             fallback = self.search(text, replace(options, intent=UNDERSTAND_CODE))
             fallback.rule = f"{intent.rule}; not found verbatim, searched its words"
             return fallback
-        response.hits = self._finish(fused, options, query, response)
+        response.hits = self._finish(fused, options, query, response,
+                                     self._headline_answers(query, options, pool, response))
         if self.learned.failure and options.ranking == "learned" and query.pasted:
             response.unavailable["learned_ranking"] = self.learned.failure
         response.timings_ms["total"] = (time.perf_counter() - started) * 1000
         return response
 
+    def _headline_answers(self, query: Query, options: SearchOptions, pool: int,
+                          response: SearchResponse) -> list[Hit]:
+        """Where the learned stage will rank a pasted text with a headline (an issue's
+        title) by a model that reads it, the files that headline finds as a question of its
+        own, best first: its few words often name what the long text around them blurs.
+        (Searched while the modalities searched the whole text, it took as long: they
+        share the interpreter.)"""
+        if not (query.headline and options.ranking == "learned"
+                and self.learned.applies_to(query)
+                and self.learned.reads_headline(self._deep(response))):
+            return []
+        answered = self._search(query.headline, replace(
+            options, intent=None, ranking="fused", granularity=FILE, limit=HEADLINE_FILES),
+            pool)
+        response.timings_ms["headline"] = answered.timings_ms["total"]
+        return answered.hits
+
+    def _deep(self, response: SearchResponse) -> bool:
+        """Whether the deep pass's model answered the semantic modality."""
+        semantic = self.retrievers.get("semantic")
+        return (response.semantic_model is not None and semantic is not None
+                and semantic.is_deep_model(response.semantic_model))
+
     def _finish(self, hits: list[Hit], options: SearchOptions, query: Query,
-                response: SearchResponse) -> list[Hit]:
+                response: SearchResponse, headline: list[Hit] = ()) -> list[Hit]:
         snapshot = self.snapshot()
         # a question about code; a named symbol or string is the structural modality's to rank
         named = question_words(query.text) if query.intent == UNDERSTAND_CODE else None
         hits = apply_priors(hits, snapshot.file_flags,
                             snapshot.centrality(hit.path for hit in hits), query.wants_tests,
                             boost=options.boost, wants_prose=query.wants_prose, named=named)
-        semantic = self.retrievers.get("semantic")
-        deep = (response.semantic_model is not None and semantic is not None
-                and semantic.is_deep_model(response.semantic_model))
+        deep = self._deep(response)
         learned = options.ranking == "learned" and self.learned.applies_to(query)
         if learned:
-            hits = self.learned.rerank(hits, query, snapshot, deep=deep)
+            hits = self.learned.rerank(hits, query, snapshot, deep=deep, headline=headline)
             learned = self.learned.failure is None
         # Functions are placed by the names a pasted text mentions only where the deep
         # pass's model answered: on the static model's answers, whose first files are less

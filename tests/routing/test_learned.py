@@ -9,8 +9,9 @@ import pytest
 from fourfold import Fourfold
 from fourfold.errors import QueryError
 from fourfold.query.model import Query
+from fourfold.model import Hit
 from fourfold.ranking.learned import EXPLAINED, FEATURES, LearnedRanking, _booster, \
-    candidate_features
+    candidate_features, with_headline
 from tests.conftest import write_tree
 from tests.query.test_mentions import FILES, ISSUE
 
@@ -23,10 +24,93 @@ def ff(tmp_path_factory):
     ff.close()
 
 
-def test_the_shipped_model_reads_the_features_the_stage_computes():
+def test_the_shipped_models_read_features_the_stage_computes():
     ranking = LearnedRanking()
     assert ranking.available
     assert _booster(str(ranking.path)).feature_name() == list(FEATURES)
+    assert set(_booster(str(ranking.deep_path)).feature_name()) <= set(FEATURES)
+    assert ranking.reads_headline(deep=False)
+
+
+def test_an_issue_title_is_its_headline():
+    assert Query(ISSUE).headline == ("Email messages crash on non-ASCII domain when email "
+                                     "encoding is non-unicode.")
+    assert Query("how is a message rendered").headline is None  # a question, not a text
+    body = "\n".join(ISSUE.splitlines()[1:])
+    assert Query("Traceback (most recent call last):\n" + body).headline is None
+    assert Query("Crash.\n" + body).headline is None  # a word is not a title
+    assert Query(" ".join(["word"] * 40) + "\n" + body).headline is None  # nor a paragraph
+    one_line = ("QuerySet.update crashes on a model whose primary key is a UUID field when "
+                "called with F expressions on PostgreSQL")
+    assert Query(one_line).pasted and Query(one_line).headline is None  # nothing below it
+    assert Query(one_line + "\n" + body).headline == one_line
+
+
+def test_files_only_the_headline_found_follow_the_candidates():
+    listed = [Hit("a.py", 1, 5, 0.9, ranks={"text": 1}), Hit("b.py", 3, 4, 0.5, ranks={"text": 2})]
+    headline = [Hit("b.py", 1, 9, 0.7, ranks={"semantic": 1}),
+                Hit("c.py", 2, 8, 0.6, ranks={"text": 2}, contributions={"text": 0.6})]
+    merged = with_headline(listed, headline)
+    assert [(h.path, h.start_line) for h in merged] == [("a.py", 1), ("b.py", 3), ("c.py", 2)]
+    assert merged[2].score == 0.0 and not merged[2].ranks and not merged[2].contributions
+    assert headline[1].ranks == {"text": 2}  # the headline's own answers are left as they were
+
+
+def test_features_say_where_the_headline_found_a_candidate(ff):
+    response = ff.search(ISSUE, ranking="fused", granularity="span", limit=50)
+    query = Query(text=ISSUE, intent=response.intent)
+    message = next(h for h in response.hits if h.path == "mailer/message.py")
+    others = [h for h in response.hits if h.path != "mailer/message.py"]
+    elsewhere = Hit(message.path, message.end_line + 1, message.end_line + 3, 0.1)
+    headline = [Hit("mailer/message.py", message.start_line, message.end_line, 1.0)]
+    rows = candidate_features([message, elsewhere, *others], query, ff.snapshots.current(),
+                              headline)
+    rank, span = FEATURES.index("headline_rank"), FEATURES.index("headline_span")
+    assert rows[0][rank] == 1.0 and rows[0][span] == 1.0
+    assert rows[1][rank] == 1.0 and rows[1][span] == 0.0  # the same file, another span
+    assert all(math.isnan(row[rank]) and row[span] == 0.0 for row in rows[2:])
+
+
+def test_the_model_ranks_the_files_only_the_headline_found(ff):
+    response = ff.search(ISSUE, ranking="fused", granularity="span", limit=50)
+    query = Query(text=ISSUE, intent=response.intent)
+    listed = [h for h in response.hits if h.path != "mailer/headers.py"]
+    headline = [Hit("mailer/headers.py", 1, 2, 1.0, ranks={"text": 1})]
+    ranked = LearnedRanking().rerank(listed, query, ff.snapshots.current(), headline=headline)
+    assert len(ranked) == len(listed) + 1
+    found = next(h for h in ranked if h.path == "mailer/headers.py")
+    assert found.learned and not found.ranks
+    # a model trained without the headline's features ranks the candidates alone
+    without = LearnedRanking(path=LearnedRanking().deep_path)
+    ranked = without.rerank(listed, query, ff.snapshots.current(), headline=headline)
+    assert sorted(map(id, ranked)) == sorted(map(id, listed))
+
+
+def test_a_pasted_issue_searches_its_headline_where_the_model_reads_it(ff):
+    assert "headline" in ff.search(ISSUE).timings_ms
+    assert "headline" not in ff.search(ISSUE, ranking="fused").timings_ms
+    no_title = "Traceback (most recent call last):\n" + ISSUE.split("\n", 1)[1]
+    assert "headline" not in ff.search(no_title).timings_ms
+
+
+def test_a_model_without_the_headline_features_is_not_given_its_search(ff, monkeypatch):
+    deep = LearnedRanking().deep_path  # trained before the headline was a feature
+    assert "headline_rank" not in _booster(str(deep)).feature_name()
+    monkeypatch.setattr(ff.engine, "learned", LearnedRanking(path=deep))
+    response = ff.search(ISSUE)
+    assert "headline" not in response.timings_ms
+    assert response.hits and all(h.learned for h in response.hits)
+
+
+def test_a_model_reading_a_feature_this_version_lacks_is_refused(ff, tmp_path, monkeypatch):
+    model = tmp_path / "ranker.txt"
+    model.write_text(LearnedRanking().path.read_text().replace(
+        "feature_names=pasted ", "feature_names=pasted_twice ", 1))
+    monkeypatch.setattr(ff.engine, "learned", LearnedRanking(path=model))
+    fused = [(h.path, h.start_line) for h in ff.search(ISSUE, ranking="fused").hits]
+    response = ff.search(ISSUE)
+    assert [(h.path, h.start_line) for h in response.hits] == fused
+    assert "pasted_twice" in response.unavailable["learned_ranking"]
 
 
 def test_a_pasted_issue_is_ranked_by_the_model_and_explained(ff):
