@@ -91,9 +91,9 @@ class Query:
         describes); None for a question, or a text whose first line is not one."""
         if not self.pasted:
             return None
-        first, _, rest = self.text.strip().partition("\n")
+        first, *rest = self.text.strip().splitlines()  # any line break: \r, U+2028 ...
         first = first.strip()
-        if (not rest.strip() or len(first) > HEADLINE_MAX_CHARS
+        if (not any(line.strip() for line in rest) or len(first) > HEADLINE_MAX_CHARS
                 or first.startswith("Traceback (most recent call last)")
                 or len(query_words(first)) < HEADLINE_MIN_WORDS):
             return None

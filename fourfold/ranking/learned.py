@@ -55,7 +55,10 @@ def with_headline(hits: list[Hit], headline: list[Hit]) -> list[Hit]:
     found that no modality listed for the whole text (Query.headline): the stage can bring
     those up by their headline rank."""
     listed = {hit.path for hit in hits}
-    return hits + [replace(hit, score=0.0, contributions={}, ranks={}, factors={})
+    # nothing the headline's search said of a hit is said of it here but its rank there
+    return hits + [replace(hit, score=0.0, contributions={}, ranks={}, factors={},
+                           file_support=0.0, definition_support=0.0, learned={}, named=False,
+                           uses_mentioned=0)
                    for hit in headline if hit.path not in listed]
 
 
@@ -135,9 +138,13 @@ def _headline_features(hit: Hit, found: tuple[int, Hit] | None) -> tuple[float, 
 
 @lru_cache(maxsize=2)
 def _booster(path: str):
+    text = Path(path).read_text(encoding="utf-8")
+    # LightGBM aborts the whole process on a model cut short inside its trees
+    if "\nend of trees\n" not in text:
+        raise OSError(f"{path} is cut short: it does not hold all of its trees")
     import lightgbm  # loaded when a search is first ranked
 
-    return lightgbm.Booster(model_file=path)
+    return lightgbm.Booster(model_str=text)
 
 
 class LearnedRanking:
@@ -164,8 +171,9 @@ class LearnedRanking:
         path = self.deep_path if deep and self.deep_path.is_file() else self.path
         try:
             booster = _booster(str(path))
-        except (ImportError, OSError) as exc:  # e.g. no OpenMP runtime (Debian's libgomp1)
-            self.failure = f"the learned ranking could not load LightGBM: {exc}"
+        except Exception as exc:  # no OpenMP runtime (Debian's libgomp1): ImportError or
+            # OSError; a damaged model file: LightGBM's own error type
+            self.failure = f"the learned ranking could not load its model {path.name}: {exc}"
             return None
         unknown = [name for name in booster.feature_name() if name not in FEATURES]
         if unknown:
@@ -194,7 +202,7 @@ class LearnedRanking:
         if HEADLINE_COLUMN not in model[1]:
             headline = ()  # a model trained before the headline was a feature
         hits = with_headline(hits, headline)
-        if len(hits) < 2:
+        if not hits:
             return hits
         import numpy as np
 

@@ -252,6 +252,7 @@ class SearchEngine:
                       transitive=intent.intent == IMPACT_ANALYSIS, filters=options.filters())
         response = SearchResponse(text, intent.intent, intent.confidence, intent.rule,
                                   intent.target, "rrf", [], {}, [])
+        asked = pool  # for the headline's search, which asks for more itself where filtered
         if query.filters.needs_index_facts:  # retrievers cannot push these down: ask for more
             pool *= FILTERED_POOL_FACTOR
 
@@ -290,7 +291,7 @@ class SearchEngine:
             fallback.rule = f"{intent.rule}; not found verbatim, searched its words"
             return fallback
         response.hits = self._finish(fused, options, query, response,
-                                     self._headline_answers(query, options, pool, response))
+                                     self._headline_answers(query, options, asked, response))
         if self.learned.failure and options.ranking == "learned" and query.pasted:
             response.unavailable["learned_ranking"] = self.learned.failure
         response.timings_ms["total"] = (time.perf_counter() - started) * 1000

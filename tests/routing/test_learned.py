@@ -49,10 +49,13 @@ def test_an_issue_title_is_its_headline():
 def test_files_only_the_headline_found_follow_the_candidates():
     listed = [Hit("a.py", 1, 5, 0.9, ranks={"text": 1}), Hit("b.py", 3, 4, 0.5, ranks={"text": 2})]
     headline = [Hit("b.py", 1, 9, 0.7, ranks={"semantic": 1}),
-                Hit("c.py", 2, 8, 0.6, ranks={"text": 2}, contributions={"text": 0.6})]
+                Hit("c.py", 2, 8, 0.6, ranks={"text": 2}, contributions={"text": 0.6},
+                    factors={"centrality": 1.2}, file_support=0.3, definition_support=0.2,
+                    learned={"score": 1.0}, named=True, uses_mentioned=2)]
     merged = with_headline(listed, headline)
     assert [(h.path, h.start_line) for h in merged] == [("a.py", 1), ("b.py", 3), ("c.py", 2)]
-    assert merged[2].score == 0.0 and not merged[2].ranks and not merged[2].contributions
+    # what the headline's own search said of it is not shown as said here
+    assert merged[2] == Hit("c.py", 2, 8, 0.0)
     assert headline[1].ranks == {"text": 2}  # the headline's own answers are left as they were
 
 
@@ -84,6 +87,74 @@ def test_the_model_ranks_the_files_only_the_headline_found(ff):
     without = LearnedRanking(path=LearnedRanking().deep_path)
     ranked = without.rerank(listed, query, ff.snapshots.current(), headline=headline)
     assert sorted(map(id, ranked)) == sorted(map(id, listed))
+
+
+def test_an_issue_title_is_read_whatever_its_line_break():
+    body = ("When the hostname is set in unicode, rendering any message fails.\nSteps: build "
+            "a message, patch DNS_NAME with a non-ASCII host and call render().")
+    for text in ("Email crashes on unicode domains.\r" + body.replace("\n", "\r"),
+                 "Email crashes on unicode domains.\u2028" + body.replace("\n", "\u2028"),
+                 "Email crashes on unicode domains.\r\n" + body.replace("\n", "\r\n")):
+        assert Query(text).headline == "Email crashes on unicode domains."
+
+
+def test_the_headline_answers_the_engine_hands_the_model_are_the_headlines(ff, monkeypatch):
+    handed = []
+    rerank = ff.engine.learned.rerank
+
+    def spy(hits, query, snapshot, deep=False, headline=()):
+        handed.append([h.path for h in headline])
+        return rerank(hits, query, snapshot, deep=deep, headline=headline)
+
+    monkeypatch.setattr(ff.engine.learned, "rerank", spy)
+    ff.search(ISSUE)
+    alone = ff.search(Query(ISSUE).headline, ranking="fused", granularity="file", limit=20)
+    assert handed[0] == [h.path for h in alone.hits] and handed[0]
+
+
+def test_a_filtered_issue_asks_its_headline_for_as_many_candidates_as_itself(ff, monkeypatch):
+    asked = []
+    text = ff.engine.retrievers["text"]
+    search = text.search
+
+    def spy(query, limit):
+        asked.append((query.text, limit))
+        return search(query, limit)
+
+    monkeypatch.setattr(text, "search", spy)
+    ff.search(ISSUE, languages=("python",))
+    limits = dict(asked)
+    assert limits[ISSUE] == limits[Query(ISSUE).headline]
+
+
+def test_a_model_reads_its_own_features_by_name(ff, tmp_path):
+    """A model trained on the headline's rank alone ranks by it, wherever that column is."""
+    import lightgbm
+    import numpy as np
+
+    ranks = np.tile(np.arange(1.0, 6.0), 40)[:, None]
+    booster = lightgbm.train(
+        {"objective": "lambdarank", "min_data_in_leaf": 1, "verbose": -1},
+        lightgbm.Dataset(ranks, 5 - ranks[:, 0], group=[5] * 40,
+                         feature_name=["headline_rank"]), num_boost_round=5)
+    booster.save_model(str(tmp_path / "ranker.txt"))
+    response = ff.search(ISSUE, ranking="fused", granularity="span", limit=50)
+    listed = list({h.path: h for h in response.hits}.values())[:4]
+    headline = [Hit(h.path, h.start_line, h.end_line, 1.0) for h in reversed(listed)]
+    ranking = LearnedRanking(path=tmp_path / "ranker.txt")
+    ranked = ranking.rerank(listed, Query(ISSUE, intent=response.intent),
+                            ff.snapshots.current(), headline=headline)
+    assert [h.path for h in ranked] == [h.path for h in headline]
+
+
+def test_a_damaged_model_file_keeps_the_fused_order_and_says_why(ff, tmp_path, monkeypatch):
+    model = tmp_path / "ranker.txt"
+    model.write_text(LearnedRanking().path.read_text()[:5000])
+    monkeypatch.setattr(ff.engine, "learned", LearnedRanking(path=model))
+    fused = [(h.path, h.start_line) for h in ff.search(ISSUE, ranking="fused").hits]
+    response = ff.search(ISSUE)
+    assert [(h.path, h.start_line) for h in response.hits] == fused
+    assert "ranker.txt" in response.unavailable["learned_ranking"]
 
 
 def test_a_pasted_issue_searches_its_headline_where_the_model_reads_it(ff):
