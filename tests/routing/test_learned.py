@@ -147,14 +147,20 @@ def test_a_model_reads_its_own_features_by_name(ff, tmp_path):
     assert [h.path for h in ranked] == [h.path for h in headline]
 
 
-def test_a_damaged_model_file_keeps_the_fused_order_and_says_why(ff, tmp_path, monkeypatch):
+@pytest.mark.parametrize("damage, said", [
+    (lambda text: text[:5000], "ranker.txt"),  # cut short inside its trees
+    (lambda text: text.replace("feature_names=pasted ", "feature_names=pasted_twice ", 1),
+     "pasted_twice"),  # a feature this version does not compute
+])
+def test_a_damaged_model_file_keeps_the_fused_order_and_says_why(ff, tmp_path, monkeypatch,
+                                                                 damage, said):
     model = tmp_path / "ranker.txt"
-    model.write_text(LearnedRanking().path.read_text()[:5000])
+    model.write_text(damage(LearnedRanking().path.read_text()))
     monkeypatch.setattr(ff.engine, "learned", LearnedRanking(path=model))
     fused = [(h.path, h.start_line) for h in ff.search(ISSUE, ranking="fused").hits]
     response = ff.search(ISSUE)
     assert [(h.path, h.start_line) for h in response.hits] == fused
-    assert "ranker.txt" in response.unavailable["learned_ranking"]
+    assert said in response.unavailable["learned_ranking"]
 
 
 def test_a_pasted_issue_searches_its_headline_where_the_model_reads_it(ff):
@@ -171,17 +177,6 @@ def test_a_model_without_the_headline_features_is_not_given_its_search(ff, monke
     response = ff.search(ISSUE)
     assert "headline" not in response.timings_ms
     assert response.hits and all(h.learned for h in response.hits)
-
-
-def test_a_model_reading_a_feature_this_version_lacks_is_refused(ff, tmp_path, monkeypatch):
-    model = tmp_path / "ranker.txt"
-    model.write_text(LearnedRanking().path.read_text().replace(
-        "feature_names=pasted ", "feature_names=pasted_twice ", 1))
-    monkeypatch.setattr(ff.engine, "learned", LearnedRanking(path=model))
-    fused = [(h.path, h.start_line) for h in ff.search(ISSUE, ranking="fused").hits]
-    response = ff.search(ISSUE)
-    assert [(h.path, h.start_line) for h in response.hits] == fused
-    assert "pasted_twice" in response.unavailable["learned_ranking"]
 
 
 def test_a_pasted_issue_is_ranked_by_the_model_and_explained(ff):
