@@ -8,20 +8,15 @@ was skipped so `status` can tell.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import AbstractSet, Iterable
-
-import pathspec
-import re2
-from pathspec.patterns.gitignore import GitIgnorePatternError
-from pathspec.patterns.gitignore.spec import _DIR_MARK as DIR_MARK
-from pathspec.util import CheckResult
+from typing import TYPE_CHECKING, AbstractSet, Iterable
 
 from ..store.base import FileStamp
+
+if TYPE_CHECKING:
+    from .ignore import Spec
 
 IGNORE_FILES = (".gitignore", ".fourfoldignore")
 ALWAYS_SKIPPED_DIRS = {".git", ".hg", ".svn", ".fourfold"}
@@ -33,7 +28,6 @@ BINARY_EXTENSIONS = frozenset("""
 .flac .avi .mov .mkv .webm .ttf .otf .woff .woff2 .eot .bin .dat .db .sqlite .sqlite3 .npy
 .npz .pkl .pickle .parquet .onnx .pt .pth .h5 .wasm .dmg .iso .deb .rpm
 """.split())
-SET_PATTERNS = 256  # ignore patterns compiled as one set: re2 refuses sets past a memory limit
 BAD_NAME = "name not valid UTF-8"
 LINKED_FOLDER = "symlinked folder (indexed under its real path)"
 UNREADABLE_FILE = "unreadable file"
@@ -105,91 +99,6 @@ def _read_patterns(path: Path) -> list[str]:
     return data.decode("utf-8", errors="replace").splitlines()
 
 
-def _valid_pattern(line: str) -> bool:
-    try:
-        pathspec.GitIgnoreSpec.from_lines([line], backend="simple")
-        return True
-    except GitIgnorePatternError:
-        return False
-
-
-def _compile(lines: list[str]) -> pathspec.GitIgnoreSpec:
-    try:
-        return pathspec.GitIgnoreSpec.from_lines(lines)
-    except Exception:  # the re2 backend cannot compile a set past its memory limit
-        return pathspec.GitIgnoreSpec.from_lines(lines, backend="simple")
-
-
-class _LongSpec:
-    """An ignore file too long for one compiled set, as several. Exact: a path matched by
-    patterns of two or more sets is decided by all the patterns in order, as git's rules
-    order them (rarely needed), each pattern's regex run by RE2 (Python's re backtracks
-    for minutes on a pattern such as `*a*a*a*...*c`)."""
-
-    def __init__(self, lines: list[str]):
-        self.lines = lines
-        self.parts = [_compile(lines[i:i + SET_PATTERNS])
-                      for i in range(0, len(lines), SET_PATTERNS)]
-
-    @cached_property
-    def ordered(self) -> list[tuple[int, bool, object]]:
-        """(index, include, regex) of each pattern that includes or excludes, in order."""
-        spec = pathspec.GitIgnoreSpec.from_lines(self.lines, backend="simple")
-        return [(index, pattern.include, _linear(pattern.regex))
-                for index, pattern in enumerate(spec.patterns) if pattern.include is not None]
-
-    def check_file(self, path: str) -> CheckResult:
-        found = None
-        for part in self.parts:
-            verdict = part.check_file(path)
-            if verdict.include is not None:
-                if found is not None:
-                    return self._in_order(path)
-                found = verdict
-        return verdict if found is None else found
-
-    def _in_order(self, path: str) -> CheckResult:
-        """git's verdict: the last pattern that matches decides, but a match by a folder
-        pattern does not undo an exclusion by a file pattern before it."""
-        include, decided, priority = None, None, 0
-        for index, includes, regex in self.ordered:
-            match = regex.search(path)  # as pathspec asks: `*/` is no anchored pattern
-            if match is None:
-                continue
-            folder = bool(match.groupdict().get(DIR_MARK))
-            if (includes and folder) or (1 if folder else 2) >= priority:
-                include, decided, priority = includes, index, 1 if folder else 2
-        return CheckResult(path, include, decided)
-
-
-def _linear(regex: re.Pattern):
-    """The same regex compiled by RE2 (linear time), or as it is where RE2 refuses it."""
-    try:
-        return re2.compile(regex.pattern)
-    except Exception:  # google-re2 raises its own error type
-        return regex
-
-
-Spec = pathspec.GitIgnoreSpec | _LongSpec
-
-
-def _spec(lines: list[str]) -> Spec | None:
-    return _compiled_spec(tuple(line for line in lines
-                                if line.strip() and not line.lstrip().startswith("#")))
-
-
-@lru_cache(maxsize=256)
-def _compiled_spec(lines: tuple[str, ...]) -> Spec | None:
-    """Kept by their lines: a watcher's run reads the ignore files above each changed path
-    again (the Linux kernel's root .gitignore took 6 ms of a saved edit to compile)."""
-    if not lines:
-        return None
-    try:
-        return _compile(list(lines)) if len(lines) <= SET_PATTERNS else _LongSpec(list(lines))
-    except GitIgnorePatternError:  # git skips a pattern it cannot read; so do we
-        return _compiled_spec(tuple(line for line in lines if _valid_pattern(line)))
-
-
 def _within(path: str, base: str) -> bool:
     return path == base or path.startswith(base + os.sep)
 
@@ -208,7 +117,9 @@ def _ignored(rel: str, is_dir: bool, specs: list[tuple[str, Spec]]) -> bool:
 
 def _root_rules(root_path: Path) -> list[tuple[str, Spec]]:
     """The rules every path of the tree is checked by: .git/info/exclude."""
-    exclude = _spec(_read_patterns(root_path / ".git" / "info" / "exclude"))
+    from .ignore import rules_of  # pathspec: only a walk needs it
+
+    exclude = rules_of(_read_patterns(root_path / ".git" / "info" / "exclude"))
     return [("", exclude)] if exclude else []
 
 
@@ -217,11 +128,13 @@ def _with_ignore_files(rules: list[tuple[str, Spec]], folder_abs: str, folder_re
     """The rules a folder's entries are checked by: those above, then its own files'.
     `names`: the folder's entries where they are listed already; only the ignore files
     among them are opened (most folders have none, and failing to open them is dear)."""
+    from .ignore import rules_of  # pathspec: only a walk needs it
+
     local = list(rules)
     for name in IGNORE_FILES:
         if names is not None and name not in names:
             continue
-        spec = _spec(_read_patterns(Path(folder_abs) / name))
+        spec = rules_of(_read_patterns(Path(folder_abs) / name))
         if spec:
             local.append((folder_rel, spec))
     return local

@@ -150,15 +150,19 @@ def test_gitignore_of_thousands_of_patterns_applies(make_tree):
 
 
 def test_long_ignore_file_decides_as_one(make_tree, monkeypatch):
-    from fourfold.discovery import walk as walk_module
+    from fourfold.discovery import ignore
     # x/y.txt stays ignored though the later !x/ matches it through its folder (git's rule,
     # and pathspec's); deciding set by set, the last set's verdict would bring it back
     root = make_tree({".gitignore": "x/y.txt\n!x/\n*.log\n!keep.log\n",
                       "x/y.txt": "", "x/z.txt": "", "a.log": "", "keep.log": ""})
     expected = [".gitignore", "keep.log", "x/z.txt"]
     assert paths(walk(root)) == expected
-    monkeypatch.setattr(walk_module, "SET_PATTERNS", 1)
+    monkeypatch.setattr(ignore, "SET_PATTERNS", 1)
+    ignore._compiled_spec.cache_clear()  # compiled again, as sets of one pattern
     assert paths(walk(root)) == expected
+    assert isinstance(ignore.rules_of((root / ".gitignore").read_text().splitlines()),
+                      ignore._LongSpec)
+    ignore._compiled_spec.cache_clear()  # the sets of one pattern are not left to others
 
 
 def test_a_long_ignore_file_with_a_pathological_pattern_decides_quickly(make_tree):

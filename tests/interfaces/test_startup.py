@@ -48,6 +48,20 @@ def test_grep_on_an_indexed_folder_loads_no_scipy_or_models(make_tree):
     assert result.stdout.strip().splitlines()[-1] == "0 []", result.stderr
 
 
+def test_a_search_of_an_indexed_folder_compiles_no_ignore_rules(make_tree):
+    """Only a walk reads ignore files: a search process does not load pathspec (~30 ms)."""
+    from fourfold import Fourfold
+    root = make_tree({"a.py": "def handler():\n    return 'START_MARKER'\n",
+                      ".gitignore": "*.log\n"})
+    Fourfold(root).index(embed=False)
+    code = ("import sys\nfrom fourfold.interfaces.cli import main\n"
+            f"code = main(['search', 'where is the handler', {str(root)!r}])\n"
+            "print(code, 'pathspec' in sys.modules)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60)
+    assert result.stdout.strip().splitlines()[-1] == "0 False", result.stderr
+
+
 def test_mcp_server_answers_text_and_symbols_without_heavy_modules(make_tree):
     """The MCP server's SDK, its start and a first text or symbol answer need no numpy,
     scipy or model (the embedder is left out: it starts in the background, after the
