@@ -2,6 +2,7 @@
 
     python bench/learn_ranking.py dump      # candidates, features and labels of every query
     python bench/learn_ranking.py dump --deep   # the same with the deep pass's semantic ranks
+    python bench/learn_ranking.py dump --deep --releases Django-3.1a1,...  # a sample of trees
     python bench/learn_ranking.py cv        # leave-repositories-out folds, scored by score.py
     python bench/learn_ranking.py cv --ablate   # the same, each feature group left out
     python bench/learn_ranking.py train     # fit on everything, write the shipped model
@@ -170,7 +171,9 @@ def _open(root: Path, index_dir: Path, deep: bool) -> Fourfold:
     return ff
 
 
-def dump(deep: bool) -> None:
+def dump(deep: bool, releases: set[str] | None = None) -> None:
+    """`releases`: only the localization-train issues of these release trees (a sample
+    whose deep pass takes less than all 22 trees')."""
     OUT.mkdir(parents=True, exist_ok=True)
     with open(_dump_path("deep" if deep else "static"), "w") as out:
         repos = sorted(datasets.semble_repos(), key=lambda r: r["name"])
@@ -185,6 +188,8 @@ def dump(deep: bool) -> None:
         for inst in datasets.train_instances():
             by_tree[inst["tree"]].append(inst)
         for tree, instances in sorted(by_tree.items()):
+            if releases is not None and tree.name not in releases:
+                continue
             ff = _open(tree, INDEXES / "releases" / tree.name, deep)
             for inst in instances:
                 _dump_queries(ff, "train", TRAIN_FOLD[inst["repo"]],
@@ -332,11 +337,13 @@ def main() -> None:
     parser.add_argument("step", choices=["dump", "cv", "train"])
     parser.add_argument("--ablate", action="store_true")
     parser.add_argument("--deep", action="store_true", help="dump: run the deep pass first")
+    parser.add_argument("--releases", help="dump: only the localization-train issues of these "
+                        "release trees (comma-separated, e.g. Django-3.1a1,matplotlib-3.7.0rc1)")
     parser.add_argument("--data", choices=["static", "deep", "both"], default="static",
                         help="cv, train: the dump(s) to fit on")
     args = parser.parse_args()
     if args.step == "dump":
-        dump(args.deep)
+        dump(args.deep, set(args.releases.split(",")) if args.releases else None)
         return
     if args.data == "both":
         both = {data: load(data) for data in ("static", "deep")}
