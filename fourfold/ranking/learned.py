@@ -11,7 +11,6 @@ the fused order stands."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -55,10 +54,9 @@ def with_headline(hits: list[Hit], headline: list[Hit]) -> list[Hit]:
     found that no modality listed for the whole text (Query.headline): the stage can bring
     those up by their headline rank."""
     listed = {hit.path for hit in hits}
-    # nothing the headline's search said of a hit is said of it here but its rank there
-    return hits + [replace(hit, score=0.0, contributions={}, ranks={}, factors={},
-                           file_support=0.0, definition_support=0.0, learned={}, named=False,
-                           uses_mentioned=0)
+    # where it is, and nothing that search said of it: the features give its rank there
+    return hits + [Hit(hit.path, hit.start_line, hit.end_line, 0.0, symbol=hit.symbol,
+                       kind=hit.kind, lines=hit.lines, repository=hit.repository)
                    for hit in headline if hit.path not in listed]
 
 
@@ -137,21 +135,28 @@ def _headline_features(hit: Hit, found: tuple[int, Hit] | None) -> tuple[float, 
 
 
 @lru_cache(maxsize=2)
-def _booster(path: str):
+def _loaded_model(path: str) -> tuple[object, list[int]]:
+    """The model at `path` and the columns of FEATURES it reads, by the names its file
+    lists: each model file was trained on the features of its own dump."""
     text = Path(path).read_text(encoding="utf-8")
     # LightGBM aborts the whole process on a model cut short inside its trees
     if "\nend of trees\n" not in text:
         raise OSError(f"{path} is cut short: it does not hold all of its trees")
     import lightgbm  # loaded when a search is first ranked
 
-    return lightgbm.Booster(model_str=text)
+    booster = lightgbm.Booster(model_str=text)
+    names = booster.feature_name()
+    unknown = [name for name in names if name not in FEATURES]
+    if unknown:
+        raise ValueError(f"it reads features this version does not compute: "
+                         f"{', '.join(unknown)}")
+    return booster, [FEATURES.index(name) for name in names]
 
 
 class LearnedRanking:
     """Scores fused hits with the model at `path` (at `deep_path` where the deep pass's model
     found the semantic modality's hits, if that file is there); `available` is False
-    without one. A model reads the features its file names, of FEATURES: each model file
-    was trained on the features of its own dump."""
+    without one. A model reads the features its file names (_loaded_model)."""
 
     def __init__(self, path: Path = MODEL_PATH, deep_path: Path = DEEP_MODEL_PATH):
         self.path = path
@@ -165,22 +170,16 @@ class LearnedRanking:
     def applies_to(self, query: Query) -> bool:
         return query.pasted and query.intent in INTENTS and self.available
 
-    def _model(self, deep: bool):
+    def _model(self, deep: bool) -> tuple[object, list[int]] | None:
         """(booster, the columns of FEATURES it reads), or None where it cannot be loaded
         (self.failure says why)."""
         path = self.deep_path if deep and self.deep_path.is_file() else self.path
         try:
-            booster = _booster(str(path))
+            return _loaded_model(str(path))
         except Exception as exc:  # no OpenMP runtime (Debian's libgomp1): ImportError or
             # OSError; a damaged model file: LightGBM's own error type
             self.failure = f"the learned ranking could not load its model {path.name}: {exc}"
             return None
-        unknown = [name for name in booster.feature_name() if name not in FEATURES]
-        if unknown:
-            self.failure = (f"the learned ranking's model {path.name} reads features this "
-                            f"version does not compute: {', '.join(unknown)}")
-            return None
-        return booster, [FEATURES.index(name) for name in booster.feature_name()]
 
     def reads_headline(self, deep: bool) -> bool:
         """Whether the model that ranks (`deep`: the deep pass's) reads the headline's

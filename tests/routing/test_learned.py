@@ -10,7 +10,7 @@ from fourfold import Fourfold
 from fourfold.errors import QueryError
 from fourfold.query.model import Query
 from fourfold.model import Hit
-from fourfold.ranking.learned import EXPLAINED, FEATURES, LearnedRanking, _booster, \
+from fourfold.ranking.learned import EXPLAINED, FEATURES, LearnedRanking, _loaded_model, \
     candidate_features, with_headline
 from tests.conftest import write_tree
 from tests.query.test_mentions import FILES, ISSUE
@@ -27,8 +27,8 @@ def ff(tmp_path_factory):
 def test_the_shipped_models_read_features_the_stage_computes():
     ranking = LearnedRanking()
     assert ranking.available
-    assert _booster(str(ranking.path)).feature_name() == list(FEATURES)
-    assert set(_booster(str(ranking.deep_path)).feature_name()) <= set(FEATURES)
+    assert _loaded_model(str(ranking.path))[0].feature_name() == list(FEATURES)
+    assert set(_loaded_model(str(ranking.deep_path))[0].feature_name()) <= set(FEATURES)
     assert ranking.reads_headline(deep=False)
 
 
@@ -172,7 +172,7 @@ def test_a_pasted_issue_searches_its_headline_where_the_model_reads_it(ff):
 
 def test_a_model_without_the_headline_features_is_not_given_its_search(ff, monkeypatch):
     deep = LearnedRanking().deep_path  # trained before the headline was a feature
-    assert "headline_rank" not in _booster(str(deep)).feature_name()
+    assert "headline_rank" not in _loaded_model(str(deep))[0].feature_name()
     monkeypatch.setattr(ff.engine, "learned", LearnedRanking(path=deep))
     response = ff.search(ISSUE)
     assert "headline" not in response.timings_ms
@@ -222,7 +222,7 @@ def test_without_lightgbm_a_pasted_text_keeps_the_fused_order_and_says_why(
     def no_runtime(path):
         raise OSError("libgomp.so.1: cannot open shared object file")
 
-    monkeypatch.setattr(learned, "_booster", no_runtime)
+    monkeypatch.setattr(learned, "_loaded_model", no_runtime)
     ff = Fourfold(write_tree(tmp_path, FILES))
     ff.index(embed=False)
     fused = [(h.path, h.start_line) for h in ff.search(ISSUE, ranking="fused").hits]

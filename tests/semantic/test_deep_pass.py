@@ -125,8 +125,8 @@ def test_where_the_deep_model_answers_the_learned_stage_uses_the_model_of_its_ra
     Fourfold(root).index()
     Fourfold(root).deepen()
     loaded = []
-    booster = learned._booster
-    monkeypatch.setattr(learned, "_booster", lambda path: loaded.append(path) or booster(path))
+    load = learned._loaded_model
+    monkeypatch.setattr(learned, "_loaded_model", lambda path: loaded.append(path) or load(path))
     issue = ("The area computed for a closed polygon is wrong when the points are given "
              "clockwise: the shoelace total comes out negative and the result is not the "
              "absolute value we expected in the report")
