@@ -560,8 +560,13 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             # minutes); marked behind, it is resolved by the next run if this one stops.
             store.set_setting(graph_behind_setting(repo_id), 1)
             store.mark_indexed(repo_id, time.time(), parser)
-            from .graph.patch import patch_graph  # numpy: loaded only when needed
-            if patch_graph(store, repo_id):  # only calls and type uses changed
+            from .graph.copied import copy_graph  # numpy: loaded only when needed
+            from .graph.patch import patch_graph
+            # only calls and type uses changed; or every file written is a document the
+            # store held, and another repository may hold these very files
+            if patch_graph(store, repo_id) or (
+                    0 < summary.shared == summary.added + summary.changed
+                    and copy_graph(store, repo_id)):
                 store.set_setting(graph_behind_setting(repo_id), 0)
                 resolve = False
             elif graph_facts is not None:  # resolved in a forked child, whose memory goes

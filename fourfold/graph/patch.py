@@ -21,6 +21,7 @@ from ..store.base import (EdgeColumns, GraphInput, GraphPatch, Resolution, Store
                           used_only)
 from ..store.base import decode_references, decompress_references
 from .build import SYMBOL_FILES, GraphFacts, rebuild_graph, stored_facts
+from .copied import copy_graph
 from .facts import USE_KINDS, Edge, FileFacts
 from .inputs import decode_input, decode_symbols, encode_input, same_input
 from .resolve import resolve_into
@@ -30,8 +31,9 @@ ReadFacts = tuple[dict[str, FileFacts], dict[str, str], dict[str, bytes]]
 
 
 def update_graph(store: Store, repo_id: int, parallel: bool = True) -> None:
-    """Patch the repository's stored graph, else resolve it whole."""
-    if not patch_graph(store, repo_id):
+    """Patch the repository's stored graph, else copy that of another repository holding
+    the same files, else resolve it whole."""
+    if not patch_graph(store, repo_id) and not copy_graph(store, repo_id):
         rebuild_graph(store, repo_id, parallel)
 
 

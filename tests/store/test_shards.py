@@ -5,6 +5,7 @@ nothing); a repository moved between shards answering the same afterwards."""
 from __future__ import annotations
 
 import re
+import shutil
 
 import psycopg
 import pytest
@@ -204,6 +205,15 @@ def test_a_stopped_shard_is_named_and_the_others_answer(servers, placed, capsys)
         extra.unlink()
         assert main(["index", str(placed["acme/auth"]), "--store", coordinator,
                      "--repository", "acme/auth"]) == 0, capsys.readouterr().err
+        # a second checkout of it, whose graph is a copy of its twin's: no repository of
+        # the shard that does not answer is asked whether it is that twin
+        checkout = shutil.copytree(placed["acme/auth"], placed["acme/auth"].parent / "auth2")
+        assert main(["index", str(checkout), "--store", coordinator,
+                     "--repository", "acme/auth@checkout"]) == 0, capsys.readouterr().err
+        twin = Fourfold(store_url=coordinator).in_repository("acme/auth@checkout")
+        assert [(r["path"], r["symbol"]) for r in twin.references("check_token")["results"]
+                if r["kind"] == "call"] == [("login.py", "login")]
+        assert Fourfold(store_url=coordinator).remove_repositories(["acme/auth@checkout"])
     finally:
         shard_two.resume()
     (placed["acme/search"] / "ranker.py").write_text(REPOSITORIES["acme/search"]["ranker.py"])

@@ -1,0 +1,115 @@
+"""A repository whose files are another's (a second clone, a worktree at the same commit)
+gets that repository's graph copied with its own ids, equal to the graph a resolution
+would make; a repository whose files differ in any way, or whose twin's graph is not
+current, is resolved. fourfold's own source is the repository: real imports, classes,
+methods and calls across a hundred files."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+import fourfold.graph.build as build_module
+import fourfold.graph.patch as patch_module
+from fourfold.api import Fourfold
+from fourfold.graph.copied import copy_graph
+
+from .test_patch import _edit, _graph, _own_source
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def one_index(request, tmp_path, make_tree):
+    """(the own source as a tree, open(root, name) -> a Fourfold of that repository in one
+    index: an embedded one, or a PostgreSQL database; its repositories share a family)."""
+    where = ({"index_dir": tmp_path / "index"} if request.param == "sqlite"
+             else {"store_url": request.getfixturevalue("postgres_url")})
+    opened = []
+
+    def open_(root, name: str) -> Fourfold:
+        opened.append(Fourfold(root, repository=name, **where))
+        return opened[-1]
+
+    yield make_tree(_own_source()), open_
+    for ff in opened:
+        ff.close()
+
+
+def _no_resolution(monkeypatch) -> list:
+    """Record every resolution of a whole graph (in a forked child or in this process)."""
+    resolved = []
+    monkeypatch.setattr(build_module, "start_resolving",
+                        lambda *args, **kwargs: resolved.append(args))
+    monkeypatch.setattr(patch_module, "rebuild_graph",
+                        lambda *args, **kwargs: resolved.append(args))
+    return resolved
+
+
+def test_a_copy_of_an_indexed_tree_gets_the_same_graph_without_resolving(
+        one_index, tmp_path, monkeypatch):
+    tree, open_ = one_index
+    first = open_(tree, "fourfold@main")
+    first.index(embed=False)
+    copy = tmp_path / "checkout"
+    shutil.copytree(tree, copy)
+    resolved = _no_resolution(monkeypatch)
+    second = open_(copy, "fourfold@checkout")
+    summary = second.index(embed=False)
+    assert summary.shared == summary.added > 100 and not resolved
+    edges, symbol_ranks, file_ranks = _graph(second)
+    assert len(edges) > 1000
+    assert (edges, symbol_ranks, file_ranks) == _graph(first)
+    # its own ids: its file rows, not the first repository's
+    mine = {f.file_id for f in second.store.files(second.repo_id())}
+    assert {e.src_file for e in second.store.all_edges(second.repo_id())} <= mine
+    assert not second.behind()["graph"]
+
+
+def test_a_copy_with_one_call_changed_is_resolved_not_copied(one_index, tmp_path):
+    tree, open_ = one_index
+    first = open_(tree, "fourfold@main")
+    first.index(embed=False)
+    copy = tmp_path / "checkout"
+    shutil.copytree(tree, copy)
+    _edit(copy, "fourfold/graph/build.py", "    return len(edges)\n",
+          "    release_freed_memory()\n    return len(edges)\n")
+    second = open_(copy, "fourfold@checkout")
+    second.index(embed=False)
+    build = "fourfold/graph/build.py"
+    call = ("call", build, (build, "store_graph"), build, (build, "release_freed_memory"))
+    assert call in {e[:5] for e in _graph(second)[0]}
+    assert call not in {e[:5] for e in _graph(first)[0]}
+    # asked directly, no repository holds its files: nothing is copied
+    before = _graph(second)
+    assert not copy_graph(second.store, second.repo_id())
+    assert _graph(second) == before
+
+
+def test_a_twin_whose_graph_is_behind_is_not_copied_from(one_index, tmp_path):
+    tree, open_ = one_index
+    first = open_(tree, "fourfold@main")
+    first.index(embed=False, graph_later=True)
+    assert first.behind()["graph"] and not first.store.all_edges(first.repo_id())
+    copy = tmp_path / "checkout"
+    shutil.copytree(tree, copy)
+    second = open_(copy, "fourfold@checkout")
+    second.index(embed=False)
+    assert len(_graph(second)[0]) > 1000
+    # the first catches up: by a copy of the second's graph, now current
+    assert first.catch_up() and not first.behind()["graph"]
+    assert _graph(first) == _graph(second)
+
+
+def test_a_twin_with_rows_of_its_own_is_copied_from_with_these_ids(one_index, tmp_path,
+                                                                    monkeypatch):
+    """Repositories of two families share no documents on a server: the same definitions
+    have other symbol ids there. A graph left for later is then copied on catching up."""
+    tree, open_ = one_index
+    first = open_(tree, "first")
+    first.index(embed=False)
+    copy = tmp_path / "checkout"
+    shutil.copytree(tree, copy)
+    second = open_(copy, "second")
+    second.index(embed=False, graph_later=True)
+    resolved = _no_resolution(monkeypatch)
+    assert second.catch_up() and not resolved and not second.behind()["graph"]
+    assert _graph(second) == _graph(first)
