@@ -7,6 +7,7 @@
     python bench/learn_ranking.py cv --ablate   # the same, each feature group left out
     python bench/learn_ranking.py train     # fit on everything, write the shipped model
     python bench/learn_ranking.py train --data deep   # the model for the deep pass's ranks
+    python bench/learn_ranking.py misses    # where held-out function answers lose
 
 --data static|deep|both: the dump the model is fitted on (train: static writes ranker.txt,
 deep ranker-deep.txt, which the engine uses where the deep pass's model answered); cv
@@ -237,9 +238,11 @@ def _definitions(record: dict) -> dict[str, list[StoredSymbol]]:
             for path, found in record["definitions"].items()}
 
 
-def _results(record: dict, model=None, keep=None, granularity: str | None = None) -> list[dict]:
+def _results(record: dict, model=None, keep=None, granularity: str | None = None,
+             limit: int | None = None) -> list[dict]:
     """The record's answer: its candidates (re-ordered by the model when one is given and
-    the intent is one it ranks) through the granularity stage, as the engine does it."""
+    the intent is one it ranks) through the granularity stage, as the engine does it; the
+    first 10 (20 functions) unless `limit` says."""
     import numpy as np
 
     hits = [Hit(c["path"], c["start_line"], c["end_line"], c["score"], symbol=c["symbol"])
@@ -266,7 +269,8 @@ def _results(record: dict, model=None, keep=None, granularity: str | None = None
                          uses_of=(lambda path: uses.get(path, {}))
                          if record["deep"] and uses else None)
     return [{"path": h.path, "start_line": h.start_line, "end_line": h.end_line,
-             "symbol": h.symbol} for h in out[:10 if granularity != "function" else 20]]
+             "symbol": h.symbol}
+            for h in out[:limit or (10 if granularity != "function" else 20)]]
 
 
 def _score(records: list[dict], results: dict[str, list[dict]], name: str) -> dict:
@@ -332,9 +336,69 @@ def cross_validate(records: list[dict], drop: set[str] = frozenset()) -> dict:
     return evaluate(records, models, "heldout")
 
 
+# What a gold span names where the fix changed no definition of the tree: the module's
+# imports, module-level code, its docstring (the data set's names for them).
+MODULE_PARTS = ("imports", "impl", "docstring")
+
+
+def function_misses(records: list[dict]) -> None:
+    """Where the held-out function answers of localization-train lose: each gold (file,
+    function) not among the first 10 functions, by why; then what the first 10 would
+    score with every gold definition of the first few answer files placed first (a
+    perfect ranking within those files: the most placing functions of a file can give)."""
+    gold = {json.loads(line)["instance_id"]: json.loads(line)
+            for line in datasets.TRAIN_DATA.read_text().splitlines() if line.strip()}
+    models = {fold: fit([r for r in records if r["fold"] != fold]) for fold in range(FOLDS)}
+    why: dict[str, int] = defaultdict(int)
+    answered = {k: 0 for k in (0, 1, 2, 3, 5)}
+    issues = module_issues = 0
+    for r in records:
+        spans = [(path, name) for path, names in gold.get(r["id"], {}).get("gold_spans",
+                                                                            {}).items()
+                 for name in names]
+        if r["dataset"] != "train" or not spans:
+            continue
+        issues += 1
+        module_issues += any(name.split(":")[0] in MODULE_PARTS for _, name in spans)
+        model, keep = models[r["fold"]]
+        units = list(dict.fromkeys((h["path"], h["symbol"]) for h in
+                                   _results(r, model, keep, "function", limit=1000)
+                                   if h["symbol"]))
+        files = list(dict.fromkeys(path for path, _ in units))
+        candidates = {c["path"] for c in r["candidates"]}
+        for path, name in spans:
+            if any(p == path and _same_symbol(s, name) for p, s in units[:10]):
+                continue
+            defined = [q for q, *_ in r["definitions"].get(path, ())]
+            if name.split(":")[0] in MODULE_PARTS:
+                why[f"a module part ({name.split(':')[0]})"] += 1
+            elif path not in candidates:
+                why["file not among the candidates"] += 1
+            elif not any(_same_symbol(q, name) for q in defined):
+                why["not a definition of the tree (added by the fix)"] += 1
+            else:
+                at = files.index(path) if path in files else None
+                why["a definition of answer file "
+                    + ("past 10" if at is None or at >= 10 else str(at + 1))] += 1
+        for k in answered:
+            placed = [(p, q) for p in files[:k] for q, *_ in r["definitions"].get(p, ())
+                      if any(p == g and _same_symbol(q, name) for g, name in spans)]
+            top = list(dict.fromkeys(placed + units))[:10]
+            answered[k] += all(any(p == g and _same_symbol(q, name) for p, q in top)
+                               for g, name in spans)
+    print(f"{issues} issues with gold functions; gold functions not among the first 10:")
+    for reason, count in sorted(why.items(), key=lambda kv: -kv[1]):
+        print(f"  {count:4d}  {reason}")
+    print(f"{module_issues} issues name a module part, which no answer made of definitions "
+          f"holds: function Acc@k is at most {1 - module_issues / issues:.3f}")
+    for k, count in answered.items():
+        print(f"function Acc@10 with the gold definitions of the first {k} answer files placed "
+              f"first: {count / issues:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("step", choices=["dump", "cv", "train"])
+    parser.add_argument("step", choices=["dump", "cv", "train", "misses"])
     parser.add_argument("--ablate", action="store_true")
     parser.add_argument("--deep", action="store_true", help="dump: run the deep pass first")
     parser.add_argument("--releases", help="dump: only the localization-train issues of these "
@@ -350,6 +414,9 @@ def main() -> None:
         records = both["static"] + both["deep"]
     else:
         records = load(args.data)
+    if args.step == "misses":
+        function_misses(records)
+        return
     if args.step == "train":
         if args.data == "both":
             parser.error("train fits the model of one dump: --data static or --data deep")
