@@ -5,6 +5,8 @@ symbol ids instead of resolved again, which takes a big repository minutes.
 """
 from __future__ import annotations
 
+from array import array
+
 import numpy as np
 
 from ..store.base import (EdgeColumns, Store, graph_behind_setting, graph_version_setting,
@@ -69,11 +71,13 @@ def _copied(store: Store, repo_id: int, mine: Files, other: int,
     symbol_rank, file_rank = store.centrality(other)
     if store.setting(graph_version_setting(other), 0) != version:
         return False  # its graph was written meanwhile: what was read may not be one graph
-    file_of = {theirs[p][0]: mine[p][0] for p in theirs}
-    symbol_of = _symbols_moved(store, other, repo_id, theirs, mine)
-    if symbol_of is None:
+    paths = sorted(theirs)
+    new_file = _mapper(np.array([theirs[p][0] for p in paths], np.int64),
+                       np.array([mine[p][0] for p in paths], np.int64))
+    symbols = _symbols_moved(store, other, repo_id, paths, theirs, mine)
+    if symbols is None:
         return False
-    new_file, new_symbol = _mapper(file_of), _mapper(symbol_of)
+    new_symbol = _mapper(*symbols)
     moved = EdgeColumns(edges.kinds, edges.kind, new_file(edges.src_file),
                         new_symbol(edges.src_symbol), new_file(edges.dst_file),
                         new_symbol(edges.dst_symbol), edges.line, edges.names, edges.name,
@@ -81,47 +85,48 @@ def _copied(store: Store, repo_id: int, mine: Files, other: int,
     if any((column < -1).any() for column in (moved.src_file, moved.src_symbol,
                                              moved.dst_file, moved.dst_symbol)):
         return False  # an id of theirs that none of ours stands for (rows gone meanwhile)
-    store.replace_graph(
-        repo_id, moved,
-        {symbol_of[s]: rank for s, rank in symbol_rank.items() if s in symbol_of},
-        {file_of[f]: rank for f, rank in file_rank.items() if f in file_of},
-        stored_inputs(store, repo_id, {i.path: i.facts for i in inputs}))
+    store.replace_graph(repo_id, moved, _ranks_moved(symbol_rank, new_symbol),
+                        _ranks_moved(file_rank, new_file),
+                        stored_inputs(store, repo_id, {i.path: i.facts for i in inputs}))
     return True
 
 
-def _symbols_moved(store: Store, other: int, repo_id: int, theirs: Files, mine: Files
-                   ) -> dict[int, int] | None:
-    """Each symbol id of `other`'s files -> the id of the same definition (path, qualified
-    name) in this repository's, the lowest where a name repeats, as a graph names them."""
-    ours: dict[tuple[str, str], int] = {}
-    for path, qualname, symbol_id in _symbol_keys(store, repo_id, mine):
-        if symbol_id < ours.get((path, qualname), symbol_id + 1):
-            ours[(path, qualname)] = symbol_id
-    moved = {}
-    for path, qualname, symbol_id in _symbol_keys(store, other, theirs):
-        ours_id = ours.get((path, qualname))
-        if ours_id is None:
-            return None
-        moved[symbol_id] = ours_id
-    return moved
+def _symbols_moved(store: Store, other: int, repo_id: int, paths: list[str], theirs: Files,
+                   mine: Files) -> tuple[np.ndarray, np.ndarray] | None:
+    """(the symbol ids of `other`'s files, the ids of the same definitions (path, qualified
+    name) in this repository's, the lowest where a name repeats, as a graph names them);
+    None where one of theirs is not among ours. Read a part of the files at a time: a big
+    repository has millions."""
+    old, new = array("q"), array("q")
+    for start in range(0, len(paths), SYMBOL_FILES):
+        part = paths[start:start + SYMBOL_FILES]
+        my_path = {mine[p][0]: p for p in part}
+        their_path = {theirs[p][0]: p for p in part}
+        ours: dict[tuple[str, str], int] = {}
+        for symbol_id, file_id, qualname in store.symbol_keys(repo_id, sorted(my_path)):
+            key = (my_path[file_id], qualname)
+            if symbol_id < ours.get(key, symbol_id + 1):
+                ours[key] = symbol_id
+        for symbol_id, file_id, qualname in store.symbol_keys(other, sorted(their_path)):
+            ours_id = ours.get((their_path[file_id], qualname))
+            if ours_id is None:
+                return None
+            old.append(symbol_id)
+            new.append(ours_id)
+    return np.frombuffer(old, np.int64), np.frombuffer(new, np.int64)
 
 
-def _symbol_keys(store: Store, repo_id: int, files: Files):
-    path_of = {file_id: path for path, (file_id, _, _) in files.items()}
-    ids = sorted(path_of)
-    for start in range(0, len(ids), SYMBOL_FILES):
-        for symbol_id, file_id, qualname in store.symbol_keys(repo_id,
-                                                               ids[start:start + SYMBOL_FILES]):
-            yield path_of[file_id], qualname, symbol_id
+def _ranks_moved(ranks: dict[int, float], moved) -> dict[int, float]:
+    ids = moved(np.fromiter(ranks, np.int64, len(ranks)))
+    return {int(i): rank for i, rank in zip(ids.tolist(), ranks.values()) if i >= 0}
 
 
-def _mapper(moved: dict[int, int]):
-    """A function taking an id column to the ids `moved` gives (-1 stays -1, an id it does
-    not know becomes -2)."""
-    old = np.fromiter(moved, np.int64, len(moved))
+def _mapper(old: np.ndarray, new: np.ndarray):
+    """A function taking an id column to the ids `new` holds where `old` holds theirs (-1
+    stays -1, an id `old` lacks becomes -2)."""
     order = np.argsort(old)
     old = np.append(old[order], np.iinfo(np.int64).max)  # searchsorted's past-the-end
-    new = np.append(np.fromiter(moved.values(), np.int64, len(moved))[order], -2)
+    new = np.append(new[order], -2)
 
     def apply(column) -> np.ndarray:
         column = np.asarray(column, np.int64)
