@@ -30,7 +30,7 @@ from .parsing import ParseTooSlow, parse_file, parser_fingerprint
 from .model import Chunk
 from .store.base import (EdgeColumns, FileRecord, FileStamp, Store, codes_owed_setting,
                          compress_references, encode_references, graph_behind_setting,
-                         unfinished_setting)
+                         graph_resolved_by_setting, unfinished_setting)
 from .tokens import chunk_body, token_texts
 from .workers import quiet_worker
 
@@ -598,6 +598,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             store.set_setting(graph_behind_setting(repo_id), 0)
         elif files_changed and not build_graph:
             # files were written without references: no edge may point into them
+            store.set_setting(graph_resolved_by_setting(repo_id), 0)
             store.replace_graph(repo_id, EdgeColumns(), {}, {})
         store.mark_indexed(repo_id, time.time(), parser)
     if after_files is not None and not beside:  # as answers see the run's files

@@ -10,15 +10,19 @@ the graph (`store_graph`): the child's memory goes back to the system when it en
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import sys
 from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 
 import numpy as np
 
 from ..model import Symbol
 from ..store.base import (NO_REFERENCES, EdgeColumns, GraphInput, Resolution, Store,
-                          StoredFile, decode_references, decompress_references, used_only)
+                          StoredFile, decode_references, decompress_references,
+                          graph_resolved_by_setting, used_only)
 from .centrality import EdgeBuilder, IndexedEdges, rank_indexed
 from .facts import USE_KINDS, FileFacts
 from .forked import Forked
@@ -29,6 +33,17 @@ EXTRA_FILES = ("go.mod",)  # read by import resolution (Go module path)
 # files whose symbols are read at once for the stored ids of the graph's: a big repository
 # has millions of symbols
 SYMBOL_FILES = 500
+
+
+@cache
+def resolver_version() -> int:
+    """Names the code that resolves and ranks a graph (this package's source): a graph
+    made by other code is not copied to a twin (graph.copied) as if made now."""
+    digest = hashlib.blake2b(digest_size=7)
+    package = Path(__file__).parent
+    for source in sorted(package.rglob("*.py")):
+        digest.update(str(source.relative_to(package)).encode() + b"\0" + source.read_bytes())
+    return int.from_bytes(digest.digest(), "big")
 
 
 @dataclass(slots=True)
@@ -174,6 +189,7 @@ def store_graph(store: Store, repo_id: int, graph: ResolvedGraph) -> int:
     del file_id, symbol_id
     store.replace_graph(repo_id, edges, symbol_rank, file_rank, stored_inputs(store, repo_id,
                                                                               graph.inputs))
+    store.set_setting(graph_resolved_by_setting(repo_id), resolver_version())
     return len(edges)
 
 

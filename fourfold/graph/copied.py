@@ -1,17 +1,21 @@
 """A repository whose files are another's: a second clone, a worktree at the same commit,
 a copy. Its graph is the other's (resolution reads nothing but each file's path, content
-and language, parsed by the same parser), so it is copied with this repository's file and
-symbol ids instead of resolved again, which takes a big repository minutes.
+and language, parsed by the same parser), so it is copied with this repository's file ids
+instead of resolved again, which takes a big repository minutes.
+
+Only a twin whose files are the very documents this repository's are (their symbols and
+references are the same rows: every repository of an embedded index, a family on a
+server) is copied from: a document parsed apart might have been parsed otherwise (a parse
+that ran out of time), and only a graph a whole resolution by this code made (not one
+patched since, whose ranks were carried over).
 """
 from __future__ import annotations
 
-from array import array
-
 import numpy as np
 
-from ..store.base import (EdgeColumns, Store, graph_behind_setting, graph_version_setting,
-                          unfinished_setting)
-from .build import SYMBOL_FILES, stored_inputs
+from ..store.base import (EdgeColumns, Store, graph_behind_setting, graph_resolved_by_setting,
+                          graph_version_setting, unfinished_setting)
+from .build import SYMBOL_FILES, resolver_version, stored_inputs
 
 # path -> (file id, content hash, language)
 Files = dict[str, tuple[int, str, str | None]]
@@ -19,21 +23,25 @@ Files = dict[str, tuple[int, str, str | None]]
 
 def copy_graph(store: Store, repo_id: int) -> bool:
     """Give the repository the graph of another repository of the store that holds the
-    same files read by the same parser, with this repository's ids; False where none does
-    (nothing is written then)."""
+    same documents, with this repository's file ids; False where none does (nothing is
+    written then)."""
     parser = store.parser_of(repo_id)
     mine = _files(store, repo_id)
     if not mine or parser is None:
         return False
     content = _content(mine)
     # Only repositories on this one's server are asked (a shard that does not answer
-    # would fail the run), each first for one file: an index of many repositories lists
-    # the files of those that hold it alone.
+    # would fail the run), each first for its number of files and the file written last
+    # here (an edit's, which no other repository holds): a server's many repositories
+    # and a project's many branches are not each listed whole.
     repos = store.repos(counts=False)
     shard = next((r.shard for r in repos if r.repo_id == repo_id), None)
-    probe = min(mine)
+    probe = max(mine, key=lambda path: mine[path][0])
     for other in repos:
         if other.repo_id == repo_id or other.shard != shard or other.removing:
+            continue
+        held, _ = store.files_after(other.repo_id, np.iinfo(np.int64).max)
+        if held != len(mine):
             continue
         state = store.file_states(other.repo_id, [probe]).get(probe)
         if (state is not None and state.hash == content[probe][0]
@@ -55,11 +63,13 @@ def _content(files: Files) -> dict[str, tuple[str, str | None]]:
 
 def _copied(store: Store, repo_id: int, mine: Files, other: int,
             content: dict[str, tuple[str, str | None]]) -> bool:
-    """Copy `other`'s graph where it holds `content` and its stored graph was made from
-    the very file rows it holds now (each changed file is a new row); False otherwise."""
+    """Copy `other`'s graph where it holds `content` as the same documents and its stored
+    graph was resolved whole by this code from the very file rows it holds now (each
+    changed file is a new row); False otherwise."""
     version = store.setting(graph_version_setting(other), 0)
-    if store.setting(graph_behind_setting(other), 0) or store.setting(
-            unfinished_setting(other), 0):
+    made_by = store.setting(graph_resolved_by_setting(other), 0)
+    if made_by != resolver_version() or store.setting(graph_behind_setting(other), 0) \
+            or store.setting(unfinished_setting(other), 0):
         return False
     theirs = _files(store, other)
     if _content(theirs) != content:
@@ -72,53 +82,38 @@ def _copied(store: Store, repo_id: int, mine: Files, other: int,
     if store.setting(graph_version_setting(other), 0) != version:
         return False  # its graph was written meanwhile: what was read may not be one graph
     paths = sorted(theirs)
+    if not _same_symbols(store, other, repo_id, paths, theirs, mine):
+        return False
     new_file = _mapper(np.array([theirs[p][0] for p in paths], np.int64),
                        np.array([mine[p][0] for p in paths], np.int64))
-    symbols = _symbols_moved(store, other, repo_id, paths, theirs, mine)
-    if symbols is None:
-        return False
-    new_symbol = _mapper(*symbols)
-    moved = EdgeColumns(edges.kinds, edges.kind, new_file(edges.src_file),
-                        new_symbol(edges.src_symbol), new_file(edges.dst_file),
-                        new_symbol(edges.dst_symbol), edges.line, edges.names, edges.name,
-                        edges.resolution)
-    if any((column < -1).any() for column in (moved.src_file, moved.src_symbol,
-                                             moved.dst_file, moved.dst_symbol)):
-        return False  # an id of theirs that none of ours stands for (rows gone meanwhile)
-    store.replace_graph(repo_id, moved, _ranks_moved(symbol_rank, new_symbol),
-                        _ranks_moved(file_rank, new_file),
-                        stored_inputs(store, repo_id, {i.path: i.facts for i in inputs}))
+    moved = EdgeColumns(edges.kinds, edges.kind, new_file(edges.src_file), edges.src_symbol,
+                        new_file(edges.dst_file), edges.dst_symbol, edges.line, edges.names,
+                        edges.name, edges.resolution)
+    if (moved.src_file < -1).any() or (moved.dst_file < -1).any():
+        return False  # a file of theirs that none of ours stands for (rows gone meanwhile)
+    file_ids = new_file(np.fromiter(file_rank, np.int64, len(file_rank)))
+    store.replace_graph(
+        repo_id, moved, symbol_rank,
+        {int(i): rank for i, rank in zip(file_ids.tolist(), file_rank.values()) if i >= 0},
+        stored_inputs(store, repo_id, {i.path: i.facts for i in inputs}))
+    store.set_setting(graph_resolved_by_setting(repo_id), made_by)
     return True
 
 
-def _symbols_moved(store: Store, other: int, repo_id: int, paths: list[str], theirs: Files,
-                   mine: Files) -> tuple[np.ndarray, np.ndarray] | None:
-    """(the symbol ids of `other`'s files, the ids of the same definitions (path, qualified
-    name) in this repository's, the lowest where a name repeats, as a graph names them);
-    None where one of theirs is not among ours. Read a part of the files at a time: a big
-    repository has millions."""
-    old, new = array("q"), array("q")
+def _same_symbols(store: Store, other: int, repo_id: int, paths: list[str], theirs: Files,
+                  mine: Files) -> bool:
+    """Whether each file's symbols are the same rows in both repositories (the same
+    documents), read a part of the files at a time: a big repository has millions."""
     for start in range(0, len(paths), SYMBOL_FILES):
         part = paths[start:start + SYMBOL_FILES]
         my_path = {mine[p][0]: p for p in part}
         their_path = {theirs[p][0]: p for p in part}
-        ours: dict[tuple[str, str], int] = {}
-        for symbol_id, file_id, qualname in store.symbol_keys(repo_id, sorted(my_path)):
-            key = (my_path[file_id], qualname)
-            if symbol_id < ours.get(key, symbol_id + 1):
-                ours[key] = symbol_id
-        for symbol_id, file_id, qualname in store.symbol_keys(other, sorted(their_path)):
-            ours_id = ours.get((their_path[file_id], qualname))
-            if ours_id is None:
-                return None
-            old.append(symbol_id)
-            new.append(ours_id)
-    return np.frombuffer(old, np.int64), np.frombuffer(new, np.int64)
-
-
-def _ranks_moved(ranks: dict[int, float], moved) -> dict[int, float]:
-    ids = moved(np.fromiter(ranks, np.int64, len(ranks)))
-    return {int(i): rank for i, rank in zip(ids.tolist(), ranks.values()) if i >= 0}
+        ours = sorted((my_path[file_id], symbol_id) for symbol_id, file_id, _ in
+                      store.symbol_keys(repo_id, sorted(my_path)))
+        if ours != sorted((their_path[file_id], symbol_id) for symbol_id, file_id, _ in
+                          store.symbol_keys(other, sorted(their_path))):
+            return False
+    return True
 
 
 def _mapper(old: np.ndarray, new: np.ndarray):

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..model import Reference
 from ..store.base import (EdgeColumns, GraphInput, GraphPatch, Resolution, Store, coded,
-                          used_only)
+                          graph_resolved_by_setting, used_only)
 from ..store.base import decode_references, decompress_references
 from .build import SYMBOL_FILES, GraphFacts, rebuild_graph, stored_facts
 from .copied import copy_graph
@@ -96,6 +96,8 @@ def patch_graph(store: Store, repo_id: int) -> bool:
         *_coded_after(old.names, old.name[keep], [e.name for e in edges]),
         np.concatenate([old.resolution[keep], np.where(
             dst_file >= 0, _ints(e.resolution for e in edges), Resolution.NONE).astype(np.int8)]))
+    # first: a patch that stops halfway leaves no mark of a whole resolution
+    store.set_setting(graph_resolved_by_setting(repo_id), 0)
     store.patch_graph(repo_id, GraphPatch(new, moved_files, moved_symbols, [
         GraphInput(p, files[p], np.array(now_ids[files[p]], ">i8").tobytes(), new_inputs[p])
         for p in changed]))

@@ -296,6 +296,13 @@ def graph_version_setting(repo_id: int) -> str:
     return f"graph_version:{repo_id}"
 
 
+def graph_resolved_by_setting(repo_id: int) -> str:
+    """The setting that names the resolution code (graph.build.resolver_version) whose
+    whole resolution made the repository's stored graph, or a copy of one; 0 where a patch
+    changed it since (its ranks carried over, not ranked again) or it was made otherwise."""
+    return f"graph_resolved_by:{repo_id}"
+
+
 def setting_value(stored: str | None, default: int) -> int:
     """A setting as stored (None: never set), or `default` where it is not a whole number
     (not written by set_setting: a float a caller once gave)."""
@@ -357,7 +364,7 @@ def repository_settings(repo_id: int, root: str | None) -> tuple[list[str], list
     names of those it keeps per model; what taking the repository out takes with it (its
     root's too, unless None: another repository of the index has that root)."""
     names = [graph_behind_setting(repo_id), graph_version_setting(repo_id),
-             unfinished_setting(repo_id), codes_owed_setting(repo_id),
+             graph_resolved_by_setting(repo_id), unfinished_setting(repo_id), codes_owed_setting(repo_id),
              codes_taken_setting(repo_id)] + (
                  [max_file_bytes_setting(root)] if root else [])
     return names, [codes_allowance_setting(repo_id, ""), deep_codes_setting(repo_id, "")]

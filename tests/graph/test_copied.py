@@ -12,7 +12,10 @@ import pytest
 import fourfold.graph.build as build_module
 import fourfold.graph.patch as patch_module
 from fourfold.api import Fourfold
+from fourfold.graph.build import rebuild_graph
 from fourfold.graph.copied import copy_graph
+from fourfold.indexer import catch_up_graph
+from fourfold.store.base import graph_resolved_by_setting
 
 from .test_patch import _edit, _graph, _own_source
 
@@ -34,13 +37,15 @@ def one_index(request, tmp_path, make_tree):
         ff.close()
 
 
-def _no_resolution(monkeypatch) -> list:
-    """Record every resolution of a whole graph (in a forked child or in this process)."""
+def _resolutions(monkeypatch) -> list:
+    """Record every resolution of a whole graph (in a forked child or in this process),
+    which then runs."""
     resolved = []
-    monkeypatch.setattr(build_module, "start_resolving",
-                        lambda *args, **kwargs: resolved.append(args))
-    monkeypatch.setattr(patch_module, "rebuild_graph",
-                        lambda *args, **kwargs: resolved.append(args))
+    for module, name in ((build_module, "start_resolving"), (patch_module, "rebuild_graph")):
+        def recorded(*args, _resolve=getattr(module, name), **kwargs):
+            resolved.append(args)
+            return _resolve(*args, **kwargs)
+        monkeypatch.setattr(module, name, recorded)
     return resolved
 
 
@@ -51,7 +56,7 @@ def test_a_copy_of_an_indexed_tree_gets_the_same_graph_without_resolving(
     first.index(embed=False)
     copy = tmp_path / "checkout"
     shutil.copytree(tree, copy)
-    resolved = _no_resolution(monkeypatch)
+    resolved = _resolutions(monkeypatch)
     second = open_(copy, "fourfold@checkout")
     summary = second.index(embed=False)
     assert summary.shared == summary.added > 100 and not resolved
@@ -84,7 +89,7 @@ def test_a_copy_with_one_call_changed_is_resolved_not_copied(one_index, tmp_path
     assert _graph(second) == before
 
 
-def test_a_twin_whose_graph_is_behind_is_not_copied_from(one_index, tmp_path):
+def test_a_twin_whose_graph_is_behind_is_not_copied_from(one_index, tmp_path, monkeypatch):
     tree, open_ = one_index
     first = open_(tree, "fourfold@main")
     first.index(embed=False, graph_later=True)
@@ -92,17 +97,21 @@ def test_a_twin_whose_graph_is_behind_is_not_copied_from(one_index, tmp_path):
     copy = tmp_path / "checkout"
     shutil.copytree(tree, copy)
     second = open_(copy, "fourfold@checkout")
+    resolved = _resolutions(monkeypatch)
     second.index(embed=False)
-    assert len(_graph(second)[0]) > 1000
-    # the first catches up: by a copy of the second's graph, now current
-    assert first.catch_up() and not first.behind()["graph"]
-    assert _graph(first) == _graph(second)
+    assert len(resolved) == 1 and len(_graph(second)[0]) > 1000
+    # the first catches up (in this process, as catch_up's child does) by a copy of the
+    # second's graph, now current
+    assert catch_up_graph(first.store, first.repo_id()) and len(resolved) == 1
+    assert not first.behind()["graph"] and _graph(first) == _graph(second)
 
 
-def test_a_twin_with_rows_of_its_own_is_copied_from_with_these_ids(one_index, tmp_path,
-                                                                    monkeypatch):
-    """Repositories of two families share no documents on a server: the same definitions
-    have other symbol ids there. A graph left for later is then copied on catching up."""
+def test_a_twin_whose_documents_are_rows_of_its_own_is_resolved(one_index, tmp_path,
+                                                                  monkeypatch):
+    """Repositories of two families share no documents on a server (each parsed its own,
+    maybe otherwise: a parse that ran out of time): the second is resolved, not copied;
+    in an embedded index every repository shares documents, and a graph left for later
+    is copied on catching up."""
     tree, open_ = one_index
     first = open_(tree, "first")
     first.index(embed=False)
@@ -110,6 +119,36 @@ def test_a_twin_with_rows_of_its_own_is_copied_from_with_these_ids(one_index, tm
     shutil.copytree(tree, copy)
     second = open_(copy, "second")
     second.index(embed=False, graph_later=True)
-    resolved = _no_resolution(monkeypatch)
-    assert second.catch_up() and not resolved and not second.behind()["graph"]
+    resolved = _resolutions(monkeypatch)
+    # in this process, as catch_up's child does it
+    assert catch_up_graph(second.store, second.repo_id()) and not second.behind()["graph"]
+    assert bool(resolved) == (second.store.address()[0] == "postgresql")
     assert _graph(second) == _graph(first)
+
+
+def test_a_patched_graph_or_one_made_by_other_code_is_not_copied(one_index, tmp_path,
+                                                                 monkeypatch):
+    """A patch carries ranks over instead of ranking again: its graph is not what a
+    resolution of the same files makes, and a copy of it would spread that."""
+    tree, open_ = one_index
+    first = open_(tree, "fourfold@main")
+    first.index(embed=False)
+    edited = _edit(tree, "fourfold/graph/build.py", "    return len(edges)\n",
+                   "    release_freed_memory()\n    return len(edges)\n")
+    first.index(embed=False, changed=[edited], graph_later=True)
+    resolved = _resolutions(monkeypatch)
+    assert catch_up_graph(first.store, first.repo_id()) and not resolved  # patched
+    copy = tmp_path / "checkout"
+    shutil.copytree(tree, copy)
+    second = open_(copy, "fourfold@checkout")
+    second.index(embed=False)
+    assert len(resolved) == 1
+    whole = _graph(second)
+    rebuild_graph(first.store, first.repo_id())
+    assert _graph(first) == whole
+    # both graphs are resolved whole now, ones to copy; unless other code made them
+    for ff in (first, second):
+        ff.store.set_setting(graph_resolved_by_setting(ff.repo_id()), 1)
+    third = open_(shutil.copytree(tree, tmp_path / "third"), "fourfold@third")
+    third.index(embed=False)
+    assert len(resolved) == 2 and _graph(third) == whole
