@@ -199,7 +199,7 @@ class LearnedRanking:
         if model is None:
             return hits
         if HEADLINE_COLUMN not in model[1]:
-            headline = ()  # a model trained before the headline was a feature
+            headline = ()  # a model trained without the headline's features
         hits = with_headline(hits, headline)
         if not hits:
             return hits

@@ -3,6 +3,7 @@ says which features decided each hit; a short question keeps the fused order."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -24,12 +25,26 @@ def ff(tmp_path_factory):
     ff.close()
 
 
+def _small_model(path: Path, feature: str) -> Path:
+    """A model trained on one feature alone, a candidate's rank by it: the lower, the
+    better."""
+    import lightgbm
+    import numpy as np
+
+    ranks = np.tile(np.arange(1.0, 6.0), 40)[:, None]
+    lightgbm.train({"objective": "lambdarank", "min_data_in_leaf": 1, "verbose": -1},
+                   lightgbm.Dataset(ranks, 5 - ranks[:, 0], group=[5] * 40,
+                                    feature_name=[feature]),
+                   num_boost_round=5).save_model(str(path))
+    return path
+
+
 def test_the_shipped_models_read_features_the_stage_computes():
     ranking = LearnedRanking()
     assert ranking.available
     assert _loaded_model(str(ranking.path))[0].feature_name() == list(FEATURES)
-    assert set(_loaded_model(str(ranking.deep_path))[0].feature_name()) <= set(FEATURES)
-    assert ranking.reads_headline(deep=False)
+    assert _loaded_model(str(ranking.deep_path))[0].feature_name() == list(FEATURES)
+    assert ranking.reads_headline(deep=False) and ranking.reads_headline(deep=True)
 
 
 def test_an_issue_title_is_its_headline():
@@ -74,7 +89,7 @@ def test_features_say_where_the_headline_found_a_candidate(ff):
     assert all(math.isnan(row[rank]) and row[span] == 0.0 for row in rows[2:])
 
 
-def test_the_model_ranks_the_files_only_the_headline_found(ff):
+def test_the_model_ranks_the_files_only_the_headline_found(ff, tmp_path):
     response = ff.search(ISSUE, ranking="fused", granularity="span", limit=50)
     query = Query(text=ISSUE, intent=response.intent)
     listed = [h for h in response.hits if h.path != "mailer/headers.py"]
@@ -84,7 +99,8 @@ def test_the_model_ranks_the_files_only_the_headline_found(ff):
     found = next(h for h in ranked if h.path == "mailer/headers.py")
     assert found.learned and not found.ranks
     # a model trained without the headline's features ranks the candidates alone
-    without = LearnedRanking(path=LearnedRanking().deep_path)
+    without = LearnedRanking(path=_small_model(tmp_path / "ranker.txt", "fused_rank"))
+    assert not without.reads_headline(deep=False)
     ranked = without.rerank(listed, query, ff.snapshots.current(), headline=headline)
     assert sorted(map(id, ranked)) == sorted(map(id, listed))
 
@@ -129,15 +145,7 @@ def test_a_filtered_issue_asks_its_headline_for_as_many_candidates_as_itself(ff,
 
 def test_a_model_reads_its_own_features_by_name(ff, tmp_path):
     """A model trained on the headline's rank alone ranks by it, wherever that column is."""
-    import lightgbm
-    import numpy as np
-
-    ranks = np.tile(np.arange(1.0, 6.0), 40)[:, None]
-    booster = lightgbm.train(
-        {"objective": "lambdarank", "min_data_in_leaf": 1, "verbose": -1},
-        lightgbm.Dataset(ranks, 5 - ranks[:, 0], group=[5] * 40,
-                         feature_name=["headline_rank"]), num_boost_round=5)
-    booster.save_model(str(tmp_path / "ranker.txt"))
+    _small_model(tmp_path / "ranker.txt", "headline_rank")
     response = ff.search(ISSUE, ranking="fused", granularity="span", limit=50)
     listed = list({h.path: h for h in response.hits}.values())[:4]
     headline = [Hit(h.path, h.start_line, h.end_line, 1.0) for h in reversed(listed)]
@@ -170,10 +178,10 @@ def test_a_pasted_issue_searches_its_headline_where_the_model_reads_it(ff):
     assert "headline" not in ff.search(no_title).timings_ms
 
 
-def test_a_model_without_the_headline_features_is_not_given_its_search(ff, monkeypatch):
-    deep = LearnedRanking().deep_path  # trained before the headline was a feature
-    assert "headline_rank" not in _loaded_model(str(deep))[0].feature_name()
-    monkeypatch.setattr(ff.engine, "learned", LearnedRanking(path=deep))
+def test_a_model_without_the_headline_features_is_not_given_its_search(ff, monkeypatch,
+                                                                      tmp_path):
+    without = _small_model(tmp_path / "ranker.txt", "fused_rank")
+    monkeypatch.setattr(ff.engine, "learned", LearnedRanking(path=without))
     response = ff.search(ISSUE)
     assert "headline" not in response.timings_ms
     assert response.hits and all(h.learned for h in response.hits)
