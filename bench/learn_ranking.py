@@ -346,15 +346,13 @@ def function_misses(records: list[dict]) -> None:
     function) not among the first 10 functions, by why; then what the first 10 would
     score with every gold definition of the first few answer files placed first (a
     perfect ranking within those files: the most placing functions of a file can give)."""
-    gold = {json.loads(line)["instance_id"]: json.loads(line)
-            for line in datasets.TRAIN_DATA.read_text().splitlines() if line.strip()}
+    gold = {i["instance_id"]: i["gold_spans"] for i in datasets.train_instances()}
     models = {fold: fit([r for r in records if r["fold"] != fold]) for fold in range(FOLDS)}
     why: dict[str, int] = defaultdict(int)
     answered = {k: 0 for k in (0, 1, 2, 3, 5)}
     issues = module_issues = 0
     for r in records:
-        spans = [(path, name) for path, names in gold.get(r["id"], {}).get("gold_spans",
-                                                                            {}).items()
+        spans = [(path, name) for path, names in gold.get(r["id"], {}).items()
                  for name in names]
         if r["dataset"] != "train" or not spans:
             continue

@@ -193,6 +193,19 @@ def store_graph(store: Store, repo_id: int, graph: ResolvedGraph) -> int:
     return len(edges)
 
 
+def renamed_ids(ids: np.ndarray, names: dict[int, int]) -> np.ndarray:
+    """`ids` with each found in `names` replaced by its value there."""
+    if not names or not len(ids):
+        return ids
+    keys = np.fromiter(names, np.int64, len(names))
+    values = np.fromiter(names.values(), np.int64, len(names))
+    order = np.argsort(keys)
+    keys, values = keys[order], values[order]
+    at = np.minimum(np.searchsorted(keys, ids), len(keys) - 1)
+    found = keys[at] == ids
+    return np.where(found, values[at], ids)
+
+
 def stored_inputs(store: Store, repo_id: int, inputs: dict[str, bytes]) -> list[GraphInput]:
     """The GraphInputs of a graph's `inputs` (path -> encode_input), with the ids the
     store's files and symbols have now."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..store.base import (EdgeColumns, Store, graph_behind_setting, graph_resolved_by_setting,
                           graph_version_setting, unfinished_setting)
-from .build import SYMBOL_FILES, resolver_version, stored_inputs
+from .build import SYMBOL_FILES, renamed_ids, resolver_version, stored_inputs
 
 # path -> (file id, content hash, language)
 Files = dict[str, tuple[int, str, str | None]]
@@ -81,29 +81,28 @@ def _copied(store: Store, repo_id: int, mine: Files, other: int,
     symbol_rank, file_rank = store.centrality(other)
     if store.setting(graph_version_setting(other), 0) != version:
         return False  # its graph was written meanwhile: what was read may not be one graph
-    paths = sorted(theirs)
-    if not _same_symbols(store, other, repo_id, paths, theirs, mine):
+    if not _same_symbols(store, other, repo_id, theirs, mine):
         return False
-    new_file = _mapper(np.array([theirs[p][0] for p in paths], np.int64),
-                       np.array([mine[p][0] for p in paths], np.int64))
-    moved = EdgeColumns(edges.kinds, edges.kind, new_file(edges.src_file), edges.src_symbol,
-                        new_file(edges.dst_file), edges.dst_symbol, edges.line, edges.names,
-                        edges.name, edges.resolution)
-    if (moved.src_file < -1).any() or (moved.dst_file < -1).any():
+    file_of = {theirs[p][0]: mine[p][0] for p in theirs}
+    src_file, dst_file = (renamed_ids(edges.src_file, file_of),
+                          renamed_ids(edges.dst_file, file_of))
+    ours = np.fromiter(file_of.values(), np.int64, len(file_of))
+    if not (np.isin(src_file, ours).all() and np.isin(dst_file[dst_file >= 0], ours).all()):
         return False  # a file of theirs that none of ours stands for (rows gone meanwhile)
-    file_ids = new_file(np.fromiter(file_rank, np.int64, len(file_rank)))
     store.replace_graph(
-        repo_id, moved, symbol_rank,
-        {int(i): rank for i, rank in zip(file_ids.tolist(), file_rank.values()) if i >= 0},
+        repo_id, EdgeColumns(edges.kinds, edges.kind, src_file, edges.src_symbol, dst_file,
+                             edges.dst_symbol, edges.line, edges.names, edges.name,
+                             edges.resolution),
+        symbol_rank, {file_of[f]: rank for f, rank in file_rank.items() if f in file_of},
         stored_inputs(store, repo_id, {i.path: i.facts for i in inputs}))
     store.set_setting(graph_resolved_by_setting(repo_id), made_by)
     return True
 
 
-def _same_symbols(store: Store, other: int, repo_id: int, paths: list[str], theirs: Files,
-                  mine: Files) -> bool:
+def _same_symbols(store: Store, other: int, repo_id: int, theirs: Files, mine: Files) -> bool:
     """Whether each file's symbols are the same rows in both repositories (the same
     documents), read a part of the files at a time: a big repository has millions."""
+    paths = sorted(theirs)
     for start in range(0, len(paths), SYMBOL_FILES):
         part = paths[start:start + SYMBOL_FILES]
         my_path = {mine[p][0]: p for p in part}
@@ -115,16 +114,3 @@ def _same_symbols(store: Store, other: int, repo_id: int, paths: list[str], thei
             return False
     return True
 
-
-def _mapper(old: np.ndarray, new: np.ndarray):
-    """A function taking an id column to the ids `new` holds where `old` holds theirs (-1
-    stays -1, an id `old` lacks becomes -2)."""
-    order = np.argsort(old)
-    old = np.append(old[order], np.iinfo(np.int64).max)  # searchsorted's past-the-end
-    new = np.append(new[order], -2)
-
-    def apply(column) -> np.ndarray:
-        column = np.asarray(column, np.int64)
-        at = np.searchsorted(old, column)
-        return np.where(column == -1, -1, np.where(old[at] == column, new[at], -2))
-    return apply

@@ -20,7 +20,7 @@ from ..model import Reference
 from ..store.base import (EdgeColumns, GraphInput, GraphPatch, Resolution, Store, coded,
                           graph_resolved_by_setting, used_only)
 from ..store.base import decode_references, decompress_references
-from .build import SYMBOL_FILES, GraphFacts, rebuild_graph, stored_facts
+from .build import SYMBOL_FILES, GraphFacts, rebuild_graph, renamed_ids, stored_facts
 from .copied import copy_graph
 from .facts import USE_KINDS, Edge, FileFacts
 from .inputs import decode_input, decode_symbols, encode_input, same_input
@@ -88,8 +88,8 @@ def patch_graph(store: Store, repo_id: int) -> bool:
         np.concatenate([old.src_symbol[keep], _ints(
             -1 if e.src_symbol is None else lowest.get((files[e.src_path], e.src_symbol), -1)
             for e in edges)]),
-        np.concatenate([_renamed(old.dst_file[keep], moved_files), dst_file]),
-        np.concatenate([_renamed(old.dst_symbol[keep], moved_symbols), _ints(
+        np.concatenate([renamed_ids(old.dst_file[keep], moved_files), dst_file]),
+        np.concatenate([renamed_ids(old.dst_symbol[keep], moved_symbols), _ints(
             -1 if e.dst_symbol is None or e.dst_path is None
             else lowest.get((files[e.dst_path], e.dst_symbol), -1) for e in edges)]),
         np.concatenate([old.line[keep], _ints(e.line for e in edges)]),
@@ -148,16 +148,3 @@ def _facts_unless_changed(inputs: dict[str, GraphInput], paths: list[str], now: 
 
 def _ints(values) -> np.ndarray:
     return np.fromiter(values, np.int64)
-
-
-def _renamed(ids: np.ndarray, names: dict[int, int]) -> np.ndarray:
-    """`ids` with each found in `names` replaced by its value there."""
-    if not names or not len(ids):
-        return ids
-    keys = np.fromiter(names, np.int64, len(names))
-    values = np.fromiter(names.values(), np.int64, len(names))
-    order = np.argsort(keys)
-    keys, values = keys[order], values[order]
-    at = np.minimum(np.searchsorted(keys, ids), len(keys) - 1)
-    found = keys[at] == ids
-    return np.where(found, values[at], ids)

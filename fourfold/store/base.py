@@ -364,8 +364,8 @@ def repository_settings(repo_id: int, root: str | None) -> tuple[list[str], list
     names of those it keeps per model; what taking the repository out takes with it (its
     root's too, unless None: another repository of the index has that root)."""
     names = [graph_behind_setting(repo_id), graph_version_setting(repo_id),
-             graph_resolved_by_setting(repo_id), unfinished_setting(repo_id), codes_owed_setting(repo_id),
-             codes_taken_setting(repo_id)] + (
+             graph_resolved_by_setting(repo_id), unfinished_setting(repo_id),
+             codes_owed_setting(repo_id), codes_taken_setting(repo_id)] + (
                  [max_file_bytes_setting(root)] if root else [])
     return names, [codes_allowance_setting(repo_id, ""), deep_codes_setting(repo_id, "")]
 
