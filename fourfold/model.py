@@ -4,6 +4,7 @@ Lines are 1-based and inclusive everywhere.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 # The kind of a name a file makes public but defines elsewhere (Rust `pub use`): it answers
@@ -83,6 +84,8 @@ class Hit:
     definition_support: float = 0.0  # for the definition's other hits (granularity.by_function)
     # the learned ranking's score and the features that moved it most (ranking/learned.py)
     learned: dict[str, float] = field(default_factory=dict)
+    # the feature values the learned ranking scored, until it explains the hit as an answer
+    learned_row: Sequence[float] | None = field(default=None, repr=False, compare=False)
     # a definition the question names, placed after the first function answers (granularity.py)
     named: bool = False
     # how many names a pasted text mentions the definition uses, where that placed it

@@ -26,6 +26,9 @@ MODEL_PATH = Path(__file__).with_name("ranker.txt")
 # each model did better on held-out repositories of its own ranks (docs/benchmarks.md)
 DEEP_MODEL_PATH = Path(__file__).with_name("ranker-deep.txt")
 EXPLAINED = 4  # features shown per hit: those that moved its score most
+# a few hundred candidates take well under a millisecond on one thread; more threads only
+# wake (and spin) beside the searches of other questions
+PREDICT_THREADS = 1
 MODALITIES = ("semantic", "text", "structural", "graph")
 INTENTS = ("understand_code", "find_similar", "exact_match")  # the intents it ranks
 TYPE_KINDS = frozenset({"class", "struct", "enum", "trait", "impl", "object", "record"})
@@ -162,10 +165,12 @@ class LearnedRanking:
         self.path = path
         self.deep_path = deep_path
         self.failure: str | None = None  # why the model could not be loaded, once it failed
+        # looked for once: each question asks several times
+        self._has_model, self._has_deep_model = path.is_file(), deep_path.is_file()
 
     @property
     def available(self) -> bool:
-        return self.failure is None and self.path.is_file()
+        return self.failure is None and self._has_model
 
     def applies_to(self, query: Query) -> bool:
         return query.pasted and query.intent in INTENTS and self.available
@@ -173,7 +178,7 @@ class LearnedRanking:
     def _model(self, deep: bool) -> tuple[object, list[int]] | None:
         """(booster, the columns of FEATURES it reads), or None where it cannot be loaded
         (self.failure says why)."""
-        path = self.deep_path if deep and self.deep_path.is_file() else self.path
+        path = self.deep_path if deep and self._has_deep_model else self.path
         try:
             return _loaded_model(str(path))
         except Exception as exc:  # no OpenMP runtime (Debian's libgomp1): ImportError or
@@ -193,8 +198,8 @@ class LearnedRanking:
         ordered by the model (`deep`: the deep pass's model answered the semantic modality;
         `headline`: that search's answers, one a file, best first). Each hit's score
         becomes a positive rank score (1 / (1 + rank)), so later stages that add scores
-        (file support) keep working, and `hit.learned` holds the model's score and the
-        features that moved it most (their SHAP contributions, from LightGBM)."""
+        (file support) keep working, and `hit.learned` holds the model's score (`explain`
+        adds the features that moved it, for the answers kept)."""
         model = self._model(deep)
         if model is None:
             return hits
@@ -208,16 +213,32 @@ class LearnedRanking:
         booster, columns = model
         x = np.asarray(candidate_features(hits, query, snapshot, headline),
                        dtype=np.float64)[:, columns]
-        contributions = booster.predict(x, pred_contrib=True)
-        scores = contributions.sum(axis=1)  # the last column is the model's mean
+        scores = booster.predict(x, num_threads=PREDICT_THREADS)
         order = sorted(range(len(hits)), key=lambda i: -scores[i])
         ranked = []
         for rank, i in enumerate(order):
             hit = hits[i]
-            moved = sorted(range(len(columns)), key=lambda f: -abs(contributions[i][f]))
-            hit.learned = {"score": float(scores[i]),
-                           **{FEATURES[columns[f]]: float(contributions[i][f])
-                              for f in moved[:EXPLAINED]}}
+            hit.learned = {"score": float(scores[i])}
+            hit.learned_row = x[i]
             hit.score = 1.0 / (1 + rank)
             ranked.append(hit)
         return ranked
+
+    def explain(self, hits: list[Hit], deep: bool = False) -> None:
+        """Adds to each answer the stage ranked (`deep`: by the deep pass's model) the
+        features that moved its score most, their SHAP contributions from LightGBM: for the
+        answers only, as they cost about 30 times the score itself."""
+        explained = [hit for hit in hits if hit.learned_row is not None]
+        model = self._model(deep) if explained else None
+        if model is None:
+            return
+        import numpy as np
+
+        booster, columns = model
+        contributions = booster.predict(np.stack([hit.learned_row for hit in explained]),
+                                        pred_contrib=True, num_threads=PREDICT_THREADS)
+        for hit, row in zip(explained, contributions):
+            # the last column is the model's mean, not a feature's
+            moved = np.argsort(-np.abs(row[:-1]), kind="stable")[:EXPLAINED]
+            hit.learned.update({FEATURES[columns[f]]: float(row[f]) for f in moved})
+            hit.learned_row = None

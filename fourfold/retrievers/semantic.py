@@ -112,6 +112,10 @@ class SemanticRetriever:
             return self.deep_embedder or self.embedder
         return self.embedder
 
+    def answers_deep(self) -> bool:
+        """Whether the deep pass's model answers for the repository searched."""
+        return self.is_deep_model(self.answering(self.scope()).name)
+
     def progress(self) -> tuple[int, int]:
         return self.store.vector_progress(self.embedder.name)
 

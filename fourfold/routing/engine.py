@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from ..collector import collector_paused
 from ..errors import ModalityUnavailable, QueryError
 from ..model import Hit
 from ..query.filters import Filters, apply_filters
@@ -201,6 +202,10 @@ class SearchEngine:
         if options.weights is not None:
             check_weights(options.weights)
         _check_modalities(options)
+        with collector_paused():  # what a question makes lives until its answer
+            return self._answer(text, options)
+
+    def _answer(self, text: str, options: SearchOptions) -> SearchResponse:
         # The first answers come from the same candidates whatever the limit, so that the
         # first 10 of 100 are the 10 asked for alone; more than those give are added after
         # them from deeper lists.
@@ -280,6 +285,7 @@ class SearchEngine:
         response.modalities = active
         response.weights = {m: weights.get(m, 0.0) for m in active}
         futures = {m: self._pool.submit(self._run, m, query, pool, response) for m in active}
+        headline = self._headline_answers(query, options, asked, response, active)
         ranked = {m: f.result() for m, f in futures.items()}
         if len(active) == 1:
             response.fusion_strategy = "single"
@@ -290,29 +296,34 @@ class SearchEngine:
             fallback = self.search(text, replace(options, intent=UNDERSTAND_CODE))
             fallback.rule = f"{intent.rule}; not found verbatim, searched its words"
             return fallback
-        response.hits = self._finish(fused, options, query, response,
-                                     self._headline_answers(query, options, asked, response))
+        response.hits = self._finish(fused, options, query, response, headline)
         if self.learned.failure and options.ranking == "learned" and query.pasted:
             response.unavailable["learned_ranking"] = self.learned.failure
         response.timings_ms["total"] = (time.perf_counter() - started) * 1000
         return response
 
     def _headline_answers(self, query: Query, options: SearchOptions, pool: int,
-                          response: SearchResponse) -> list[Hit]:
+                          response: SearchResponse, modalities: list[str]) -> list[Hit]:
         """Where the learned stage will rank a pasted text with a headline (an issue's
         title) by a model that reads it, the files that headline finds as a question of its
         own, best first: its few words often name what the long text around them blurs.
-        (Searched while the modalities searched the whole text, it took as long: they
-        share the interpreter.)"""
+        Searched while the modalities search the whole text: the deep pass's model embeds
+        that text outside the interpreter's lock."""
         if not (query.headline and options.ranking == "learned"
                 and self.learned.applies_to(query)
-                and self.learned.reads_headline(self._deep(response))):
+                and self.learned.reads_headline(self._deep_answers(modalities))):
             return []
         answered = self._search(query.headline, replace(
             options, intent=None, ranking="fused", granularity=FILE, limit=HEADLINE_FILES),
             pool)
         response.timings_ms["headline"] = answered.timings_ms["total"]
         return answered.hits
+
+    def _deep_answers(self, modalities: list[str]) -> bool:
+        """Whether the deep pass's model answers the semantic modality among these, known
+        before it has answered."""
+        semantic = self.retrievers.get("semantic")
+        return "semantic" in modalities and semantic is not None and semantic.answers_deep()
 
     def _deep(self, response: SearchResponse) -> bool:
         """Whether the deep pass's model answered the semantic modality."""
@@ -341,5 +352,7 @@ class SearchEngine:
             hits, options.granularity or GRANULARITY[query.intent], snapshot.definitions,
             support=not learned, named=query.identifiers, kinds=query.filters.kinds,
             uses_of=(lambda path: names_used(snapshot.definitions(path), snapshot.text(path),
-                                             mentioned)) if mentioned else None)
-        return hits[:options.limit]
+                                             mentioned)) if mentioned else None)[:options.limit]
+        if learned:
+            self.learned.explain(hits, deep=deep)
+        return hits

@@ -76,6 +76,7 @@ _UNDERSTAND = re.compile(r"^\s*(how|why|explain|what\s+is|what\s+does|describe)\
 _SIMILAR_WORDS = re.compile(r"\b(similar\s+to|like\s+this|same\s+as|looks\s+like)\b",
                             re.IGNORECASE)
 SHORT_QUERY_WORDS = 12
+MIN_QUOTED_CHARS = 3  # a trigram: what the text index can look up
 _CODE_PUNCT = re.compile(r"[(){};=<>\[\]]|=>|->|::")
 
 
@@ -98,6 +99,16 @@ def classify(query: str) -> Intent:
         # longer than any name, and than grep takes: pasted data, searched by its words
         return Intent(UNDERSTAND_CODE, 0.40, "fallback", None)
     return intent
+
+
+def _quoted(q: str) -> re.Match | None:
+    """The first string the question quotes that names something to look for: one shorter
+    than a trigram ("br", "Z" in an issue's title) only where it is the whole question, as
+    no index holds it and it is part of most lines."""
+    for match in _QUOTED.finditer(q):
+        if match.group(0) == q or len(next(g for g in match.groups() if g)) >= MIN_QUOTED_CHARS:
+            return match
+    return None
 
 
 def _first_rule(query: str) -> Intent:
@@ -123,7 +134,7 @@ def _first_rule(query: str) -> Intent:
             words = re.findall(_IDENT, rest)
             target = words[-1] if words else None
         return Intent(IMPACT_ANALYSIS, 0.90, "impact phrase", target, plain=target is not None)
-    match = _QUOTED.search(q) if short else None
+    match = _quoted(q) if short else None
     if match:
         literal = next(g for g in match.groups() if g)
         return Intent(EXACT_MATCH, 0.90, "quoted string", literal,

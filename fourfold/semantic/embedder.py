@@ -254,6 +254,10 @@ class OnnxEmbedder:
         opts.intra_op_num_threads = max(1, int(threads))
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # Its threads otherwise spin for work after each run, taking the cores from the
+        # other modalities searching beside a question's embedding (issue texts: p50 83-88
+        # -> 72-74 ms with the deep pass's model, docs/benchmarks.md); no slower in bulk.
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self._session = ort.InferenceSession(str(model_path), sess_options=opts,
                                                  providers=["CPUExecutionProvider"])

@@ -198,6 +198,28 @@ def test_a_pasted_issue_is_ranked_by_the_model_and_explained(ff):
     assert "learned" in response.hits[0].to_dict()
 
 
+def test_only_the_answers_kept_are_explained_each_by_its_own_contributions(ff):
+    """The model scores every candidate; the features that moved a score (SHAP values, many
+    times the score's cost) are worked out for the answers kept, and are the model's own:
+    the largest of the candidate's contributions, which sum to its score."""
+    response = ff.search(ISSUE, ranking="fused", granularity="span", limit=30)
+    ranking = LearnedRanking()
+    ranked = ranking.rerank(response.hits, Query(ISSUE, intent=response.intent),
+                            ff.snapshots.current())
+    assert len(ranked) > 5 and all(set(hit.learned) == {"score"} for hit in ranked)
+    booster, columns = _loaded_model(str(ranking.path))
+    rows = [hit.learned_row.copy() for hit in ranked[:5]]
+    ranking.explain(ranked[:5])
+    for hit, contributions in zip(ranked, booster.predict(rows, pred_contrib=True)):
+        assert sum(contributions) == pytest.approx(hit.learned["score"])
+        largest = sorted(range(len(columns)), key=lambda f: -abs(contributions[f]))
+        assert {name: value for name, value in hit.learned.items() if name != "score"} \
+            == pytest.approx({FEATURES[columns[f]]: contributions[f]
+                              for f in largest[:EXPLAINED]})
+        assert hit.learned_row is None
+    assert all(set(hit.learned) == {"score"} for hit in ranked[5:])
+
+
 def test_a_short_question_and_the_fused_ranking_leave_the_model_out(ff):
     assert not any(h.learned for h in ff.search("how is a message rendered").hits)
     assert not any(h.learned for h in ff.search(ISSUE, ranking="fused").hits)

@@ -40,6 +40,10 @@ RULES = [
     ('"ECONNREFUSED"', "exact_match", 0.90, "ECONNREFUSED"),
     ("where does it log 'connection reset by peer'", "exact_match", 0.90,
      "connection reset by peer"),
+    # a string of one or two characters is in most lines: one in a sentence is not sought
+    ('"db"', "exact_match", 0.90, "db"),
+    ('MySQL backend uses deprecated "db" and "passwd" kwargs', "exact_match", 0.90, "passwd"),
+    ('Wrong mime type for "br" and "Z" files', "understand_code", 0.40, None),
     ("ECONNREFUSED", "exact_match", 0.85, "ECONNREFUSED"),
     ("Traceback in the worker", "exact_match", 0.85, "Traceback"),
     ("KeyError when loading", "exact_match", 0.85, "KeyError"),

@@ -144,6 +144,30 @@ def test_where_the_deep_model_answers_the_learned_stage_uses_the_model_of_its_ra
     assert response.semantic_model == "minilm" and loaded[-1] == str(learned.DEEP_MODEL_PATH)
 
 
+def test_a_title_is_searched_where_the_model_that_will_rank_reads_its_answers(
+        make_tree, monkeypatch, tmp_path):
+    """The title's search runs beside the modalities', so whether it is worth running is
+    known before the semantic modality says which model answered: the model that will."""
+    from fourfold.api import DEEP_EMBEDDER
+    from fourfold.ranking.learned import MODEL_PATH, LearnedRanking
+    from tests.routing.test_learned import _small_model
+
+    root = make_tree(FILES)
+    Fourfold(root).index()
+    Fourfold(root).deepen()
+    issue = ("Polygon area comes out negative for clockwise points\nThe shoelace total is "
+             "negative when the points are given clockwise, and the report that lists every "
+             "parcel shows the negative value as it is instead of the absolute area we "
+             "expected, so the totals at the bottom of the page are wrong as well.")
+    without_title = _small_model(tmp_path / "ranker-deep.txt", "fused_rank")
+    for deep_embedder, searched in ((DEEP_EMBEDDER, False), (None, True)):
+        ff = Fourfold(root, deep_embedder=deep_embedder)
+        monkeypatch.setattr(ff.engine, "learned", LearnedRanking(MODEL_PATH, without_title))
+        response = ff.search(issue)
+        assert response.hits and response.hits[0].learned
+        assert ("headline" in response.timings_ms) == searched
+
+
 def test_after_an_edit_the_pass_codes_every_new_chunk(make_tree):
     root = make_tree(FILES)
     ff = Fourfold(root)

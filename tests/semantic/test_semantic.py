@@ -307,6 +307,13 @@ def test_missing_package_is_named(monkeypatch):
         mod.load_embedder("minilm")
 
 
+def test_the_models_threads_do_not_spin_for_work_between_runs():
+    """A question's embedding runs beside the other modalities' searches: threads spinning
+    after it would take their cores."""
+    options = load_embedder("minilm", shared=False)._session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
 def test_corrupt_model_files_give_clear_error(tmp_path):
     bad = tmp_path / "model.onnx"
     bad.write_bytes(b"this is not an onnx graph" * 10)
