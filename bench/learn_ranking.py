@@ -116,6 +116,9 @@ class Capture:
                      if query.intent in INTENTS else [])
         return hits
 
+    def explain(self, hits: list[Hit], deep: bool = False) -> None:
+        """Nothing to explain: the fused order was left as it was."""
+
 
 def _dump_queries(ff: Fourfold, dataset: str, fold: int, queries: list[dict], out) -> None:
     snapshot = ff.snapshots.current()

@@ -5,9 +5,8 @@ pauses it too: the few thousand objects a question makes live until its answer, 
 collections in between promoted them to the oldest generation, whose full collections
 then came every dozen questions (50-200 ms each, most of an issue text's 95th
 percentile). The collector is per process, so a pause covers every thread (an MCP
-server's too) until the last pause ends; where pauses overlap without end, one that ends
-past BACKLOG objects made since the last collection collects the young generations (the
-cycles a search leaves: a few objects each)."""
+server's too) until the last pause ends: the few cycles a search leaves (about 8 objects)
+wait for a moment with no search or index run going."""
 from __future__ import annotations
 
 import gc
@@ -18,7 +17,6 @@ from contextlib import contextmanager
 _lock = threading.Lock()
 _pauses = 0  # pauses wanted now (threads of one process)
 _was_enabled = True
-BACKLOG = 1_000_000
 
 
 @contextmanager
@@ -36,5 +34,3 @@ def collector_paused() -> Iterator[None]:
             _pauses -= 1
             if _pauses == 0 and _was_enabled:
                 gc.enable()
-            elif _pauses and _was_enabled and gc.get_count()[0] > BACKLOG:
-                gc.collect(1)

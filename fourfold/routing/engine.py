@@ -285,8 +285,10 @@ class SearchEngine:
         response.modalities = active
         response.weights = {m: weights.get(m, 0.0) for m in active}
         futures = {m: self._pool.submit(self._run, m, query, pool, response) for m in active}
-        headline = self._headline_answers(query, options, asked, response, active)
-        ranked = {m: f.result() for m, f in futures.items()}
+        try:
+            headline = self._headline_answers(query, options, asked, response, active)
+        finally:  # the modalities waited for, whatever the headline's search raised
+            ranked = {m: f.result() for m, f in futures.items()}
         if len(active) == 1:
             response.fusion_strategy = "single"
         fused = fuse(ranked, response.weights, k)
@@ -323,7 +325,10 @@ class SearchEngine:
         """Whether the deep pass's model answers the semantic modality among these, known
         before it has answered."""
         semantic = self.retrievers.get("semantic")
-        return "semantic" in modalities and semantic is not None and semantic.answers_deep()
+        try:
+            return "semantic" in modalities and semantic is not None and semantic.answers_deep()
+        except ModalityUnavailable:  # no model loads: the modality says so as it runs
+            return False
 
     def _deep(self, response: SearchResponse) -> bool:
         """Whether the deep pass's model answered the semantic modality."""

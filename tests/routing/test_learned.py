@@ -220,6 +220,50 @@ def test_only_the_answers_kept_are_explained_each_by_its_own_contributions(ff):
     assert all(set(hit.learned) == {"score"} for hit in ranked[5:])
 
 
+def test_an_issue_is_answered_where_no_semantic_model_loads(tmp_path, monkeypatch):
+    """Whether the title's search is worth running asks which model will answer the
+    semantic modality, before it runs: a model that cannot be loaded is said as the
+    modality runs, and the others answer."""
+    from fourfold.semantic.embedder import EmbedderUnavailable
+
+    ff = Fourfold(write_tree(tmp_path, FILES))
+    ff.index(embed=False)
+
+    def broken():
+        raise EmbedderUnavailable("onnxruntime is not installed")
+    monkeypatch.setattr(ff.semantic, "_factory", broken)
+    response = ff.search(ISSUE)
+    assert response.hits and "onnxruntime" in response.unavailable["semantic"]
+    assert "headline" in response.timings_ms
+    ff.close()
+
+
+def test_a_failing_title_search_leaves_no_modality_running(tmp_path, monkeypatch):
+    """The title is searched while the modalities search the whole text: whatever it
+    raises, they have finished when the question's error reaches the caller."""
+    import time
+
+    ff = Fourfold(write_tree(tmp_path, FILES))
+    ff.index(embed=False)
+    text = ff.engine.retrievers["text"]
+    search, finished = text.search, []
+
+    def slow(query, limit):
+        time.sleep(0.2)
+        hits = search(query, limit)
+        finished.append(query.text)
+        return hits
+    monkeypatch.setattr(text, "search", slow)
+
+    def failing(deep):
+        raise RuntimeError("the title's search failed")
+    monkeypatch.setattr(ff.engine.learned, "reads_headline", failing)
+    with pytest.raises(RuntimeError, match="title's search failed"):
+        ff.search(ISSUE)
+    assert finished == [ISSUE]
+    ff.close()
+
+
 def test_a_short_question_and_the_fused_ranking_leave_the_model_out(ff):
     assert not any(h.learned for h in ff.search("how is a message rendered").hits)
     assert not any(h.learned for h in ff.search(ISSUE, ranking="fused").hits)
