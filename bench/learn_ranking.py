@@ -332,11 +332,13 @@ def evaluate(records: list[dict], models: dict[int, tuple] | None, label: str) -
     return out
 
 
+def fold_models(records: list[dict], drop: set[str] = frozenset()) -> dict:
+    """fold -> the model fitted on every other fold (leaving its repositories out)."""
+    return {fold: fit([r for r in records if r["fold"] != fold], drop) for fold in range(FOLDS)}
+
+
 def cross_validate(records: list[dict], drop: set[str] = frozenset()) -> dict:
-    models = {}
-    for fold in range(FOLDS):
-        models[fold] = fit([r for r in records if r["fold"] != fold], drop)
-    return evaluate(records, models, "heldout")
+    return evaluate(records, fold_models(records, drop), "heldout")
 
 
 # What a gold span names where the fix changed no definition of the tree: the module's
@@ -350,7 +352,7 @@ def function_misses(records: list[dict]) -> None:
     score with every gold definition of the first few answer files placed first (a
     perfect ranking within those files: the most placing functions of a file can give)."""
     gold = {i["instance_id"]: i["gold_spans"] for i in datasets.train_instances()}
-    models = {fold: fit([r for r in records if r["fold"] != fold]) for fold in range(FOLDS)}
+    models = fold_models(records)
     why: dict[str, int] = defaultdict(int)
     answered = {k: 0 for k in (0, 1, 2, 3, 5)}
     issues = module_issues = 0

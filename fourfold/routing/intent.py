@@ -101,13 +101,14 @@ def classify(query: str) -> Intent:
     return intent
 
 
-def _quoted(q: str) -> re.Match | None:
-    """The first string the question quotes that names something to look for: one shorter
-    than a trigram ("br", "Z" in an issue's title) only where it is the whole question, as
-    no index holds it and it is part of most lines."""
+def _quoted(q: str) -> tuple[str, bool] | None:
+    """The first string the question quotes that names something to look for, and whether
+    it is the whole question: one shorter than a trigram ("br", "Z" in an issue's title)
+    only where it is, as no index holds it and it is part of most lines."""
     for match in _QUOTED.finditer(q):
-        if match.group(0) == q or len(next(g for g in match.groups() if g)) >= MIN_QUOTED_CHARS:
-            return match
+        literal, whole = next(g for g in match.groups() if g), match.group(0) == q
+        if whole or len(literal) >= MIN_QUOTED_CHARS:
+            return literal, whole
     return None
 
 
@@ -134,11 +135,10 @@ def _first_rule(query: str) -> Intent:
             words = re.findall(_IDENT, rest)
             target = words[-1] if words else None
         return Intent(IMPACT_ANALYSIS, 0.90, "impact phrase", target, plain=target is not None)
-    match = _quoted(q) if short else None
-    if match:
-        literal = next(g for g in match.groups() if g)
-        return Intent(EXACT_MATCH, 0.90, "quoted string", literal,
-                      plain=match.group(0) == q)
+    quoted = _quoted(q) if short else None
+    if quoted:
+        literal, whole = quoted
+        return Intent(EXACT_MATCH, 0.90, "quoted string", literal, plain=whole)
     match = _ERROR_TOKEN.search(q) if short else None
     if match and not _UNDERSTAND.match(q):
         return Intent(EXACT_MATCH, 0.85, "error token", match.group(1), plain=match.group(0) == q)
