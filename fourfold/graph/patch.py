@@ -1,18 +1,21 @@
-"""Bring a stored graph up to date with the files by resolving only the changed files'
-edges, where that gives the graph a whole resolution would (see fourfold.graph.inputs):
-no file was added or taken away, and each changed file's facts less its calls and type
-uses are those the graph read. A big repository's whole graph takes minutes to resolve
-again after a one-line edit; a patch reads what the graph read of each file instead of
-every symbol and reference the store holds, resolves the changed files' calls and rewrites
-the edges.
+"""Bring a stored graph up to date with the files by resolving again only the edges that
+can have changed, where that gives the graph a whole resolution would. A big repository's
+whole graph takes minutes to resolve again after a one-line edit; a patch reads what the
+graph read of each file (fourfold.graph.inputs) instead of every symbol and reference the
+store holds, resolves the changed files' edges, and those of the files that name a name
+whose meaning changed (fourfold.graph.affected: a definition added, removed or renamed, an
+import, base or binding changed), and keeps every other file's edges.
 
-Centrality is carried over, not ranked again: the changed files' files and symbols keep
-their ranks under their new ids, and ranks are made anew by the next whole resolution.
+A file added or taken away, or a change whose reach is not a set of names, is resolved
+whole. Centrality is carried over, not ranked again: each definition of a changed file
+keeps its rank under its new id (a new one has none), and ranks are made anew by the next
+whole resolution.
 """
 from __future__ import annotations
 
 import struct
 import zlib
+from collections import Counter
 
 import numpy as np
 
@@ -20,14 +23,19 @@ from ..model import Reference
 from ..store.base import (EdgeColumns, GraphInput, GraphPatch, Resolution, Store, coded,
                           graph_resolved_by_setting, used_only)
 from ..store.base import decode_references, decompress_references
+from .affected import changed_names, closure, naming
 from .build import SYMBOL_FILES, GraphFacts, rebuild_graph, renamed_ids, stored_facts
 from .copied import copy_graph
-from .facts import USE_KINDS, Edge, FileFacts
+from .facts import USE_KINDS, Definition, Edge, FileFacts
 from .inputs import decode_input, decode_symbols, encode_input, same_input
 from .resolve import resolve_into
 
-# every file's facts by path, the extra files' texts, the changed files' new inputs
-ReadFacts = tuple[dict[str, FileFacts], dict[str, str], dict[str, bytes]]
+# every file's facts by path, the extra files' texts, the changed files' new inputs, the
+# names whose meaning changed
+ReadFacts = tuple[dict[str, FileFacts], dict[str, str], dict[str, bytes], set[str]]
+# A patch resolving more than this share of the files is left to a whole resolution, which
+# an index run makes in a child process beside its other work (a cost bound, set by hand).
+MOST_RESOLVED = 0.5
 
 
 def update_graph(store: Store, repo_id: int, parallel: bool = True) -> None:
@@ -39,7 +47,8 @@ def update_graph(store: Store, repo_id: int, parallel: bool = True) -> None:
 
 def patch_graph(store: Store, repo_id: int) -> bool:
     """Patch the stored graph to the files the store holds; False where a patch would not
-    give what a whole resolution gives (nothing is written then)."""
+    give what a whole resolution gives, or would cost about as much (nothing is written
+    then)."""
     inputs = {i.path: i for i in store.graph_inputs(repo_id)}
     if not inputs:
         return False
@@ -50,18 +59,31 @@ def patch_graph(store: Store, repo_id: int) -> bool:
     changed = sorted(p for p, file_id in files.items() if file_id != inputs[p].file_id)
     if not changed:
         return True
+    if len(changed) > MOST_RESOLVED * len(files):
+        return False
     read = _facts_unless_changed(inputs, sorted(files), stored_facts(
         store, repo_id, only=[f for f in stored if f.file_id != inputs[f.path].file_id]))
     if read is None:
         return False
-    facts, extra, new_inputs = read
+    facts, extra, new_inputs, names = read
+    resolved = set(changed)
+    if names:
+        names = closure(names, facts.values())
+        resolved |= _naming_files(store, repo_id, names, resolved)
+        if len(resolved) > MOST_RESOLVED * len(files):
+            return False
+        more = stored_facts(store, repo_id, only=[f for f in stored
+                                                  if f.path in resolved - set(changed)])
+        for path, (language, symbols, encoded) in more.files.items():
+            facts[path] = FileFacts(language, decode_symbols(symbols),
+                                    decode_references(decompress_references(encoded)))
     edges: list[Edge] = []
-    resolve_into(edges.append, facts, extra or None, parallel=False, only=set(changed))
+    resolve_into(edges.append, facts, extra or None, parallel=False, only=resolved)
+    old_symbols = {p: decode_input(inputs[p].facts, {})[0].symbols for p in changed}
     del facts, read
 
-    # the new symbol ids of the changed files, in their order, stand for the old ones
-    # (their symbols are the same, in the same order) and every id the new edges name
-    named = sorted({files[p] for p in changed}
+    # the new symbol ids of the changed files, in their order, and every id the new edges name
+    named = sorted({files[p] for p in resolved}
                    | {files[e.dst_path] for e in edges if e.dst_path is not None})
     now_ids: dict[int, list[int]] = {files[p]: [] for p in changed}
     lowest: dict[tuple[int, str], int] = {}  # (file id, qualname) -> its lowest symbol id
@@ -72,15 +94,32 @@ def patch_graph(store: Store, repo_id: int) -> bool:
             if file_id in now_ids:
                 now_ids[file_id].append(symbol_id)
     moved_files = {inputs[p].file_id: files[p] for p in changed}
-    moved_symbols: dict[int, int] = {}
+    moved_symbols: dict[int, int] = {}  # a definition's id before -> now (ranks carry over)
+    targets: dict[int, int] = {}  # an edge's target before -> now: the lowest of its qualname
+    dropped: list[int] = []
     for p in changed:
         before = np.frombuffer(inputs[p].symbol_ids, ">i8").tolist()
-        if len(before) != len(now_ids[files[p]]):
+        now = decode_input(new_inputs[p], {})[0].symbols
+        if len(before) != len(old_symbols[p]) or len(now_ids[files[p]]) != len(now):
             return False  # the store read its symbols otherwise than the graph did
-        moved_symbols.update(zip(before, now_ids[files[p]]))
+        now_of = dict(zip(_definition_keys(now), now_ids[files[p]]))
+        for old_id, key in zip(before, _definition_keys(old_symbols[p])):
+            if key in now_of:
+                moved_symbols[old_id] = now_of[key]
+            else:
+                dropped.append(old_id)
+            target = lowest.get((files[p], key[0]))
+            if target is not None:
+                targets[old_id] = target
 
     old = store.edge_columns(repo_id)
-    keep = ~np.isin(old.src_file, np.fromiter(moved_files, np.int64, len(moved_files)))
+    gone = np.fromiter(moved_files.keys() | {files[p] for p in resolved}, np.int64)
+    keep = ~np.isin(old.src_file, gone)
+    kept_targets = old.dst_symbol[keep]
+    into_changed = np.isin(old.dst_file[keep], np.fromiter(moved_files, np.int64)) & (
+        kept_targets >= 0)
+    if not np.isin(kept_targets[into_changed], np.fromiter(targets, np.int64)).all():
+        return False  # an edge kept leads to a definition that is no more
     dst_file = _ints(-1 if e.dst_path is None else files[e.dst_path] for e in edges)
     new = EdgeColumns(
         *_coded_after(old.kinds, old.kind[keep], [e.kind for e in edges]),
@@ -89,7 +128,7 @@ def patch_graph(store: Store, repo_id: int) -> bool:
             -1 if e.src_symbol is None else lowest.get((files[e.src_path], e.src_symbol), -1)
             for e in edges)]),
         np.concatenate([renamed_ids(old.dst_file[keep], moved_files), dst_file]),
-        np.concatenate([renamed_ids(old.dst_symbol[keep], moved_symbols), _ints(
+        np.concatenate([renamed_ids(kept_targets, targets), _ints(
             -1 if e.dst_symbol is None or e.dst_path is None
             else lowest.get((files[e.dst_path], e.dst_symbol), -1) for e in edges)]),
         np.concatenate([old.line[keep], _ints(e.line for e in edges)]),
@@ -100,8 +139,26 @@ def patch_graph(store: Store, repo_id: int) -> bool:
     store.set_setting(graph_resolved_by_setting(repo_id), 0)
     store.patch_graph(repo_id, GraphPatch(new, moved_files, moved_symbols, [
         GraphInput(p, files[p], np.array(now_ids[files[p]], ">i8").tobytes(), new_inputs[p])
-        for p in changed]))
+        for p in changed], dropped))
     return True
+
+
+def _definition_keys(symbols: list[Definition]) -> list[tuple[str, str, int]]:
+    """Each definition's qualified name and kind, and how many before it in the file have
+    both: a definition before a change and after it are the same where these are."""
+    seen: Counter = Counter()
+    keys = []
+    for s in symbols:
+        seen[(s.qualname, s.kind)] += 1
+        keys.append((s.qualname, s.kind, seen[(s.qualname, s.kind)]))
+    return keys
+
+
+def _naming_files(store: Store, repo_id: int, names: set[str], skip: set[str]) -> set[str]:
+    """The files but `skip` whose references spell one of the names."""
+    search = naming(names)
+    return {path for path, refs in store.raw_references(repo_id)
+            if path not in skip and search.search(decompress_references(refs))}
 
 
 def _coded_after(distinct: list[str], kept: np.ndarray, more: list[str]
@@ -115,22 +172,31 @@ def _coded_after(distinct: list[str], kept: np.ndarray, more: list[str]
 def _facts_unless_changed(inputs: dict[str, GraphInput], paths: list[str], now: GraphFacts
                           ) -> ReadFacts | None:
     """Every file's facts, in a whole resolution's order: those in `now` as the store holds
-    them, the others as the graph read them; with the extra files' texts and the inputs of
-    the files in `now`. None where one of those changed more than its calls and type uses,
-    or where a stored input does not decode (damaged, or of another format)."""
+    them, the others as the graph read them; with the extra files' texts, the inputs of
+    the files in `now`, and the names whose meaning their changes change (affected). None
+    where a change cannot be told by name, or where a stored input does not decode
+    (damaged, or of another format)."""
     facts: dict[str, FileFacts] = {}
     extra: dict[str, str] = {}
     new_inputs: dict[str, bytes] = {}
     references: dict[str, list[Reference]] = {}
+    names: set[str] = set()
     same: dict[str, str] = {}
     try:
-        # the changed files compared first: where one differs, nothing else is decoded
+        # the changed files compared first: where one cannot be told by name, nothing else
+        # is decoded
         for path, (language, symbols, encoded) in now.files.items():
             references[path] = decode_references(decompress_references(encoded))
             new_inputs[path] = encode_input(language, symbols, (
                 r for r in references[path] if r.kind not in USE_KINDS), now.extra.get(path))
-            if not same_input(new_inputs[path], inputs[path].facts):
+            if same_input(new_inputs[path], inputs[path].facts):
+                continue
+            (before, text_before), (after, text_after) = (
+                decode_input(inputs[path].facts, {}), decode_input(new_inputs[path], {}))
+            found = changed_names(before, after, text_before == text_after)
+            if found is None:
                 return None
+            names |= found
         for path in paths:
             if path in now.files:
                 language, symbols, _ = now.files[path]
@@ -143,7 +209,7 @@ def _facts_unless_changed(inputs: dict[str, GraphInput], paths: list[str], now: 
                 extra[path] = text
     except (zlib.error, struct.error, ValueError, TypeError):
         return None
-    return facts, extra, new_inputs
+    return facts, extra, new_inputs, names
 
 
 def _ints(values) -> np.ndarray:

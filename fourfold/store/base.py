@@ -261,14 +261,16 @@ class GraphInput:
 
 @dataclass(slots=True)
 class GraphPatch:
-    """A stored graph's change where some files' calls and type uses alone changed: the
-    edges whole, the files' and symbols' ids before and now (their ranks carry over), and
-    those files' GraphInputs."""
+    """A stored graph's change where some files changed (fourfold.graph.patch): the edges
+    whole, the changed files' ids before and now and their definitions' (their ranks carry
+    over), the ids of their definitions that are no more (their ranks go), and those files'
+    GraphInputs."""
 
     edges: EdgeColumns
     moved_files: dict[int, int]
     moved_symbols: dict[int, int]
     inputs: list[GraphInput]
+    dropped_symbols: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)

@@ -2146,15 +2146,23 @@ class PostgresStore(Store):
         with conn.transaction(), conn.cursor() as cur:
             cur.execute("DELETE FROM edges WHERE repo_id = %s", (repo_id,))
             self._write_edges(cur, repo_id, patch.edges)
-            for table, column, moved in (("symbol_rank", "symbol_id", patch.moved_symbols),
-                                         ("file_rank", "file_id", patch.moved_files)):
-                if moved:
-                    cur.execute(sql.SQL(
-                        "UPDATE {table} t SET {column} = m.now FROM unnest(%s::bigint[], "
-                        "%s::bigint[]) AS m(before, now) WHERE t.repo_id = %s AND "
-                        "t.{column} = m.before").format(table=sql.Identifier(table),
-                                                        column=sql.Identifier(column)),
-                        (list(moved), list(moved.values()), repo_id))
+            if patch.moved_files:
+                cur.execute("UPDATE file_rank t SET file_id = m.now FROM unnest(%s::bigint[], "
+                            "%s::bigint[]) AS m(before, now) WHERE t.repo_id = %s AND "
+                            "t.file_id = m.before", (list(patch.moved_files),
+                                                     list(patch.moved_files.values()), repo_id))
+            if patch.moved_symbols or patch.dropped_symbols:
+                # taken out, then written under the new ids: a new id may be an old one of
+                # another definition, and a unique key is checked row by row
+                cur.execute("DELETE FROM symbol_rank t USING unnest(%s::bigint[], "
+                            "%s::bigint[]) AS m(before, now) WHERE t.repo_id = %s AND "
+                            "t.symbol_id = m.before RETURNING m.now, t.rank",
+                            ([*patch.moved_symbols, *patch.dropped_symbols],
+                             [*patch.moved_symbols.values(), *([-1] * len(
+                                 patch.dropped_symbols))], repo_id))
+                moved = [(now, rank) for now, rank in cur.fetchall() if now >= 0]
+                self._copy(cur, "symbol_rank", "symbol_id, repo_id, rank",
+                           ((now, repo_id, rank) for now, rank in moved))
             cur.execute("DELETE FROM graph_inputs WHERE repo_id = %s AND path = ANY(%s)",
                         (repo_id, [i.path for i in patch.inputs]))
             self._copy(cur, "graph_inputs", "repo_id, path, file_id, symbol_ids, facts",

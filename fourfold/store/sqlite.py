@@ -1253,9 +1253,19 @@ class SQLiteStore(Store):
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("DELETE FROM edges WHERE repo_id=?", (repo_id,))
             self._write_edges(conn, repo_id, patch.edges)
-            conn.executemany("UPDATE symbol_rank SET symbol_id=? WHERE repo_id=? AND "
-                             "symbol_id=?", ((new, repo_id, old)
-                                             for old, new in patch.moved_symbols.items()))
+            # read, deleted, then written under the new ids: a new id may be an old one
+            # of another definition (SQLite gives the highest ids again)
+            ranks = {}
+            for old in patch.moved_symbols:
+                row = conn.execute("SELECT rank FROM symbol_rank WHERE repo_id=? AND "
+                                   "symbol_id=?", (repo_id, old)).fetchone()
+                if row is not None:
+                    ranks[patch.moved_symbols[old]] = row[0]
+            conn.executemany("DELETE FROM symbol_rank WHERE repo_id=? AND symbol_id=?",
+                             ((repo_id, old) for old in [*patch.moved_symbols,
+                                                         *patch.dropped_symbols]))
+            conn.executemany("INSERT INTO symbol_rank VALUES(?,?,?)",
+                             ((repo_id, now, rank) for now, rank in ranks.items()))
             conn.executemany("UPDATE file_rank SET file_id=? WHERE file_id=?",
                              ((new, old) for old, new in patch.moved_files.items()))
             self._write_inputs(conn, repo_id, patch.inputs)

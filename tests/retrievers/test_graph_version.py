@@ -47,8 +47,8 @@ def test_the_graph_is_read_again_only_when_it_is_written(indexed, monkeypatch):
     assert ff.catch_up() and len(reads) == 3
     assert [r["line"] for r in ff.references("helper")["results"] if r["symbol"] == "main"] \
         == [5] and len(reads) == 3
-    (root / "c.py").write_text("from a import helper\n\ndef renamed():\n    return helper()\n")
-    ff.index(embed=False)  # resolved whole in the run
+    (root / "c.py").write_text("from a import *\n\ndef renamed():\n    return helper()\n")
+    ff.index(embed=False)  # a wildcard import changed: resolved whole in the run
     assert _callers(ff) == {"main", "renamed"} and len(reads) == 4
 
 

@@ -1,0 +1,160 @@
+"""Which files' edges a change of some files' definitions, imports, bases or bindings can
+change: those that name a name whose meaning changed (fourfold.graph.patch resolves them
+again, and keeps every other file's edges).
+
+Resolution looks every name up by what it is called (fourfold.graph.calls): a file's
+definitions by name, what its imports bind and re-export, the bases a class names, the
+types its bindings give a variable, an attribute or a function's result. So a changed file
+changes where a name leads only for the names it defines, re-exports, or gives a type or
+base, before or after the change (`changed_names`); and through those, for the names whose
+type or base is written with one of them (`closure`: a function returning such a type, a
+class deriving from such a class). A file none of whose references spells one of those
+names resolves as before. Where that reasoning does not hold (a wildcard import or a module
+declared, changed; another language; a changed go.mod), None says: resolve whole.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+
+import re2
+
+from ..model import Reference
+from .calls import SELF_NAMES, SUPER_NAMES, split_binding
+from .facts import TYPE_KINDS, FileFacts, parent_name
+from .imports import DECLARATION, WILDCARD, parse_import
+
+_WORD = re.compile(r"\w+")
+_MODULE_PARTS = re.compile(r"::|[./:\\]")
+_NOT_NAMES = SELF_NAMES | SUPER_NAMES | {"return"}
+
+
+def _words(text: str | None) -> set[str]:
+    return set(_WORD.findall(text)) - _NOT_NAMES if text else set()
+
+
+def changed_names(before: FileFacts, now: FileFacts, extra_same: bool) -> set[str] | None:
+    """The names whose meaning one file's change (its facts less calls and type uses,
+    before and now) can change anywhere; None where it cannot be told by name."""
+    if before.language != now.language or not extra_same:
+        return None
+    names: set[str] = set()
+    defined_before, defined_now = defaultdict(list), defaultdict(list)
+    for symbols, defined in ((before.symbols, defined_before), (now.symbols, defined_now)):
+        for s in symbols:
+            defined[s.name].append((s.qualname, s.kind, s.parent))
+    # a name defined otherwise (added, removed, moved, of another kind, or in another order
+    # among its namesakes: lookups take the first)
+    for name in defined_before.keys() | defined_now.keys():
+        if defined_before.get(name) != defined_now.get(name):
+            names |= _words(name)
+    others = Counter((r.kind, r.name, r.source) for r in before.references)
+    others.subtract((r.kind, r.name, r.source) for r in now.references)
+    functions = _functions(before) | _functions(now)
+    for (kind, name, source), count in others.items():
+        if count == 0:
+            continue
+        ref = Reference(kind, name, 0, source)
+        if kind == "import":
+            found = _imported(ref)
+            if found is None:
+                return None
+            names |= found
+        elif kind == "inherit":  # the class's members are looked up through its bases
+            names |= _words(parent_name(source))
+        elif kind == "bind":
+            given, local = _typed(ref, functions)
+            # a variable of the function's own: its result may be that variable's value
+            names |= given if local is None else _words(parent_name(source))
+        elif kind == "package":  # its definitions are now another package's
+            names |= _words(_MODULE_PARTS.split(name)[-1])
+            names.update(w for s in (*before.symbols, *now.symbols) for w in _words(s.name))
+        else:
+            return None
+    return names
+
+
+def _functions(facts: FileFacts) -> set[str]:
+    """The qualified names of the file's definitions that are not types: a binding inside
+    one is a variable of its own."""
+    return {s.qualname for s in facts.symbols if s.kind not in TYPE_KINDS}
+
+
+def _imported(ref: Reference) -> set[str] | None:
+    """The names an import gives a meaning to in the file (where another file can take
+    them from it); None for one whose reach is not a set of names."""
+    imp = parse_import(ref)
+    if imp.kind in (WILDCARD, DECLARATION) or "*" in imp.module:
+        return None
+    return _words(imp.alias) | _words(imp.name) | _words(_MODULE_PARTS.split(imp.module)[-1])
+
+
+def _typed(ref: Reference, functions: set[str]) -> tuple[set[str], str | None]:
+    """What a binding types: (the names other files can see typed by it, None) for a
+    function's result, an attribute, a variable of a module or class; (its name, the
+    function) for a function's own variable, which only that function reads."""
+    parsed = split_binding(ref.name)
+    var = parsed[0] if parsed else ref.name
+    if var == "return":
+        return _words(parent_name(ref.source)), None
+    if "." in var:  # `self.x = ...`: an attribute of the class
+        return _words(var.rsplit(".", 1)[-1]), None
+    if ref.source is not None and ref.source in functions:
+        return {var}, ref.source
+    return _words(var), None
+
+
+def closure(names: set[str], files: Iterable[FileFacts]) -> set[str]:
+    """`names` and every name given a type or base written with one of them, until no more
+    come: the meaning of those changes with theirs. A function's own variables carry it
+    only to that function's result."""
+    # what a binding, base or alias reads, what it gives a meaning to, the function whose
+    # own variable it is, the function it is read in
+    rules: list[tuple[set[str], set[str], tuple | None, tuple | None]] = []
+    for n, facts in enumerate(files):
+        functions = None
+        for ref in facts.references:
+            if ref.kind == "bind":
+                parsed = split_binding(ref.name)
+                if parsed is None:
+                    continue
+                if functions is None:
+                    functions = _functions(facts)
+                given, local = _typed(ref, functions)
+                written = _words(parsed[2])
+                # a variable or result read in a function: the function's own variables too
+                scope = (n, ref.source) if ref.source in functions else None
+                rules.append((written, given, (n, local) if local else None, scope))
+            elif ref.kind == "inherit":
+                rules.append((_words(ref.name), _words(parent_name(ref.source)), None, None))
+            elif ref.kind == "import":  # a name imported under an alias is re-exported so
+                imp = parse_import(ref)
+                if imp.alias:
+                    rules.append((_words(imp.name), _words(imp.alias), None, None))
+    out = set(names)
+    locals_: dict[tuple, set[str]] = defaultdict(set)  # (file, function) -> its variables
+    grew = True
+    while grew:
+        grew = False
+        for written, given, local, scope in rules:
+            if written.isdisjoint(out) and (scope is None
+                                            or written.isdisjoint(locals_.get(scope, ()))):
+                continue
+            into = locals_[local] if local else out
+            if not given <= into:
+                into |= given
+                grew = True
+    return out
+
+
+def naming(names: set[str]):
+    """A search for any of the names (words) in a file's references as the store keeps them
+    (JSON text, which escapes what is not ASCII): a file that spells none of them as a word
+    of its own cannot name one."""
+    spelled = sorted({json.dumps(n)[1:-1] for n in names if n})
+    options = re2.Options()
+    options.max_mem = 256 << 20  # a large change names thousands of names
+    return re2.compile("(?:^|\\W)(?:" + "|".join(re.escape(s) for s in spelled)
+                       + ")(?:\\W|$)", options)
