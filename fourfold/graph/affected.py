@@ -25,14 +25,19 @@ from ..model import Reference
 from .calls import SELF_NAMES, SUPER_NAMES, split_binding
 from .facts import TYPE_KINDS, FileFacts, parent_name
 from .imports import DECLARATION, WILDCARD, parse_import
+from .languages.go import module_roots
 
 _WORD = re.compile(r"\w+")
 _MODULE_PARTS = re.compile(r"::|[./:\\]")
-_NOT_NAMES = SELF_NAMES | SUPER_NAMES | {"return"}
+# words a binding's receiver is written with (`self.x`), never a name it gives a meaning to
+_RECEIVERS = SELF_NAMES | SUPER_NAMES | {"return"}
+# files whose presence decides where other files' paths lead (a package, a folder's index,
+# a Rust crate's or module's root): adding or taking one away is resolved whole
+PATH_RULE_STEMS = frozenset({"__init__", "index", "mod", "main", "lib"})
 
 
 def _words(text: str | None) -> set[str]:
-    return set(_WORD.findall(text)) - _NOT_NAMES if text else set()
+    return set(_WORD.findall(text)) if text else set()
 
 
 def changed_names(before: FileFacts, now: FileFacts, extra_same: bool) -> set[str] | None:
@@ -47,9 +52,20 @@ def changed_names(before: FileFacts, now: FileFacts, extra_same: bool) -> set[st
             defined[s.name].append((s.qualname, s.kind, s.parent))
     # a name defined otherwise (added, removed, moved, of another kind, or in another order
     # among its namesakes: lookups take the first)
+    changed = set()  # the qualified names of definitions defined otherwise
     for name in defined_before.keys() | defined_now.keys():
         if defined_before.get(name) != defined_now.get(name):
             names |= _words(name)
+            changed.update(q for q, _, _ in (*defined_before.get(name, ()),
+                                             *defined_now.get(name, ())))
+    # and the definitions inside them: a lookup reads what they are nested in
+    symbols = (*before.symbols, *now.symbols)
+    while True:
+        inside = {s.qualname for s in symbols if s.parent in changed} - changed
+        if not inside:
+            break
+        changed |= inside
+        names.update(w for s in symbols if s.qualname in inside for w in _words(s.name))
     others = Counter((r.kind, r.name, r.source) for r in before.references)
     others.subtract((r.kind, r.name, r.source) for r in now.references)
     functions = _functions(before) | _functions(now)
@@ -73,6 +89,22 @@ def changed_names(before: FileFacts, now: FileFacts, extra_same: bool) -> set[st
             names.update(w for s in (*before.symbols, *now.symbols) for w in _words(s.name))
         else:
             return None
+    return names
+
+
+def module_names(path: str, extra: dict[str, str]) -> set[str] | None:
+    """The names a file added or taken away is imported by: its own (`mod`, `./mod`,
+    `"mod.h"`) and its folder's (a package, `index.ts`, `mod.rs`, `__init__.py`; a Go
+    module's root folder by the module path its go.mod names; `extra`: the extra files'
+    texts by path); None for a file whose presence decides where other paths lead."""
+    folder, _, name = path.rpartition("/")
+    stem = name.partition(".")[0]
+    if stem in PATH_RULE_STEMS:
+        return None
+    names = _words(stem) | _words(folder.rpartition("/")[2])
+    for module, root in module_roots(extra):
+        if root == folder:
+            names |= _words(module.rsplit("/", 1)[-1])
     return names
 
 
@@ -103,7 +135,7 @@ def _typed(ref: Reference, functions: set[str]) -> tuple[set[str], str | None]:
         return _words(var.rsplit(".", 1)[-1]), None
     if ref.source is not None and ref.source in functions:
         return {var}, ref.source
-    return _words(var), None
+    return _words(var) - _RECEIVERS, None
 
 
 def closure(names: set[str], files: Iterable[FileFacts]) -> set[str]:

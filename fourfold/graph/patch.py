@@ -6,16 +6,18 @@ store holds, resolves the changed files' edges, and those of the files that name
 whose meaning changed (fourfold.graph.affected: a definition added, removed or renamed, an
 import, base or binding changed), and keeps every other file's edges.
 
-A file added or taken away, or a change whose reach is not a set of names, is resolved
-whole. Centrality is carried over, not ranked again: each definition of a changed file
-keeps its rank under its new id (a new one has none), and ranks are made anew by the next
-whole resolution.
+A file added or taken away changes the meaning of its definitions' names and of its own
+(as a module or package: its importers spell it). A change whose reach is not a set of
+names is resolved whole. Centrality is carried over, not ranked again: each definition of a
+changed file keeps its rank under its new id (a new one has none, one gone loses its own),
+and ranks are made anew by the next whole resolution.
 """
 from __future__ import annotations
 
 import struct
 import zlib
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 
@@ -23,7 +25,7 @@ from ..model import Reference
 from ..store.base import (EdgeColumns, GraphInput, GraphPatch, Resolution, Store, coded,
                           graph_resolved_by_setting, used_only)
 from ..store.base import decode_references, decompress_references
-from .affected import changed_names, closure, naming
+from .affected import changed_names, closure, module_names, naming
 from .build import SYMBOL_FILES, GraphFacts, rebuild_graph, renamed_ids, stored_facts
 from .copied import copy_graph
 from .facts import USE_KINDS, Definition, Edge, FileFacts
@@ -54,32 +56,35 @@ def patch_graph(store: Store, repo_id: int) -> bool:
         return False
     stored = store.files(repo_id)
     files = {f.path: f.file_id for f in stored}
-    if files.keys() != inputs.keys():
-        return False
-    changed = sorted(p for p, file_id in files.items() if file_id != inputs[p].file_id)
-    if not changed:
+    # changed: a file of the same path with a new id, or added; removed: the graph's alone
+    changed = sorted(p for p, file_id in files.items()
+                     if p not in inputs or file_id != inputs[p].file_id)
+    removed = sorted(inputs.keys() - files.keys())
+    if not changed and not removed:
         return True
-    if len(changed) > MOST_RESOLVED * len(files):
+    if len(changed) + len(removed) > MOST_RESOLVED * len(files):
         return False
-    read = _facts_unless_changed(inputs, sorted(files), stored_facts(
-        store, repo_id, only=[f for f in stored if f.file_id != inputs[f.path].file_id]))
+    written = set(changed)
+    read = _facts_unless_changed(inputs, sorted(files), removed, stored_facts(
+        store, repo_id, only=[f for f in stored if f.path in written]))
     if read is None:
         return False
     facts, extra, new_inputs, names = read
-    resolved = set(changed)
+    resolved = set(written)
     if names:
         names = closure(names, facts.values())
         resolved |= _naming_files(store, repo_id, names, resolved)
         if len(resolved) > MOST_RESOLVED * len(files):
             return False
         more = stored_facts(store, repo_id, only=[f for f in stored
-                                                  if f.path in resolved - set(changed)])
+                                                  if f.path in resolved - written])
         for path, (language, symbols, encoded) in more.files.items():
             facts[path] = FileFacts(language, decode_symbols(symbols),
                                     decode_references(decompress_references(encoded)))
     edges: list[Edge] = []
     resolve_into(edges.append, facts, extra or None, parallel=False, only=resolved)
-    old_symbols = {p: decode_input(inputs[p].facts, {})[0].symbols for p in changed}
+    old_symbols = {p: decode_input(inputs[p].facts, {})[0].symbols
+                   for p in changed if p in inputs}
     del facts, read
 
     # the new symbol ids of the changed files, in their order, and every id the new edges name
@@ -93,17 +98,22 @@ def patch_graph(store: Store, repo_id: int) -> bool:
             lowest.setdefault((file_id, qualname), symbol_id)
             if file_id in now_ids:
                 now_ids[file_id].append(symbol_id)
-    moved_files = {inputs[p].file_id: files[p] for p in changed}
+    moved_files = {inputs[p].file_id: files[p] for p in changed if p in inputs}
+    gone_files = {inputs[p].file_id: p for p in removed}
     moved_symbols: dict[int, int] = {}  # a definition's id before -> now (ranks carry over)
     targets: dict[int, int] = {}  # an edge's target before -> now: the lowest of its qualname
     dropped: list[int] = []
+    for p in removed:
+        dropped += np.frombuffer(inputs[p].symbol_ids, ">i8").tolist()
     for p in changed:
-        before = np.frombuffer(inputs[p].symbol_ids, ">i8").tolist()
+        before = (np.frombuffer(inputs[p].symbol_ids, ">i8").tolist() if p in inputs
+                  else [])
         now = decode_input(new_inputs[p], {})[0].symbols
-        if len(before) != len(old_symbols[p]) or len(now_ids[files[p]]) != len(now):
+        if (len(before) != len(old_symbols.get(p, ()))
+                or len(now_ids[files[p]]) != len(now)):
             return False  # the store read its symbols otherwise than the graph did
         now_of = dict(zip(_definition_keys(now), now_ids[files[p]]))
-        for old_id, key in zip(before, _definition_keys(old_symbols[p])):
+        for old_id, key in zip(before, _definition_keys(old_symbols.get(p, []))):
             if key in now_of:
                 moved_symbols[old_id] = now_of[key]
             else:
@@ -113,8 +123,11 @@ def patch_graph(store: Store, repo_id: int) -> bool:
                 targets[old_id] = target
 
     old = store.edge_columns(repo_id)
-    gone = np.fromiter(moved_files.keys() | {files[p] for p in resolved}, np.int64)
+    gone = np.fromiter(moved_files.keys() | gone_files.keys() | {files[p] for p in resolved},
+                       np.int64)
     keep = ~np.isin(old.src_file, gone)
+    if np.isin(old.dst_file[keep], np.fromiter(gone_files, np.int64)).any():
+        return False  # an edge kept leads into a file that is no more
     kept_targets = old.dst_symbol[keep]
     into_changed = np.isin(old.dst_file[keep], np.fromiter(moved_files, np.int64)) & (
         kept_targets >= 0)
@@ -139,7 +152,8 @@ def patch_graph(store: Store, repo_id: int) -> bool:
     store.set_setting(graph_resolved_by_setting(repo_id), 0)
     store.patch_graph(repo_id, GraphPatch(new, moved_files, moved_symbols, [
         GraphInput(p, files[p], np.array(now_ids[files[p]], ">i8").tobytes(), new_inputs[p])
-        for p in changed], dropped))
+        for p in changed], dropped, gone_files, [files[p] for p in changed if p not in inputs],
+        sorted(set().union(*now_ids.values()) - set(moved_symbols.values()))))
     return True
 
 
@@ -169,19 +183,20 @@ def _coded_after(distinct: list[str], kept: np.ndarray, more: list[str]
     return used_only(distinct, np.concatenate([kept, np.frombuffer(added, np.int32)]))
 
 
-def _facts_unless_changed(inputs: dict[str, GraphInput], paths: list[str], now: GraphFacts
-                          ) -> ReadFacts | None:
-    """Every file's facts, in a whole resolution's order: those in `now` as the store holds
-    them, the others as the graph read them; with the extra files' texts, the inputs of
-    the files in `now`, and the names whose meaning their changes change (affected). None
-    where a change cannot be told by name, or where a stored input does not decode
-    (damaged, or of another format)."""
+def _facts_unless_changed(inputs: dict[str, GraphInput], paths: list[str], removed: list[str],
+                          now: GraphFacts) -> ReadFacts | None:
+    """Every file's facts, in a whole resolution's order: those in `now` (changed or added)
+    as the store holds them, the others as the graph read them; with the extra files'
+    texts, the inputs of the files in `now`, and the names whose meaning their changes and
+    the `removed` files change (affected). None where a change cannot be told by name, or
+    where a stored input does not decode (damaged, or of another format)."""
     facts: dict[str, FileFacts] = {}
     extra: dict[str, str] = {}
     new_inputs: dict[str, bytes] = {}
     references: dict[str, list[Reference]] = {}
     names: set[str] = set()
     same: dict[str, str] = {}
+    added_or_removed: list[tuple[str, FileFacts, str | None]] = []
     try:
         # the changed files compared first: where one cannot be told by name, nothing else
         # is decoded
@@ -189,14 +204,18 @@ def _facts_unless_changed(inputs: dict[str, GraphInput], paths: list[str], now: 
             references[path] = decode_references(decompress_references(encoded))
             new_inputs[path] = encode_input(language, symbols, (
                 r for r in references[path] if r.kind not in USE_KINDS), now.extra.get(path))
-            if same_input(new_inputs[path], inputs[path].facts):
+            if path in inputs and same_input(new_inputs[path], inputs[path].facts):
                 continue
-            (before, text_before), (after, text_after) = (
-                decode_input(inputs[path].facts, {}), decode_input(new_inputs[path], {}))
+            after, text_after = decode_input(new_inputs[path], {})
+            if path not in inputs:
+                added_or_removed.append((path, after, text_after))
+                continue
+            before, text_before = decode_input(inputs[path].facts, {})
             found = changed_names(before, after, text_before == text_after)
             if found is None:
                 return None
             names |= found
+        added_or_removed += [(path, *decode_input(inputs[path].facts, {})) for path in removed]
         for path in paths:
             if path in now.files:
                 language, symbols, _ = now.files[path]
@@ -207,9 +226,25 @@ def _facts_unless_changed(inputs: dict[str, GraphInput], paths: list[str], now: 
                 facts[path], text = decode_input(inputs[path].facts, same)
             if text is not None:
                 extra[path] = text
+        for path, file_facts, text in added_or_removed:
+            found = _added_or_removed(path, file_facts, text, extra)
+            if found is None:
+                return None
+            names |= found
     except (zlib.error, struct.error, ValueError, TypeError):
         return None
     return facts, extra, new_inputs, names
+
+
+def _added_or_removed(path: str, facts: FileFacts, extra_text: str | None,
+                      extra: dict[str, str]) -> set[str] | None:
+    """The names whose meaning a file added or taken away changes: its module's, its
+    definitions', and those its bases and bindings give a meaning to. What it imports is
+    seen elsewhere only through an import of it, which spells its module's name."""
+    found = changed_names(FileFacts(facts.language), replace(facts, references=[
+        r for r in facts.references if r.kind != "import"]), extra_text is None)
+    module = module_names(path, extra)
+    return None if found is None or module is None else found | module
 
 
 def _ints(values) -> np.ndarray:

@@ -263,14 +263,19 @@ class GraphInput:
 class GraphPatch:
     """A stored graph's change where some files changed (fourfold.graph.patch): the edges
     whole, the changed files' ids before and now and their definitions' (their ranks carry
-    over), the ids of their definitions that are no more (their ranks go), and those files'
-    GraphInputs."""
+    over), the ids of definitions that are no more (their ranks go), the changed and added
+    files' GraphInputs, the files taken away (id -> path: their ranks and inputs go), and the
+    ids of new files and definitions (given the lowest rank the repository's hold, that of a
+    node no edge leads to, until they are ranked)."""
 
     edges: EdgeColumns
     moved_files: dict[int, int]
     moved_symbols: dict[int, int]
     inputs: list[GraphInput]
     dropped_symbols: list[int] = field(default_factory=list)
+    removed_files: dict[int, str] = field(default_factory=dict)
+    new_files: list[int] = field(default_factory=list)
+    new_symbols: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)

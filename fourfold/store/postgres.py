@@ -2163,8 +2163,21 @@ class PostgresStore(Store):
                 moved = [(now, rank) for now, rank in cur.fetchall() if now >= 0]
                 self._copy(cur, "symbol_rank", "symbol_id, repo_id, rank",
                            ((now, repo_id, rank) for now, rank in moved))
+            if patch.removed_files:
+                cur.execute("DELETE FROM file_rank WHERE repo_id = %s AND file_id = ANY(%s)",
+                            (repo_id, list(patch.removed_files)))
+            for table, column, ids in (("symbol_rank", "symbol_id", patch.new_symbols),
+                                       ("file_rank", "file_id", patch.new_files)):
+                if ids:
+                    cur.execute(sql.SQL(
+                        "INSERT INTO {table}(repo_id, {column}, rank) SELECT %s, i, low FROM "
+                        "unnest(%s::bigint[]) AS i, (SELECT min(rank) AS low FROM {table} "
+                        "WHERE repo_id = %s) m WHERE low IS NOT NULL ON CONFLICT DO NOTHING"
+                    ).format(table=sql.Identifier(table), column=sql.Identifier(column)),
+                        (repo_id, ids, repo_id))
             cur.execute("DELETE FROM graph_inputs WHERE repo_id = %s AND path = ANY(%s)",
-                        (repo_id, [i.path for i in patch.inputs]))
+                        (repo_id, [i.path for i in patch.inputs]
+                         + list(patch.removed_files.values())))
             self._copy(cur, "graph_inputs", "repo_id, path, file_id, symbol_ids, facts",
                        ((repo_id, i.path, i.file_id, i.symbol_ids, i.facts)
                         for i in patch.inputs))

@@ -1268,6 +1268,17 @@ class SQLiteStore(Store):
                              ((repo_id, now, rank) for now, rank in ranks.items()))
             conn.executemany("UPDATE file_rank SET file_id=? WHERE file_id=?",
                              ((new, old) for old, new in patch.moved_files.items()))
+            conn.executemany("DELETE FROM file_rank WHERE file_id=?",
+                             ((file_id,) for file_id in patch.removed_files))
+            for table, column, ids in (("symbol_rank", "symbol_id", patch.new_symbols),
+                                       ("file_rank", "file_id", patch.new_files)):
+                lowest = conn.execute(f"SELECT min(rank) FROM {table} WHERE repo_id=?",
+                                      (repo_id,)).fetchone()[0]
+                if lowest is not None:
+                    conn.executemany(f"INSERT OR REPLACE INTO {table}(repo_id, {column}, rank) "
+                                     "VALUES(?,?,?)", ((repo_id, i, lowest) for i in ids))
+            conn.executemany("DELETE FROM graph_inputs WHERE repo_id=? AND path=?",
+                             ((repo_id, path) for path in patch.removed_files.values()))
             self._write_inputs(conn, repo_id, patch.inputs)
             self._raise_graph_version(conn, repo_id)
 

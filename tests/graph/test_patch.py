@@ -117,13 +117,20 @@ def random_edit(root: Path, ff: Fourfold, rng: random.Random) -> tuple[str, str]
         other = rng.choice([t for g in rng.sample(stored, 3)
                             for t in store.symbols_of_file(g.file_id)] or [s])
         how = rng.choice(["rename", "namesake", "delete", "copy", "annotate", "import",
-                          "base"])
+                          "base", "new file", "file removed"])
         if how == "rename":
             lines[at] = lines[at].replace(s.name, s.name + "_renamed", 1)
         elif how == "namesake":  # named as another definition of the repository
             lines[at] = lines[at].replace(s.name, other.name, 1)
         elif how == "delete":
             del lines[at:s.end_line]
+        elif how == "new file":  # the definition again, in a file of its own
+            added = path.with_name(f"added_{rng.randrange(1000)}{path.suffix}")
+            added.write_text("".join(lines[at:s.end_line]))
+            return str(added.relative_to(root)), f"{s.qualname} in a new file"
+        elif how == "file removed":
+            path.unlink()
+            return f.path, "removed"
         elif how == "copy":  # the definition again, in another file
             g = rng.choice(stored)
             target = root / g.path
@@ -185,10 +192,13 @@ def test_a_patch_carries_ranks_over_and_drops_those_of_definitions_gone(indexed)
     ff.index(embed=False, changed=changed, graph_later=True)
     assert patch_graph(ff.store, ff.repo_id())
     edges, ranks, _ = _graph(ff)
-    assert (path, "parent_name") not in ranks and (path, "parent_name_now") not in ranks
-    assert ("fourfold/errors.py", "added") not in ranks  # ranked by the next whole resolution
+    assert (path, "parent_name") not in ranks
+    # a new definition has the rank of one no edge leads to until the next whole resolution
+    lowest = min(ranks_before.values())
+    assert ranks[(path, "parent_name_now")] == ranks[("fourfold/errors.py", "added")] == lowest
     kept = {k: v for k, v in ranks_before.items() if k != (path, "parent_name")}
-    assert ranks == kept
+    assert ranks == kept | {(path, "parent_name_now"): lowest,
+                            ("fourfold/errors.py", "added"): lowest}
     # the callers of the renamed function now call nothing of the repository
     assert not any(e[4] == (path, "parent_name") for e in edges)
     assert any(e[0] == "call" and e[3] is None and e[7] == "parent_name" for e in edges)
@@ -223,13 +233,18 @@ def test_a_changed_type_reaches_the_files_that_use_it_through_other_functions(
     assert edges == _graph(ff)[0]
 
 
+@pytest.mark.parametrize("change", ["definition renamed", "file removed"])
 def test_a_patch_that_would_keep_an_edge_to_a_definition_gone_is_not_made(
-        index_on_each_store, monkeypatch):
+        index_on_each_store, monkeypatch, change):
     """Should the files a change reaches be missed, the graph is resolved whole rather than
     patched into edges that lead nowhere."""
     root, ff = index_on_each_store(CHAIN)
     stored = ff.store.all_edges(ff.repo_id())
-    changed = _edit(root, "engine.py", "class Engine:", "class Motor:")
+    if change == "file removed":
+        (root / "engine.py").unlink()
+        changed = str(root / "engine.py")
+    else:
+        changed = _edit(root, "engine.py", "class Engine:", "class Motor:")
     ff.index(embed=False, changed=[changed], graph_later=True)
     monkeypatch.setattr(patch_module, "naming", lambda names: re.compile("(?!)"))
     assert not patch_graph(ff.store, ff.repo_id())
@@ -264,20 +279,100 @@ def test_a_file_moved_to_another_package_reaches_the_files_importing_it(
     assert edges == _graph(ff)[0]
 
 
-@pytest.mark.parametrize("change", ["wildcard import", "file added", "file removed"])
-def test_other_changes_are_resolved_whole(indexed, change, monkeypatch):
+def test_a_file_added_and_one_taken_away_patch_the_graph(indexed):
+    root, ff = indexed
+    _, ranks_before, file_ranks_before = _graph(ff)
+    gone = "fourfold/discovery/flags.py"
+    assert file_ranks_before[gone] > 0
+    (root / "fourfold/extra.py").write_text(
+        "from .errors import FourfoldError\n\ndef extra():\n    raise FourfoldError()\n")
+    (root / gone).unlink()
+    ff.index(embed=False, changed=[str(root / "fourfold/extra.py"), str(root / gone)],
+             graph_later=True)
+    assert patch_graph(ff.store, ff.repo_id())
+    edges, ranks, file_ranks = _graph(ff)
+    assert ("call", "fourfold/extra.py", ("fourfold/extra.py", "extra"), "fourfold/errors.py",
+            ("fourfold/errors.py", "FourfoldError")) in {e[:5] for e in edges}
+    assert not any(gone in (e[1], e[3]) for e in edges)
+    # the file gone loses its ranks and its definitions', the new one has the lowest
+    extra = "fourfold/extra.py"
+    assert file_ranks == {p: r for p, r in file_ranks_before.items() if p != gone} | {
+        extra: min(file_ranks_before.values())}
+    assert ranks == {k: r for k, r in ranks_before.items() if k[0] != gone} | {
+        (extra, "extra"): min(ranks_before.values())}
+    assert {i.path for i in ff.store.graph_inputs(ff.repo_id())} == {
+        f.path for f in ff.store.files(ff.repo_id())}
+    rebuild_graph(ff.store, ff.repo_id())
+    assert edges == _graph(ff)[0]
+
+
+def test_a_file_added_to_a_go_module_root_reaches_the_files_importing_the_module(
+        index_on_each_store):
+    """Go imports a package by its folder, and the module's root folder by the module path
+    go.mod names: a file added there is imported by every file importing the module."""
+    root, ff = index_on_each_store({
+        "go.mod": "module example.com/shop\n\ngo 1.21\n",
+        "shop.go": "package shop\n\nfunc Run() int {\n\treturn 1\n}\n",
+        "cmd/main.go": "package main\n\nimport \"example.com/shop\"\n\n"
+                       "func main() {\n\tshop.Run()\n}\n",
+        **{f"other{n}/o.go": f"package other{n}\n\nfunc O() {{}}\n" for n in range(6)},
+    })
+    (root / "more.go").write_text("package shop\n\nfunc More() int {\n\treturn 2\n}\n")
+    ff.index(embed=False, changed=[str(root / "more.go")], graph_later=True)
+    assert patch_graph(ff.store, ff.repo_id())
+    edges = _graph(ff)[0]
+    assert ("import", "cmd/main.go", None, "more.go", None) in {e[:5] for e in edges}
+    rebuild_graph(ff.store, ff.repo_id())
+    assert edges == _graph(ff)[0]
+
+
+FILLERS = {f"filler/f{n}.py": f"def filler{n}():\n    return {n}\n" for n in range(8)}
+REACH = {  # a tree, an edit (path -> text, None: taken away), whether it is patched
+    "a method named as a receiver word, added elsewhere": (
+        {"node.py": "class Node:\n    def parent(self):\n        return None\n",
+         "walk.py": "def up(n):\n    return n.parent()\n",
+         "tree.py": "class Tree:\n    def root(self):\n        return None\n"},
+        {"tree.py": "class Tree:\n    def root(self):\n        return None\n\n"
+                    "    def parent(self):\n        return None\n"}, True),
+    "a class made a function, its nested class no longer a type's member": (
+        {"m.py": "class Outer:\n    class Inner:\n        pass\n",
+         "use.py": "def go():\n    return Inner()\n"},
+        {"m.py": "def Outer():\n    class Inner:\n        pass\n"}, True),
+    "a package's __init__.py added": (
+        {"src/util/helpers.py": "def helper_fn():\n    return 1\n",
+         "app/main.py": "import util.helpers\n"},
+        {"src/__init__.py": ""}, False),
+    "a folder's index.js taken away": (
+        {"lib/index.js": "export function setup() { return 2; }\n",
+         "lib/sub/a.js": "import cfg from '..';\nexport function go() { return cfg; }\n"},
+        {"lib/index.js": None}, False),
+}
+
+
+@pytest.mark.parametrize("case", REACH)
+def test_an_edit_reaching_files_by_no_name_of_its_own(make_tree, case):
+    """A patch is made only where the names a change reaches are the names it changed."""
+    tree, edit, patched = REACH[case]
+    root = make_tree(tree | FILLERS)
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    for path, text in edit.items():
+        if text is None:
+            (root / path).unlink()
+        else:
+            (root / path).write_text(text)
+    ff.index(embed=False, changed=[str(root / path) for path in edit], graph_later=True)
+    assert patch_graph(ff.store, ff.repo_id()) == patched
+    edges = _graph(ff)[0] if patched else None
+    rebuild_graph(ff.store, ff.repo_id())
+    assert not patched or edges == _graph(ff)[0]
+
+
+def test_a_wildcard_import_changed_resolves_the_graph_whole(indexed, monkeypatch):
     root, ff = indexed
     before = _graph(ff)
     stored = ff.store.all_edges(ff.repo_id())
-    if change == "wildcard import":
-        paths = [_prepend(root, "fourfold/errors.py", "from .model import *\n")]
-    elif change == "file added":
-        (root / "fourfold/extra.py").write_text(
-            "from .errors import FourfoldError\n\ndef extra():\n    raise FourfoldError()\n")
-        paths = [str(root / "fourfold/extra.py")]
-    else:
-        (root / "fourfold/errors.py").unlink()
-        paths = [str(root / "fourfold/errors.py")]
+    paths = [_prepend(root, "fourfold/errors.py", "from .model import *\n")]
     ff.index(embed=False, changed=paths, graph_later=True)
     decoded = []
     decode_input = patch_module.decode_input

@@ -86,5 +86,8 @@ def test_the_graph_before_is_let_go_before_the_new_one_is_read(indexed, monkeypa
     held_while_reading = []
     _on_read(ff, monkeypatch, lambda: held_while_reading.append(before() is not None))
     (root / "c.py").write_text("from a import helper\n\ndef later():\n    return helper()\n")
+    # a wildcard import changed: resolved whole (a patch reads the stored edges to rewrite
+    # them)
+    (root / "b.py").write_text("from a import *\n\ndef main():\n    return helper()\n")
     ff.index(embed=False)
     assert _callers(ff) == {"main", "later"} and held_while_reading == [False]

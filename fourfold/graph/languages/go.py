@@ -27,7 +27,7 @@ class Go(Language):
 
 def package_files(modules: Modules, import_path: str) -> list[str]:
     """The non-test files of the package an import path names."""
-    for mod, root in modules.cached("go.mod", lambda: _module_roots(modules)):
+    for mod, root in modules.cached("go.mod", lambda: module_roots(modules.extra)):
         if import_path == mod or import_path.startswith(mod + "/"):
             rel = import_path[len(mod):].strip("/")
             return _go_files(modules, posixpath.join(root, rel) if rel else root)
@@ -40,10 +40,11 @@ def package_files(modules: Modules, import_path: str) -> list[str]:
     return []
 
 
-def _module_roots(modules: Modules) -> list[tuple[str, str]]:
-    """(module path, folder) of every go.mod, longest module path first."""
+def module_roots(extra: dict[str, str]) -> list[tuple[str, str]]:
+    """(module path, folder) of every go.mod among the extra files' texts (path -> text),
+    longest module path first."""
     mods = []
-    for p, text in modules.extra.items():
+    for p, text in extra.items():
         if p == "go.mod" or p.endswith("/go.mod"):
             m = _MODULE_LINE.search(text)
             if m:
