@@ -36,8 +36,20 @@ _RECEIVERS = SELF_NAMES | SUPER_NAMES | {"return"}
 PATH_RULE_STEMS = frozenset({"__init__", "index", "mod", "main", "lib"})
 
 
+class _Unnamed(Exception):
+    """A name of no word characters (`$`, an operator): no search of words finds it."""
+
+
 def _words(text: str | None) -> set[str]:
     return set(_WORD.findall(text)) if text else set()
+
+
+def _names(text: str | None) -> set[str]:
+    """The words of a name given a meaning; _Unnamed where it has none."""
+    words = _words(text)
+    if text and not words:
+        raise _Unnamed(text)
+    return words
 
 
 def changed_names(before: FileFacts, now: FileFacts, extra_same: bool) -> set[str] | None:
@@ -45,6 +57,13 @@ def changed_names(before: FileFacts, now: FileFacts, extra_same: bool) -> set[st
     before and now) can change anywhere; None where it cannot be told by name."""
     if before.language != now.language or not extra_same:
         return None
+    try:
+        return _changed_names(before, now)
+    except _Unnamed:
+        return None
+
+
+def _changed_names(before: FileFacts, now: FileFacts) -> set[str] | None:
     names: set[str] = set()
     defined_before, defined_now = defaultdict(list), defaultdict(list)
     for symbols, defined in ((before.symbols, defined_before), (now.symbols, defined_now)):
@@ -55,7 +74,7 @@ def changed_names(before: FileFacts, now: FileFacts, extra_same: bool) -> set[st
     changed = set()  # the qualified names of definitions defined otherwise
     for name in defined_before.keys() | defined_now.keys():
         if defined_before.get(name) != defined_now.get(name):
-            names |= _words(name)
+            names |= _names(name)
             changed.update(q for q, _, _ in (*defined_before.get(name, ()),
                                              *defined_now.get(name, ())))
     # and the definitions inside them: a lookup reads what they are nested in
@@ -65,7 +84,7 @@ def changed_names(before: FileFacts, now: FileFacts, extra_same: bool) -> set[st
         if not inside:
             break
         changed |= inside
-        names.update(w for s in symbols if s.qualname in inside for w in _words(s.name))
+        names.update(w for s in symbols if s.qualname in inside for w in _names(s.name))
     others = Counter((r.kind, r.name, r.source) for r in before.references)
     others.subtract((r.kind, r.name, r.source) for r in now.references)
     functions = _functions(before) | _functions(now)
@@ -79,14 +98,14 @@ def changed_names(before: FileFacts, now: FileFacts, extra_same: bool) -> set[st
                 return None
             names |= found
         elif kind == "inherit":  # the class's members are looked up through its bases
-            names |= _words(parent_name(source))
+            names |= _names(parent_name(source))
         elif kind == "bind":
             given, local = _typed(ref, functions)
             # a variable of the function's own: its result may be that variable's value
-            names |= given if local is None else _words(parent_name(source))
+            names |= given if local is None else _names(parent_name(source))
         elif kind == "package":  # its definitions are now another package's
-            names |= _words(_MODULE_PARTS.split(name)[-1])
-            names.update(w for s in (*before.symbols, *now.symbols) for w in _words(s.name))
+            names |= _names(_MODULE_PARTS.split(name)[-1])
+            names.update(w for s in (*before.symbols, *now.symbols) for w in _names(s.name))
         else:
             return None
     return names
@@ -105,7 +124,9 @@ def module_names(path: str, extra: dict[str, str]) -> set[str] | None:
     for module, root in module_roots(extra):
         if root == folder:
             names |= _words(module.rsplit("/", 1)[-1])
-    return names
+    # a module named in CamelCase is looked for in snake_case (Elixir's `Acme.HttpClient`
+    # in `acme/http_client.ex`)
+    return names | {"".join(part.capitalize() for part in word.split("_")) for word in names}
 
 
 def _functions(facts: FileFacts) -> set[str]:
@@ -120,7 +141,7 @@ def _imported(ref: Reference) -> set[str] | None:
     imp = parse_import(ref)
     if imp.kind in (WILDCARD, DECLARATION) or "*" in imp.module:
         return None
-    return _words(imp.alias) | _words(imp.name) | _words(_MODULE_PARTS.split(imp.module)[-1])
+    return _names(imp.alias) | _names(imp.name) | _words(_MODULE_PARTS.split(imp.module)[-1])
 
 
 def _typed(ref: Reference, functions: set[str]) -> tuple[set[str], str | None]:
@@ -130,21 +151,29 @@ def _typed(ref: Reference, functions: set[str]) -> tuple[set[str], str | None]:
     parsed = split_binding(ref.name)
     var = parsed[0] if parsed else ref.name
     if var == "return":
-        return _words(parent_name(ref.source)), None
+        return _names(parent_name(ref.source)), None
     if "." in var:  # `self.x = ...`: an attribute of the class
-        return _words(var.rsplit(".", 1)[-1]), None
+        return _names(var.rsplit(".", 1)[-1]), None
     if ref.source is not None and ref.source in functions:
         return {var}, ref.source
-    return _words(var) - _RECEIVERS, None
+    return _names(var) - _RECEIVERS, None
 
 
-def closure(names: set[str], files: Iterable[FileFacts]) -> set[str]:
+def closure(names: set[str], files: Iterable[FileFacts]) -> set[str] | None:
     """`names` and every name given a type or base written with one of them, until no more
     come: the meaning of those changes with theirs. A function's own variables carry it
-    only to that function's result."""
-    # what a binding, base or alias reads, what it gives a meaning to, the function whose
-    # own variable it is, the function it is read in
-    rules: list[tuple[set[str], set[str], tuple | None, tuple | None]] = []
+    only to that function's result. None where such a name has no words to search by."""
+    try:
+        return _closure(names, files)
+    except _Unnamed:
+        return None
+
+
+def _closure(names: set[str], files: Iterable[FileFacts]) -> set[str]:
+    # what a binding, base or alias reads, what it gives a meaning to (None: a name of no
+    # words, _Unnamed should it be reached), the function whose own variable it is, the
+    # function it is read in
+    rules: list[tuple[set[str], set[str] | None, tuple | None, tuple | None]] = []
     for n, facts in enumerate(files):
         functions = None
         for ref in facts.references:
@@ -154,17 +183,19 @@ def closure(names: set[str], files: Iterable[FileFacts]) -> set[str]:
                     continue
                 if functions is None:
                     functions = _functions(facts)
-                given, local = _typed(ref, functions)
+                given, local = _given_by(lambda: _typed(ref, functions))
                 written = _words(parsed[2])
                 # a variable or result read in a function: the function's own variables too
                 scope = (n, ref.source) if ref.source in functions else None
                 rules.append((written, given, (n, local) if local else None, scope))
             elif ref.kind == "inherit":
-                rules.append((_words(ref.name), _words(parent_name(ref.source)), None, None))
+                given, _ = _given_by(lambda: (_names(parent_name(ref.source)), None))
+                rules.append((_words(ref.name), given, None, None))
             elif ref.kind == "import":  # a name imported under an alias is re-exported so
                 imp = parse_import(ref)
                 if imp.alias:
-                    rules.append((_words(imp.name), _words(imp.alias), None, None))
+                    given, _ = _given_by(lambda: (_names(imp.alias), None))
+                    rules.append((_words(imp.name), given, None, None))
     out = set(names)
     locals_: dict[tuple, set[str]] = defaultdict(set)  # (file, function) -> its variables
     grew = True
@@ -174,11 +205,21 @@ def closure(names: set[str], files: Iterable[FileFacts]) -> set[str]:
             if written.isdisjoint(out) and (scope is None
                                             or written.isdisjoint(locals_.get(scope, ()))):
                 continue
+            if given is None:
+                raise _Unnamed("a name of no words reached")
             into = locals_[local] if local else out
             if not given <= into:
                 into |= given
                 grew = True
     return out
+
+
+def _given_by(typed) -> tuple[set[str] | None, str | None]:
+    """typed()'s names and function, None for the names where one has no words."""
+    try:
+        return typed()
+    except _Unnamed:
+        return None, None
 
 
 def naming(names: set[str]):

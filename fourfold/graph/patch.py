@@ -73,6 +73,8 @@ def patch_graph(store: Store, repo_id: int) -> bool:
     resolved = set(written)
     if names:
         names = closure(names, facts.values())
+        if names is None:
+            return False
         resolved |= _naming_files(store, repo_id, names, resolved)
         if len(resolved) > MOST_RESOLVED * len(files):
             return False

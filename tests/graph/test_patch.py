@@ -342,6 +342,21 @@ REACH = {  # a tree, an edit (path -> text, None: taken away), whether it is pat
         {"src/util/helpers.py": "def helper_fn():\n    return 1\n",
          "app/main.py": "import util.helpers\n"},
         {"src/__init__.py": ""}, False),
+    "an Elixir module's file added, found by its path in snake case": (
+        {"web/controller.ex": "defmodule Web.Controller do\n  alias Acme.HttpClient\n"
+                              "  def go do\n    HttpClient.fetch(1)\n  end\nend\n"},
+        {"acme/http_client.ex": "defmodule Other.Thing do\n  def run(x) do\n    x\n"
+                                "  end\nend\n"}, True),
+    "a definition named by no word character added": (
+        {"app.js": "import { $ } from './dom';\nexport function go() {\n  return $('#x');\n}\n",
+         "dom.js": "export function query(s) {\n  return s;\n}\n"},
+        {"dom.js": "export function query(s) {\n  return s;\n}\n"
+                   "export function $(s) {\n  return query(s);\n}\n"}, False),
+    "an attribute named by no word character, typed by a class renamed": (
+        {"lib.js": "export class Foo {\n  run() {\n    return 1;\n  }\n}\n",
+         "app.js": "import { Foo } from './lib';\nexport class A {\n  constructor() {\n"
+                   "    this.$ = new Foo();\n  }\n  go() {\n    return this.$.run();\n  }\n}\n"},
+        {"lib.js": "export class Bar {\n  run() {\n    return 1;\n  }\n}\n"}, False),
     "a folder's index.js taken away": (
         {"lib/index.js": "export function setup() { return 2; }\n",
          "lib/sub/a.js": "import cfg from '..';\nexport function go() { return cfg; }\n"},
@@ -360,6 +375,7 @@ def test_an_edit_reaching_files_by_no_name_of_its_own(make_tree, case):
         if text is None:
             (root / path).unlink()
         else:
+            (root / path).parent.mkdir(parents=True, exist_ok=True)
             (root / path).write_text(text)
     ff.index(embed=False, changed=[str(root / path) for path in edit], graph_later=True)
     assert patch_graph(ff.store, ff.repo_id()) == patched
