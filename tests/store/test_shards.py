@@ -161,6 +161,21 @@ def test_a_repository_s_graph_is_patched_on_its_shard(servers, placed):
     callers = ff.references("rank_documents")["results"]
     assert [(r["path"], r["symbol"], r["line"]) for r in callers] == [("index.py", "answer", 6)]
     assert ff.store.ranks_of_files(ff.repo_id(), ["index.py", "ranker.py"]) == ranks
+    # a file added, then taken away: patched there too, its ranks made and dropped
+    (root / "extra.py").write_text("from ranker import rank_documents\n\n\ndef again(q):\n"
+                                   "    return rank_documents(q, [])\n")
+    ff.index(embed=False, changed=[str(root / "extra.py")], graph_later=True)
+    assert patch_graph(ff.store, ff.repo_id())
+    assert ("extra.py", "again") in {(r["path"], r["symbol"])
+                                     for r in ff.references("rank_documents")["results"]}
+    symbol_ranks, file_ranks = ff.store.ranks_of_files(ff.repo_id(), ["extra.py"])
+    assert "extra.py" in file_ranks and ("extra.py", "again") in symbol_ranks
+    (root / "extra.py").unlink()
+    ff.index(embed=False, changed=[str(root / "extra.py")], graph_later=True)
+    assert patch_graph(ff.store, ff.repo_id())
+    with psycopg.connect(two) as conn:
+        assert conn.execute("SELECT count(*) FROM fourfold.graph_inputs WHERE path = "
+                            "'extra.py'").fetchone() == (0,)
     assert ff.catch_up() and not ff.behind()["graph"]
     ff.close()
 
