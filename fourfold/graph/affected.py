@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 import re2
 
@@ -111,14 +111,18 @@ def _changed_names(before: FileFacts, now: FileFacts) -> set[str] | None:
     return names
 
 
-def module_names(path: str, extra: dict[str, str]) -> set[str] | None:
+def module_names(path: str, extra: dict[str, str], folders: Container[str]
+                 ) -> set[str] | None:
     """The names a file added or taken away is imported by: its own (`mod`, `./mod`,
     `"mod.h"`) and its folder's (a package, `index.ts`, `mod.rs`, `__init__.py`; a Go
     module's root folder by the module path its go.mod names; `extra`: the extra files'
-    texts by path); None for a file whose presence decides where other paths lead."""
+    texts by path); None for a file whose presence decides where other paths lead: one of
+    PATH_RULE_STEMS, or one named as a folder beside it (`pkg/sub.py` beside `pkg/sub/`),
+    which the folder's files reach by `.`, `..` or `super` alone (`folders`: every folder
+    of the repository's files)."""
     folder, _, name = path.rpartition("/")
     stem = name.partition(".")[0]
-    if stem in PATH_RULE_STEMS:
+    if stem in PATH_RULE_STEMS or f"{folder}/{stem}".lstrip("/") in folders:
         return None
     names = _words(stem) | _words(folder.rpartition("/")[2])
     for module, root in module_roots(extra):

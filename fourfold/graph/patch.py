@@ -228,8 +228,10 @@ def _facts_unless_changed(inputs: dict[str, GraphInput], paths: list[str], remov
                 facts[path], text = decode_input(inputs[path].facts, same)
             if text is not None:
                 extra[path] = text
+        folders = {path[:end] for path in [*paths, *removed]
+                   for end in _slashes(path)} if added_or_removed else set()
         for path, file_facts, text in added_or_removed:
-            found = _added_or_removed(path, file_facts, text, extra)
+            found = _added_or_removed(path, file_facts, text, extra, folders)
             if found is None:
                 return None
             names |= found
@@ -239,14 +241,19 @@ def _facts_unless_changed(inputs: dict[str, GraphInput], paths: list[str], remov
 
 
 def _added_or_removed(path: str, facts: FileFacts, extra_text: str | None,
-                      extra: dict[str, str]) -> set[str] | None:
+                      extra: dict[str, str], folders: set[str]) -> set[str] | None:
     """The names whose meaning a file added or taken away changes: its module's, its
     definitions', and those its bases and bindings give a meaning to. What it imports is
     seen elsewhere only through an import of it, which spells its module's name."""
     found = changed_names(FileFacts(facts.language), replace(facts, references=[
         r for r in facts.references if r.kind != "import"]), extra_text is None)
-    module = module_names(path, extra)
+    module = module_names(path, extra, folders)
     return None if found is None or module is None else found | module
+
+
+def _slashes(path: str) -> list[int]:
+    """Where each folder of the path ends."""
+    return [at for at, char in enumerate(path) if char == "/"]
 
 
 def _ints(values) -> np.ndarray:

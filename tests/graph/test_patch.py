@@ -357,6 +357,10 @@ REACH = {  # a tree, an edit (path -> text, None: taken away), whether it is pat
          "app.js": "import { Foo } from './lib';\nexport class A {\n  constructor() {\n"
                    "    this.$ = new Foo();\n  }\n  go() {\n    return this.$.run();\n  }\n}\n"},
         {"lib.js": "export class Bar {\n  run() {\n    return 1;\n  }\n}\n"}, False),
+    "a module added beside the folder of its name, reached by `from . import`": (
+        {"pkg/__init__.py": "", "pkg/sub/__init__.py": "",
+         "pkg/sub/m.py": "from . import helper\n\n\ndef go():\n    return helper()\n"},
+        {"pkg/sub.py": "def other():\n    return 1\n"}, False),
     "a folder's index.js taken away": (
         {"lib/index.js": "export function setup() { return 2; }\n",
          "lib/sub/a.js": "import cfg from '..';\nexport function go() { return cfg; }\n"},
