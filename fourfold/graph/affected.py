@@ -187,19 +187,19 @@ def _closure(names: set[str], files: Iterable[FileFacts]) -> set[str]:
                     continue
                 if functions is None:
                     functions = _functions(facts)
-                given, local = _given_by(lambda: _typed(ref, functions))
+                given, local = _or_unnamed(_typed, ref, functions) or (None, None)
                 written = _words(parsed[2])
                 # a variable or result read in a function: the function's own variables too
                 scope = (n, ref.source) if ref.source in functions else None
                 rules.append((written, given, (n, local) if local else None, scope))
             elif ref.kind == "inherit":
-                given, _ = _given_by(lambda: (_names(parent_name(ref.source)), None))
-                rules.append((_words(ref.name), given, None, None))
+                rules.append((_words(ref.name), _or_unnamed(_names, parent_name(ref.source)),
+                              None, None))
             elif ref.kind == "import":  # a name imported under an alias is re-exported so
                 imp = parse_import(ref)
                 if imp.alias:
-                    given, _ = _given_by(lambda: (_names(imp.alias), None))
-                    rules.append((_words(imp.name), given, None, None))
+                    rules.append((_words(imp.name), _or_unnamed(_names, imp.alias), None,
+                                  None))
     out = set(names)
     locals_: dict[tuple, set[str]] = defaultdict(set)  # (file, function) -> its variables
     grew = True
@@ -218,12 +218,12 @@ def _closure(names: set[str], files: Iterable[FileFacts]) -> set[str]:
     return out
 
 
-def _given_by(typed) -> tuple[set[str] | None, str | None]:
-    """typed()'s names and function, None for the names where one has no words."""
+def _or_unnamed(names_of, *args):
+    """names_of(*args), None where a name has no words."""
     try:
-        return typed()
+        return names_of(*args)
     except _Unnamed:
-        return None, None
+        return None
 
 
 def naming(names: set[str]):

@@ -9,8 +9,8 @@ import, base or binding changed), and keeps every other file's edges.
 A file added or taken away changes the meaning of its definitions' names and of its own
 (as a module or package: its importers spell it). A change whose reach is not a set of
 names is resolved whole. Centrality is carried over, not ranked again: each definition of a
-changed file keeps its rank under its new id (a new one has none, one gone loses its own),
-and ranks are made anew by the next whole resolution.
+changed file keeps its rank under its new id, one gone loses its own, a new one gets the
+lowest the repository's hold, and ranks are made anew by the next whole resolution.
 """
 from __future__ import annotations
 
@@ -87,6 +87,7 @@ def patch_graph(store: Store, repo_id: int) -> bool:
     resolve_into(edges.append, facts, extra or None, parallel=False, only=resolved)
     old_symbols = {p: decode_input(inputs[p].facts, {})[0].symbols
                    for p in changed if p in inputs}
+    now_symbols = {p: facts[p].symbols for p in changed}
     del facts, read
 
     # the new symbol ids of the changed files, in their order, and every id the new edges name
@@ -110,7 +111,7 @@ def patch_graph(store: Store, repo_id: int) -> bool:
     for p in changed:
         before = (np.frombuffer(inputs[p].symbol_ids, ">i8").tolist() if p in inputs
                   else [])
-        now = decode_input(new_inputs[p], {})[0].symbols
+        now = now_symbols[p]
         if (len(before) != len(old_symbols.get(p, ()))
                 or len(now_ids[files[p]]) != len(now)):
             return False  # the store read its symbols otherwise than the graph did
