@@ -231,7 +231,13 @@ def naming(names: set[str]):
     (JSON text, which escapes what is not ASCII): a file that spells none of them as a word
     of its own cannot name one."""
     spelled = sorted({json.dumps(n)[1:-1] for n in names if n})
+    words = [re.escape(s) for s in spelled if not s[0].isdigit()]
+    # a name that is a number (a module `4.2.3.txt`, a tuple's field `self.0`) is not one
+    # where a comma follows: a line number ([kind, name, line, source]), in every file
+    numbers = [re.escape(s) for s in spelled if s[0].isdigit()]
     options = re2.Options()
     options.max_mem = 256 << 20  # a large change names thousands of names
-    return re2.compile("(?:^|\\W)(?:" + "|".join(re.escape(s) for s in spelled)
-                       + ")(?:\\W|$)", options)
+    return re2.compile("|".join(
+        f"(?:^|\\W)(?:{'|'.join(found)})(?:{after}|$)"
+        for found, after in ((words, "\\W"), (numbers, "[^\\w,]")) if found) or "[^\\s\\S]",
+        options)

@@ -388,6 +388,28 @@ def test_an_edit_reaching_files_by_no_name_of_its_own(make_tree, case):
     assert not patched or edges == _graph(ff)[0]
 
 
+def test_a_name_that_is_a_number_reaches_only_the_files_spelling_it(make_tree, monkeypatch):
+    """A file named by a number (`3.h`) is looked for where a reference spells the number
+    as a name, not where it is a reference's line number (every file with three lines)."""
+    root = make_tree({"serial.c": '#include "3.h"\nint go(void) { return port(); }\n',
+                      **{f"f{n}.c": f"int f{n}(void) {{\n  int x = 1;\n  return g(x);\n}}\n"
+                         for n in range(8)}})
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    (root / "3.h").write_text("int port(void);\n")
+    ff.index(embed=False, changed=[str(root / "3.h")], graph_later=True)
+    resolved = []
+    resolve = patch_module.resolve_into
+    monkeypatch.setattr(patch_module, "resolve_into", lambda *args, only, **kwargs: (
+        resolved.append(set(only)), resolve(*args, only=only, **kwargs)))
+    assert patch_graph(ff.store, ff.repo_id())
+    assert resolved == [{"3.h", "serial.c"}]
+    edges = _graph(ff)[0]
+    assert ("import", "serial.c", None, "3.h", None) in {e[:5] for e in edges}
+    rebuild_graph(ff.store, ff.repo_id())
+    assert edges == _graph(ff)[0]
+
+
 def test_a_wildcard_import_changed_resolves_the_graph_whole(indexed, monkeypatch):
     root, ff = indexed
     before = _graph(ff)
