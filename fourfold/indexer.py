@@ -562,11 +562,14 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             store.mark_indexed(repo_id, time.time(), parser)
             from .graph.copied import copy_graph  # numpy: loaded only when needed
             from .graph.patch import patch_graph
-            # only calls and type uses changed; or every file written is a document the
-            # store held, and another repository may hold these very files
+            from .graph.seeded import seed_graph
+            # its own graph patched; or every file written is a document the store held,
+            # and another repository may hold these very files; or some were, and another
+            # repository's graph patched to the files that differ (another snapshot)
             if patch_graph(store, repo_id) or (
                     0 < summary.shared == summary.added + summary.changed
-                    and copy_graph(store, repo_id)):
+                    and copy_graph(store, repo_id)) or (
+                    summary.shared and seed_graph(store, repo_id)):
                 store.set_setting(graph_behind_setting(repo_id), 0)
                 resolve = False
             elif graph_facts is not None:  # resolved in a forked child, whose memory goes

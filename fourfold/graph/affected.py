@@ -25,7 +25,9 @@ from ..model import Reference
 from .calls import SELF_NAMES, SUPER_NAMES, split_binding
 from .facts import TYPE_KINDS, FileFacts, parent_name
 from .imports import DECLARATION, WILDCARD, parse_import
+from .languages import LANGUAGES
 from .languages.go import module_roots
+from .languages.javascript import EXTENSIONS as JS_EXTENSIONS
 
 _WORD = re.compile(r"\w+")
 _MODULE_PARTS = re.compile(r"::|[./:\\]")
@@ -111,7 +113,7 @@ def _changed_names(before: FileFacts, now: FileFacts) -> set[str] | None:
     return names
 
 
-def module_names(path: str, extra: dict[str, str], folders: Container[str]
+def module_names(path: str, language: str, extra: dict[str, str], folders: Container[str]
                  ) -> set[str] | None:
     """The names a file added or taken away is imported by: its own (`mod`, `./mod`,
     `"mod.h"`) and its folder's (a package, `index.ts`, `mod.rs`, `__init__.py`; a Go
@@ -119,8 +121,12 @@ def module_names(path: str, extra: dict[str, str], folders: Container[str]
     texts by path); None for a file whose presence decides where other paths lead: one of
     PATH_RULE_STEMS, or one named as a folder beside it (`pkg/sub.py` beside `pkg/sub/`),
     which the folder's files reach by `.`, `..` or `super` alone (`folders`: every folder
-    of the repository's files)."""
+    of the repository's files). A file of no language with import rules (a template, a
+    text) is reached only by its whole name: no import adds its extension or names its
+    folder (a C include, a relative path spelled out)."""
     folder, _, name = path.rpartition("/")
+    if language not in LANGUAGES and not name.endswith(JS_EXTENSIONS):
+        return {name}
     stem = name.partition(".")[0]
     if stem in PATH_RULE_STEMS or f"{folder}/{stem}".lstrip("/") in folders:
         return None
@@ -200,21 +206,28 @@ def _closure(names: set[str], files: Iterable[FileFacts]) -> set[str]:
                 if imp.alias:
                     rules.append((_words(imp.name), _or_unnamed(_names, imp.alias), None,
                                   None))
+    readers: dict[str, list[int]] = defaultdict(list)  # a word -> the rules reading it
+    for i, (written, _, _, _) in enumerate(rules):
+        for word in written:
+            readers[word].append(i)
     out = set(names)
     locals_: dict[tuple, set[str]] = defaultdict(set)  # (file, function) -> its variables
-    grew = True
-    while grew:
-        grew = False
-        for written, given, local, scope in rules:
-            if written.isdisjoint(out) and (scope is None
-                                            or written.isdisjoint(locals_.get(scope, ()))):
+    # a word whose meaning changed, and the function whose own variable it is (None: a
+    # name any file reads)
+    pending: list[tuple[str, tuple | None]] = [(word, None) for word in out]
+    while pending:
+        word, owner = pending.pop()
+        for i in readers.get(word, ()):
+            _, given, local, scope = rules[i]
+            if owner is not None and scope != owner:
                 continue
             if given is None:
                 raise _Unnamed("a name of no words reached")
             into = locals_[local] if local else out
-            if not given <= into:
-                into |= given
-                grew = True
+            new = given - into
+            if new:
+                into |= new
+                pending += [(w, local) for w in new]
     return out
 
 

@@ -209,19 +209,20 @@ def renamed_ids(ids: np.ndarray, names: dict[int, int]) -> np.ndarray:
 def stored_inputs(store: Store, repo_id: int, inputs: dict[str, bytes]) -> list[GraphInput]:
     """The GraphInputs of a graph's `inputs` (path -> encode_input), with the ids the
     store's files and symbols have now."""
+    ids = packed_symbol_ids(store, repo_id)
+    return [GraphInput(f.path, f.file_id, ids.get(f.file_id, b""), inputs[f.path])
+            for f in store.files(repo_id) if f.path in inputs]
+
+
+def packed_symbol_ids(store: Store, repo_id: int) -> dict[int, bytes]:
+    """File id -> its symbols' ids in their order, packed as GraphInput holds them."""
     file_ids, symbol_ids = map(np.frombuffer, store.symbol_ids_by_file(repo_id),
                                (np.int64, np.int64))
     order = np.argsort(file_ids, kind="stable")  # by file, each file's ids in their order
     by_file, ids = file_ids[order], symbol_ids[order].astype(">i8")  # as packed_ids packs
     files, starts = np.unique(by_file, return_index=True)
-    ranges = dict(zip(files.tolist(), zip(starts.tolist(), [*starts[1:].tolist(), len(ids)])))
-    out = []
-    for f in store.files(repo_id):
-        facts = inputs.get(f.path)
-        if facts is not None:
-            a, b = ranges.get(f.file_id, (0, 0))
-            out.append(GraphInput(f.path, f.file_id, ids[a:b].tobytes(), facts))
-    return out
+    ends = [*starts[1:].tolist(), len(ids)]
+    return {f: ids[a:b].tobytes() for f, a, b in zip(files.tolist(), starts.tolist(), ends)}
 
 
 def rebuild_graph(store: Store, repo_id: int, parallel: bool = True) -> int:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 from collections import defaultdict
 from collections.abc import Callable, KeysView
 
@@ -68,15 +69,19 @@ TypeFact = tuple[str | None, str, str]  # (scope read in, ":", "=", "~" or "@", 
 ELEMENTS = "@"  # a fact of the type of a name's elements, not of the name's own
 
 
+_BINDING_MARK = re.compile(r"[:=~@]")
+
+
 def split_binding(name: str) -> tuple[str, str, str] | None:
     """A "bind" fact's name `var:Type` (declared), `var=callee` (assigned the value of a
     call), `var~other.name` (assigned another name's value; `other.name[]`: one of its
     elements) or `var@Type` (its elements are of Type) as (var, how, expression); var
     "return" is a function's return type."""
-    for i, ch in enumerate(name):
-        if ch in ":=~@":
-            return name[:i], ch, name[i + 1:]
-    return None
+    found = _BINDING_MARK.search(name)
+    if found is None:
+        return None
+    i = found.start()
+    return name[:i], name[i], name[i + 1:]
 
 
 def target(hit: Target) -> Hit | None:

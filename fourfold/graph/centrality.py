@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..store.base import Resolution
+from ..store.base import EdgeColumns, Resolution
 from .facts import Edge
 
 
@@ -159,17 +159,42 @@ def rank_indexed(g: IndexedEdges, damping: float = 0.85, tol: float = 1e-6,
     File graph: every file an edge leaves and every file a resolved edge reaches,
     with an edge for each resolved edge between two different files (parallel edges adding
     weight)."""
-    linked = (g.resolution >= Resolution.INFERRED) & (g.dst_file >= 0)
-    n_symbols = len(g.symbols)
     imports = g.kinds.index("import") if "import" in g.kinds else -1
-    to_symbol = linked & (g.dst_symbol >= 0) & (g.kind != imports)
-    src = np.where(g.src_symbol >= 0, g.src_symbol, n_symbols + g.src_file)[to_symbol]
-    dst = g.dst_symbol[to_symbol]
+    return _rank_edges(g.kind == imports, g.resolution, g.src_file, g.src_symbol, g.dst_file,
+                       g.dst_symbol, len(g.symbols), damping, tol)
+
+
+def rank_stored(edges: EdgeColumns) -> tuple[dict[int, float], dict[int, float]]:
+    """(symbol id -> rank, file id -> rank) of a stored graph's edges, as a whole resolution
+    ranks them (rank_indexed, scaled as the store keeps ranks: PageRank × node count, 1.0
+    = an average node)."""
+    imports = edges.kinds.index("import") if "import" in edges.kinds else -1
+    src_symbol = np.asarray(edges.src_symbol, np.int64)
+    dst_symbol = np.asarray(edges.dst_symbol, np.int64)
+    # module-level code's node keys come after every symbol id
+    n_symbols = int(max(src_symbol.max(initial=-1), dst_symbol.max(initial=-1))) + 1
+    symbols, files = _rank_edges(np.asarray(edges.kind) == imports,
+                                 np.asarray(edges.resolution), np.asarray(edges.src_file,
+                                                                          np.int64),
+                                 src_symbol, np.asarray(edges.dst_file, np.int64), dst_symbol,
+                                 n_symbols)
+    return ({k: c.pagerank * max(len(symbols), 1) for k, c in symbols.items() if k < n_symbols},
+            {k: c.pagerank * max(len(files), 1) for k, c in files.items()})
+
+
+def _rank_edges(imports: np.ndarray, resolution: np.ndarray, src_file: np.ndarray,
+                src_symbol: np.ndarray, dst_file: np.ndarray, dst_symbol: np.ndarray,
+                n_symbols: int, damping: float = 0.85, tol: float = 1e-6,
+                ) -> tuple[dict[int, Centrality], dict[int, Centrality]]:
+    linked = (resolution >= Resolution.INFERRED) & (dst_file >= 0)
+    to_symbol = linked & (dst_symbol >= 0) & ~imports
+    src = np.where(src_symbol >= 0, src_symbol, n_symbols + src_file)[to_symbol]
+    dst = dst_symbol[to_symbol]
     loop = src == dst  # a recursive call: its symbol is a node, the call no edge
     symbols = _ranked(np.concatenate([src, dst]), src[~loop], dst[~loop], damping, tol)
-    between = linked & (g.src_file != g.dst_file)
-    files = _ranked(np.concatenate([g.src_file, g.dst_file[linked]]), g.src_file[between],
-                    g.dst_file[between], damping, tol)
+    between = linked & (src_file != dst_file)
+    files = _ranked(np.concatenate([src_file, dst_file[linked]]), src_file[between],
+                    dst_file[between], damping, tol)
     return symbols, files
 
 

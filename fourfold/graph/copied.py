@@ -26,7 +26,7 @@ def copy_graph(store: Store, repo_id: int) -> bool:
     same documents, with this repository's file ids; False where none does (nothing is
     written then)."""
     parser = store.parser_of(repo_id)
-    mine = _files(store, repo_id)
+    mine = file_contents(store, repo_id)
     if not mine or parser is None:
         return False
     content = _content(mine)
@@ -51,7 +51,8 @@ def copy_graph(store: Store, repo_id: int) -> bool:
     return False
 
 
-def _files(store: Store, repo_id: int) -> Files:
+def file_contents(store: Store, repo_id: int) -> Files:
+    """Each file's id, content hash and language, by path."""
     states = store.file_states(repo_id)
     return {f.path: (f.file_id, states[f.path].hash, f.language)
             for f in store.files(repo_id) if f.path in states}
@@ -71,7 +72,7 @@ def _copied(store: Store, repo_id: int, mine: Files, other: int,
     if made_by != resolver_version() or store.setting(graph_behind_setting(other), 0) \
             or store.setting(unfinished_setting(other), 0):
         return False
-    theirs = _files(store, other)
+    theirs = file_contents(store, other)
     if _content(theirs) != content:
         return False
     inputs = store.graph_inputs(other)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import struct
 import zlib
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -42,8 +43,10 @@ MOST_RESOLVED = 0.5
 
 def update_graph(store: Store, repo_id: int, parallel: bool = True) -> None:
     """Patch the repository's stored graph, else copy that of another repository holding
-    the same files, else resolve it whole."""
-    if not patch_graph(store, repo_id) and not copy_graph(store, repo_id):
+    the same files, else patch that of one holding most of them, else resolve it whole."""
+    from .seeded import seed_graph  # it builds on this module
+    if not (patch_graph(store, repo_id) or copy_graph(store, repo_id)
+            or seed_graph(store, repo_id)):
         rebuild_graph(store, repo_id, parallel)
 
 
@@ -54,6 +57,25 @@ def patch_graph(store: Store, repo_id: int) -> bool:
     inputs = {i.path: i for i in store.graph_inputs(repo_id)}
     if not inputs:
         return False
+    done = patched(store, repo_id, inputs, lambda: store.edge_columns(repo_id))
+    if done is None:
+        return False
+    if done.edges is not None:
+        # first: a patch that stops halfway leaves no mark of a whole resolution
+        store.set_setting(graph_resolved_by_setting(repo_id), 0)
+        store.patch_graph(repo_id, done)
+    return True
+
+
+def patched(store: Store, repo_id: int, inputs: dict[str, GraphInput],
+            edges_of: Callable[[], EdgeColumns], most: float = MOST_RESOLVED
+            ) -> GraphPatch | None:
+    """The patch that brings a graph to the repository's files: the graph that read
+    `inputs` and whose edges `edges_of()` reads (only once a patch looks possible: a big
+    repository has millions). Its ids are this repository's where a file is the same row,
+    another's (a changed or removed file's row before, and its definitions') where not.
+    None where a patch would not give what a whole resolution gives, or would cost about
+    as much; a patch without edges where no file changed."""
     stored = store.files(repo_id)
     files = {f.path: f.file_id for f in stored}
     # changed: a file of the same path with a new id, or added; removed: the graph's alone
@@ -61,23 +83,23 @@ def patch_graph(store: Store, repo_id: int) -> bool:
                      if p not in inputs or file_id != inputs[p].file_id)
     removed = sorted(inputs.keys() - files.keys())
     if not changed and not removed:
-        return True
-    if len(changed) + len(removed) > MOST_RESOLVED * len(files):
-        return False
+        return GraphPatch(None, {}, {}, [])
+    if len(changed) + len(removed) > most * len(files):
+        return None
     written = set(changed)
     read = _facts_unless_changed(inputs, sorted(files), removed, stored_facts(
         store, repo_id, only=[f for f in stored if f.path in written]))
     if read is None:
-        return False
+        return None
     facts, extra, new_inputs, names = read
     resolved = set(written)
     if names:
         names = closure(names, facts.values())
         if names is None:
-            return False
+            return None
         resolved |= _naming_files(store, repo_id, names, resolved)
-        if len(resolved) > MOST_RESOLVED * len(files):
-            return False
+        if len(resolved) > most * len(files):
+            return None
         more = stored_facts(store, repo_id, only=[f for f in stored
                                                   if f.path in resolved - written])
         for path, (language, symbols, encoded) in more.files.items():
@@ -114,7 +136,7 @@ def patch_graph(store: Store, repo_id: int) -> bool:
         now = now_symbols[p]
         if (len(before) != len(old_symbols.get(p, ()))
                 or len(now_ids[files[p]]) != len(now)):
-            return False  # the store read its symbols otherwise than the graph did
+            return None  # the store read its symbols otherwise than the graph did
         now_of = dict(zip(_definition_keys(now), now_ids[files[p]]))
         for old_id, key in zip(before, _definition_keys(old_symbols.get(p, []))):
             if key in now_of:
@@ -125,17 +147,17 @@ def patch_graph(store: Store, repo_id: int) -> bool:
             if target is not None:
                 targets[old_id] = target
 
-    old = store.edge_columns(repo_id)
+    old = edges_of()
     gone = np.fromiter(moved_files.keys() | gone_files.keys() | {files[p] for p in resolved},
                        np.int64)
     keep = ~np.isin(old.src_file, gone)
     if np.isin(old.dst_file[keep], np.fromiter(gone_files, np.int64)).any():
-        return False  # an edge kept leads into a file that is no more
+        return None  # an edge kept leads into a file that is no more
     kept_targets = old.dst_symbol[keep]
     into_changed = np.isin(old.dst_file[keep], np.fromiter(moved_files, np.int64)) & (
         kept_targets >= 0)
     if not np.isin(kept_targets[into_changed], np.fromiter(targets, np.int64)).all():
-        return False  # an edge kept leads to a definition that is no more
+        return None  # an edge kept leads to a definition that is no more
     dst_file = _ints(-1 if e.dst_path is None else files[e.dst_path] for e in edges)
     new = EdgeColumns(
         *_coded_after(old.kinds, old.kind[keep], [e.kind for e in edges]),
@@ -151,13 +173,10 @@ def patch_graph(store: Store, repo_id: int) -> bool:
         *_coded_after(old.names, old.name[keep], [e.name for e in edges]),
         np.concatenate([old.resolution[keep], np.where(
             dst_file >= 0, _ints(e.resolution for e in edges), Resolution.NONE).astype(np.int8)]))
-    # first: a patch that stops halfway leaves no mark of a whole resolution
-    store.set_setting(graph_resolved_by_setting(repo_id), 0)
-    store.patch_graph(repo_id, GraphPatch(new, moved_files, moved_symbols, [
+    return GraphPatch(new, moved_files, moved_symbols, [
         GraphInput(p, files[p], np.array(now_ids[files[p]], ">i8").tobytes(), new_inputs[p])
         for p in changed], dropped, gone_files, [files[p] for p in changed if p not in inputs],
-        sorted(set().union(*now_ids.values()) - set(moved_symbols.values()))))
-    return True
+        sorted(set().union(*now_ids.values()) - set(moved_symbols.values())))
 
 
 def _definition_keys(symbols: list[Definition]) -> list[tuple[str, str, int]]:
@@ -248,7 +267,7 @@ def _added_or_removed(path: str, facts: FileFacts, extra_text: str | None,
     seen elsewhere only through an import of it, which spells its module's name."""
     found = changed_names(FileFacts(facts.language), replace(facts, references=[
         r for r in facts.references if r.kind != "import"]), extra_text is None)
-    module = module_names(path, extra, folders)
+    module = module_names(path, facts.language, extra, folders)
     return None if found is None or module is None else found | module
 
 

@@ -266,9 +266,9 @@ class GraphPatch:
     over), the ids of definitions that are no more (their ranks go), the changed and added
     files' GraphInputs, the files taken away (id -> path: their ranks and inputs go), and the
     ids of new files and definitions (given the lowest rank the repository's hold, that of a
-    node no edge leads to, until they are ranked)."""
+    node no edge leads to, until they are ranked). No edges: no file changed."""
 
-    edges: EdgeColumns
+    edges: EdgeColumns | None
     moved_files: dict[int, int]
     moved_symbols: dict[int, int]
     inputs: list[GraphInput]

@@ -7,34 +7,14 @@ from __future__ import annotations
 
 import shutil
 
-import pytest
-
 import fourfold.graph.build as build_module
 import fourfold.graph.patch as patch_module
-from fourfold.api import Fourfold
 from fourfold.graph.build import rebuild_graph
 from fourfold.graph.copied import copy_graph
 from fourfold.indexer import catch_up_graph
 from fourfold.store.base import graph_resolved_by_setting
 
-from .test_patch import _edit, _graph, _own_source
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def one_index(request, tmp_path, make_tree):
-    """(the own source as a tree, open(root, name) -> a Fourfold of that repository in one
-    index: an embedded one, or a PostgreSQL database; its repositories share a family)."""
-    where = ({"index_dir": tmp_path / "index"} if request.param == "sqlite"
-             else {"store_url": request.getfixturevalue("postgres_url")})
-    opened = []
-
-    def open_(root, name: str) -> Fourfold:
-        opened.append(Fourfold(root, repository=name, **where))
-        return opened[-1]
-
-    yield make_tree(_own_source()), open_
-    for ff in opened:
-        ff.close()
+from .test_patch import _edit, _graph
 
 
 def _resolutions(monkeypatch) -> list:

@@ -928,3 +928,12 @@ def test_a_first_index_stopped_while_its_graph_was_resolved_says_so_then_is_fini
     assert ff.graph.behind()
     assert ff.ensure_indexed() is None  # the graph exists: the catch-up's to bring it on
     assert any("catching up" in note for note in ff.callees("main")["notes"])
+
+
+def test_a_swift_module_is_its_swift_files(tmp_path):
+    """`import Net` binds the Swift files of Sources/Net, not whatever else lies there."""
+    edges = build(tmp_path, {
+        "Sources/Net/Client.swift": "public func fetch() -> Int {\n    return 1\n}\n",
+        "Sources/Net/README.md": "# Net\n",
+        "Sources/App/main.swift": "import Net\n\nlet x = fetch()\n"})
+    assert {e.dst_path for e in edges if e.kind == "import"} == {"Sources/Net/Client.swift"}

@@ -410,6 +410,35 @@ def test_a_name_that_is_a_number_reaches_only_the_files_spelling_it(make_tree, m
     assert edges == _graph(ff)[0]
 
 
+def test_a_file_of_no_import_rules_reaches_only_the_files_spelling_its_whole_name(
+        make_tree, monkeypatch):
+    """A template or a table added (no language resolves an import to it by its stem or its
+    folder) is looked for by its whole name: an include that spells it, not every file that
+    spells `render` or `widgets`."""
+    root = make_tree({"widgets.py": "def render():\n    return 1\n",
+                      "views.py": "from widgets import render\n\n\ndef page():\n"
+                                  "    return render()\n",
+                      "main.c": '#include "table.inc"\nint go(void) { return 0; }\n',
+                      **FILLERS})
+    ff = Fourfold(root)
+    ff.index(embed=False)
+    added = ["templates/widgets/render.html", "table.inc"]
+    (root / "templates/widgets").mkdir(parents=True)
+    (root / added[0]).write_text("<p>{{ render }}</p>\n")
+    (root / added[1]).write_text("1, 2, 3\n")
+    ff.index(embed=False, changed=[str(root / path) for path in added], graph_later=True)
+    resolved = []
+    resolve = patch_module.resolve_into
+    monkeypatch.setattr(patch_module, "resolve_into", lambda *args, only, **kwargs: (
+        resolved.append(set(only)), resolve(*args, only=only, **kwargs)))
+    assert patch_graph(ff.store, ff.repo_id())
+    assert resolved == [{*added, "main.c"}]
+    edges = _graph(ff)[0]
+    assert ("import", "main.c", None, "table.inc", None) in {e[:5] for e in edges}
+    rebuild_graph(ff.store, ff.repo_id())
+    assert edges == _graph(ff)[0]
+
+
 def test_a_wildcard_import_changed_resolves_the_graph_whole(indexed, monkeypatch):
     root, ff = indexed
     before = _graph(ff)

@@ -14,7 +14,8 @@ class Swift(Language):
 
     def resolve_import(self, modules: Modules, path: str, imp: Import) -> list[Binding]:
         module = imp.module
-        files = list(modules.by_dir.get("Sources/" + module, ())) or [
+        files = [p for p in modules.by_dir.get("Sources/" + module, ())
+                 if p.endswith(".swift")] or [
             p for folder, ps in modules.by_dir.items() if folder.rsplit("/", 1)[-1] == module
             for p in ps if p.endswith(".swift")]
         return [Binding(module, ALL, None, imp.line, files[:_MODULE_FILE_LIMIT])]
