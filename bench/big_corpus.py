@@ -14,9 +14,12 @@
                                               long until grep finds the new line
     python bench/big_corpus.py cli            `fourfold grep` against `rg`, whole processes
                                               as a user runs them, output to /dev/null
+    python bench/big_corpus.py snapshot [--repeat N]
+                                              another snapshot (ten files changed) into a
+                                              copy of the index holding the kernel
 
-Each but prepare takes --store URL: the same on a PostgreSQL server's index (index: into
-an empty database).
+Each but prepare and snapshot takes --store URL: the same on a PostgreSQL server's index
+(index: into an empty database).
 
 The corpus is the kernel tree Debian ships as /usr/src/linux-source-6.1.tar.xz in the
 binary package linux-source-6.1 (Debian's package pool is reachable from these machines,
@@ -478,6 +481,67 @@ def edit(args: argparse.Namespace) -> None:
               + " s")
 
 
+# Files of the kernel given a new function each in `snapshot`'s copy of the tree.
+SNAPSHOT_EDITS = ["kernel/sched/core.c", "mm/slub.c", "fs/ext4/inode.c", "net/ipv4/tcp.c",
+                  "drivers/net/ethernet/intel/e1000e/netdev.c", "drivers/usb/core/hub.c",
+                  "kernel/fork.c", "block/blk-mq.c"]
+
+
+def snapshot(args: argparse.Namespace) -> None:
+    """Another snapshot of the kernel into an index holding it: a copy of the tree with a new
+    function in each of SNAPSHOT_EDITS, a file added and one taken away, indexed as a
+    repository of its own (`fourfold index`, whole process) into a copy of the kernel's
+    index, whose graph is first resolved whole by this code (the one a snapshot may take
+    and patch: fourfold.graph.seeded)."""
+    from fourfold.graph.build import rebuild_graph, resolver_version
+    from fourfold.store.base import graph_resolved_by_setting
+    from fourfold.store.index_dir import identity
+    from fourfold.store.sqlite import SQLiteStore
+
+    if not (INDEX / "index.sqlite").is_file():
+        sys.exit("no index yet: run `python bench/big_corpus.py index` first")
+    with tempfile.TemporaryDirectory(dir=BENCH / ".cache") as tmp:
+        tree, base = Path(tmp) / "linux-snapshot", Path(tmp) / "base"
+        shutil.copytree(TREE, tree, symlinks=True)
+        for n, path in enumerate(SNAPSHOT_EDITS):
+            with open(tree / path, "a") as f:
+                f.write(f"\nstatic int __maybe_unused fourfold_snapshot_{n}(void *p)\n"
+                        "{\n\tkfree(p);\n\treturn 0;\n}\n")
+        (tree / "drivers/misc/fourfold_snapshot.c").write_text(
+            "#include <linux/slab.h>\n\nint fourfold_snapshot(void *p)\n{\n\tkfree(p);\n"
+            "\treturn 0;\n}\n")
+        (tree / "drivers/misc/dummy-irq.c").unlink()
+
+        def marked(folder: Path) -> SQLiteStore:  # a copy of an index is trusted here
+            store = SQLiteStore(folder / "index.sqlite")
+            store.mark_identity(identity(folder))
+            return store
+
+        shutil.copytree(INDEX, base)
+        store = marked(base)
+        kernel = store.repos(counts=False)[0].repo_id
+        if store.setting(graph_resolved_by_setting(kernel), 0) != resolver_version():
+            rebuild_graph(store, kernel)
+        store.close()
+        for attempt in range(args.repeat):
+            copy = Path(tmp) / f"index-{attempt}"
+            shutil.copytree(base, copy)
+            marked(copy).close()
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "fourfold.interfaces.entry", "index", str(tree),
+                            "--index-dir", str(copy), "--repository", "linux-snapshot",
+                            "--json"], env={**os.environ, "FOURFOLD_CACHE_DIR": str(
+                                VECTOR_CACHE)}, check=True, stdout=subprocess.DEVNULL)
+            seconds = time.perf_counter() - started
+            store = SQLiteStore(copy / "index.sqlite", readonly=True)
+            mine = next(r.repo_id for r in store.repos(counts=False) if r.repo_id != kernel)
+            seeded = not store.setting(graph_resolved_by_setting(mine), 0)
+            store.close()
+            shutil.rmtree(copy)
+            print(f"another snapshot: {seconds:.1f} s "
+                  f"(graph {'patched from the kernel' if seeded else 'resolved whole'})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -517,6 +581,9 @@ def main() -> None:
                      help="also time until the graph, then the codes, have caught up, "
                      "before the next save")
     run.set_defaults(run=edit)
+    run = commands.add_parser("snapshot")
+    run.add_argument("--repeat", type=int, default=1)
+    run.set_defaults(run=snapshot)
     args = parser.parse_args()
     args.run(args)
 

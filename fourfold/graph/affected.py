@@ -121,14 +121,16 @@ def module_names(path: str, language: str, extra: dict[str, str], folders: Conta
     texts by path); None for a file whose presence decides where other paths lead: one of
     PATH_RULE_STEMS, or one named as a folder beside it (`pkg/sub.py` beside `pkg/sub/`),
     which the folder's files reach by `.`, `..` or `super` alone (`folders`: every folder
-    of the repository's files). A file of no language with import rules (a template, a
-    text) is reached only by its whole name: no import adds its extension or names its
-    folder (a C include, a relative path spelled out)."""
+    of the repository's files), or whose stem has no words to search by. A file of no
+    language with import rules (a template, a text) is reached only by its whole name: no
+    import adds its extension or names its folder (a C include, a relative path spelled
+    out)."""
     folder, _, name = path.rpartition("/")
     if language not in LANGUAGES and not name.endswith(JS_EXTENSIONS):
         return {name}
-    stem = name.partition(".")[0]
-    if stem in PATH_RULE_STEMS or f"{folder}/{stem}".lstrip("/") in folders:
+    stem = name.lstrip(".").partition(".")[0]  # `.bashrc`, `.config.js`: by their words
+    if (not _words(stem) or stem in PATH_RULE_STEMS
+            or f"{folder}/{stem}".lstrip("/") in folders):
         return None
     names = _words(stem) | _words(folder.rpartition("/")[2])
     for module, root in module_roots(extra):

@@ -361,6 +361,11 @@ REACH = {  # a tree, an edit (path -> text, None: taken away), whether it is pat
         {"pkg/__init__.py": "", "pkg/sub/__init__.py": "",
          "pkg/sub/m.py": "from . import helper\n\n\ndef go():\n    return helper()\n"},
         {"pkg/sub.py": "def other():\n    return 1\n"}, False),
+    "a file whose name starts with a dot, sourced": (
+        {"run.sh": "source ./.bashrc\necho hi\n"}, {".bashrc": "export X=1\n"}, True),
+    "a module whose name starts with a dot, imported": (
+        {"app.js": "import cfg from './.config';\nexport function go() { return cfg; }\n"},
+        {".config.js": "export default 1;\n"}, True),
     "a folder's index.js taken away": (
         {"lib/index.js": "export function setup() { return 2; }\n",
          "lib/sub/a.js": "import cfg from '..';\nexport function go() { return cfg; }\n"},
