@@ -75,7 +75,9 @@ def patched(store: Store, repo_id: int, inputs: dict[str, GraphInput],
     repository has millions). Its ids are this repository's where a file is the same row,
     another's (a changed or removed file's row before, and its definitions') where not.
     None where a patch would not give what a whole resolution gives, or would cost about
-    as much; a patch without edges where no file changed."""
+    as much (more than the share `most` of the files to resolve again); a patch without
+    edges where no file changed. fourfold.graph.seeded patches another snapshot's graph
+    with it."""
     stored = store.files(repo_id)
     files = {f.path: f.file_id for f in stored}
     # changed: a file of the same path with a new id, or added; removed: the graph's alone
