@@ -6,8 +6,8 @@ instead of resolved again, which takes a big repository minutes.
 Only a twin whose files are the very documents this repository's are (their symbols and
 references are the same rows: every repository of an embedded index, a family on a
 server) is copied from: a document parsed apart might have been parsed otherwise (a parse
-that ran out of time), and only a graph a whole resolution by this code made (not one
-patched since, whose ranks were carried over).
+that ran out of time), and only a graph a whole resolution or a seed by this code made
+(graph.seeded; not one patched since, whose ranks were carried over).
 """
 from __future__ import annotations
 
@@ -65,11 +65,11 @@ def _content(files: Files) -> dict[str, tuple[str, str | None]]:
 def _copied(store: Store, repo_id: int, mine: Files, other: int,
             content: dict[str, tuple[str, str | None]]) -> bool:
     """Copy `other`'s graph where it holds `content` as the same documents and its stored
-    graph was resolved whole by this code from the very file rows it holds now (each
-    changed file is a new row); False otherwise."""
+    graph was resolved whole (or seeded) by this code from the very file rows it holds now
+    (each changed file is a new row); False otherwise."""
     version = store.setting(graph_version_setting(other), 0)
     made_by = store.setting(graph_resolved_by_setting(other), 0)
-    if made_by != resolver_version() or store.setting(graph_behind_setting(other), 0) \
+    if abs(made_by) != resolver_version() or store.setting(graph_behind_setting(other), 0) \
             or store.setting(unfinished_setting(other), 0):
         return False
     theirs = file_contents(store, other)

@@ -3,12 +3,13 @@ branch's worktree. Most of its files are documents another repository holds, who
 read each of them as this one would, so that graph is taken as this repository's graph
 before the files that differ, and patched to them (fourfold.graph.patch) instead of
 resolving every file again. Its ranks are made anew from the patched edges, as a whole
-resolution ranks them.
+resolution ranks them (graph_resolved_by_setting says so: a twin copies them, another
+snapshot may start from them).
 
 The other repository is the one on this repository's server sharing the most files with
 it (each asked first about a sample of the paths: a server holds many), whose stored graph
-a whole resolution by this code made (not one patched since, whose edges older code may
-have resolved) and is up to date with its files. A file is the same only where it is the
+a whole resolution by this code made, or a seed by this code (not one patched since, whose
+edges older code may have resolved), and is up to date with its files. A file is the same only where it is the
 very same document (its definitions are the same rows); any other file counts as changed.
 """
 from __future__ import annotations
@@ -51,7 +52,7 @@ def _likest(store: Store, repo_id: int, mine: Files, parser: str) -> int | None:
     for other in repos:
         if (other.repo_id == repo_id or other.shard != shard or other.removing
                 or store.parser_of(other.repo_id) != parser
-                or store.setting(graph_resolved_by_setting(other.repo_id), 0) != made_by
+                or abs(store.setting(graph_resolved_by_setting(other.repo_id), 0)) != made_by
                 or store.setting(graph_behind_setting(other.repo_id), 0)
                 or store.setting(unfinished_setting(other.repo_id), 0)):
             continue
@@ -103,6 +104,8 @@ def _seeded(store: Store, repo_id: int, mine: Files, other: int) -> bool:
     now = {i.path: i for i in patch.inputs}
     kept = [i for path, i in base.items() if path in mine and path not in now]
     symbol_rank, file_rank = rank_stored(edges)
-    store.set_setting(graph_resolved_by_setting(repo_id), 0)  # ranked here, not resolved
+    # first: a write that stops halfway leaves no mark
+    store.set_setting(graph_resolved_by_setting(repo_id), 0)
     store.replace_graph(repo_id, edges, symbol_rank, file_rank, kept + list(now.values()))
+    store.set_setting(graph_resolved_by_setting(repo_id), -resolver_version())  # ranked here
     return True

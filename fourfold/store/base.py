@@ -305,8 +305,11 @@ def graph_version_setting(repo_id: int) -> str:
 
 def graph_resolved_by_setting(repo_id: int) -> str:
     """The setting that names the resolution code (graph.build.resolver_version) whose
-    whole resolution made the repository's stored graph, or a copy of one; 0 where a patch
-    changed it since (its ranks carried over, not ranked again) or it was made otherwise."""
+    whole resolution made the repository's stored graph, or a copy of one; its negation
+    where the edges are such a resolution's and the ranks were made from the stored edges
+    (another snapshot's graph patched from another's: graph.seeded), or a copy of one; 0
+    where a patch changed it since (its ranks carried over, not ranked again) or it was made
+    otherwise."""
     return f"graph_resolved_by:{repo_id}"
 
 

@@ -52,7 +52,7 @@ def test_another_snapshot_gets_the_likest_graph_patched(one_index, tmp_path, mon
     assert summary.shared == summary.added - 3 > 90  # but the three files written
     if later:
         assert catch_up_graph(second.store, second.repo_id())
-    assert _resolved_by(second) == 0  # patched from the first's, not resolved whole
+    assert _resolved_by(second) == -resolver_version()  # patched from the first's, ranked
     edges, symbol_ranks, file_ranks = _graph(second)
     found = {e[:5] for e in edges}
     assert ("call", BUILD, (BUILD, "store_graph"), BUILD,
@@ -94,4 +94,35 @@ def test_a_snapshot_is_resolved_whole_unless_the_likest_graph_was_resolved_so_by
     assert not seed_graph(third.store, third.repo_id())
     monkeypatch.setattr(seeded_module, "MOST_RESOLVED", 0.5)
     assert seed_graph(third.store, third.repo_id())
-    assert _resolved_by(third) == 0 and _graph(third)[0] == whole[0]
+    assert _resolved_by(third) == -resolver_version() and _graph(third)[0] == whole[0]
+
+
+def test_a_seeded_graph_is_copied_to_a_twin_and_seeds_the_next_snapshot(
+        one_index, tmp_path, monkeypatch):
+    """A seeded graph's edges are a whole resolution's and its ranks made from them: a
+    second checkout copies it, and a later snapshot starts from it."""
+    monkeypatch.setattr(seeded_module, "MOST_RESOLVED", 0.5)
+    tree, open_ = one_index
+    open_(tree, "fourfold@main").index(embed=False)
+    later = _snapshot(tree, tmp_path / "later")
+    second = open_(later, "fourfold@later")
+    second.index(embed=False)
+    assert _resolved_by(second) == -resolver_version()
+    copy = open_(shutil.copytree(later, tmp_path / "checkout"), "fourfold@checkout")
+    seeded = []
+    seed = seeded_module.seed_graph
+    monkeypatch.setattr(seeded_module, "seed_graph", lambda *args: seeded.append(args) or seed(
+        *args))
+    copy.index(embed=False)
+    assert not seeded  # copied
+    assert _resolved_by(copy) == -resolver_version() and _graph(copy) == _graph(second)
+    # the next snapshot differs from the seeded one in one file, from the first in five
+    _edit(later, "fourfold/errors.py", "def raised(message):\n",
+          "def raised(message, *more):\n")
+    third = open_(shutil.copytree(later, tmp_path / "third"), "fourfold@third")
+    monkeypatch.setattr(seeded_module, "MOST_RESOLVED", 0.05)
+    third.index(embed=False)
+    assert _resolved_by(third) == -resolver_version()
+    edges = _graph(third)[0]
+    rebuild_graph(third.store, third.repo_id())
+    assert edges == _graph(third)[0]
