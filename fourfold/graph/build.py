@@ -23,7 +23,7 @@ from ..model import Symbol
 from ..store.base import (NO_REFERENCES, EdgeColumns, GraphInput, Resolution, Store,
                           StoredFile, decode_references, decompress_references,
                           graph_resolved_by_setting, used_only)
-from .centrality import EdgeBuilder, IndexedEdges, rank_indexed
+from .centrality import EdgeBuilder, IndexedEdges, rank_indexed, scaled
 from .facts import USE_KINDS, FileFacts
 from .forked import Forked
 from .inputs import decode_symbols, encode_input, encode_symbols
@@ -123,12 +123,8 @@ def resolve_and_rank(facts: GraphFacts, parallel: bool = True) -> ResolvedGraph:
     del files, builder  # the facts as resolution read them: ranking's arrays take their place
     release_freed_memory()
     symbol_scores, file_scores = rank_indexed(edges)
-    n_symbols = max(len(symbol_scores), 1)
-    n_files = max(len(file_scores), 1)
-    return ResolvedGraph(edges,
-                         {k: c.pagerank * n_symbols for k, c in symbol_scores.items()
-                          if k < len(edges.symbols)},  # module-level code is no symbol
-                         {k: c.pagerank * n_files for k, c in file_scores.items()}, inputs)
+    return ResolvedGraph(edges, scaled(symbol_scores, len(edges.symbols)), scaled(file_scores),
+                         inputs)
 
 
 def start_resolving(facts: GraphFacts) -> Forked | None:

@@ -178,8 +178,14 @@ def rank_stored(edges: EdgeColumns) -> tuple[dict[int, float], dict[int, float]]
                                                                           np.int64),
                                  src_symbol, np.asarray(edges.dst_file, np.int64), dst_symbol,
                                  n_symbols)
-    return ({k: c.pagerank * max(len(symbols), 1) for k, c in symbols.items() if k < n_symbols},
-            {k: c.pagerank * max(len(files), 1) for k, c in files.items()})
+    return scaled(symbols, n_symbols), scaled(files)
+
+
+def scaled(ranks: dict[int, Centrality], below: int | None = None) -> dict[int, float]:
+    """Ranks as the store keeps them, PageRank × node count (1.0 = an average node), of the
+    keys below `below` where given (the others: module-level code, no symbol)."""
+    n = max(len(ranks), 1)
+    return {k: c.pagerank * n for k, c in ranks.items() if below is None or k < below}
 
 
 def _rank_edges(imports: np.ndarray, resolution: np.ndarray, src_file: np.ndarray,

@@ -11,10 +11,12 @@ that ran out of time), and only a graph a whole resolution or a seed by this cod
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
-from ..store.base import (EdgeColumns, Store, graph_behind_setting, graph_resolved_by_setting,
-                          graph_version_setting, unfinished_setting)
+from ..store.base import (EdgeColumns, GraphInput, Store, graph_behind_setting,
+                          graph_resolved_by_setting, graph_version_setting, unfinished_setting)
 from .build import SYMBOL_FILES, renamed_ids, resolver_version, stored_inputs
 
 # path -> (file id, content hash, language)
@@ -51,6 +53,31 @@ def copy_graph(store: Store, repo_id: int) -> bool:
     return False
 
 
+def takeable(store: Store, repo_id: int) -> bool:
+    """Whether the repository's stored graph may be taken by another repository: made by a
+    whole resolution or a seed by this code (graph_resolved_by_setting), neither behind its
+    files nor left unfinished."""
+    return (abs(store.setting(graph_resolved_by_setting(repo_id), 0)) == resolver_version()
+            and not store.setting(graph_behind_setting(repo_id), 0)
+            and not store.setting(unfinished_setting(repo_id), 0))
+
+
+def current_inputs(store: Store, repo_id: int, files: Files) -> list[GraphInput] | None:
+    """What the repository's graph read of each file, where it read the very file rows it
+    holds now (`files`: file_contents; a changed file is a new row); None otherwise."""
+    inputs = store.graph_inputs(repo_id)
+    if {i.path: i.file_id for i in inputs} != {p: f[0] for p, f in files.items()}:
+        return None  # a graph made before their files changed, or none
+    return inputs
+
+
+def only_files(src_file: np.ndarray, dst_file: np.ndarray, ids: Iterable[int]) -> bool:
+    """Whether every edge leaves, and leads (where it leads to a file) into, one of the
+    files `ids`."""
+    ours = np.fromiter(ids, np.int64)
+    return bool(np.isin(src_file, ours).all() and np.isin(dst_file[dst_file >= 0], ours).all())
+
+
 def file_contents(store: Store, repo_id: int) -> Files:
     """Each file's id, content hash and language, by path."""
     states = store.file_states(repo_id)
@@ -69,15 +96,14 @@ def _copied(store: Store, repo_id: int, mine: Files, other: int,
     (each changed file is a new row); False otherwise."""
     version = store.setting(graph_version_setting(other), 0)
     made_by = store.setting(graph_resolved_by_setting(other), 0)
-    if abs(made_by) != resolver_version() or store.setting(graph_behind_setting(other), 0) \
-            or store.setting(unfinished_setting(other), 0):
+    if not takeable(store, other):
         return False
     theirs = file_contents(store, other)
     if _content(theirs) != content:
         return False
-    inputs = store.graph_inputs(other)
-    if {i.path: i.file_id for i in inputs} != {p: f[0] for p, f in theirs.items()}:
-        return False  # a graph made before their files changed, or none
+    inputs = current_inputs(store, other, theirs)
+    if inputs is None:
+        return False
     edges = store.edge_columns(other)
     symbol_rank, file_rank = store.centrality(other)
     if store.setting(graph_version_setting(other), 0) != version:
@@ -87,8 +113,7 @@ def _copied(store: Store, repo_id: int, mine: Files, other: int,
     file_of = {theirs[p][0]: mine[p][0] for p in theirs}
     src_file, dst_file = (renamed_ids(edges.src_file, file_of),
                           renamed_ids(edges.dst_file, file_of))
-    ours = np.fromiter(file_of.values(), np.int64, len(file_of))
-    if not (np.isin(src_file, ours).all() and np.isin(dst_file[dst_file >= 0], ours).all()):
+    if not only_files(src_file, dst_file, file_of.values()):
         return False  # a file of theirs that none of ours stands for (rows gone meanwhile)
     store.replace_graph(
         repo_id, EdgeColumns(edges.kinds, edges.kind, src_file, edges.src_symbol, dst_file,

@@ -9,18 +9,19 @@ snapshot may start from them).
 The other repository is the one on this repository's server sharing the most files with
 it (each asked first about a sample of the paths: a server holds many), whose stored graph
 a whole resolution by this code made, or a seed by this code (not one patched since, whose
-edges older code may have resolved), and is up to date with its files. A file is the same only where it is the
-very same document (its definitions are the same rows); any other file counts as changed.
+edges older code may have resolved), and is up to date with its files. A file is the same
+only where it is the very same document (its definitions are the same rows); any other
+file counts as changed.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..store.base import (EdgeColumns, GraphInput, Store, graph_behind_setting,
-                          graph_resolved_by_setting, graph_version_setting, unfinished_setting)
+from ..store.base import (EdgeColumns, GraphInput, Store, graph_resolved_by_setting,
+                          graph_version_setting)
 from .build import packed_symbol_ids, renamed_ids, resolver_version
 from .centrality import rank_stored
-from .copied import Files, file_contents
+from .copied import Files, current_inputs, file_contents, only_files, takeable
 from .patch import patched
 
 SAMPLE = 64  # paths each other repository is asked about before one is read whole
@@ -45,16 +46,12 @@ def _likest(store: Store, repo_id: int, mine: Files, parser: str) -> int | None:
     """The repository whose sampled files are most often this one's, if most are."""
     paths = sorted(mine)
     sample = paths[::max(1, len(paths) // SAMPLE)]
-    made_by = resolver_version()
     repos = store.repos(counts=False)
     shard = next((r.shard for r in repos if r.repo_id == repo_id), None)
     alike: list[tuple[int, int]] = []  # (files of the sample that are the same, repository)
     for other in repos:
         if (other.repo_id == repo_id or other.shard != shard or other.removing
-                or store.parser_of(other.repo_id) != parser
-                or abs(store.setting(graph_resolved_by_setting(other.repo_id), 0)) != made_by
-                or store.setting(graph_behind_setting(other.repo_id), 0)
-                or store.setting(unfinished_setting(other.repo_id), 0)):
+                or store.parser_of(other.repo_id) != parser or not takeable(store, other.repo_id)):
             continue
         states = store.file_states(other.repo_id, sample)
         same = sum(1 for p in sample if p in states and states[p].hash == mine[p][1])
@@ -68,9 +65,9 @@ def _seeded(store: Store, repo_id: int, mine: Files, other: int) -> bool:
     (nothing is written then)."""
     version = store.setting(graph_version_setting(other), 0)
     theirs = file_contents(store, other)
-    inputs = store.graph_inputs(other)
-    if {i.path: i.file_id for i in inputs} != {p: f[0] for p, f in theirs.items()}:
-        return False  # a graph made before their files changed, or none
+    inputs = current_inputs(store, other, theirs)
+    if inputs is None:
+        return False
     # a file of theirs is one of ours where it is the same document: the same content and
     # language, and the same definition rows (a document's are shared by its files)
     my_ids = packed_symbol_ids(store, repo_id)
@@ -96,10 +93,8 @@ def _seeded(store: Store, repo_id: int, mine: Files, other: int) -> bool:
     edges = patch.edges if patch.edges is not None else edges_of()
     if store.setting(graph_version_setting(other), 0) != version:
         return False  # written meanwhile: what was read may not be one graph
-    ours = np.fromiter((f[0] for f in mine.values()), np.int64, len(mine))
-    dst_file = np.asarray(edges.dst_file)
-    if not (np.isin(edges.src_file, ours).all() and np.isin(dst_file[dst_file >= 0],
-                                                             ours).all()):
+    if not only_files(np.asarray(edges.src_file), np.asarray(edges.dst_file),
+                      (f[0] for f in mine.values())):
         return False  # an edge of a file none of ours stands for
     now = {i.path: i for i in patch.inputs}
     kept = [i for path, i in base.items() if path in mine and path not in now]
