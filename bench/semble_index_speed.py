@@ -2,6 +2,7 @@
 
     python bench/semble_index_speed.py [--repeat 3] [--repo NAME ...]
         [--semble-python bench/.cache/semble-venv/bin/python]
+    python bench/semble_index_speed.py --checkout [--repeat 3] [--repo NAME ...]
 
 For each semble-dev repository a fresh copy of its tree is indexed, in turn, by
 - `fourfold index COPY` (text, structure, graph and vectors), with an empty embedding cache;
@@ -9,6 +10,11 @@ For each semble-dev repository a fresh copy of its tree is indexed, in turn, by
 - `semble search QUERY COPY`: semble has no index command; its first search of a path builds
   the index (chunks, BM25, vectors), saves it and answers, all with an empty cache.
 The order of the three rotates from one repetition to the next.
+
+With --checkout, semble is not run: each repository's cold index (`fourfold index COPY`, as
+above) beside a fresh checkout of it (another copy of the tree, in another folder, indexed
+into an index already holding the first copy and its vectors: a second clone, a worktree;
+issue 20's "indexed ≥ 5× faster than cold"), the two in turn.
 
 semble's default model (minishlab/potion-code-16M-v2) is a download, and nothing here may
 download. semble is given instead a model2vec model of the same kind and nearly the same
@@ -71,9 +77,20 @@ def timed(command: list[str], env: dict) -> float:
 
 def run_case(case: str, tree: Path, query: str, scratch: Path, semble_python: Path,
              model: Path) -> float:
-    """Seconds of one whole process of `case` on `tree`, every cache it has empty."""
+    """Seconds of one whole process of `case` on `tree`, every cache it has empty (but for
+    a fresh checkout's: the index and vectors of the tree's first copy)."""
     work = Path(tempfile.mkdtemp(dir=scratch))
     try:
+        if case == "fresh checkout":
+            env = {**os.environ, "FOURFOLD_CACHE_DIR": str(work / "cache")}
+            subprocess.run([sys.executable, "-m", "fourfold.interfaces.entry", "index",
+                            str(tree), "--index-dir", str(work / "index")], env=env,
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            checkout = work / "checkout"
+            shutil.copytree(tree, checkout, symlinks=True)
+            return timed([sys.executable, "-m", "fourfold.interfaces.entry", "index",
+                          str(checkout), "--index-dir", str(work / "index")],
+                         {"FOURFOLD_CACHE_DIR": str(work / "cache")})
         if case == "semble":
             semble = semble_python.parent / "semble"
             return timed([str(semble), "search", query, str(tree), "-k", "5"],
@@ -92,18 +109,24 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--repo", action="append", help="only this repository (repeatable)")
     parser.add_argument("--semble-python", type=Path, default=DEFAULT_SEMBLE_PYTHON)
+    parser.add_argument("--checkout", action="store_true",
+                        help="a cold index beside a fresh checkout's, no semble")
     args = parser.parse_args()
-    if not args.semble_python.is_file():
-        raise SystemExit(f"no {args.semble_python}: install semble==0.7.0 there (see --help)")
-    model = shaped_model(args.semble_python)
+    if args.checkout:
+        cases, model = ["fourfold", "fresh checkout"], None
+    else:
+        if not args.semble_python.is_file():
+            raise SystemExit(f"no {args.semble_python}: install semble==0.7.0 there (see --help)")
+        cases, model = ["fourfold", "fourfold --no-embed", "semble"], shaped_model(args.semble_python)
     # pip compiles an installed package's modules; an editable checkout under
     # PYTHONDONTWRITEBYTECODE (set on these machines) would compile them in every process.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(BENCH.parent / "fourfold")],
                    check=True)
-    cases = ["fourfold", "fourfold --no-embed", "semble"]
     totals = {case: 0.0 for case in cases}
-    print(f"{'repository':20} {'files':>5}  " + "  ".join(f"{c:>19}" for c in cases)
-          + "  fourfold/semble  no-embed/semble", flush=True)
+    ratios = ("  cold/checkout" if args.checkout
+              else "  fourfold/semble  no-embed/semble")
+    print(f"{'repository':20} {'files':>5}  " + "  ".join(f"{c:>19}" for c in cases) + ratios,
+          flush=True)
     with tempfile.TemporaryDirectory() as scratch_dir:
         scratch = Path(scratch_dir)
         for repo in datasets.semble_repos():
@@ -114,7 +137,7 @@ def main() -> None:
             query = repo["queries"][0]["query"]
             seconds: dict[str, list[float]] = {case: [] for case in cases}
             for turn in range(args.repeat):
-                for case in cases[turn % 3:] + cases[:turn % 3]:
+                for case in cases[turn % len(cases):] + cases[:turn % len(cases)]:
                     seconds[case].append(run_case(case, tree, query, scratch,
                                                   args.semble_python, model))
             medians = {case: statistics.median(s) for case, s in seconds.items()}
@@ -123,13 +146,17 @@ def main() -> None:
             files = sum(1 for p in tree.rglob("*") if p.is_file())
             print(f"{repo['name']:20} {files:5}  "
                   + "  ".join(f"{medians[c]:8.2f} s ({min(seconds[c]):.2f}–{max(seconds[c]):.2f})"
-                              for c in cases)
-                  + f"  {medians['fourfold'] / medians['semble']:15.2f}"
-                  + f"  {medians['fourfold --no-embed'] / medians['semble']:15.2f}", flush=True)
+                              for c in cases) + _ratios(medians, args.checkout), flush=True)
             shutil.rmtree(tree)
     print(f"{'all (sum of medians)':27}  " + "  ".join(f"{totals[c]:8.2f} s{'':10}" for c in cases)
-          + f"  {totals['fourfold'] / totals['semble']:15.2f}"
-          + f"  {totals['fourfold --no-embed'] / totals['semble']:15.2f}", flush=True)
+          + _ratios(totals, args.checkout), flush=True)
+
+
+def _ratios(seconds: dict[str, float], checkout: bool) -> str:
+    if checkout:
+        return f"  {seconds['fourfold'] / seconds['fresh checkout']:18.2f}x"
+    return (f"  {seconds['fourfold'] / seconds['semble']:15.2f}"
+            f"  {seconds['fourfold --no-embed'] / seconds['semble']:15.2f}")
 
 
 if __name__ == "__main__":
