@@ -264,17 +264,18 @@ class Fourfold:
         # longer than the graph, and embeds after it), and in the parser processes where
         # the index holds none of its vectors yet. Later runs embed after parsing, only the
         # chunks whose text has no vector yet (a changed file keeps most of its chunks).
-        cheap = self._cheap_embedder() if embed else None
+        from .semantic.names import embeds_while_parsing
+
+        cheap = embed and embeds_while_parsing(self.embedder_name)
         summary = index_repository(
             self.store, self.root, self.indexing_lock(wait_s), name=self.repository_name,
             skip_dirs=(str(self.index_dir),) if self.index_dir else (),
             max_file_bytes=self.max_file_bytes, workers=workers, progress=progress,
             verify=verify, changed=changed, graph_later=graph_later,
-            embedder=(cheap if cheap is not None and changed is None
-                      and self.store.vector_count(cheap.name) == 0 else None),
-            after_files=partial(self.embed, progress) if cheap is not None else None)
+            embedder=self._parsers_embedder() if cheap and changed is None else None,
+            after_files=partial(self.embed, progress) if cheap else None)
         self.store.set_setting(max_file_bytes_setting(str(self.root)), self.max_file_bytes)
-        if embed and cheap is None:
+        if embed and not cheap:
             self.embed(progress, summary)
         return summary
 
@@ -290,13 +291,28 @@ class Fourfold:
                 f"{held.name} --index-dir {self.location}`) and index it again as "
                 f"{self.repository_name!r}")
 
-    def _cheap_embedder(self) -> "Embedder | None":
-        """The embedder, where it is cheap enough to run in the parser processes."""
+    def _parsers_embedder(self) -> "Embedder | None":
+        """The cheap model for the parser processes where the index holds none of its
+        vectors yet (a first index); None where it holds some, or the model cannot be
+        loaded (embed() says why)."""
+        if self.store.vector_count(self._indexing_embedder().name):
+            return None
         try:
-            embedder = self.semantic.embedder
+            return self.semantic.embedder
         except ModalityUnavailable:
-            return None  # embed() says why
-        return embedder if getattr(embedder, "embeds_while_parsing", False) else None
+            return None
+
+    def _indexing_embedder(self) -> "Embedder":
+        """The model chunks are embedded with while indexing; a bundled one is loaded at
+        its first embedding, so that a run whose chunks all have vectors (a fresh checkout,
+        a tree that did not change) never loads it."""
+        from .semantic.embedder import stored_name
+        from .semantic.indexing import Deferred
+        from .semantic.names import is_remote
+
+        if is_remote(self.embedder_name):
+            return self.semantic.embedder
+        return Deferred(stored_name(self.embedder_name), lambda: self.semantic.embedder)
 
     def embed(self, progress: Progress | None = None, summary: IndexSummary | None = None
               ) -> int:
@@ -319,9 +335,9 @@ class Fourfold:
                   if not every and summary.changed_paths is not None
                   and repo_id is not None else None)
         try:
-            model = self.semantic.embedder.name
-            count = embed_pending(self.store, self.semantic.embedder, progress=progress,
-                                  within=within)
+            embedder = self._indexing_embedder()
+            model = embedder.name
+            count = embed_pending(self.store, embedder, progress=progress, within=within)
         except ModalityUnavailable as exc:
             if summary is not None:
                 summary.skipped[f"semantic unavailable: {exc}"] = 1

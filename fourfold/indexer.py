@@ -118,21 +118,11 @@ def read_file(found: FoundFile, references: bool = True,
     (path, content hash) is `held` comes back marked, without its text: the store has its
     document (another branch). One whose (content hash, language) is in `parsed_elsewhere`
     is not parsed: it comes back marked, for its parse to be taken from the store (a copy)."""
-    read = read_bytes(found)
+    read = _read_unparsed(found)
     if isinstance(read, str):
         return found.path, read
-    data, st = read
-    decoded = decode(data)
-    if decoded is None:
-        return found.path, "binary"
-    text, source = decoded
-    name = found.path.rsplit("/", 1)[-1]
-    language = detect_language(name, source[:256])
-    flags = path_flags(found.path) | content_flags(source)
-    record = FileRecord(
-        path=found.path, stamp=FileStamp(len(data), st.st_mtime_ns, st.st_ctime_ns, st.st_ino),
-        hash=hashlib.blake2b(data, digest_size=16).hexdigest(), language=language,
-        flags=flags, text=text)
+    record, source = read
+    language = record.language
     if (found.path, record.hash) in held:
         record.document_held, record.text = True, ""
         return record
@@ -151,6 +141,47 @@ def read_file(found: FoundFile, references: bool = True,
     _fill(record, parsed.symbols, parsed.chunks,
           compress_references(encode_references(parsed.references)))
     return record
+
+
+def _read_unparsed(found: FoundFile) -> tuple[FileRecord, bytes] | str:
+    """A file's record before any parse, with its source bytes; why it is skipped where it
+    is."""
+    read = read_bytes(found)
+    if isinstance(read, str):
+        return read
+    data, st = read
+    decoded = decode(data)
+    if decoded is None:
+        return "binary"
+    text, source = decoded
+    name = found.path.rsplit("/", 1)[-1]
+    language = detect_language(name, source[:256])
+    flags = path_flags(found.path) | content_flags(source)
+    return FileRecord(
+        path=found.path, stamp=FileStamp(len(data), st.st_mtime_ns, st.st_ctime_ns, st.st_ino),
+        hash=hashlib.blake2b(data, digest_size=16).hexdigest(), language=language,
+        flags=flags, text=text), source
+
+
+def _held_here(found: list[FoundFile], held: AbstractSet[tuple[str, str]]
+               ) -> tuple[list[FileRecord | tuple[str, str]], list[FoundFile]]:
+    """(the records of the files whose path and content the store holds, and of those
+    skipped; the other files): read here, as a read and a hash cost less than a round
+    trip to a parser process, which is kept for the files to parse."""
+    paths = {path for path, _ in held}
+    done: list[FileRecord | tuple[str, str]] = []
+    rest: list[FoundFile] = []
+    for f in found:
+        read = _read_unparsed(f) if f.path in paths else None
+        if isinstance(read, str):
+            done.append((f.path, read))
+        elif read is not None and (f.path, read[0].hash) in held:
+            record = read[0]
+            record.document_held, record.text = True, ""
+            done.append(record)
+        else:
+            rest.append(f)  # to parse (read again there)
+    return done, rest
 
 
 def _fill(record: FileRecord, symbols: list, chunks: list[Chunk], references: bytes) -> None:
@@ -215,9 +246,14 @@ def _parse_all(found: list[FoundFile], workers: int, references: bool,
                held: AbstractSet[tuple[str, str]] = frozenset(),
                embedder: "Embedder | None" = None
                ) -> Iterator[tuple[FileRecord | tuple[str, str], bool]]:
-    """Each file's result, in order, and whether the next one has already arrived (a
-    caller writes when nothing is waiting, or when it holds too much). On the pool,
-    `embedder` embeds each parsed file's chunks there."""
+    """Each file's result, in order (where the pool parses, the files the store holds as
+    they are first), and whether the next one has already arrived (a caller writes when
+    nothing is waiting, or when it holds too much). On the pool, `embedder` embeds each
+    parsed file's chunks there."""
+    if held and _on_pool(found, workers):
+        done, found = _held_here(found, held)
+        for record in done:
+            yield record, False
     if not _on_pool(found, workers):
         for f in found:
             yield read_file(f, references=references, parsed_elsewhere=parsed_elsewhere,
@@ -427,7 +463,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         # forked child) then reads only the other files back from the store.
         graph_facts = None
         if build_graph and not graph_later and _on_pool(to_read, workers):
-            from .graph.build import GraphFacts  # numpy/scipy: loaded only when needed
+            from .graph.build import GraphFacts  # numpy: loaded only when needed
             graph_facts = GraphFacts()
         done = 0
 

@@ -267,7 +267,7 @@ class GraphRetriever:
             raise QueryError("depth must be at least 1")
         g = self.graph()
         targets = self.definitions_of(name, repo_id)
-        from ..graph.centrality import impact as bfs_impact  # numpy/scipy: only when asked
+        from ..graph.centrality import impact as bfs_impact  # numpy: only when asked
 
         distance = bfs_impact(g.dependents, [("s", t.symbol_id) for t in targets], depth)
         info = self._symbol_info([n[1] for n in distance if n[0] == "s"])

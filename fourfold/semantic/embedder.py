@@ -322,8 +322,6 @@ class StaticEmbedder:
     the vectors when absent). Tokens come from the same WordPiece tokenizer, without [CLS]/[SEP].
     """
 
-    embeds_while_parsing = True  # cheap: the parser processes embed what they parse
-
     def __init__(self, path: Path | str = STATIC_PATH, tokenizer_path: Path | str = TOKENIZER_PATH,
                  *, name: str = DEFAULT_MODEL, max_tokens: int = 512):
         path = Path(path)

@@ -131,6 +131,19 @@ def embed_records(records: list[FileRecord], embedder: Embedder) -> None:
         row += len(record.chunk_hashes)
 
 
+class Deferred:
+    """A model known by the name its vectors are stored under, loaded (`load()`) at its
+    first embedding: most index runs after the first find every chunk's vector stored or
+    cached, and loading the model is most of what such a run would cost."""
+
+    def __init__(self, name: str, load: Callable[[], Embedder]):
+        self.name = name
+        self._load = load
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self._load().embed(texts)
+
+
 def embed_pending(store: Store, embedder: Embedder, cache: VectorCache | None = None,
                   progress: Callable[[str, int, int], None] | None = None,
                   within: Sequence[int] | None = None, repo_id: int | None = None,

@@ -15,6 +15,12 @@ ALIASES = {"default": DEFAULT_MODEL, "minilm": "minilm", "minilm-int8": "minilm"
 REMOTE_PROVIDERS = ("voyage", "openai")  # named as PROVIDER[:MODEL]
 
 
+def embeds_while_parsing(name: str) -> bool:
+    """Whether the model is cheap enough for the parser processes to embed what they parse
+    (the static model; a transformer or a remote provider embeds after parsing)."""
+    return not is_remote(name) and ALIASES.get(name.lower()) == DEFAULT_MODEL
+
+
 def is_remote(name: str) -> bool:
     return name.partition(":")[0].lower() in REMOTE_PROVIDERS
 

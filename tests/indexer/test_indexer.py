@@ -682,10 +682,9 @@ def test_vectors_and_codes_are_taken_while_the_child_resolves_the_graph(make_tre
 def test_a_model_that_is_not_cheap_embeds_after_the_graph(make_tree, monkeypatch):
     """It may take longer than the graph, which is not held back for it."""
     import fourfold.graph.build as build
-    from fourfold.semantic import indexing
-    from fourfold.semantic.embedder import StaticEmbedder
+    from fourfold.semantic import indexing, names
 
-    monkeypatch.setattr(StaticEmbedder, "embeds_while_parsing", False)
+    monkeypatch.setattr(names, "embeds_while_parsing", lambda name: False)
     ff = Fourfold(make_tree(_linked_modules()))
     taken, stored = indexing.refresh_codes, build.store_graph
     seen = []
@@ -1017,3 +1016,36 @@ def test_a_moved_checkout_leaves_no_file_size_bound_for_a_later_one_at_its_old_f
     summary = later.index(embed=False)
     assert (summary.files, summary.skipped) == (1, {})
     later.close()
+
+
+def test_files_the_store_holds_are_read_here_and_only_the_others_parsed_on_the_pool(
+        make_tree, tmp_path, monkeypatch):
+    """A fresh checkout's files (or another snapshot's unchanged ones) cost a read and a
+    hash, cheaper here than a round trip to a parser process: the pool starts only for
+    files to parse, and only where they are enough to pay for it."""
+    from fourfold import indexer
+
+    pools = []
+    stop = indexer._stop_pool
+    monkeypatch.setattr(indexer, "_stop_pool", lambda pool: (pools.append(1), stop(pool)))
+    padding = "# a line to make the file big enough for the pool\n" * 600
+    files = {f"pkg/m{i}.py": f"def f{i}():\n    return {i}\n{padding}" for i in range(12)}
+    index_dir = tmp_path / "index"
+    first = Fourfold(make_tree(files), index_dir=index_dir).index(workers=2, embed=False)
+    assert (first.added, pools) == (12, [1])  # parsed on the pool
+    checkout = Fourfold(make_tree(files, name="checkout"), index_dir=index_dir)
+    summary = checkout.index(workers=2, embed=False)
+    assert (summary.added, summary.shared, pools) == (12, 12, [1])  # no pool
+    changed = {**files, "pkg/m3.py": f"def changed_here():\n    return 3\n{padding}"}
+    snapshot = Fourfold(make_tree(changed, name="next"), index_dir=index_dir)
+    summary = snapshot.index(workers=2, embed=False)
+    assert (summary.shared, summary.read, pools) == (11, 12, [1])  # one file: parsed here
+    assert [d["path"] for d in snapshot.definitions("changed_here")] == ["pkg/m3.py"]
+    assert not [d for d in snapshot.definitions("f3") if d["match"] == "exact"]
+    many = {**files, **{f"pkg/m{i}.py": f"def renamed_{i}():\n    return {i}\n{padding}"
+                        for i in range(10)}}
+    later = Fourfold(make_tree(many, name="later"), index_dir=index_dir)
+    summary = later.index(workers=2, embed=False)
+    assert (summary.shared, pools) == (2, [1, 1])  # ten files: parsed on the pool
+    assert [d["path"] for d in later.definitions("renamed_7")] == ["pkg/m7.py"]
+    assert [d["path"] for d in later.definitions("f11")] == ["pkg/m11.py"]

@@ -1,6 +1,7 @@
 """A fast start: the command line loads only what a command needs."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -95,3 +96,30 @@ def test_a_question_embeds_without_scipy(make_tree):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=120)
     assert result.stdout.strip().splitlines()[-1] == "0 False True", result.stderr
+
+
+def test_a_fresh_checkout_loads_no_model_or_scipy(make_tree, tmp_path):
+    """A second copy of an indexed tree (a clone, a worktree) finds every chunk's vector
+    stored and its twin's graph to copy: the model and scipy are loaded only to embed and
+    to rank, which such a run does not do."""
+    files = {"a.py": "def handler():\n    return helper()\n",
+             "b.py": "def helper():\n    return 'START_MARKER'\n"}
+    index_dir = tmp_path / "index"
+    code = ("import json, sys\nfrom fourfold import Fourfold\n"
+            f"summary = Fourfold(sys.argv[1], index_dir={str(index_dir)!r}).index()\n"
+            f"print(json.dumps([summary.shared, summary.embedded, "
+            f"sorted(m for m in {HEAVY!r} if m in sys.modules)]))")
+
+    def index(root):
+        result = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True,
+                                text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
+    shared, embedded, loaded = index(make_tree(files))
+    assert (shared, embedded) == (0, 2) and "tokenizers" in loaded  # the first: embedded
+    shared, embedded, loaded = index(make_tree(files, name="checkout"))
+    assert (shared, embedded, loaded) == (2, 0, ["numpy"])
+    changed = make_tree({**files, "b.py": "def helper():\n    return 'OTHER'\n"}, name="next")
+    shared, embedded, loaded = index(changed)  # a changed chunk: the model is loaded for it
+    assert (shared, embedded) == (1, 1) and "tokenizers" in loaded
