@@ -535,7 +535,7 @@ def snapshot(args: argparse.Namespace) -> None:
             seconds = time.perf_counter() - started
             store = SQLiteStore(copy / "index.sqlite", readonly=True)
             mine = next(r.repo_id for r in store.repos(counts=False) if r.repo_id != kernel)
-            seeded = not store.setting(graph_resolved_by_setting(mine), 0)
+            seeded = store.setting(graph_resolved_by_setting(mine), 0) < 0  # negated: seeded
             store.close()
             shutil.rmtree(copy)
             print(f"another snapshot: {seconds:.1f} s "

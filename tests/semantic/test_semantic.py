@@ -378,6 +378,30 @@ def test_missing_model_keeps_other_modalities_working(make_tree, monkeypatch, tm
     assert [h.path for h in response.hits] == ["store.py"]
 
 
+def test_a_model_gone_is_said_by_a_run_with_nothing_to_embed(make_tree, monkeypatch, tmp_path):
+    """A fresh checkout finds every vector stored and never loads the model, yet says the
+    model is missing, as a run that loads it would."""
+    import shutil
+
+    from fourfold import Fourfold
+    from fourfold.semantic import embedder as mod
+    files = {"store.py": "def save_user(user):\n    return db.insert(user)\n"}
+    model = tmp_path / "model.npz"
+    shutil.copy(mod.STATIC_PATH, model)
+    monkeypatch.setenv("FOURFOLD_STATIC_MODEL", str(model))
+    monkeypatch.setattr(mod, "_CACHE", {})
+    index_dir = tmp_path / "index"
+    first = Fourfold(make_tree(files), index_dir=index_dir).index()
+    assert (first.embedded, first.skipped) == (1, {})
+    model.unlink()
+    monkeypatch.setattr(mod, "_CACHE", {})
+    checkout = Fourfold(make_tree(files, name="checkout"), index_dir=index_dir).index()
+    missing = (f"static embedding file missing: {model} (reinstall fourfold, or build it "
+               "with bench/distill_static.py)")
+    assert (checkout.shared, checkout.embedded) == (1, 0)
+    assert checkout.skipped == {f"semantic unavailable: {missing}": 1}
+
+
 def test_reindex_embeds_only_new_chunks_and_reuses_the_shared_cache(make_tree, monkeypatch,
                                                                     tmp_path):
     from fourfold import Fourfold
