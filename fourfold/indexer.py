@@ -179,11 +179,11 @@ def _read_held(found: list[FoundFile], held: AbstractSet[tuple[str, str]],
         """Each file's result, None for one to parse; no text is kept."""
         out: list[tuple[int, FileRecord | tuple[str, str] | None]] = []
         for n, f in batch:
-            read_ = _read_unparsed(f)
-            if isinstance(read_, str):
-                out.append((n, (f.path, read_)))
-            elif (f.path, read_[0].hash) in held:
-                record = read_[0]
+            unparsed = _read_unparsed(f)
+            if isinstance(unparsed, str):
+                out.append((n, (f.path, unparsed)))
+            elif (f.path, unparsed[0].hash) in held:
+                record = unparsed[0]
                 record.document_held, record.text = True, ""
                 out.append((n, record))
             else:
