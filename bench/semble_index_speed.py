@@ -80,26 +80,24 @@ def run_case(case: str, tree: Path, query: str, scratch: Path, semble_python: Pa
     """Seconds of one whole process of `case` on `tree`, every cache it has empty (but for
     a fresh checkout's: the index and vectors of the tree's first copy)."""
     work = Path(tempfile.mkdtemp(dir=scratch))
+
+    def index(folder: Path, *extra: str) -> float:  # one `fourfold index` into work/index
+        return timed([sys.executable, "-m", "fourfold.interfaces.entry", "index", str(folder),
+                      "--index-dir", str(work / "index"), *extra],
+                     {"FOURFOLD_CACHE_DIR": str(work / "cache")})
+
     try:
         if case == "fresh checkout":
-            env = {**os.environ, "FOURFOLD_CACHE_DIR": str(work / "cache")}
-            subprocess.run([sys.executable, "-m", "fourfold.interfaces.entry", "index",
-                            str(tree), "--index-dir", str(work / "index")], env=env,
-                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            index(tree)
             checkout = work / "checkout"
             shutil.copytree(tree, checkout, symlinks=True)
-            return timed([sys.executable, "-m", "fourfold.interfaces.entry", "index",
-                          str(checkout), "--index-dir", str(work / "index")],
-                         {"FOURFOLD_CACHE_DIR": str(work / "cache")})
+            return index(checkout)
         if case == "semble":
             semble = semble_python.parent / "semble"
             return timed([str(semble), "search", query, str(tree), "-k", "5"],
                          {"SEMBLE_CACHE_LOCATION": str(work), "SEMBLE_MODEL_NAME": str(model),
                           "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"})
-        extra = ["--no-embed"] if case == "fourfold --no-embed" else []
-        return timed([sys.executable, "-m", "fourfold.interfaces.entry", "index", str(tree),
-                      "--index-dir", str(work / "index"), *extra],
-                     {"FOURFOLD_CACHE_DIR": str(work / "cache")})
+        return index(tree, *(["--no-embed"] if case == "fourfold --no-embed" else []))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
