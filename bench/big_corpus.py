@@ -493,7 +493,8 @@ def snapshot(args: argparse.Namespace) -> None:
     repository of its own (`fourfold index`, whole process) into a copy of the kernel's
     index, whose graph is first resolved whole by this code (the one a snapshot may take
     and patch: fourfold.graph.seeded)."""
-    from fourfold.graph.build import rebuild_graph, resolver_version
+    from fourfold.graph.build import rebuild_graph
+    from fourfold.graph.provenance import resolver_version
     from fourfold.store.base import graph_resolved_by_setting
     from fourfold.store.index_dir import identity
     from fourfold.store.sqlite import SQLiteStore

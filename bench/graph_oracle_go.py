@@ -25,7 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fourfold.graph import FileFacts, resolve_graph  # noqa: E402
+from fourfold.graph.facts import FileFacts  # noqa: E402
+from fourfold.graph.resolve import resolve_graph  # noqa: E402
 from fourfold.parsing import parse_file  # noqa: E402
 from fourfold.store.base import Resolution  # noqa: E402
 

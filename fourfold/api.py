@@ -295,7 +295,7 @@ class Fourfold:
         """The cheap model for the parser processes where the index holds none of its
         vectors yet (a first index; loaded before they start); None where it holds some,
         or the model cannot be loaded (embed() says why)."""
-        from .semantic.embedder import stored_name
+        from .semantic.model_files import stored_name
 
         try:
             if self.store.vector_count(stored_name(self.embedder_name)):
@@ -309,8 +309,8 @@ class Fourfold:
         its first embedding, so that a run whose chunks all have vectors stored (a fresh
         checkout into an index holding the first, a tree that did not change) never loads
         it. Its files are looked for all the same: a missing one raises as loading would."""
-        from .semantic.embedder import check_files, stored_name
         from .semantic.indexing import Deferred
+        from .semantic.model_files import check_files, stored_name
         from .semantic.names import is_remote
 
         if is_remote(self.embedder_name):
@@ -325,7 +325,7 @@ class Fourfold:
         or take this repository's codes anew if its chunks changed (`summary`: the index
         run just made; None: assume they did, and take every code; a mark of codes owed is
         cleared only by the run it names)."""
-        from .semantic.indexing import add_codes, embed_pending, refresh_codes
+        from .semantic.indexing import add_codes, copy_codes, embed_pending, refresh_codes
 
         started = time.perf_counter()
         repo_id = self.repo_id()
@@ -350,9 +350,13 @@ class Fourfold:
         changed = (every or owed != 0 or count or summary.added or summary.changed
                    or summary.deleted)
         if repo_id is not None and (changed or self.store.code_mean(repo_id, model) is None):
+            # a few files' chunks coded against the held mean; or a twin's codes (see
+            # IndexSummary.twin) copied; or every code taken anew
             if every or not (within is not None and add_codes(
                     self.store, model, repo_id, within, removed=summary.deleted_chunks)):
-                refresh_codes(self.store, model, repo_id)
+                if not (summary is not None and summary.twin is not None
+                        and copy_codes(self.store, model, summary.twin, repo_id)):
+                    refresh_codes(self.store, model, repo_id)
             if summary is not None and not self.store.clear_setting(
                     codes_owed_setting(repo_id), summary.run) and self.store.setting(
                     codes_owed_setting(repo_id), 0):
@@ -672,7 +676,7 @@ class Fourfold:
     def _deep_model_name(self) -> str | None:
         """The name the deep pass's vectors are stored under; None without a deep pass or
         where its model cannot be found (the indexing model answers then)."""
-        from .semantic.embedder import stored_name
+        from .semantic.model_files import stored_name
 
         if self.deep_embedder_name is None:
             return None

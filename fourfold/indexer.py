@@ -36,7 +36,7 @@ from .tokens import chunk_body, token_texts
 from .workers import quiet_worker
 
 if TYPE_CHECKING:
-    from .graph.build import GraphFacts
+    from .graph.inputs import GraphFacts
     from .semantic.embedder import Embedder
     from .graph.forked import Forked
 
@@ -90,13 +90,16 @@ class IndexSummary:
     # names this run where the binary codes of the chunks it writes are owed (codes_owed_setting)
     run: int = field(default_factory=lambda: secrets.randbelow(2 ** 31 - 1) + 1)
     took_over: int = 0  # the run whose codes-owed mark this run took over (0: none)
+    # the repository holding the same documents whose graph this run copied (graph.copied):
+    # its binary codes are this one's too
+    twin: int | None = None
     # a verifying run: the word index's files found missing or damaged (it was made again)
     damaged: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """Every field, but those of watch runs where they do not apply."""
         out = {k: getattr(self, k) for k in self.__dataclass_fields__
-               if k not in ("run", "took_over")}
+               if k not in ("run", "took_over", "twin")}
         if self.changed_paths is None:
             del out["changed_paths"], out["deleted_chunks"]
         if not self.graph_behind:
@@ -398,6 +401,15 @@ def catch_up_graph(store: Store, repo_id: int) -> bool:
     return True
 
 
+def _patched_or_seeded(store: Store, repo_id: int, summary: IndexSummary) -> bool:
+    """Patch the repository's own graph to its files, else patch that of the repository
+    most like it where files were shared (another snapshot); False where neither can be."""
+    from .graph.patch import patch_graph  # numpy: loaded only when needed
+    from .graph.seeded import seed_graph
+
+    return patch_graph(store, repo_id) or bool(summary.shared and seed_graph(store, repo_id))
+
+
 def _owe_codes(store: Store, repo_id: int, summary: IndexSummary, writes: bool) -> None:
     """Under the index lock: name this run in the codes-owed mark where it writes chunks,
     or where another run's name is there. That run stopped before its codes, or takes them
@@ -492,7 +504,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         # from the store.
         graph_facts = None
         if build_graph and not graph_later and _on_pool(to_read, workers):
-            from .graph.build import GraphFacts  # numpy: loaded only when needed
+            from .graph.inputs import GraphFacts
             graph_facts = GraphFacts()
         done = 0
 
@@ -627,16 +639,13 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             # minutes); marked behind, it is resolved by the next run if this one stops.
             store.set_setting(graph_behind_setting(repo_id), 1)
             store.mark_indexed(repo_id, time.time(), parser)
-            from .graph.copied import copy_graph  # numpy: loaded only when needed
-            from .graph.patch import patch_graph
-            from .graph.seeded import seed_graph
-            # its own graph patched; or every file written is a document the store held,
-            # and another repository may hold these very files; or some were, and another
-            # repository's graph patched to the files that differ (another snapshot)
-            if patch_graph(store, repo_id) or (
-                    0 < summary.shared == summary.added + summary.changed
-                    and copy_graph(store, repo_id)) or (
-                    summary.shared and seed_graph(store, repo_id)):
+            from .graph.copied import copy_graph  # numpy-free: a fresh checkout loads none
+            # every file written is a document the store held, and another repository
+            # may hold these very files; or its own graph patched; or some were, and
+            # another repository's graph patched to the files that differ (another snapshot)
+            if 0 < summary.shared == summary.added + summary.changed:
+                summary.twin = copy_graph(store, repo_id)
+            if summary.twin is not None or _patched_or_seeded(store, repo_id, summary):
                 store.set_setting(graph_behind_setting(repo_id), 0)
                 resolve = False
             elif graph_facts is not None:  # resolved in a forked child, whose memory goes

@@ -10,12 +10,9 @@ the graph (`store_graph`): the child's memory goes back to the system when it en
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import sys
 from collections.abc import Container, Iterable
-from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,25 +23,9 @@ from ..store.base import (NO_REFERENCES, EdgeColumns, GraphInput, Resolution, St
 from .centrality import EdgeBuilder, IndexedEdges, rank_indexed, scaled
 from .facts import USE_KINDS, FileFacts
 from .forked import Forked
-from .inputs import decode_symbols, encode_input, encode_symbols
+from .inputs import SYMBOL_FILES, GraphFacts, decode_symbols, encode_input, is_extra_file
+from .provenance import resolver_version
 from .resolve import resolve_into
-
-EXTRA_FILES = ("go.mod",)  # read by import resolution (Go module path)
-# files whose symbols are read at once for the stored ids of the graph's: a big repository
-# has millions of symbols
-SYMBOL_FILES = 500
-
-
-@cache
-def resolver_version() -> int:
-    """Names the code that resolves and ranks a graph (this package's source): a graph
-    made by other code is not copied to a twin (graph.copied) as if made now."""
-    digest = hashlib.blake2b(digest_size=7)
-    package = Path(__file__).parent
-    for source in sorted(package.rglob("*.py")):
-        digest.update(str(source.relative_to(package)).encode() + b"\0" + source.read_bytes())
-    return int.from_bytes(digest.digest(), "big")
-
 
 @dataclass(slots=True)
 class ResolvedGraph:
@@ -55,31 +36,6 @@ class ResolvedGraph:
     symbol_rank: dict[int, float]
     file_rank: dict[int, float]
     inputs: dict[str, bytes]  # path -> what the graph read of the file (graph.inputs)
-
-
-@dataclass(slots=True)
-class GraphFacts:
-    """What resolution reads: per file its language, symbols and references, and the text
-    of the files named in EXTRA_FILES. A big repository's facts are held for the whole run,
-    in the indexing process, beside everything else it holds: each file's symbols and
-    references are kept as compressed bytes (encode_symbols, compress_references) and made
-    objects again where they are resolved. As objects the kernel's 3.3 million symbols took
-    about 450 MB (23 MB so), and once freed most of it stayed with the process: the few
-    objects that outlived them in the same arenas of Python's allocator kept it."""
-
-    files: dict[str, tuple[str, bytes, bytes]] = field(default_factory=dict)
-    extra: dict[str, str] = field(default_factory=dict)
-
-    def add(self, path: str, language: str | None, symbols: list[Symbol], references: bytes,
-            text: str | None = None) -> None:
-        """`references`: compress_references' bytes."""
-        self.files[path] = (language or "", encode_symbols(symbols), references)
-        if text is not None and is_extra_file(path):
-            self.extra[path] = text
-
-
-def is_extra_file(path: str) -> bool:
-    return path.rsplit("/", 1)[-1] in EXTRA_FILES
 
 
 def stored_facts(store: Store, repo_id: int, facts: GraphFacts | None = None,

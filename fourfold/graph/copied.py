@@ -11,26 +11,23 @@ that ran out of time), and only a graph a whole resolution or a seed by this cod
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-import numpy as np
-
-from ..store.base import (EdgeColumns, GraphInput, Store, graph_behind_setting,
-                          graph_resolved_by_setting, graph_version_setting, unfinished_setting)
-from .build import SYMBOL_FILES, renamed_ids, resolver_version, stored_inputs
+from ..store.base import GraphInput, Store, graph_resolved_by_setting, graph_version_setting
+from .inputs import SYMBOL_FILES
+from .provenance import takeable
 
 # path -> (file id, content hash, language)
 Files = dict[str, tuple[int, str, str | None]]
+LAST_FILE_ID = 2 ** 63 - 1  # above every file id: files_after lists none, only counts
 
 
-def copy_graph(store: Store, repo_id: int) -> bool:
+def copy_graph(store: Store, repo_id: int) -> int | None:
     """Give the repository the graph of another repository of the store that holds the
-    same documents, with this repository's file ids; False where none does (nothing is
-    written then)."""
+    same documents, with this repository's file ids; returns that repository, or None
+    where none does (nothing is written then)."""
     parser = store.parser_of(repo_id)
     mine = file_contents(store, repo_id)
     if not mine or parser is None:
-        return False
+        return None
     content = _content(mine)
     # Only repositories on this one's server are asked (a shard that does not answer
     # would fail the run), each first for its number of files and the file written last
@@ -42,24 +39,15 @@ def copy_graph(store: Store, repo_id: int) -> bool:
     for other in repos:
         if other.repo_id == repo_id or other.shard != shard or other.removing:
             continue
-        held, _ = store.files_after(other.repo_id, np.iinfo(np.int64).max)
+        held, _ = store.files_after(other.repo_id, LAST_FILE_ID)
         if held != len(mine):
             continue
         state = store.file_states(other.repo_id, [probe]).get(probe)
         if (state is not None and state.hash == content[probe][0]
                 and store.parser_of(other.repo_id) == parser
                 and _copied(store, repo_id, mine, other.repo_id, content)):
-            return True
-    return False
-
-
-def takeable(store: Store, repo_id: int) -> bool:
-    """Whether the repository's stored graph may be taken by another repository: made by a
-    whole resolution or a seed by this code (graph_resolved_by_setting), neither behind its
-    files nor left unfinished."""
-    return (abs(store.setting(graph_resolved_by_setting(repo_id), 0)) == resolver_version()
-            and not store.setting(graph_behind_setting(repo_id), 0)
-            and not store.setting(unfinished_setting(repo_id), 0))
+            return other.repo_id
+    return None
 
 
 def current_inputs(store: Store, repo_id: int, files: Files) -> list[GraphInput] | None:
@@ -69,13 +57,6 @@ def current_inputs(store: Store, repo_id: int, files: Files) -> list[GraphInput]
     if {i.path: i.file_id for i in inputs} != {p: f[0] for p, f in files.items()}:
         return None  # a graph made before their files changed, or none
     return inputs
-
-
-def only_files(src_file: np.ndarray, dst_file: np.ndarray, ids: Iterable[int]) -> bool:
-    """Whether every edge leaves, and leads (where it leads to a file) into, one of the
-    files `ids`."""
-    ours = np.fromiter(ids, np.int64)
-    return bool(np.isin(src_file, ours).all() and np.isin(dst_file[dst_file >= 0], ours).all())
 
 
 def file_contents(store: Store, repo_id: int) -> Files:
@@ -101,26 +82,14 @@ def _copied(store: Store, repo_id: int, mine: Files, other: int,
     theirs = file_contents(store, other)
     if _content(theirs) != content:
         return False
-    inputs = current_inputs(store, other, theirs)
-    if inputs is None:
+    if current_inputs(store, other, theirs) is None:
         return False
-    edges = store.edge_columns(other)
-    symbol_rank, file_rank = store.centrality(other)
-    if store.setting(graph_version_setting(other), 0) != version:
-        return False  # its graph was written meanwhile: what was read may not be one graph
     if not _same_symbols(store, other, repo_id, theirs, mine):
         return False
-    file_of = {theirs[p][0]: mine[p][0] for p in theirs}
-    src_file, dst_file = (renamed_ids(edges.src_file, file_of),
-                          renamed_ids(edges.dst_file, file_of))
-    if not only_files(src_file, dst_file, file_of.values()):
-        return False  # a file of theirs that none of ours stands for (rows gone meanwhile)
-    store.replace_graph(
-        repo_id, EdgeColumns(edges.kinds, edges.kind, src_file, edges.src_symbol, dst_file,
-                             edges.dst_symbol, edges.line, edges.names, edges.name,
-                             edges.resolution),
-        symbol_rank, {file_of[f]: rank for f, rank in file_rank.items() if f in file_of},
-        stored_inputs(store, repo_id, {i.path: i.facts for i in inputs}))
+    # false where its graph was written meanwhile (what was read may not be one graph), or
+    # an edge's file is none of ours (rows gone meanwhile)
+    if not store.copy_graph(other, repo_id, version):
+        return False
     store.set_setting(graph_resolved_by_setting(repo_id), made_by)
     return True
 

@@ -27,10 +27,10 @@ from ..store.base import (EdgeColumns, GraphInput, GraphPatch, Resolution, Store
                           graph_resolved_by_setting, used_only)
 from ..store.base import decode_references, decompress_references
 from .affected import changed_names, closure, module_names, naming
-from .build import SYMBOL_FILES, GraphFacts, rebuild_graph, renamed_ids, stored_facts
+from .build import rebuild_graph, renamed_ids, stored_facts
 from .copied import copy_graph
 from .facts import USE_KINDS, Definition, Edge, FileFacts
-from .inputs import decode_input, decode_symbols, encode_input, same_input
+from .inputs import SYMBOL_FILES, GraphFacts, decode_input, decode_symbols, encode_input, same_input
 from .resolve import resolve_into
 
 # every file's facts by path, the extra files' texts, the changed files' new inputs, the
@@ -45,7 +45,7 @@ def update_graph(store: Store, repo_id: int, parallel: bool = True) -> None:
     """Patch the repository's stored graph, else copy that of another repository holding
     the same files, else patch that of one holding most of them, else resolve it whole."""
     from .seeded import seed_graph  # it builds on this module
-    if not (patch_graph(store, repo_id) or copy_graph(store, repo_id)
+    if not (patch_graph(store, repo_id) or copy_graph(store, repo_id) is not None
             or seed_graph(store, repo_id)):
         rebuild_graph(store, repo_id, parallel)
 

@@ -15,14 +15,17 @@ file counts as changed.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 from ..store.base import (EdgeColumns, GraphInput, Store, graph_resolved_by_setting,
                           graph_version_setting)
-from .build import packed_symbol_ids, renamed_ids, resolver_version
+from .build import packed_symbol_ids, renamed_ids
 from .centrality import rank_stored
-from .copied import Files, current_inputs, file_contents, only_files, takeable
+from .copied import Files, current_inputs, file_contents
 from .patch import patched
+from .provenance import resolver_version, takeable
 
 SAMPLE = 64  # paths each other repository is asked about before one is read whole
 # A patch resolving more than this share of the files is left to a whole resolution, which
@@ -58,6 +61,13 @@ def _likest(store: Store, repo_id: int, mine: Files, parser: str) -> int | None:
         if same >= (1 - MOST_RESOLVED) * len(sample):
             alike.append((same, other.repo_id))
     return max(alike)[1] if alike else None  # a tie: the later repository
+
+
+def only_files(src_file: np.ndarray, dst_file: np.ndarray, ids: Iterable[int]) -> bool:
+    """Whether every edge leaves, and leads (where it leads to a file) into, one of the
+    files `ids`."""
+    ours = np.fromiter(ids, np.int64)
+    return bool(np.isin(src_file, ours).all() and np.isin(dst_file[dst_file >= 0], ours).all())
 
 
 def _seeded(store: Store, repo_id: int, mine: Files, other: int) -> bool:

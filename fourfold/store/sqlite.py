@@ -39,7 +39,8 @@ from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileSt
 from .chunk_index import ChunkIndex, weighted_text
 from .index_dir import CHUNK_INDEX_NAME, IndexLock, indexer_at_work
 from .sql_common import (CHUNK_COLS, FILE_COLS, EdgeRow, clear_errors, edge_columns_of,
-                         packed, packed_bytes, packed_codes, symbol_columns, two_columns)
+                         packed, packed_bytes, packed_codes, renamed_ids, symbol_columns,
+                         two_columns)
 
 SCHEMA_VERSION = 15  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
@@ -346,6 +347,18 @@ def _spans(ids: list[int], gap: int = 1024, most: int = 32) -> list[tuple[int, i
 
 
 CONNECT_WAIT_S = 30.0  # as long as a statement waits for a lock (busy_timeout)
+
+
+def _codes_replaced(conn: sqlite3.Connection, repo_id: int, model: str, mean: bytes) -> None:
+    """After a repository's codes of a model were all written anew: their mean, a new
+    version of them, and their snapshot."""
+    (version,), = conn.execute(
+        "INSERT INTO code_means VALUES(?, ?, ?, 1) ON CONFLICT(repo_id, model) DO "
+        "UPDATE SET mean=excluded.mean, version=version + 1 RETURNING version",
+        (repo_id, model, mean)).fetchall()
+    # every code may have changed: a holder of an older version reads them all
+    conn.execute("DELETE FROM code_changes WHERE repo_id=? AND model=?", (repo_id, model))
+    _put_snapshot(conn, repo_id, model, version)
 
 
 def _put_snapshot(conn: sqlite3.Connection, repo_id: int, model: str, version: int) -> None:
@@ -1282,6 +1295,44 @@ class SQLiteStore(Store):
             self._write_inputs(conn, repo_id, patch.inputs)
             self._raise_graph_version(conn, repo_id)
 
+    def copy_graph(self, from_repo: int, repo_id: int, version: int) -> bool:
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            now = conn.execute("SELECT value FROM meta WHERE key=?",
+                               (f"setting:{graph_version_setting(from_repo)}",)).fetchone()
+            if setting_value(now and now[0], 0) != version:
+                return False
+            file_of = dict(conn.execute(
+                "SELECT theirs.id, mine.id FROM files theirs JOIN files mine ON "
+                "mine.repo_id=? AND mine.path=theirs.path WHERE theirs.repo_id=?",
+                (repo_id, from_repo)))
+            row = conn.execute(f"SELECT {_EDGE_COLUMNS} FROM edges WHERE repo_id=?",
+                               (from_repo,)).fetchone()
+            if row is not None:
+                src_file = renamed_ids(lz4.block.decompress(row[0]), file_of)
+                dst_file = renamed_ids(lz4.block.decompress(row[2]), {**file_of, -1: -1})
+                if src_file is None or dst_file is None:
+                    return False
+                row = (lz4.block.compress(src_file), row[1], lz4.block.compress(dst_file),
+                       *row[3:])
+            for table in ("edges", "symbol_rank", "file_rank", "graph_inputs"):
+                conn.execute(f"DELETE FROM {table} WHERE repo_id=?", (repo_id,))
+            if row is not None:
+                conn.execute(f"INSERT INTO edges(repo_id, {_EDGE_COLUMNS}) "
+                             "VALUES(?,?,?,?,?,?,?,?,?,?)", (repo_id, *row))
+            conn.execute("INSERT INTO symbol_rank SELECT ?, symbol_id, rank FROM symbol_rank "
+                         "WHERE repo_id=?", (repo_id, from_repo))
+            conn.execute("INSERT INTO file_rank SELECT mine.id, ?, r.rank FROM file_rank r "
+                         "JOIN files theirs ON theirs.id=r.file_id JOIN files mine ON "
+                         "mine.repo_id=? AND mine.path=theirs.path WHERE r.repo_id=?",
+                         (repo_id, repo_id, from_repo))
+            conn.execute("INSERT INTO graph_inputs SELECT ?, g.path, mine.id, g.symbol_ids, "
+                         "g.facts FROM graph_inputs g JOIN files mine ON mine.repo_id=? AND "
+                         "mine.path=g.path WHERE g.repo_id=?", (repo_id, repo_id, from_repo))
+            self._raise_graph_version(conn, repo_id)
+        return True
+
     @staticmethod
     def _raise_graph_version(conn: sqlite3.Connection, repo_id: int) -> None:
         conn.execute("INSERT INTO meta VALUES(?, '1') ON CONFLICT(key) DO UPDATE SET "
@@ -1422,14 +1473,27 @@ class SQLiteStore(Store):
             conn.execute("DELETE FROM codes WHERE repo_id=? AND model=?", (repo_id, model))
             conn.executemany("INSERT INTO codes VALUES(?,?,?,?)",
                              ((repo_id, model, cid, code) for cid, code in codes))
-            (version,), = conn.execute(
-                "INSERT INTO code_means VALUES(?, ?, ?, 1) ON CONFLICT(repo_id, model) DO "
-                "UPDATE SET mean=excluded.mean, version=version + 1 RETURNING version",
-                (repo_id, model, mean)).fetchall()
-            # every code may have changed: a holder of an older version reads them all
-            conn.execute("DELETE FROM code_changes WHERE repo_id=? AND model=?",
-                         (repo_id, model))
-            _put_snapshot(conn, repo_id, model, version)
+            _codes_replaced(conn, repo_id, model, mean)
+
+    def copy_codes(self, from_repo: int, repo_id: int, model: str) -> bool:
+        conn = self._conn()
+        with conn:
+            conn.execute("BEGIN IMMEDIATE")
+            mean = conn.execute("SELECT mean FROM code_means WHERE repo_id=? AND model=?",
+                                (from_repo, model)).fetchone()
+            (theirs,), = conn.execute("SELECT count(*) FROM codes WHERE repo_id=? AND model=?",
+                                      (from_repo, model))
+            mine, coded = conn.execute(
+                "SELECT count(*), count(k.chunk_id) FROM chunks c JOIN files f ON "
+                "f.document_id=c.document_id LEFT JOIN codes k ON k.repo_id=? AND k.model=? "
+                "AND k.chunk_id=c.id WHERE f.repo_id=?", (from_repo, model, repo_id)).fetchone()
+            if mean is None or not theirs == mine == coded:
+                return False
+            conn.execute("DELETE FROM codes WHERE repo_id=? AND model=?", (repo_id, model))
+            conn.execute("INSERT INTO codes SELECT ?, model, chunk_id, code FROM codes WHERE "
+                         "repo_id=? AND model=?", (repo_id, from_repo, model))
+            _codes_replaced(conn, repo_id, model, mean[0])
+        return True
 
     def add_codes(self, repo_id: int, model: str, chunk_ids: Sequence[int],
                   codes: Sequence[bytes]) -> None:

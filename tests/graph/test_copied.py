@@ -9,10 +9,12 @@ import shutil
 
 import fourfold.graph.build as build_module
 import fourfold.graph.patch as patch_module
+import fourfold.semantic.indexing as indexing
 from fourfold.graph.build import rebuild_graph
 from fourfold.graph.copied import copy_graph
 from fourfold.indexer import catch_up_graph
-from fourfold.store.base import graph_resolved_by_setting
+from fourfold.semantic.model_files import stored_name
+from fourfold.store.base import codes_allowance_setting, graph_resolved_by_setting
 
 from .test_patch import _edit, _graph
 
@@ -132,3 +134,54 @@ def test_a_patched_graph_or_one_made_by_other_code_is_not_copied(one_index, tmp_
     third = open_(shutil.copytree(tree, tmp_path / "third"), "fourfold@third")
     third.index(embed=False)
     assert len(resolved) == 2 and _graph(third) == whole
+
+
+def _codes(ff) -> tuple:
+    """The repository's binary codes as its semantic searches read them: their mean, and
+    every chunk by its distance from one code (ties by chunk id)."""
+    model = stored_name(ff.embedder_name)
+    return (ff.store.code_mean(ff.repo_id(), model),
+            ff.store.nearest_codes(ff.repo_id(), model, bytes(range(32)), 100_000))
+
+
+def test_a_copy_of_an_indexed_tree_gets_its_twins_codes(one_index, tmp_path, monkeypatch):
+    tree, open_ = one_index
+    first = open_(tree, "fourfold@main")
+    first.index()
+    copy = tmp_path / "checkout"
+    shutil.copytree(tree, copy)
+    second = open_(copy, "fourfold@checkout")
+    taken = []
+    monkeypatch.setattr(indexing, "refresh_codes", lambda *args: taken.append(args))
+    summary = second.index()
+    assert summary.twin == first.repo_id() and summary.embedded == 0 and not taken
+    mean, nearest = _codes(second)
+    assert mean is not None and len(nearest) > 1000
+    assert (mean, nearest) == _codes(first)
+    model = stored_name(second.embedder_name)
+    assert (second.store.setting(codes_allowance_setting(second.repo_id(), model), 0)
+            == first.store.setting(codes_allowance_setting(first.repo_id(), model), 0) > 0)
+    question = "how is a twin's graph copied"
+    answers = [[h.path for h in ff.search(question, modalities=("semantic",)).hits]
+               for ff in (first, second)]
+    assert answers[0] and answers[0] == answers[1]
+
+
+def test_a_twin_whose_codes_are_not_of_every_chunk_is_not_copied_from(one_index, tmp_path):
+    """A twin with no codes yet (indexed without vectors), or with codes of some of its
+    chunks only: the copy's codes are taken from its vectors."""
+    tree, open_ = one_index
+    first = open_(tree, "fourfold@main")
+    first.index(embed=False)
+    second = open_(shutil.copytree(tree, tmp_path / "second"), "fourfold@second")
+    summary = second.index()
+    assert summary.twin == first.repo_id() and summary.embedded > 1000
+    mean, nearest = _codes(second)
+    assert mean is not None and len(nearest) > 1000
+    first.index()  # its codes now: the same as the second's
+    assert _codes(first) == (mean, nearest)
+    model = stored_name(first.embedder_name)
+    first.store.put_codes(first.repo_id(), model, mean, [(nearest[0], bytes(32))])
+    third = open_(shutil.copytree(tree, tmp_path / "third"), "fourfold@third")
+    assert third.index().twin == first.repo_id()
+    assert _codes(third) == (mean, nearest)

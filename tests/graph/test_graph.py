@@ -11,7 +11,10 @@ import pytest
 from fourfold import Fourfold
 from fourfold import indexer as indexer_module
 from fourfold.discovery.languages import detect_language
-from fourfold.graph import Edge, FileFacts, impact, pagerank, parse_import, resolve_graph
+from fourfold.graph.centrality import impact, pagerank
+from fourfold.graph.facts import Edge, FileFacts
+from fourfold.graph.imports import parse_import
+from fourfold.graph.resolve import resolve_graph
 from fourfold.graph import build as build_module
 from fourfold.graph import calls as calls_module
 from fourfold.graph import patch as patch_module

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from fourfold import Fourfold
-from fourfold.graph import Edge, FileFacts, resolve_graph
+from fourfold.graph.facts import Edge, FileFacts
+from fourfold.graph.resolve import resolve_graph
 from fourfold.graph.centrality import IndexedEdges, rank_indexed
 from fourfold.parsing import parse_file
 from fourfold.store.base import Resolution

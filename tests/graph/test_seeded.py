@@ -10,7 +10,8 @@ import shutil
 import pytest
 
 import fourfold.graph.seeded as seeded_module
-from fourfold.graph.build import rebuild_graph, resolver_version
+from fourfold.graph.build import rebuild_graph
+from fourfold.graph.provenance import resolver_version
 from fourfold.graph.seeded import seed_graph
 from fourfold.indexer import catch_up_graph
 from fourfold.store.base import graph_resolved_by_setting

@@ -101,9 +101,9 @@ def test_a_question_embeds_without_scipy(make_tree):
 
 def test_a_fresh_checkout_loads_no_model_or_scipy(make_tree, tmp_path):
     """A second copy of an indexed tree (a clone, a worktree) finds every chunk's vector
-    stored and its twin's graph to copy: the model and scipy are loaded only to embed and
-    to rank, which such a run does not do. A clone with an index of its own finds every
-    vector in the cache."""
+    stored, and its twin's graph and binary codes to copy: the model, scipy and numpy are
+    loaded only to embed, to rank and to make codes, which such a run does not do. A
+    clone with an index of its own finds every vector in the cache."""
     files = {"a.py": "def handler():\n    return helper()\n",
              "b.py": "def helper():\n    return 'START_MARKER'\n"}
     code = ("import json, sys\nfrom fourfold import Fourfold\n"
@@ -121,7 +121,7 @@ def test_a_fresh_checkout_loads_no_model_or_scipy(make_tree, tmp_path):
     shared, embedded, loaded = index(make_tree(files))
     assert (shared, embedded) == (0, 2) and "tokenizers" in loaded  # the first: embedded
     shared, embedded, loaded = index(make_tree(files, name="checkout"))
-    assert (shared, embedded, loaded) == (2, 0, ["numpy"])
+    assert (shared, embedded, loaded) == (2, 0, [])
     # a clone with an index of its own: parsed again, every vector from the cache
     shared, embedded, loaded = index(make_tree(files, name="clone"), tmp_path / "own")
     assert (shared, embedded) == (0, 0) and "tokenizers" not in loaded
