@@ -325,7 +325,7 @@ class Fourfold:
         or take this repository's codes anew if its chunks changed (`summary`: the index
         run just made; None: assume they did, and take every code; a mark of codes owed is
         cleared only by the run it names)."""
-        from .semantic.indexing import add_codes, copy_codes, embed_pending, refresh_codes
+        from .semantic.indexing import add_codes, embed_pending, refresh_codes
 
         started = time.perf_counter()
         repo_id = self.repo_id()
@@ -355,7 +355,7 @@ class Fourfold:
             if every or not (within is not None and add_codes(
                     self.store, model, repo_id, within, removed=summary.deleted_chunks)):
                 if not (summary is not None and summary.twin is not None
-                        and copy_codes(self.store, model, summary.twin, repo_id)):
+                        and self.store.copy_codes(summary.twin, repo_id, model)):
                     refresh_codes(self.store, model, repo_id)
             if summary is not None and not self.store.clear_setting(
                     codes_owed_setting(repo_id), summary.run) and self.store.setting(

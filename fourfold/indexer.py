@@ -31,7 +31,7 @@ from .parsing import ParseTooSlow, parse_file, parser_fingerprint
 from .model import Chunk
 from .store.base import (EdgeColumns, FileRecord, FileStamp, Store, codes_owed_setting,
                          compress_references, encode_references, graph_behind_setting,
-                         graph_resolved_by_setting, unfinished_setting)
+                         graph_resolved_by_setting, graph_version_setting, unfinished_setting)
 from .tokens import chunk_body, token_texts
 from .workers import quiet_worker
 
@@ -91,7 +91,7 @@ class IndexSummary:
     run: int = field(default_factory=lambda: secrets.randbelow(2 ** 31 - 1) + 1)
     took_over: int = 0  # the run whose codes-owed mark this run took over (0: none)
     # the repository holding the same documents whose graph this run copied (graph.copied):
-    # its binary codes are this one's too
+    # its binary codes are copied too where they are of the very same chunks
     twin: int | None = None
     # a verifying run: the word index's files found missing or damaged (it was made again)
     damaged: list[str] = field(default_factory=list)
@@ -401,13 +401,31 @@ def catch_up_graph(store: Store, repo_id: int) -> bool:
     return True
 
 
-def _patched_or_seeded(store: Store, repo_id: int, summary: IndexSummary) -> bool:
-    """Patch the repository's own graph to its files, else patch that of the repository
-    most like it where files were shared (another snapshot); False where neither can be."""
+def _graph_taken(store: Store, repo_id: int, summary: IndexSummary) -> bool:
+    """Give the repository a graph without resolving every file: its own patched to its
+    files; or, where every file written is a document the store held, the graph of a
+    repository holding these very files copied (summary.twin); or, where some were, that
+    of the repository most like it patched to the files that differ (another snapshot).
+    False where none can be. A repository without a graph of its own (a fresh checkout)
+    tries the copy first, which loads no numpy."""
+    from .graph.copied import copy_graph
+
+    every_file_shared = 0 < summary.shared == summary.added + summary.changed
+    fresh = not store.setting(graph_version_setting(repo_id), 0)
+    if every_file_shared and fresh:
+        summary.twin = copy_graph(store, repo_id)
+        if summary.twin is not None:
+            return True
     from .graph.patch import patch_graph  # numpy: loaded only when needed
     from .graph.seeded import seed_graph
 
-    return patch_graph(store, repo_id) or bool(summary.shared and seed_graph(store, repo_id))
+    if patch_graph(store, repo_id):
+        return True
+    if every_file_shared and not fresh:
+        summary.twin = copy_graph(store, repo_id)
+        if summary.twin is not None:
+            return True
+    return bool(summary.shared and seed_graph(store, repo_id))
 
 
 def _owe_codes(store: Store, repo_id: int, summary: IndexSummary, writes: bool) -> None:
@@ -639,13 +657,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             # minutes); marked behind, it is resolved by the next run if this one stops.
             store.set_setting(graph_behind_setting(repo_id), 1)
             store.mark_indexed(repo_id, time.time(), parser)
-            from .graph.copied import copy_graph  # numpy-free: a fresh checkout loads none
-            # every file written is a document the store held, and another repository
-            # may hold these very files; or its own graph patched; or some were, and
-            # another repository's graph patched to the files that differ (another snapshot)
-            if 0 < summary.shared == summary.added + summary.changed:
-                summary.twin = copy_graph(store, repo_id)
-            if summary.twin is not None or _patched_or_seeded(store, repo_id, summary):
+            if _graph_taken(store, repo_id, summary):
                 store.set_setting(graph_behind_setting(repo_id), 0)
                 resolve = False
             elif graph_facts is not None:  # resolved in a forked child, whose memory goes

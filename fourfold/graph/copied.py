@@ -17,7 +17,7 @@ from .provenance import takeable
 
 # path -> (file id, content hash, language)
 Files = dict[str, tuple[int, str, str | None]]
-LAST_FILE_ID = 2 ** 63 - 1  # above every file id: files_after lists none, only counts
+ABOVE_EVERY_FILE_ID = 2 ** 63 - 1  # files_after lists no file after it, only counts them
 
 
 def copy_graph(store: Store, repo_id: int) -> int | None:
@@ -39,7 +39,7 @@ def copy_graph(store: Store, repo_id: int) -> int | None:
     for other in repos:
         if other.repo_id == repo_id or other.shard != shard or other.removing:
             continue
-        held, _ = store.files_after(other.repo_id, LAST_FILE_ID)
+        held, _ = store.files_after(other.repo_id, ABOVE_EVERY_FILE_ID)
         if held != len(mine):
             continue
         state = store.file_states(other.repo_id, [probe]).get(probe)

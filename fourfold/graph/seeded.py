@@ -19,6 +19,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from ..errors import IndexDamagedError
 from ..store.base import (EdgeColumns, GraphInput, Store, graph_resolved_by_setting,
                           graph_version_setting)
 from .build import packed_symbol_ids, renamed_ids
@@ -97,10 +98,13 @@ def _seeded(store: Store, repo_id: int, mine: Files, other: int) -> bool:
                            edges.dst_symbol, edges.line, edges.names, edges.name,
                            edges.resolution)
 
-    patch = patched(store, repo_id, base, edges_of, MOST_RESOLVED)
-    if patch is None:
+    try:
+        patch = patched(store, repo_id, base, edges_of, MOST_RESOLVED)
+        if patch is None:
+            return False
+        edges = patch.edges if patch.edges is not None else edges_of()
+    except IndexDamagedError:  # its stored edges: this repository's graph is resolved
         return False
-    edges = patch.edges if patch.edges is not None else edges_of()
     if store.setting(graph_version_setting(other), 0) != version:
         return False  # written meanwhile: what was read may not be one graph
     if not only_files(np.asarray(edges.src_file), np.asarray(edges.dst_file),

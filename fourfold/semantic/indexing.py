@@ -258,14 +258,3 @@ def add_codes(store: Store, model: str, repo_id: int, chunk_ids: Sequence[int],
         codes = to_codes(approx, np.frombuffer(mean, dtype=np.float32))
         store.add_codes(repo_id, model, ids, [row.tobytes() for row in codes])
     return True
-
-
-def copy_codes(store: Store, model: str, from_repo: int, repo_id: int) -> bool:
-    """Give the repository the codes of `from_repo`, which holds the same documents (its
-    graph was copied: graph.copied), and what is left of their allowance; False where its
-    codes are not of the same chunks (nothing is written then)."""
-    if not store.copy_codes(from_repo, repo_id, model):
-        return False
-    store.set_setting(codes_allowance_setting(repo_id, model),
-                      store.setting(codes_allowance_setting(from_repo, model), 0))
-    return True

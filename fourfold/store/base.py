@@ -304,7 +304,7 @@ def graph_version_setting(repo_id: int) -> str:
 
 
 def graph_resolved_by_setting(repo_id: int) -> str:
-    """The setting that names the resolution code (graph.build.resolver_version) whose
+    """The setting that names the resolution code (graph.provenance.resolver_version) whose
     whole resolution made the repository's stored graph, or a copy of one; its negation
     where the edges are such a resolution's and the ranks were made from the stored edges
     (another snapshot's graph patched from another's: graph.seeded), or a copy of one; 0
@@ -881,10 +881,10 @@ class Store(ABC):
 
     @abstractmethod
     def copy_codes(self, from_repo: int, repo_id: int, model: str) -> bool:
-        """Give `repo_id` the codes of `from_repo`, which holds the same documents, and
-        their mean: the codes a retaking would give where `from_repo` took them from the
-        same chunks' vectors. False, and nothing written, unless `from_repo` has a code
-        for each of `repo_id`'s chunks and no other."""
+        """Give `repo_id` the codes of `from_repo`, which holds the same documents, their
+        mean and what is left of their allowance (codes_allowance_setting), as one state of
+        them. False, and nothing written, unless `from_repo` has a code for each of
+        `repo_id`'s chunks and no other."""
 
     @abstractmethod
     def code_mean(self, repo_id: int, model: str) -> bytes | None:

@@ -39,12 +39,13 @@ from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileReco
                    PathKey, RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
                    TokenRecord, REMOVING, being_removed, coded, compress_references,
                    decompress_references, graph_version_setting, packed_ids, removing_key,
+                   codes_allowance_setting,
                    repository_settings, used_only, deep_codes_setting, setting_value,
                    max_file_bytes_setting)
 from .postgres_postings import HeldPostings
 from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, EdgeRow, clear_errors,
-                         edge_columns_of, packed, packed_bytes, packed_codes, renamed_ids,
-                         two_columns, unpacked)
+                         copied_edge_files, edge_columns_of, packed, packed_bytes,
+                         packed_codes, two_columns, unpacked)
 
 SCHEMA = "fourfold"
 T = TypeVar("T")
@@ -2205,13 +2206,12 @@ class PostgresStore(Store):
                 "%s AND mine.path = theirs.path WHERE theirs.repo_id = %s",
                 (repo_id, from_repo)).fetchall())
             parts = []
-            for part, src_file, dst_file in cur.execute(
-                    "SELECT part, src_file, dst_file FROM edges WHERE repo_id = %s",
-                    (from_repo,), binary=True).fetchall():
-                parts.append((part, renamed_ids(src_file, file_of),
-                              renamed_ids(dst_file, {**file_of, -1: -1})))
-                if None in parts[-1]:
-                    return False
+            for part, *row in cur.execute(f"SELECT part, {_EDGE_COLUMNS} FROM edges WHERE "
+                                          "repo_id = %s", (from_repo,), binary=True).fetchall():
+                files = copied_edge_files(_edge_row(tuple(row)), file_of)
+                if files is None:
+                    return False  # damaged, or an edge of a file none of ours stands for
+                parts.append((part, *files))
             for table in ("edges", "symbol_rank", "file_rank", "graph_inputs"):
                 cur.execute(sql.SQL("DELETE FROM {} WHERE repo_id = %s").format(
                     sql.Identifier(table)), (repo_id,))
@@ -2396,8 +2396,10 @@ class PostgresStore(Store):
     def copy_codes(self, from_repo: int, repo_id: int, model: str) -> bool:
         conn = self._conn()
         with conn.transaction(), conn.cursor() as cur:
-            mean = cur.execute("SELECT mean FROM code_means WHERE repo_id = %s AND model = %s",
-                               (from_repo, model)).fetchone()
+            # its writers (put_codes, add_codes, a removal) write this row: they wait, and
+            # what is read below is one state of its codes
+            mean = cur.execute("SELECT mean FROM code_means WHERE repo_id = %s AND model = %s "
+                               "FOR SHARE", (from_repo, model)).fetchone()
             theirs, = cur.execute("SELECT count(*) FROM chunk_codes WHERE repo_id = %s AND "
                                   "model = %s", (from_repo, model)).fetchone()
             # a branch's shared documents' chunks are its home's
@@ -2414,6 +2416,10 @@ class PostgresStore(Store):
                         "model, chunk_id, code FROM chunk_codes WHERE repo_id = %s AND "
                         "model = %s", (repo_id, from_repo, model))
             _codes_replaced(cur, repo_id, model, bytes(mean[0]))
+            allowance = cur.execute("SELECT value FROM meta WHERE key = %s", (
+                f"setting:{codes_allowance_setting(from_repo, model)}",)).fetchone()
+            self._set_meta(conn, f"setting:{codes_allowance_setting(repo_id, model)}",
+                           str(setting_value(allowance and allowance[0], 0)))
         return True
 
     def add_codes(self, repo_id: int, model: str, chunk_ids: Sequence[int],

@@ -8,7 +8,7 @@ import inspect
 from array import array
 from typing import Iterable, Sequence
 
-from ..errors import FourfoldError, QueryError
+from ..errors import IndexDamagedError, QueryError
 from .base import EdgeColumns
 
 # Symbols and chunks belong to a document (s.document_id, c.document_id), shared by the
@@ -33,18 +33,6 @@ def packed(values: Sequence[int]) -> bytes:
     return np.asarray(values, dtype=np.int64).tobytes()
 
 
-def renamed_ids(column: bytes, names: dict[int, int]) -> bytes | None:
-    """A packed column of ids (packed()) with each one renamed by `names`; None where one
-    is not there. A list of Python ints, not numpy: a twin's graph is copied (graph.copied)
-    by processes that load nothing else of numpy, and it is no slower here."""
-    ids = array("q")
-    ids.frombytes(column)
-    try:
-        return array("q", map(names.__getitem__, ids)).tobytes()
-    except KeyError:
-        return None
-
-
 def packed_bytes(values: Sequence[int]) -> bytes:
     """A column of small integers (an edge's resolution) as one byte each."""
     import numpy as np
@@ -66,22 +54,51 @@ def packed_codes(values: Sequence[int]) -> bytes:
 EdgeRow = tuple[list[str], bytes, bytes, bytes, bytes, bytes, bytes, list[str], bytes, bytes]
 
 
+def _lengths_whole(row: EdgeRow) -> bool:
+    """Whether a row's columns hold one value for each of its edges."""
+    edges, remainder = divmod(len(row[2]), 8)
+    return not remainder and len(row[9]) == edges and all(
+        len(row[i]) == edges * 8 for i in (3, 4, 5, 6)) and all(
+        len(row[i]) == edges * 4 for i in (1, 8))
+
+
 def _edge_row_whole(row: EdgeRow) -> bool:
     """Whether a row's columns hold one value for each of its edges, and its codes are
     positions in its lists of distinct kinds and names: a damaged row would otherwise
     fail later or, with a negative code, name another edge's name."""
     import numpy as np
 
-    edges, remainder = divmod(len(row[2]), 8)
-    if remainder or len(row[9]) != edges or any(
-            len(row[i]) != edges * 8 for i in (3, 4, 5, 6)) or any(
-            len(row[i]) != edges * 4 for i in (1, 8)):
+    if not _lengths_whole(row):
         return False
     for distinct, codes in ((row[0], row[1]), (row[7], row[8])):
         coded_at = np.frombuffer(codes, np.int32)
         if len(coded_at) and not (0 <= coded_at.min() and coded_at.max() < len(distinct)):
             return False
     return True
+
+
+def copied_edge_files(row: EdgeRow, file_of: dict[int, int]) -> tuple[bytes, bytes] | None:
+    """A twin's row of edges (graph.copied) checked as _edge_row_whole checks one, and its
+    src_file and dst_file columns with each file id renamed by `file_of`; None where the
+    row is damaged or an edge's file is not in `file_of`. With Python's array, not numpy:
+    a fresh checkout loads none (5.8 million edges of random ids: 5.3 s, against 4.0 s for
+    the same checks and renaming with numpy)."""
+    if not _lengths_whole(row):
+        return None
+    for distinct, codes in ((row[0], row[1]), (row[7], row[8])):
+        coded_at = array("i")
+        coded_at.frombytes(codes)
+        if coded_at and not (0 <= min(coded_at) and max(coded_at) < len(distinct)):
+            return None
+    renamed = []
+    for column, names in ((row[2], file_of), (row[4], {**file_of, -1: -1})):
+        ids = array("q")
+        ids.frombytes(column)
+        try:
+            renamed.append(array("q", map(names.__getitem__, ids)).tobytes())
+        except KeyError:
+            return None
+    return renamed[0], renamed[1]
 
 
 def edge_columns_of(rows: list[EdgeRow]) -> EdgeColumns:
@@ -96,7 +113,7 @@ def edge_columns_of(rows: list[EdgeRow]) -> EdgeColumns:
 
     for row in rows:
         if not _edge_row_whole(row):
-            raise FourfoldError("a stored graph's rows of edges are damaged (columns of "
+            raise IndexDamagedError("a stored graph's rows of edges are damaged (columns of "
                                 "different lengths, or codes outside their lists); index "
                                 "the repository again with --rebuild")
 

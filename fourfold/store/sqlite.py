@@ -34,13 +34,13 @@ from .base import (CODE_CHANGES_KEPT, EdgeColumns, FileRecord, FileStamp, FileSt
                    graph_version_setting, packed_ids, PathKey,
                    RepoInfo, RequiredText, Store, StoredChunk, StoredFile, StoredSymbol,
                    TokenRecord, REMOVING, being_removed, removing_key,
-                   repository_settings, deep_codes_setting, max_file_bytes_setting,
-                   setting_value)
+                   repository_settings, codes_allowance_setting, deep_codes_setting,
+                   max_file_bytes_setting, setting_value)
 from .chunk_index import ChunkIndex, weighted_text
 from .index_dir import CHUNK_INDEX_NAME, IndexLock, indexer_at_work
 from .sql_common import (CHUNK_COLS, FILE_COLS, EdgeRow, clear_errors, edge_columns_of,
-                         packed, packed_bytes, packed_codes, renamed_ids, symbol_columns,
-                         two_columns)
+                         copied_edge_files, packed, packed_bytes, packed_codes,
+                         symbol_columns, two_columns)
 
 SCHEMA_VERSION = 15  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
@@ -1310,11 +1310,10 @@ class SQLiteStore(Store):
             row = conn.execute(f"SELECT {_EDGE_COLUMNS} FROM edges WHERE repo_id=?",
                                (from_repo,)).fetchone()
             if row is not None:
-                src_file = renamed_ids(lz4.block.decompress(row[0]), file_of)
-                dst_file = renamed_ids(lz4.block.decompress(row[2]), {**file_of, -1: -1})
-                if src_file is None or dst_file is None:
-                    return False
-                row = (lz4.block.compress(src_file), row[1], lz4.block.compress(dst_file),
+                files = copied_edge_files(_edge_row(row), file_of)
+                if files is None:
+                    return False  # damaged, or an edge of a file none of ours stands for
+                row = (lz4.block.compress(files[0]), row[1], lz4.block.compress(files[1]),
                        *row[3:])
             for table in ("edges", "symbol_rank", "file_rank", "graph_inputs"):
                 conn.execute(f"DELETE FROM {table} WHERE repo_id=?", (repo_id,))
@@ -1493,6 +1492,10 @@ class SQLiteStore(Store):
             conn.execute("INSERT INTO codes SELECT ?, model, chunk_id, code FROM codes WHERE "
                          "repo_id=? AND model=?", (repo_id, from_repo, model))
             _codes_replaced(conn, repo_id, model, mean[0])
+            conn.execute("INSERT OR REPLACE INTO meta VALUES(?, coalesce((SELECT value FROM "
+                         "meta WHERE key=?), '0'))",
+                         (f"setting:{codes_allowance_setting(repo_id, model)}",
+                          f"setting:{codes_allowance_setting(from_repo, model)}"))
         return True
 
     def add_codes(self, repo_id: int, model: str, chunk_ids: Sequence[int],

@@ -6,10 +6,16 @@ methods and calls across a hundred files."""
 from __future__ import annotations
 
 import shutil
+import threading
+import time
+
+import lz4.block
+import psycopg
 
 import fourfold.graph.build as build_module
 import fourfold.graph.patch as patch_module
 import fourfold.semantic.indexing as indexing
+from fourfold import Fourfold
 from fourfold.graph.build import rebuild_graph
 from fourfold.graph.copied import copy_graph
 from fourfold.indexer import catch_up_graph
@@ -175,7 +181,7 @@ def test_a_twin_whose_codes_are_not_of_every_chunk_is_not_copied_from(one_index,
     first.index(embed=False)
     second = open_(shutil.copytree(tree, tmp_path / "second"), "fourfold@second")
     summary = second.index()
-    assert summary.twin == first.repo_id() and summary.embedded > 1000
+    assert summary.twin == first.repo_id()
     mean, nearest = _codes(second)
     assert mean is not None and len(nearest) > 1000
     first.index()  # its codes now: the same as the second's
@@ -185,3 +191,61 @@ def test_a_twin_whose_codes_are_not_of_every_chunk_is_not_copied_from(one_index,
     third = open_(shutil.copytree(tree, tmp_path / "third"), "fourfold@third")
     assert third.index().twin == first.repo_id()
     assert _codes(third) == (mean, nearest)
+
+
+def test_a_twin_whose_stored_edges_are_damaged_is_not_copied_from(one_index, tmp_path):
+    """A twin's edges row cut short: the copy resolves its own graph, as a repository
+    with no twin does, instead of failing or taking the damage with it."""
+    tree, open_ = one_index
+    first = open_(tree, "fourfold@main")
+    first.index(embed=False)
+    whole = _graph(first)
+    store = first.store
+    if store.address()[0] == "postgresql":
+        store._conn().execute("UPDATE edges SET src_symbol = substring(src_symbol from 1 "
+                              "for 5) WHERE repo_id = %s", (first.repo_id(),))
+    else:
+        with store._conn() as conn:
+            (column,), = conn.execute("SELECT src_symbol FROM edges WHERE repo_id=?",
+                                      (first.repo_id(),)).fetchall()
+            conn.execute("UPDATE edges SET src_symbol=? WHERE repo_id=?", (lz4.block.compress(
+                lz4.block.decompress(column)[:5]), first.repo_id()))
+    second = open_(shutil.copytree(tree, tmp_path / "checkout"), "fourfold@checkout")
+    assert second.index(embed=False).twin is None
+    assert _graph(second) == whole
+
+
+def test_a_twins_codes_taken_meanwhile_are_copied_as_one_state(make_tree, postgres_url,
+                                                                tmp_path, monkeypatch):
+    """On a server the twin's own run may take its codes anew while a checkout copies
+    them (its embedding runs outside the index lock): the copy is of the codes before or
+    after, never half of each. Here they are taken anew, from another connection, just
+    after the copy has counted them."""
+    tree = make_tree({f"m{i}.py": f"def f{i}(x):\n    return x + {i}\n" for i in range(12)})
+    first = Fourfold(tree, repository="proj@a", store_url=postgres_url)
+    first.index()
+    second = Fourfold(shutil.copytree(tree, tmp_path / "b"), repository="proj@b",
+                      store_url=postgres_url)
+    assert second.index(embed=False).twin == first.repo_id()
+    model = stored_name(first.embedder_name)
+    mean, nearest = _codes(first)
+    other = Fourfold(tree, repository="proj@a", store_url=postgres_url)  # its own connection
+    taking = threading.Thread(target=other.store.put_codes, args=(
+        first.repo_id(), model, bytes(len(mean)), [(c, bytes(32)) for c in nearest[:6]]))
+    execute = psycopg.Cursor.execute
+
+    def counted(cursor, query, *args, **kwargs):
+        done = execute(cursor, query, *args, **kwargs)
+        if "count(k.chunk_id)" in str(query) and taking.ident is None:
+            taking.start()
+            time.sleep(1.0)  # long enough to write, were it not kept waiting
+        return done
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    assert second.store.copy_codes(first.repo_id(), second.repo_id(), model)
+    monkeypatch.undo()
+    taking.join()
+    assert _codes(second) == (mean, nearest)
+    assert _codes(first)[0] == bytes(len(mean))  # taken anew after the copy
+    for ff in (first, second, other):
+        ff.close()
