@@ -12,6 +12,7 @@ import sysconfig
 import pytest
 
 from fourfold.model import Chunk, Symbol
+from fourfold.parsing import installed_versions
 from fourfold.parsing.grammars import GRAMMARS, get_parser
 from fourfold.parsing.structure import (
     MAX_CHUNK_CHARS,
@@ -1276,3 +1277,18 @@ def test_one_parse_reads_what_a_second_parse_from_the_bytes_reads(language, monk
     assert (once.symbols, once.chunks, once.references) == \
         (again.symbols, again.chunks, again.references)
     assert once.symbols or once.references
+
+
+def test_installed_versions_are_those_importlib_metadata_reads(tmp_path, monkeypatch):
+    """The parser's fingerprint names each grammar's installed version, read from the
+    names of the .dist-info folders: the same as importlib.metadata's, the first on
+    sys.path winning as it does for an import."""
+    from importlib import metadata
+
+    packages = ["tree-sitter", *sorted({module.replace("_", "-")
+                                        for module, _ in GRAMMARS.values()})]
+    assert installed_versions([*packages, "no-such-project-here"]) == {
+        package: metadata.version(package) for package in packages}
+    (tmp_path / "tree_sitter_python-9.9.9.dist-info").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert installed_versions(["tree-sitter-python"]) == {"tree-sitter-python": "9.9.9"}
