@@ -45,7 +45,7 @@ from .base import (BM25_COLUMN_WEIGHTS, CODE_CHANGES_KEPT, EdgeColumns, FileReco
 from .postgres_postings import HeldPostings
 from .sql_common import (CHUNK_COLS, FILE_COLS, SYMBOL_COLS, EdgeRow, clear_errors,
                          copied_edge_files, edge_columns_of, packed, packed_bytes,
-                         packed_codes, two_columns, unpacked)
+                         packed_codes, twin_file_ids, two_columns, unpacked)
 
 SCHEMA = "fourfold"
 T = TypeVar("T")
@@ -2197,14 +2197,10 @@ class PostgresStore(Store):
     def copy_graph(self, from_repo: int, repo_id: int, version: int) -> bool:
         conn = self._conn()
         with conn.transaction(), conn.cursor() as cur:
-            now = cur.execute("SELECT value FROM meta WHERE key = %s",
-                              (f"setting:{graph_version_setting(from_repo)}",)).fetchone()
-            if setting_value(now and now[0], 0) != version:
+            file_of = twin_file_ids(lambda sql, params: cur.execute(sql, params).fetchall(),
+                                    "%s", from_repo, repo_id, version)
+            if file_of is None:
                 return False
-            file_of = dict(cur.execute(
-                "SELECT theirs.id, mine.id FROM files theirs JOIN files mine ON mine.repo_id = "
-                "%s AND mine.path = theirs.path WHERE theirs.repo_id = %s",
-                (repo_id, from_repo)).fetchall())
             parts = []
             for part, *row in cur.execute(f"SELECT part, {_EDGE_COLUMNS} FROM edges WHERE "
                                           "repo_id = %s", (from_repo,), binary=True).fetchall():

@@ -6,10 +6,10 @@ from __future__ import annotations
 import functools
 import inspect
 from array import array
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ..errors import IndexDamagedError, QueryError
-from .base import EdgeColumns
+from .base import EdgeColumns, graph_version_setting, setting_value
 
 # Symbols and chunks belong to a document (s.document_id, c.document_id), shared by the
 # files of every branch that holds it: they are read joined to the file (f) that asks.
@@ -75,6 +75,21 @@ def _edge_row_whole(row: EdgeRow) -> bool:
         if len(coded_at) and not (0 <= coded_at.min() and coded_at.max() < len(distinct)):
             return False
     return True
+
+
+def twin_file_ids(rows: Callable[[str, tuple], list], mark: str, from_repo: int,
+                  repo_id: int, version: int) -> dict[int, int] | None:
+    """For a copy of a twin's graph (Store.copy_graph), read in its transaction: each file
+    id of `from_repo` -> `repo_id`'s file of the same path; None where `from_repo`'s graph
+    is no longer at `version`. `rows(sql, params)`: the store's rows of a statement whose
+    placeholders are `mark`."""
+    now = rows(f"SELECT value FROM meta WHERE key={mark}",
+               (f"setting:{graph_version_setting(from_repo)}",))
+    if setting_value(now[0][0] if now else None, 0) != version:
+        return None
+    return dict(rows(f"SELECT theirs.id, mine.id FROM files theirs JOIN files mine ON "
+                     f"mine.repo_id={mark} AND mine.path=theirs.path WHERE theirs.repo_id={mark}",
+                     (repo_id, from_repo)))
 
 
 def copied_edge_files(row: EdgeRow, file_of: dict[int, int]) -> tuple[bytes, bytes] | None:

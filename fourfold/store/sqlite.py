@@ -40,7 +40,7 @@ from .chunk_index import ChunkIndex, weighted_text
 from .index_dir import CHUNK_INDEX_NAME, IndexLock, indexer_at_work
 from .sql_common import (CHUNK_COLS, FILE_COLS, EdgeRow, clear_errors, edge_columns_of,
                          copied_edge_files, packed, packed_bytes, packed_codes,
-                         symbol_columns, two_columns)
+                         symbol_columns, twin_file_ids, two_columns)
 
 SCHEMA_VERSION = 15  # 2: trigram index without positions; 3: contentless chunk tokens;
 # 4: a file's raw references as one JSON row, edges indexed by repository only;
@@ -1299,14 +1299,10 @@ class SQLiteStore(Store):
         conn = self._conn()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
-            now = conn.execute("SELECT value FROM meta WHERE key=?",
-                               (f"setting:{graph_version_setting(from_repo)}",)).fetchone()
-            if setting_value(now and now[0], 0) != version:
+            file_of = twin_file_ids(lambda sql, params: conn.execute(sql, params).fetchall(),
+                                    "?", from_repo, repo_id, version)
+            if file_of is None:
                 return False
-            file_of = dict(conn.execute(
-                "SELECT theirs.id, mine.id FROM files theirs JOIN files mine ON "
-                "mine.repo_id=? AND mine.path=theirs.path WHERE theirs.repo_id=?",
-                (repo_id, from_repo)))
             row = conn.execute(f"SELECT {_EDGE_COLUMNS} FROM edges WHERE repo_id=?",
                                (from_repo,)).fetchone()
             if row is not None:
