@@ -30,7 +30,8 @@ from .affected import changed_names, closure, module_names, naming
 from .build import rebuild_graph, renamed_ids, stored_facts
 from .copied import copy_graph
 from .facts import USE_KINDS, Definition, Edge, FileFacts
-from .inputs import SYMBOL_FILES, GraphFacts, decode_input, decode_symbols, encode_input, same_input
+from .inputs import (SYMBOL_FILES, GraphFacts, decode_input, decode_symbols, encode_input,
+                     same_input)
 from .resolve import resolve_into
 
 # every file's facts by path, the extra files' texts, the changed files' new inputs, the

@@ -798,8 +798,8 @@ class Store(ABC):
         (graph.copied): its edges, ranks and what it read of each file, each file id
         renamed to `repo_id`'s file of the same path (symbol ids are the documents'), in
         one transaction. False, and nothing written, where `from_repo`'s graph is no
-        longer at `version` (graph_version_setting) or an edge's file has no file of the
-        same path in `repo_id`."""
+        longer at `version` (graph_version_setting), its stored edges are damaged, or an
+        edge's file has no file of the same path in `repo_id`."""
 
     @abstractmethod
     def graph_inputs(self, repo_id: int) -> list[GraphInput]:
