@@ -410,22 +410,19 @@ def _graph_taken(store: Store, repo_id: int, summary: IndexSummary) -> bool:
     tries the copy first, which loads no numpy."""
     from .graph.copied import copy_graph
 
-    every_file_shared = 0 < summary.shared == summary.added + summary.changed
+    def copied() -> bool:
+        if 0 < summary.shared == summary.added + summary.changed:
+            summary.twin = copy_graph(store, repo_id)
+        return summary.twin is not None
+
     fresh = not store.setting(graph_version_setting(repo_id), 0)
-    if every_file_shared and fresh:
-        summary.twin = copy_graph(store, repo_id)
-        if summary.twin is not None:
-            return True
+    if fresh and copied():
+        return True
     from .graph.patch import patch_graph  # numpy: loaded only when needed
     from .graph.seeded import seed_graph
 
-    if patch_graph(store, repo_id):
-        return True
-    if every_file_shared and not fresh:
-        summary.twin = copy_graph(store, repo_id)
-        if summary.twin is not None:
-            return True
-    return bool(summary.shared and seed_graph(store, repo_id))
+    return (patch_graph(store, repo_id) or (not fresh and copied())
+            or bool(summary.shared and seed_graph(store, repo_id)))
 
 
 def _owe_codes(store: Store, repo_id: int, summary: IndexSummary, writes: bool) -> None:
