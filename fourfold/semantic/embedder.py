@@ -29,6 +29,7 @@ import hashlib
 import itertools
 import os
 import re
+import sys
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -44,6 +45,11 @@ from .names import ALIASES, DEFAULT_MODEL, is_remote, unknown_model
 
 GATHER_TOKENS = 16_384  # token vectors a static embedding sums at once (dim x 4 bytes each)
 SPARSE_FROM_TEXTS = 16  # texts embedded at once from which a sparse product sums them
+# Token vectors gathered and summed by numpy before scipy's sparse product is loaded for the
+# rest: about what loading it costs (0.13-0.17 s; a gathered token ~1 us, one in the product
+# ~0.05 us), so a run embedding a few chunks never loads it, and one embedding many pays at
+# most about twice the cheaper way's cost.
+SPARSE_AFTER_TOKENS = 150_000
 SEGMENT_CACHE = 200_000  # segments whose token ids a static embedder keeps (tens of MB)
 WORD_CACHE = 200_000  # and words
 # Runs of identifier characters and single punctuation marks: the tokenizer's own split of
@@ -323,6 +329,7 @@ class StaticEmbedder:
         self.max_tokens = max_tokens
         self._segments = _SegmentIds(self._tok)
         self._learning = threading.Lock()
+        self._gathered = 0  # tokens summed without scipy so far (SPARSE_AFTER_TOKENS)
 
     def token_ids(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """What the model reads of each text, compound identifiers followed by their words,
@@ -370,7 +377,9 @@ class StaticEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         flat, starts = self.token_ids(texts)
-        if len(texts) < SPARSE_FROM_TEXTS:
+        if len(texts) < SPARSE_FROM_TEXTS or (self._gathered < SPARSE_AFTER_TOKENS
+                                              and "scipy.sparse" not in sys.modules):
+            self._gathered += len(flat)
             return _l2_normalize(self._gathered_sums(flat, starts))
         # Indexing: a (texts x vocabulary) matrix of token counts times the vectors, twenty
         # times faster than gathering every token's vector and summing the runs.
@@ -383,8 +392,8 @@ class StaticEmbedder:
         return _l2_normalize(np.asarray(counts @ self._emb, dtype=np.float32))
 
     def _gathered_sums(self, flat: np.ndarray, starts: np.ndarray) -> np.ndarray:
-        """The sums for a few texts (a question) without scipy, whose import would cost a
-        search process more than the sums do."""
+        """The sums without scipy, whose import would cost a search process (a question) or
+        a run embedding a few chunks more than the sums do."""
         n = len(starts) - 1
         out = np.zeros((n, self.dim), dtype=np.float32)
         first = 0

@@ -101,9 +101,10 @@ def test_a_question_embeds_without_scipy(make_tree):
 
 def test_a_fresh_checkout_loads_no_model_or_scipy(make_tree, tmp_path):
     """A second copy of an indexed tree (a clone, a worktree) finds every chunk's vector
-    stored, and its twin's graph and binary codes to copy: the model, scipy and numpy are
-    loaded only to embed, to rank and to make codes, which such a run does not do. A
-    clone with an index of its own finds every vector in the cache."""
+    stored, and its twin's graph and binary codes to copy: the model and numpy are loaded
+    only to embed, to rank and to make codes, which such a run does not do. A
+    clone with an index of its own finds every vector in the cache. No run of a small
+    tree loads scipy."""
     files = {"a.py": "def handler():\n    return helper()\n",
              "b.py": "def helper():\n    return 'START_MARKER'\n"}
     code = ("import json, sys\nfrom fourfold import Fourfold\n"
@@ -119,7 +120,8 @@ def test_a_fresh_checkout_loads_no_model_or_scipy(make_tree, tmp_path):
         return json.loads(result.stdout.strip().splitlines()[-1])
 
     shared, embedded, loaded = index(make_tree(files))
-    assert (shared, embedded) == (0, 2) and "tokenizers" in loaded  # the first: embedded
+    # the first: embedded; its graph ranked by numpy alone, its two chunks summed so too
+    assert (shared, embedded) == (0, 2) and "tokenizers" in loaded and "scipy" not in loaded
     shared, embedded, loaded = index(make_tree(files, name="checkout"))
     assert (shared, embedded, loaded) == (2, 0, [])
     # a clone with an index of its own: parsed again, every vector from the cache
@@ -127,4 +129,4 @@ def test_a_fresh_checkout_loads_no_model_or_scipy(make_tree, tmp_path):
     assert (shared, embedded) == (0, 0) and "tokenizers" not in loaded
     changed = make_tree({**files, "b.py": "def helper():\n    return 'OTHER'\n"}, name="next")
     shared, embedded, loaded = index(changed)  # a changed chunk: the model is loaded for it
-    assert (shared, embedded) == (1, 1) and "tokenizers" in loaded
+    assert (shared, embedded) == (1, 1) and "tokenizers" in loaded and "scipy" not in loaded

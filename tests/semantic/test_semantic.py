@@ -1,6 +1,9 @@
 """Semantic modality: binary codes, Hamming search, rescoring, embedders, chunk text."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -154,9 +157,11 @@ def test_static_model_reads_identifiers_with_their_words():
     assert float(question @ code) > float(question @ other)
 
 
-def test_static_model_sums_many_texts_as_it_sums_one():
+def test_static_model_sums_many_texts_as_it_sums_one(monkeypatch):
     """Indexing sums token vectors by a sparse product, a question by gathering them: the
     same vectors either way."""
+    import fourfold.semantic.embedder as module
+    monkeypatch.setattr(module, "SPARSE_AFTER_TOKENS", 0)  # the product from the start
     emb = load_embedder("static")
     texts = [f"def handler_{i}(request): return parseConfig(request.body, retries={i})" * (i % 4)
              for i in range(40)]
@@ -165,6 +170,39 @@ def test_static_model_sums_many_texts_as_it_sums_one():
     assert together.shape == (40, emb.dim)
     assert np.allclose(together, alone, atol=1e-6)
     assert not together[0].any()  # an empty text has no tokens: a zero vector, not NaN
+
+
+def test_a_few_chunks_are_embedded_without_loading_scipy():
+    """Loading scipy's sparse product costs more than gathering the vectors of a few
+    chunks (an index run that embeds a changed file's chunks): a process loads it only
+    after gathering SPARSE_AFTER_TOKENS tokens, and both ways give the same vectors."""
+    code = ("import sys\nimport numpy as np\nfrom fourfold.semantic import embedder\n"
+            "emb = embedder.load_embedder('static')\n"
+            "texts = [f'def handler_{i}(request): return retry(request, {i})' for i in range(40)]\n"
+            "gathered = emb.embed(texts)\n"
+            "print('scipy' in sys.modules)\n"
+            "embedder.SPARSE_AFTER_TOKENS = len(emb.token_ids(texts)[0])\n"
+            "product = emb.embed(texts)\n"
+            "print('scipy' in sys.modules, np.allclose(gathered, product, atol=1e-6))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.stdout.split("\n")[:2] == ["False", "True True"], result.stderr
+
+
+def test_a_process_that_loaded_scipy_sums_by_its_product(monkeypatch):
+    """Once scipy is loaded, its product is the cheaper way for any batch of texts."""
+    import importlib
+
+    import fourfold.semantic.embedder as module
+    importlib.import_module("scipy.sparse")
+    monkeypatch.setattr(module, "SPARSE_AFTER_TOKENS", 10**12)
+    emb = module.StaticEmbedder(name="static-loaded")
+
+    def gathered(*_):
+        raise AssertionError("gathered, though scipy is loaded")
+    monkeypatch.setattr(emb, "_gathered_sums", gathered)
+    assert emb.embed([f"def handler_{i}(request): return {i}" for i in range(20)]).shape == (
+        20, emb.dim)
 
 
 def test_static_model_reads_the_token_ids_the_tokenizer_gives():
