@@ -300,9 +300,13 @@ class Fourfold:
         try:
             if self.store.vector_count(stored_name(self.embedder_name)):
                 return None
-            return self.semantic.embedder
+            embedder = self.semantic.embedder
         except ModalityUnavailable:
             return None
+        load_vectors = getattr(embedder, "load_vectors", None)  # a static model's
+        if load_vectors is not None:
+            load_vectors()
+        return embedder
 
     def _indexing_embedder(self) -> "Embedder":
         """The model chunks are embedded with while indexing; a bundled one is loaded at

@@ -311,12 +311,16 @@ class StaticEmbedder:
                 scale = z["scale"] if "scale" in z.files else None
         except Exception as e:
             raise EmbedderUnavailable(f"static embedding file is corrupt: {path} ({e})") from e
-        if emb.ndim != 2:
+        if emb.ndim != 2 or (scale is not None and scale.shape != emb.shape[:1]):
             raise EmbedderUnavailable(f"static embedding file is corrupt: {path} (bad shape)")
-        emb = emb.astype(np.float32)
-        if scale is not None:
-            emb *= scale.astype(np.float32)[:, None]
-        self._emb = emb
+        # The rows as stored (int8 with a scale a row: a quarter of float32's bytes): a
+        # question gathers and scales its few rows; the whole float32 matrix, which a
+        # sparse product needs, is made at the first (load_vectors). Allocating its 31 MB in
+        # a search process cost 5-20 ms, and up to a few hundred ms where the kernel
+        # compacted memory for the huge pages numpy asks for.
+        self._rows = emb
+        self._row_scale = None if scale is None else scale.astype(np.float32)
+        self._vectors: np.ndarray | None = None
         self._tok = _load_tokenizer(Path(tokenizer_path))
         self._tok.no_padding()
         self._tok.no_truncation()
@@ -389,7 +393,22 @@ class StaticEmbedder:
         counts = sparse.csr_matrix((np.ones(len(flat), dtype=np.float32), flat, starts),
                                    shape=(len(texts), self.vocabulary_size))
         counts.sum_duplicates()  # a token's count times its vector, summed as before
-        return _l2_normalize(np.asarray(counts @ self._emb, dtype=np.float32))
+        return _l2_normalize(np.asarray(counts @ self.load_vectors(), dtype=np.float32))
+
+    def load_vectors(self) -> np.ndarray:
+        """Every token's vector as float32, scaled: made at the first call and kept. A
+        process about to fork workers that embed many chunks calls it first, so that they
+        share its pages instead of making a copy each."""
+        if self._vectors is None:
+            self._vectors = self._scaled(self._rows, self._row_scale)
+        return self._vectors
+
+    @staticmethod
+    def _scaled(rows: np.ndarray, scale: np.ndarray | None) -> np.ndarray:
+        vectors = rows.astype(np.float32)
+        if scale is not None:
+            vectors *= scale[:, None]
+        return vectors
 
     def _gathered_sums(self, flat: np.ndarray, starts: np.ndarray) -> np.ndarray:
         """The sums without scipy, whose import would cost a search process (a question) or
@@ -401,7 +420,9 @@ class StaticEmbedder:
             last = first + 1
             while last < n and starts[last + 1] - starts[first] <= GATHER_TOKENS:
                 last += 1
-            rows = self._emb[flat[starts[first]:starts[last]]]
+            ids = flat[starts[first]:starts[last]]
+            rows = self._scaled(self._rows[ids], None if self._row_scale is None
+                                else self._row_scale[ids])
             filled = [i for i in range(first, last) if starts[i + 1] > starts[i]]
             if filled:
                 out[filled] = np.add.reduceat(rows, starts[filled] - starts[first], axis=0)

@@ -205,6 +205,21 @@ def test_a_process_that_loaded_scipy_sums_by_its_product(monkeypatch):
         20, emb.dim)
 
 
+def test_a_question_makes_no_float_matrix_and_the_parsers_model_comes_with_one(make_tree):
+    """A question gathers its few rows from the int8 matrix as stored; the model handed to
+    the parser processes has its float32 vectors made before they fork (they share its
+    pages, where each would otherwise make a copy)."""
+    from fourfold import Fourfold
+    root = make_tree({"a.py": "def retry_with_backoff(call):\n    return call()\n"})
+    ff = Fourfold(root)
+    embedder = ff._parsers_embedder()  # nothing indexed yet: the parsers embed
+    assert isinstance(embedder, StaticEmbedder) and embedder._vectors is not None
+    question = StaticEmbedder(name="static-question")
+    vector = question.embed(["how are failed calls retried"])
+    assert question._vectors is None
+    assert np.allclose(vector, embedder.embed(["how are failed calls retried"]), atol=1e-6)
+
+
 def test_static_model_reads_the_token_ids_the_tokenizer_gives():
     """Plain text is split and its words' ids remembered rather than tokenized whole: the
     same ids, in the same order, cut at the same length, for code, prose, non-ASCII text,
@@ -362,6 +377,9 @@ def test_corrupt_model_files_give_clear_error(tmp_path):
     badnpz = tmp_path / "static.npz"
     badnpz.write_bytes(b"PK\x03\x04 truncated zip")
     with pytest.raises(EmbedderUnavailable, match="static embedding file is corrupt"):
+        StaticEmbedder(badnpz)
+    np.savez(badnpz, emb=np.ones((40000, 8), dtype=np.int8), scale=np.ones(39999, np.float32))
+    with pytest.raises(EmbedderUnavailable, match="bad shape"):  # a scale a row, or none
         StaticEmbedder(badnpz)
     badtok = tmp_path / "tokenizer.json"
     badtok.write_text("{not json")
