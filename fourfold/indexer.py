@@ -677,7 +677,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             store.release_memory()  # given back before the child's graph is at its largest
             release_freed_memory()
         if resolve:
-            from .graph.build import rebuild_graph, store_graph  # numpy/scipy: when needed
+            from .graph.build import rebuild_graph, store_graph  # numpy: when needed
             graph = resolving.result() if resolving is not None else None
             if graph is not None:
                 store_graph(store, repo_id, graph)

@@ -34,6 +34,9 @@ def pagerank(n_nodes: int, src_idx, dst_idx, damping: float = 0.85, tol: float =
         return np.zeros(0)
     src = np.asarray(src_idx, dtype=np.int64)
     dst = np.asarray(dst_idx, dtype=np.int64)
+    if len(src) and not (0 <= min(src.min(), dst.min()) and max(src.max(), dst.max())
+                         < n_nodes):
+        raise ValueError(f"an edge's node is not one of the {n_nodes} nodes")
     w = np.ones(len(src)) if weights is None else np.asarray(weights, dtype=np.float64)
     out_w = np.bincount(src, weights=w, minlength=n_nodes) if len(src) else np.zeros(n_nodes)
     dangling = out_w == 0

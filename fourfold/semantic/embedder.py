@@ -311,8 +311,11 @@ class StaticEmbedder:
                 scale = z["scale"] if "scale" in z.files else None
         except Exception as e:
             raise EmbedderUnavailable(f"static embedding file is corrupt: {path} ({e})") from e
-        if emb.ndim != 2 or (scale is not None and scale.shape != emb.shape[:1]):
-            raise EmbedderUnavailable(f"static embedding file is corrupt: {path} (bad shape)")
+        if (emb.ndim != 2 or emb.dtype.kind not in "iuf"
+                or (scale is not None and (scale.shape != emb.shape[:1]
+                                           or scale.dtype.kind not in "iuf"))):
+            raise EmbedderUnavailable(
+                f"static embedding file is corrupt: {path} (bad shape or type)")
         # The rows as stored (int8 with a scale a row: a quarter of float32's bytes): a
         # question gathers and scales its few rows; the whole float32 matrix, which a
         # sparse product needs, is made at the first (load_vectors). Allocating its 31 MB in
@@ -321,6 +324,7 @@ class StaticEmbedder:
         self._rows = emb
         self._row_scale = None if scale is None else scale.astype(np.float32)
         self._vectors: np.ndarray | None = None
+        self._making_vectors = threading.Lock()  # threads embedding at once make it once
         self._tok = _load_tokenizer(Path(tokenizer_path))
         self._tok.no_padding()
         self._tok.no_truncation()
@@ -400,7 +404,9 @@ class StaticEmbedder:
         process about to fork workers that embed many chunks calls it first, so that they
         share its pages instead of making a copy each."""
         if self._vectors is None:
-            self._vectors = self._scaled(self._rows, self._row_scale)
+            with self._making_vectors:
+                if self._vectors is None:
+                    self._vectors = self._scaled(self._rows, self._row_scale)
         return self._vectors
 
     @staticmethod

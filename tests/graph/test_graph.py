@@ -450,6 +450,13 @@ def test_pagerank_matches_dense_solution_with_dangling_nodes():
     assert pr.argmax() == 2
 
 
+def test_pagerank_refuses_an_edge_outside_its_nodes():
+    for src, dst in [([0], [-1]), ([-1], [0]), ([0], [3]), ([3], [0])]:
+        with pytest.raises(ValueError, match="not one of the 3 nodes"):
+            pagerank(3, src, dst)
+    assert pagerank(3, [], []).tolist() == pytest.approx([1 / 3] * 3)
+
+
 def test_pagerank_tolerance_does_not_scale_with_size():
     rng = np.random.default_rng(0)
     n = 20000

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -220,6 +222,26 @@ def test_a_question_makes_no_float_matrix_and_the_parsers_model_comes_with_one(m
     assert np.allclose(vector, embedder.embed(["how are failed calls retried"]), atol=1e-6)
 
 
+def test_threads_embedding_at_once_make_the_float_matrix_once(monkeypatch):
+    import fourfold.semantic.embedder as module
+    monkeypatch.setattr(module, "SPARSE_AFTER_TOKENS", 0)
+    emb = module.StaticEmbedder(name="static-threads-vectors")
+    made = []
+    scaled = emb._scaled
+    monkeypatch.setattr(emb, "_scaled", lambda rows, scale: made.append(len(rows)) or scaled(
+        rows, scale))
+    texts = [f"def handler_{i}(request): return {i}" for i in range(20)]
+    start = threading.Barrier(6)
+
+    def embed():
+        start.wait()
+        return emb.embed(texts)
+    with ThreadPoolExecutor(6) as pool:
+        results = list(pool.map(lambda _: embed(), range(6)))
+    assert made == [emb.vocabulary_size]  # one whole matrix, no gathered rows
+    assert all(np.array_equal(r, results[0]) for r in results)
+
+
 def test_static_model_reads_the_token_ids_the_tokenizer_gives():
     """Plain text is split and its words' ids remembered rather than tokenized whole: the
     same ids, in the same order, cut at the same length, for code, prose, non-ASCII text,
@@ -378,9 +400,12 @@ def test_corrupt_model_files_give_clear_error(tmp_path):
     badnpz.write_bytes(b"PK\x03\x04 truncated zip")
     with pytest.raises(EmbedderUnavailable, match="static embedding file is corrupt"):
         StaticEmbedder(badnpz)
-    np.savez(badnpz, emb=np.ones((40000, 8), dtype=np.int8), scale=np.ones(39999, np.float32))
-    with pytest.raises(EmbedderUnavailable, match="bad shape"):  # a scale a row, or none
-        StaticEmbedder(badnpz)
+    for emb, scale in [(np.ones((40000, 8), np.int8), np.ones(39999, np.float32)),  # a row's
+                       (np.full((40000, 8), "x"), None),  # numbers
+                       (np.ones((40000, 8), np.int8), np.full(40000, "x"))]:
+        np.savez(badnpz, emb=emb, **({} if scale is None else {"scale": scale}))
+        with pytest.raises(EmbedderUnavailable, match="bad shape or type"):
+            StaticEmbedder(badnpz)
     badtok = tmp_path / "tokenizer.json"
     badtok.write_text("{not json")
     with pytest.raises(EmbedderUnavailable, match="tokenizer file is corrupt"):
