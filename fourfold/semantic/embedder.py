@@ -44,7 +44,7 @@ from .model_files import (MINILM_PACKAGE, MODEL_MISSING, STATIC_MISSING, STATIC_
 from .names import ALIASES, DEFAULT_MODEL, is_remote, unknown_model
 
 GATHER_TOKENS = 16_384  # token vectors a static embedding sums at once (dim x 4 bytes each)
-SPARSE_FROM_TEXTS = 16  # texts embedded at once from which a sparse product sums them
+SPARSE_FROM_TEXTS = 16  # texts embedded at once below which their vectors are gathered
 # Token vectors gathered and summed by numpy before scipy's sparse product is loaded for the
 # rest: about what loading it costs (0.13-0.17 s; a gathered token ~1 us, one in the product
 # ~0.05 us), so a run embedding a few chunks never loads it, and one embedding many pays at
