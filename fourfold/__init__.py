@@ -6,8 +6,8 @@ from __future__ import annotations
 __all__ = ["Fourfold", "FourfoldError", "SearchOptions", "SearchResponse"]
 __version__ = "0.1.0"
 
-_HOMES = {"Fourfold": ".api", "FourfoldError": ".errors", "SearchOptions": ".routing.engine",
-          "SearchResponse": ".routing.engine"}
+_HOMES = {"Fourfold": ".api", "FourfoldError": ".errors", "SearchOptions": ".routing.options",
+          "SearchResponse": ".routing.options"}
 
 
 def __getattr__(name: str):

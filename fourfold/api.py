@@ -21,19 +21,14 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from .discovery.walk import DEFAULT_MAX_FILE_BYTES
 from .discovery.watch import STEP_MS
-from . import navigation
 from .errors import (FourfoldError, IndexBusyError, IndexWriteError, ModalityUnavailable,
                      NotIndexedError, QueryError)
 from .store import open_server_store, redacted
-from .query.model import check_limit, check_text
-from .ranking.priors import rank_definitions
-from .retrievers.graph import GraphRetriever, paged
+from .query.model import GREP_TIME_BUDGET, check_limit, check_text
 from .retrievers.grep_pool import GrepPool
-from .retrievers.structural import StructuralRetriever, match_label
-from .retrievers.text import GREP_TIME_BUDGET, ResultList, TextRetriever
 from .ranking.granularity import GRANULARITIES
 from .semantic.names import check_model_name
-from .routing.engine import RANKINGS, SearchEngine, SearchOptions, SearchResponse
+from .routing.options import RANKINGS, SearchOptions, SearchResponse
 from .routing.profiles import MODALITIES, PRESETS, PROFILES, parse_weights
 from .store.base import (codes_behind, codes_owed_setting, codes_taken_setting,
                          deep_codes_setting, graph_version_setting, max_file_bytes_setting,
@@ -47,6 +42,10 @@ from .access import Grant
 
 if TYPE_CHECKING:
     from .indexer import IndexSummary, Progress
+    from .retrievers.graph import GraphRetriever
+    from .retrievers.structural import StructuralRetriever
+    from .retrievers.text import ResultList, TextRetriever
+    from .routing.engine import SearchEngine
     from .store.base import RepoInfo, Store
     from .retrievers.semantic import SemanticRetriever
     from .semantic.embedder import Embedder
@@ -654,13 +653,17 @@ class Fourfold:
             f"there: {known}); index it with `fourfold index PATH --repository NAME` and the "
             "same --store or --index-dir")
 
-    # -- retrievers -----------------------------------------------------------------------
+    # -- retrievers (imported as a search needs them: an index run reads none) -----------
     @cached_property
     def text(self) -> TextRetriever:
+        from .retrievers.text import TextRetriever
+
         return TextRetriever(self.store, self.snapshots, self._grep_pool)
 
     @cached_property
     def structural(self) -> StructuralRetriever:
+        from .retrievers.structural import StructuralRetriever
+
         return StructuralRetriever(self.store, self.snapshots)
 
     @cached_property
@@ -691,10 +694,14 @@ class Fourfold:
 
     @cached_property
     def graph(self) -> GraphRetriever:
+        from .retrievers.graph import GraphRetriever
+
         return GraphRetriever(self.store, self.structural, lambda: self._in(None))
 
     @cached_property
     def engine(self) -> SearchEngine:
+        from .routing.engine import SearchEngine
+
         retrievers = {"text": self.text, "structural": self.structural, "graph": self.graph,
                       "semantic": self.semantic}
         return SearchEngine(retrievers, self.snapshots.current)
@@ -831,6 +838,9 @@ class Fourfold:
         if not name or not name.strip():
             raise QueryError("empty name: give the symbol to look up")
         name = name.strip()
+        from .ranking.priors import rank_definitions
+        from .retrievers.structural import match_label
+
         return [{"path": s.path, "start_line": s.start_line, "end_line": s.end_line,
                  "name": s.name, "qualname": s.qualname, "kind": s.kind,
                  "signature": s.signature, "doc": s.doc, "language": s.language,
@@ -890,6 +900,8 @@ class Fourfold:
             by_distance[str(r["distance"])] = by_distance.get(str(r["distance"]), 0) + 1
         summary = {"dependents": len(rows), "files": len({r["path"] for r in rows}),
                    "by_distance": by_distance}
+        from .retrievers.graph import paged
+
         return {**paged(rows, limit, offset, list(found["notes"])), "summary": summary}
 
     def map(self, limit: int = 20, repo_id: int | None = None) -> dict:
@@ -1248,6 +1260,8 @@ class Fourfold:
             found = self.graph.imports(name, limit=ALL_ROWS)
         else:
             found = self.importers(name, limit=ALL_ROWS, repo_id=self._in(repo_id))
+        from .retrievers.graph import paged
+
         return paged(found["results"], limit, offset, list(found.get("notes", [])))
 
     @_in_its_repository
@@ -1278,6 +1292,8 @@ class Fourfold:
         "repository" when the index serves several): only those under `glob`, whose file
         name contains `name` (case-insensitive), of `languages` (an unknown one raises
         QueryError), in repository `repo_id` (default: the one this object serves)."""
+        from . import navigation
+
         self._require_index(repo_id)
         return navigation.list_files(self.store, glob, name, languages, self._in(repo_id))
 
@@ -1299,12 +1315,16 @@ class Fourfold:
         """Every definition of a kind (as kinds are named in queries; an unknown one raises
         QueryError), with no name needed, in path and line order, optionally only under
         `path_glob` and in one repository."""
+        from . import navigation
+
         self._require_index(repo_id)
         return navigation.symbols(self.store, kind, path_glob, self._in(repo_id))
 
     def with_context(self, matches, context: int) -> list[dict]:
         """grep() matches as dicts {"path", "line", "text", "before", "after"}: the up to
         `context` (0-10) lines before and after each, as {"line", "text"} (like grep -C)."""
+        from . import navigation
+
         return navigation.with_context(self.store, matches, context)
 
     @_in_its_repository

@@ -32,6 +32,10 @@ _PROSE_WORDS = re.compile(r"(?i)\b(docs?|documentation|readme|changelog|guide|tu
 # The most answers one request may ask for: every modality is asked for three times as
 # many, and a search engine's top-k allocates for k up front.
 MAX_RESULTS = 10_000
+# A grep pattern or exact string longer than any line worth finding: parsing, compiling and
+# prefiltering grow with it.
+MAX_PATTERN_CHARS = 4096
+GREP_TIME_BUDGET = 10.0  # seconds a grep scans files before it answers with what it found
 
 
 def check_text(value: object, what: str) -> str | None:

@@ -26,7 +26,7 @@ from ..model import Hit
 from ..store.base import PathKey, RequiredText, Store, StoredFile, unfinished_note
 from ..store.snapshot import Snapshots
 from ..tokens import name_match, name_targets, name_words, query_terms, singular
-from ..query.model import Query, check_text
+from ..query.model import GREP_TIME_BUDGET, MAX_PATTERN_CHARS, Query, check_text
 from .base import inside_glob, path_ok
 from .grep_pool import POOL_MIN_FILES, GrepPool, PoolUnavailable
 
@@ -37,12 +37,9 @@ GLOB_POOL_MOST = 65_536  # BM25 chunks a search under a narrow glob asks for at 
 FOLDED_TRIGRAMS = 32  # trigrams a literal of several case forms asks for, whatever its length
 MAX_SPELLINGS = 27  # of one trigram (an i's three forms, thrice); one with more is not asked
 _WORD_CHAR = re.compile(r"\w")
-# Longer than any line worth finding; parsing, compiling and prefiltering grow with it.
-MAX_PATTERN_CHARS = 4096
 # RE2 instructions (\pL{30} takes 36,000). A larger program compiles for tenths of a second
 # and builds its automaton at a few MB a second (\pL{100}: 120,000 instructions, 3 MB/s).
 MAX_REGEX_PROGRAM = 50_000
-GREP_TIME_BUDGET = 10.0  # seconds a grep scans files before it answers with what it found
 
 
 class ResultList(list):

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Callable
 
 from ..collector import collector_paused
@@ -20,6 +20,7 @@ from ..ranking.learned import LearnedRanking
 from ..ranking.priors import apply_priors, question_words
 from .intent import (EXACT_MATCH, FIND_REFERENCES, IMPACT_ANALYSIS, INTENTS, TARGETED_INTENTS,
                      UNDERSTAND_CODE, Intent, classify)
+from .options import RANKINGS, SearchOptions, SearchResponse
 from .profiles import DIRECT_CONFIDENCE, DOMINANT, MODALITIES, PRESETS, PROFILE_K, PROFILES
 
 CANDIDATES_PER_MODALITY = 60
@@ -30,7 +31,6 @@ GRANULARITY = {intent: SPAN if intent in (FIND_REFERENCES, IMPACT_ANALYSIS) else
                for intent in INTENTS}
 FILTERED_POOL_FACTOR = 4  # candidates asked for when a language or kind filter thins them
 NO_FILTERS = Filters()
-RANKINGS = ("learned", "fused")
 # The longest issue texts pasted as questions run to about 20,000 characters; a longer query
 # only costs time and memory and is refused.
 MAX_QUERY_CHARS = 32_000
@@ -38,44 +38,6 @@ MAX_QUERY_CHARS = 32_000
 MAX_WEIGHT = 1000
 # files a pasted text's headline is searched for on its own, for the learned stage
 HEADLINE_FILES = 20
-
-
-@dataclass
-class SearchResponse:
-    query: str
-    intent: str
-    confidence: float
-    rule: str
-    target: str | None
-    fusion_strategy: str  # "direct", "rrf" or "single"
-    modalities: list[str]
-    weights: dict[str, float]
-    hits: list[Hit]
-    unavailable: dict[str, str] = field(default_factory=dict)  # modality -> why it did not answer
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    rrf_k: float | None = None  # the k of the fusion (None on the direct path)
-    repositories_searched: list[str] = field(default_factory=list)  # when several were asked
-    repositories_skipped: list[str] = field(default_factory=list)
-    repositories_unavailable: dict[str, str] = field(default_factory=dict)  # name -> why
-    semantic_model: str | None = None  # the model the semantic modality answered with
-    # every answer asked for is in (SearchEngine.search; an exact string's fallback is so)
-    complete: bool = field(default=False, repr=False)
-
-    def to_dict(self) -> dict:
-        return {
-            "query": self.query, "intent": self.intent, "confidence": self.confidence,
-            "rule": self.rule, "target": self.target, "fusion_strategy": self.fusion_strategy,
-            "modalities": self.modalities, "weights": self.weights, "rrf_k": self.rrf_k,
-            "unavailable": self.unavailable,
-            **({"semantic_model": self.semantic_model} if self.semantic_model else {}),
-            **({"repositories_searched": self.repositories_searched,
-                "repositories_skipped": self.repositories_skipped}
-               if self.repositories_searched else {}),
-            **({"repositories_unavailable": self.repositories_unavailable}
-               if self.repositories_unavailable else {}),
-            "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
-            "results": [h.to_dict() for h in self.hits],
-        }
 
 
 def _answer_key(hit: Hit) -> tuple:
@@ -109,31 +71,6 @@ def _check_modalities(options: "SearchOptions") -> None:
         if unused:
             raise QueryError(f"weights name {', '.join(unused)}, which is not among the "
                              f"modalities asked ({', '.join(options.modalities)})")
-
-
-@dataclass
-class SearchOptions:
-    preset: str = "default"
-    modalities: tuple[str, ...] | None = None
-    weights: dict[str, float] | None = None
-    intent: str | None = None
-    rrf_k: float | None = None
-    profile: str = "tuned"
-    limit: int = 10
-    granularity: str | None = None  # file, span or function; None: by intent (GRANULARITY)
-    ranking: str = "learned"  # "fused": fusion and priors only, no learned ranking stage
-    direct: bool = True
-    boost: bool = True
-    languages: tuple[str, ...] = ()  # only files in these languages ("typescript", "py" ...)
-    kinds: tuple[str, ...] = ()  # only code in definitions of these kinds ("class", "method")
-    exclude_tests: bool = False  # leave test files out (else they rank below source)
-    path_glob: str | None = None
-    repo_id: int | None = None
-
-    def filters(self) -> Filters:
-        """The filters these options ask for, checked (unknown values are an error)."""
-        return Filters.of(self.repo_id, self.path_glob, self.languages, self.kinds,
-                          self.exclude_tests)
 
 
 class SearchEngine:

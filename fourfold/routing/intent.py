@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..retrievers.text import MAX_PATTERN_CHARS
+from ..query.model import MAX_PATTERN_CHARS
 
 FIND_DEFINITION = "find_definition"
 FIND_REFERENCES = "find_references"
