@@ -38,16 +38,23 @@ def test_the_command_hands_everything_else_to_the_command_line(make_tree, capsys
     assert "a.py:1" in capsys.readouterr().out
 
 
+def _command_loads(argv: list[str], modules: tuple[str, ...]) -> tuple[str, str]:
+    """The command line run with `argv` in a new interpreter: "EXIT_CODE [the `modules` it
+    loaded]", and its standard error."""
+    code = ("import sys\nfrom fourfold.interfaces.cli import main\n"
+            f"code = main({argv!r})\n"
+            f"print(code, sorted(m for m in {modules!r} if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    return (result.stdout.strip().splitlines() or [""])[-1], result.stderr
+
+
 def test_grep_on_an_indexed_folder_loads_no_scipy_or_models(make_tree):
     from fourfold import Fourfold
     root = make_tree({"a.py": "VALUE = 'START_MARKER'\n"})
     Fourfold(root).index(embed=False)
-    code = ("import sys\nfrom fourfold.interfaces.cli import main\n"
-            f"code = main(['grep', 'START_MARKER', {str(root)!r}])\n"
-            f"print(code, sorted(m for m in {HEAVY!r} if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60)
-    assert result.stdout.strip().splitlines()[-1] == "0 []", result.stderr
+    loaded, errors = _command_loads(["grep", "START_MARKER", str(root)], HEAVY)
+    assert loaded == "0 []", errors
 
 
 def test_an_index_run_loads_no_search_module(make_tree):
@@ -59,12 +66,8 @@ def test_an_index_run_loads_no_search_module(make_tree):
               "fourfold.retrievers.structural", "fourfold.retrievers.graph",
               "fourfold.retrievers.semantic", "fourfold.navigation", "fourfold.ranking.priors",
               "fourfold.ranking.learned")
-    code = ("import sys\nfrom fourfold.interfaces.cli import main\n"
-            f"code = main(['index', {str(root)!r}, '--no-embed'])\n"
-            f"print(code, sorted(m for m in {search!r} if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60)
-    assert result.stdout.strip().splitlines()[-1] == "0 []", result.stderr
+    loaded, errors = _command_loads(["index", str(root), "--no-embed"], search)
+    assert loaded == "0 []", errors
 
 
 def test_a_search_of_an_indexed_folder_compiles_no_ignore_rules(make_tree):
@@ -73,12 +76,9 @@ def test_a_search_of_an_indexed_folder_compiles_no_ignore_rules(make_tree):
     root = make_tree({"a.py": "def handler():\n    return 'START_MARKER'\n",
                       ".gitignore": "*.log\n"})
     Fourfold(root).index(embed=False)
-    code = ("import sys\nfrom fourfold.interfaces.cli import main\n"
-            f"code = main(['search', 'where is the handler', {str(root)!r}])\n"
-            "print(code, 'pathspec' in sys.modules)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=60)
-    assert result.stdout.strip().splitlines()[-1] == "0 False", result.stderr
+    loaded, errors = _command_loads(["search", "where is the handler", str(root)],
+                                    ("pathspec",))
+    assert loaded == "0 []", errors
 
 
 def test_mcp_server_answers_text_and_symbols_without_heavy_modules(make_tree):
@@ -107,13 +107,9 @@ def test_a_question_embeds_without_scipy(make_tree):
     from fourfold import Fourfold
     root = make_tree({"a.py": "def retry_with_backoff(call):\n    return call()\n"})
     Fourfold(root).index()
-    code = ("import sys\nfrom fourfold.interfaces.cli import main\n"
-            f"code = main(['search', 'how are failed calls retried', {str(root)!r}, "
-            "'--modality', 'semantic'])\n"
-            "print(code, 'scipy' in sys.modules, 'numpy' in sys.modules)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            timeout=120)
-    assert result.stdout.strip().splitlines()[-1] == "0 False True", result.stderr
+    loaded, errors = _command_loads(["search", "how are failed calls retried", str(root),
+                                     "--modality", "semantic"], ("numpy", "scipy"))
+    assert loaded == "0 ['numpy']", errors
 
 
 def test_a_fresh_checkout_loads_no_model_or_scipy(make_tree, tmp_path):
