@@ -831,6 +831,9 @@ class Fourfold:
                     repo_id: int | None = None, path_glob: str | None = None) -> list[dict]:
         """Where a name is defined, best match first, each saying how it matched
         (exact, qualified, case, style, prefix, subword); `kind` as in filters."""
+        from .ranking.priors import rank_definitions
+        from .retrievers.structural import match_label
+
         self._require_index(repo_id)
         check_limit(limit)
         check_text(name, "the name")
@@ -838,9 +841,6 @@ class Fourfold:
         if not name or not name.strip():
             raise QueryError("empty name: give the symbol to look up")
         name = name.strip()
-        from .ranking.priors import rank_definitions
-        from .retrievers.structural import match_label
-
         return [{"path": s.path, "start_line": s.start_line, "end_line": s.end_line,
                  "name": s.name, "qualname": s.qualname, "kind": s.kind,
                  "signature": s.signature, "doc": s.doc, "language": s.language,
@@ -892,6 +892,8 @@ class Fourfold:
                repo_id: int | None = None) -> dict:
         """Transitive dependents (blast radius) with their distance, nearest first, paged;
         `summary` counts all of them: dependents, files affected, how many per distance."""
+        from .retrievers.graph import paged
+
         self._require_index(repo_id)
         found = self.graph.impact(name, depth=depth, limit=ALL_ROWS, repo_id=self._in(repo_id))
         rows = found["results"]
@@ -900,8 +902,6 @@ class Fourfold:
             by_distance[str(r["distance"])] = by_distance.get(str(r["distance"]), 0) + 1
         summary = {"dependents": len(rows), "files": len({r["path"] for r in rows}),
                    "by_distance": by_distance}
-        from .retrievers.graph import paged
-
         return {**paged(rows, limit, offset, list(found["notes"])), "summary": summary}
 
     def map(self, limit: int = 20, repo_id: int | None = None) -> dict:
@@ -1247,6 +1247,8 @@ class Fourfold:
         """One step in the code graph from a symbol (or, for importers, a file or module):
         its callers, callees, importers, subclasses, or (of a file, by its stored path) the
         files it imports, paged, with notes."""
+        from .retrievers.graph import paged
+
         self._require_index(repo_id)
         if relation not in RELATIONS:
             raise QueryError(f"unknown relation {relation!r}; use {', '.join(RELATIONS)}")
@@ -1260,8 +1262,6 @@ class Fourfold:
             found = self.graph.imports(name, limit=ALL_ROWS)
         else:
             found = self.importers(name, limit=ALL_ROWS, repo_id=self._in(repo_id))
-        from .retrievers.graph import paged
-
         return paged(found["results"], limit, offset, list(found.get("notes", [])))
 
     @_in_its_repository
