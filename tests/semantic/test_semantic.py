@@ -223,6 +223,8 @@ def test_a_question_makes_no_float_matrix_and_the_parsers_model_comes_with_one(m
 
 
 def test_threads_embedding_at_once_make_the_float_matrix_once(monkeypatch):
+    """The semantic modality and an MCP server embed from threads: the first sparse product
+    makes the 31 MB matrix once, the others wait for it."""
     import fourfold.semantic.embedder as module
     monkeypatch.setattr(module, "SPARSE_AFTER_TOKENS", 0)
     emb = module.StaticEmbedder(name="static-threads-vectors")
@@ -400,8 +402,9 @@ def test_corrupt_model_files_give_clear_error(tmp_path):
     badnpz.write_bytes(b"PK\x03\x04 truncated zip")
     with pytest.raises(EmbedderUnavailable, match="static embedding file is corrupt"):
         StaticEmbedder(badnpz)
-    for emb, scale in [(np.ones((40000, 8), np.int8), np.ones(39999, np.float32)),  # a row's
-                       (np.full((40000, 8), "x"), None),  # numbers
+    # a scale missing for a row; vectors that are not numbers; a scale that is not
+    for emb, scale in [(np.ones((40000, 8), np.int8), np.ones(39999, np.float32)),
+                       (np.full((40000, 8), "x"), None),
                        (np.ones((40000, 8), np.int8), np.full(40000, "x"))]:
         np.savez(badnpz, emb=emb, **({} if scale is None else {"scale": scale}))
         with pytest.raises(EmbedderUnavailable, match="bad shape or type"):
