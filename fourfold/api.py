@@ -290,10 +290,11 @@ class Fourfold:
                 f"{held.name} --index-dir {self.location}`) and index it again as "
                 f"{self.repository_name!r}")
 
-    def _parsers_embedder(self) -> "Embedder | None":
+    def _parsers_embedder(self, source_bytes: int) -> "Embedder | None":
         """The cheap model for the parser processes where the index holds none of its
-        vectors yet (a first index; loaded before they start); None where it holds some,
-        or the model cannot be loaded (embed() says why)."""
+        vectors yet (a first index; loaded before they start, for `source_bytes` of
+        source each); None where it holds some, or the model cannot be loaded (embed()
+        says why)."""
         from .semantic.model_files import stored_name
 
         try:
@@ -304,7 +305,7 @@ class Fourfold:
             return None
         load_vectors = getattr(embedder, "load_vectors", None)  # a static model's
         if load_vectors is not None:
-            load_vectors()
+            load_vectors(source_bytes)
         return embedder
 
     def _indexing_embedder(self) -> "Embedder":

@@ -442,7 +442,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
                      max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
                      workers: int | None = None, progress: Progress | None = None,
                      build_graph: bool = True, verify: bool = False,
-                     embedder: "Callable[[], Embedder | None] | None" = None,
+                     embedder: "Callable[[int], Embedder | None] | None" = None,
                      changed: Iterable[str] | None = None,
                      graph_later: bool = False,
                      after_files: Callable[[IndexSummary], None] | None = None) -> IndexSummary:
@@ -450,7 +450,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
     with its files on disk, holding `lock` (one indexer per repository) throughout.
     `embedder`: gives a model cheap enough for the parser processes (or None), which then
     embed what they parse while this process writes; asked only where the files to read
-    are enough for the pool.
+    are enough for the pool, with the bytes of source each process is to read.
 
     `changed`: absolute paths a watcher saw change; only they are looked at, unless only a
     walk of the whole tree can tell what they mean (see walk_paths). `graph_later`: leave
@@ -562,8 +562,9 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         parsed_elsewhere = store.parsed_contents(parser) if look_up else set()
         found_by_path = {f.path: f for f in to_read}
         vectors: list[tuple[str, bytes, float]] = []
-        parsers_embedder = embedder() if embedder is not None and _on_pool(to_read, workers) \
-            else None
+        parsers_embedder = (
+            embedder(sum(f.size for f in to_read) // min(workers, len(to_read)))
+            if embedder is not None and _on_pool(to_read, workers) else None)
 
         def write_vectors() -> None:
             nonlocal vectors

@@ -26,6 +26,7 @@ model.onnx), ``FOURFOLD_TOKENIZER`` (path to tokenizer.json), ``FOURFOLD_STATIC_
 from __future__ import annotations
 
 import hashlib
+import importlib
 import itertools
 import os
 import re
@@ -50,6 +51,9 @@ SPARSE_FROM_TEXTS = 16  # texts embedded at once below which their vectors are g
 # ~0.05 us), so a run embedding a few chunks never loads it, and one embedding many pays at
 # most about twice the cheaper way's cost.
 SPARSE_AFTER_TOKENS = 150_000
+# The fewest bytes of source a token of its chunks' texts took (2.0 to 5.8 on five trees):
+# from a number of bytes to embed, the most tokens they can come to.
+SOURCE_BYTES_PER_TOKEN = 2
 SEGMENT_CACHE = 200_000  # segments whose token ids a static embedder keeps (tens of MB)
 WORD_CACHE = 200_000  # and words
 # Runs of identifier characters and single punctuation marks: the tokenizer's own split of
@@ -400,10 +404,15 @@ class StaticEmbedder:
         counts.sum_duplicates()  # a token's count times its vector, summed as before
         return _l2_normalize(np.asarray(counts @ self.load_vectors(), dtype=np.float32))
 
-    def load_vectors(self) -> np.ndarray:
+    def load_vectors(self, source_bytes: int = 0) -> np.ndarray:
         """Every token's vector as float32, scaled: made at the first call and kept. A
         process about to fork workers that embed many chunks calls it first, so that they
-        share its pages instead of making a copy each."""
+        share its pages instead of making a copy each. `source_bytes`: how much source
+        each of them is to embed; where that may come to more than SPARSE_AFTER_TOKENS
+        tokens, scipy's sparse product is loaded here too, once for all of them, instead
+        of in each after it gathered that many."""
+        if source_bytes > SPARSE_AFTER_TOKENS * SOURCE_BYTES_PER_TOKEN:
+            importlib.import_module("scipy.sparse")
         if self._vectors is None:
             with self._making_vectors:
                 if self._vectors is None:

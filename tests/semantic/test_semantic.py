@@ -1,6 +1,7 @@
 """Semantic modality: binary codes, Hamming search, rescoring, embedders, chunk text."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -214,12 +215,38 @@ def test_a_question_makes_no_float_matrix_and_the_parsers_model_comes_with_one(m
     from fourfold import Fourfold
     root = make_tree({"a.py": "def retry_with_backoff(call):\n    return call()\n"})
     ff = Fourfold(root)
-    embedder = ff._parsers_embedder()  # nothing indexed yet: the parsers embed
+    embedder = ff._parsers_embedder(0)  # nothing indexed yet: the parsers embed
     assert isinstance(embedder, StaticEmbedder) and embedder._vectors is not None
     question = StaticEmbedder(name="static-question")
     vector = question.embed(["how are failed calls retried"])
     assert question._vectors is None
     assert np.allclose(vector, embedder.embed(["how are failed calls retried"]), atol=1e-6)
+
+
+def test_parser_processes_that_embed_much_share_one_load_of_scipy(make_tree, tmp_path):
+    """Where each parser process is to embed more source than SPARSE_AFTER_TOKENS tokens
+    can take, the indexing process loads scipy's sparse product before they fork: once for
+    all of them, and none gathers that many token vectors first. Less, and none loads it."""
+    root = make_tree({f"m{i}.py": "".join(f"def handler_{i}_{j}(request):\n"
+                                          f"    return retry(request, {j})\n\n"
+                                          for j in range(40)) for i in range(8)})
+    code = ("import sys\nfrom fourfold import Fourfold, indexer\n"
+            "from fourfold.semantic import embedder\n"
+            "indexer.PARALLEL_BYTES = 0\n"  # a pool for these few files
+            "embedder.SPARSE_AFTER_TOKENS = int(sys.argv[3])\n"
+            "summary = Fourfold(sys.argv[1], index_dir=sys.argv[2]).index(workers=2)\n"
+            "print(summary.embedded == summary.embedded_while_parsing > 0, "
+            "'scipy.sparse' in sys.modules)")
+
+    def loaded(after_tokens: int) -> str:
+        result = subprocess.run(
+            [sys.executable, "-c", code, str(root), str(tmp_path / str(after_tokens)),
+             str(after_tokens)], capture_output=True, text=True, timeout=120,
+            env={**os.environ, "FOURFOLD_CACHE_DIR": str(tmp_path / f"cache{after_tokens}")})
+        return result.stdout.strip().splitlines()[-1] if result.stdout else result.stderr
+
+    assert loaded(1_000) == "True True"  # about 12 KB of source each: more than 2,000 bytes
+    assert loaded(10**6) == "True False"
 
 
 def test_threads_embedding_at_once_make_the_float_matrix_once(monkeypatch):
