@@ -226,7 +226,8 @@ def test_a_question_makes_no_float_matrix_and_the_parsers_model_comes_with_one(m
 def test_parser_processes_that_embed_much_share_one_load_of_scipy(make_tree, tmp_path):
     """Where each parser process is to embed more source than SPARSE_AFTER_TOKENS tokens
     can take, the indexing process loads scipy's sparse product before they fork: once for
-    all of them, and none gathers that many token vectors first. Less, and none loads it."""
+    all of them, and none gathers that many token vectors first (a process that loaded it
+    sums by its product: the test below). Less, and none loads it."""
     root = make_tree({f"m{i}.py": "".join(f"def handler_{i}_{j}(request):\n"
                                           f"    return retry(request, {j})\n\n"
                                           for j in range(40)) for i in range(8)})
@@ -245,8 +246,10 @@ def test_parser_processes_that_embed_much_share_one_load_of_scipy(make_tree, tmp
             env={**os.environ, "FOURFOLD_CACHE_DIR": str(tmp_path / f"cache{after_tokens}")})
         return result.stdout.strip().splitlines()[-1] if result.stdout else result.stderr
 
-    assert loaded(1_000) == "True True"  # about 12 KB of source each: more than 2,000 bytes
-    assert loaded(10**6) == "True False"
+    # 18,400 bytes of source, 9,200 a process: more than 1,000 tokens can take (2,000
+    # bytes), fewer than 6,000 can (12,000 bytes), though the two processes' together are more
+    assert loaded(1_000) == "True True"
+    assert loaded(6_000) == "True False"
 
 
 def test_threads_embedding_at_once_make_the_float_matrix_once(monkeypatch):
