@@ -46,10 +46,11 @@ from .names import ALIASES, DEFAULT_MODEL, is_remote, unknown_model
 
 GATHER_TOKENS = 16_384  # token vectors a static embedding sums at once (dim x 4 bytes each)
 SPARSE_FROM_TEXTS = 16  # texts embedded at once below which their vectors are gathered
-# Token vectors gathered and summed by numpy before scipy's sparse product is loaded for the
-# rest: about what loading it costs (0.13-0.17 s; a gathered token ~1 us, one in the product
-# ~0.05 us), so a run embedding a few chunks never loads it, and one embedding many pays at
-# most about twice the cheaper way's cost.
+# The most token vectors a process gathers and sums by numpy, batch by batch, before a batch
+# that would take it past them loads scipy's sparse product for it and the rest: about what
+# loading it costs (0.13-0.17 s; a gathered token ~1 us, one in the product ~0.05 us), so a
+# run embedding a few chunks never loads it, and one embedding many pays at most about
+# twice the cheaper way's cost.
 SPARSE_AFTER_TOKENS = 150_000
 # The fewest bytes of source a token of its chunks' texts took (2.0 to 5.8 on five trees):
 # from a number of bytes to embed, the most tokens they can come to.
@@ -390,8 +391,9 @@ class StaticEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         flat, starts = self.token_ids(texts)
-        if len(texts) < SPARSE_FROM_TEXTS or (self._gathered < SPARSE_AFTER_TOKENS
-                                              and "scipy.sparse" not in sys.modules):
+        if len(texts) < SPARSE_FROM_TEXTS or (
+                self._gathered + len(flat) <= SPARSE_AFTER_TOKENS
+                and "scipy.sparse" not in sys.modules):
             self._gathered += len(flat)
             return _l2_normalize(self._gathered_sums(flat, starts))
         # Indexing: a (texts x vocabulary) matrix of token counts times the vectors, twenty
