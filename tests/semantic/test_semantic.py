@@ -230,7 +230,8 @@ def test_parser_processes_that_embed_much_share_one_load_of_scipy(make_tree, tmp
     """Where each parser process is to embed more source than SPARSE_AFTER_TOKENS tokens
     can take, the indexing process loads scipy's sparse product before they fork: once for
     all of them, and none gathers that many token vectors first (a process that loaded it
-    sums by its product: the test below). Less, and none loads it."""
+    sums by its product: test_a_process_that_loaded_scipy_sums_by_its_product). Less,
+    and none loads it."""
     root = make_tree({f"m{i}.py": "".join(f"def handler_{i}_{j}(request):\n"
                                           f"    return retry(request, {j})\n\n"
                                           for j in range(40)) for i in range(8)})
