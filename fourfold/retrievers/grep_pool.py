@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ..workers import quiet_worker, start_interpreter
 
@@ -187,7 +187,8 @@ def _serve() -> None:
         replies.flush()
 
 
-def _search(store, find, utf8: bool, file_ids: list[int], deadline: float) -> BatchLines:
+def _search(store, find, utf8: bool, first: Callable[[bytes], int] | None,
+            file_ids: list[int], deadline: float) -> BatchLines:
     from .text import matching_lines
 
     texts = store.utf8_contents(file_ids) if utf8 else store.contents(file_ids)
@@ -196,7 +197,7 @@ def _search(store, find, utf8: bool, file_ids: list[int], deadline: float) -> Ba
         if time.monotonic() > deadline:
             return found, True
         # a file deleted since the candidates were listed holds no line
-        lines = matching_lines(texts.get(file_id, b"" if utf8 else ""), find)
+        lines = matching_lines(texts.get(file_id, b"" if utf8 else ""), find, first)
         if lines:
             found.append((position, lines))
     return found, False

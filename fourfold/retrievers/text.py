@@ -144,36 +144,68 @@ def _folded_kinds(orbits: set[tuple[str, ...]]) -> dict[tuple[str, ...], tuple[s
         db.close()
 
 
-def _required(items) -> RequiredText | None:
-    terms: list = []
-    run: list[str] = []
+SPELLINGS_MOST = 16  # strings a run of literals may become through small alternations
 
-    def close() -> None:
-        if len(run) >= MIN_TRIGRAM:
-            terms.append("".join(run))
-        run.clear()
 
+def _exact(items) -> set[str] | None:
+    """The strings a part of a regex matches where it is a few literals ("u(8|16)": u8
+    and u16; "[xy]": x and y), else None."""
+    out = {""}
     for op, arg in items:
         if op is sre_parse.LITERAL:
-            run.append(chr(arg))
+            spelt: set[str] | None = {chr(arg)}
+        elif op is sre_parse.IN:
+            spelt = ({chr(a) for o, a in arg} if all(o is sre_parse.LITERAL for o, _ in arg)
+                     else None)
+        elif op is sre_parse.SUBPATTERN:
+            spelt = _exact(arg[-1])
+        elif op is sre_parse.BRANCH:
+            branches = [_exact(branch) for branch in arg[1]]
+            spelt = None if None in branches else set().union(*branches)
+        else:
+            spelt = None
+        if spelt is None or len(out) * len(spelt) > SPELLINGS_MOST:
+            return None
+        out = {a + b for a in out for b in spelt}
+    return out
+
+
+def _required(items, shortest: int) -> RequiredText | None:
+    """What every match of these regex items holds: runs of literals (spelt out through
+    small alternations) of at least `shortest` characters, joined by "and" and "or"."""
+    terms: list = []
+    run = {""}  # what the run of literals so far may be
+
+    def close() -> None:
+        nonlocal run
+        if all(len(spelling) >= shortest for spelling in run):
+            terms.append(next(iter(run)) if len(run) == 1 else ("or", sorted(run)))
+        run = {""}
+
+    for op, arg in items:
+        spelt = _exact([(op, arg)])
+        if spelt is not None:
+            if len(run) * len(spelt) > SPELLINGS_MOST:
+                close()
+            run = {a + b for a in run for b in spelt}
             continue
         close()
         if op is sre_parse.SUBPATTERN:
-            sub = _required(arg[-1])
+            sub = _required(arg[-1], shortest)
             if sub is not None:
                 terms.append(sub)
         elif op in (sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT, sre_parse.POSSESSIVE_REPEAT):
             low, _high, body = arg
             if low >= 1:
-                sub = _required(body)
+                sub = _required(body, shortest)
                 if sub is not None:
                     terms.append(sub)
         elif op is sre_parse.BRANCH:
-            branches = [_required(b) for b in arg[1]]
+            branches = [_required(b, shortest) for b in arg[1]]
             if branches and all(b is not None for b in branches):
                 terms.append(("or", branches))
         elif op is sre_parse.ATOMIC_GROUP:
-            sub = _required(arg)
+            sub = _required(arg, shortest)
             if sub is not None:
                 terms.append(sub)
     close()
@@ -191,8 +223,9 @@ def _depth(required: RequiredText | None) -> int:
     return 1 + max(map(_depth, required[1]))
 
 
-def regex_required(pattern: str) -> RequiredText | None:
-    """The literals every line the regex matches must contain, or None (scan all)."""
+def regex_required(pattern: str, shortest: int = MIN_TRIGRAM) -> RequiredText | None:
+    """The literals of at least `shortest` characters every line the regex matches must
+    contain, or None (scan all)."""
     if "[:" in pattern:  # RE2 reads [[:upper:]] as a class, Python's parser as literals
         return None
     try:
@@ -202,7 +235,7 @@ def regex_required(pattern: str) -> RequiredText | None:
     if any(op is sre_parse.LITERAL and arg > 0xFFFF for op, arg in parsed):
         return None
     try:
-        required = _required(list(parsed))
+        required = _required(list(parsed), shortest)
     except RecursionError:  # groups nested hundreds deep: no prefilter, verification is exact
         return None
     return required if _depth(required) <= MAX_REQUIRED_DEPTH else None
@@ -365,6 +398,47 @@ def _re2_find(regex) -> Callable[[bytes, int], int]:
     return lambda text, pos: match(_UNANCHORED, text, pos, len(text))[0][0]
 
 
+def _shortest(required: RequiredText) -> int:
+    """The fewest characters a text holding what is required may hold of it: how rare it
+    is, roughly."""
+    if isinstance(required, str):
+        return len(required)
+    op, parts = required
+    return (max if op == "and" else min)(map(_shortest, parts))
+
+
+def _looked_for(required: RequiredText) -> bytes | list:
+    """What a text is searched for to find where a match may first be: of an "and", its
+    longest part alone (a line holding them all holds that one too; checking the others
+    cost a whole grep more than it saved); of an "or", each part (a list). UTF-8."""
+    if isinstance(required, str):
+        return _utf8(required)
+    op, parts = required
+    if op == "and":
+        return _looked_for(max(parts, key=_shortest))
+    return [_looked_for(part) for part in parts]
+
+
+def _first_line_holding(wanted: bytes | list, text: bytes) -> int:
+    """Where in the UTF-8 text the first line holding `wanted` (_looked_for's) starts, or
+    -1 where none does."""
+    if isinstance(wanted, bytes):
+        found = stringzilla.find(text, wanted)
+        return -1 if found < 0 else text.rfind(b"\n", 0, found) + 1
+    held = [start for start in (_first_line_holding(part, text) for part in wanted)
+            if start >= 0]
+    return min(held) if held else -1
+
+
+def _first_line_from(required: RequiredText) -> Callable[[bytes], int]:
+    """Where in a UTF-8 text the regex is first looked for: the first line that holds a
+    literal every matching line holds, -1 in a text without it. The trigram index lists
+    files that hold a literal's trigrams, not the literal, and a vector search for it runs
+    many times faster than the regex through the lines before it."""
+    wanted = _looked_for(required)
+    return lambda text: _first_line_holding(wanted, text)
+
+
 def _re2_span(regex) -> Callable[[bytes, int], tuple[int, int]]:
     """(start, end) of the next match, as _re2_find asks it; (-1, -1) for none."""
     match = regex._regexp.Match
@@ -413,43 +487,52 @@ class Finder:
         whose regex sets no flag that may make it ignore case."""
         return self.case_sensitive and not (self.regex and _CASE_FLAG.search(self.pattern))
 
-    def compiled(self) -> tuple[Callable[[str | bytes, int], int], bool]:
-        """find(text, from) -> the start of the next match or -1, and whether it searches
-        UTF-8 bytes (RE2, a case-sensitive literal) rather than str."""
+    def compiled(self) -> tuple[Callable[[str | bytes, int], int], bool,
+                                Callable[[bytes], int] | None]:
+        """find(text, from) -> the start of the next match or -1; whether it searches
+        UTF-8 bytes (RE2, a case-sensitive literal) rather than str; and first(text) ->
+        where in a text to begin (-1: no line can match), or None (at its start)."""
         pattern, case_sensitive = self.pattern, self.case_sensitive
         if self.regex:
             program = compile_regex(pattern, case_sensitive)  # checked as written
             if self.whole_word:  # as grep -w: no word character just before or after
                 program = compile_regex(rf"(?:^|\W)(?:{_quote_closed(pattern)})(?:$|\W)",
                                         case_sensitive)
-            return _re2_find(program), True
+            required = regex_required(pattern, 1) if self.literals_as_written() else None
+            return (_re2_find(program), True,
+                    None if required is None else _first_line_from(required))
         folded = None if case_sensitive else compile_folded_literal(pattern)
         if folded is not None:
             return (_whole_words(_re2_span(folded)) if self.whole_word
-                    else _re2_find(folded)), True
+                    else _re2_find(folded)), True, None
         if case_sensitive:  # as UTF-8 bytes: the texts need not be decoded to be searched
             literal = _utf8(pattern)
             return (_whole_words(_literal_span(literal)) if self.whole_word
-                    else _literal_find(literal)), True
+                    else _literal_find(literal)), True, None
         return _re_find(re.compile(
             rf"(?<!\w){re.escape(pattern)}(?!\w)" if self.whole_word else re.escape(pattern),
-            re.IGNORECASE)), False
+            re.IGNORECASE)), False, None
 
 
-def matching_lines(text: str | bytes, find: Callable[[str | bytes, int], int]
-                   ) -> list[tuple[int, str]]:
+def matching_lines(text: str | bytes, find: Callable[[str | bytes, int], int],
+                   first: Callable[[bytes], int] | None = None) -> list[tuple[int, str]]:
     """(line number, line) of each line of a text that `find(text, from)` (the start of
-    the next match, or -1) finds a match in; text is str, or UTF-8 bytes. No match
-    spans a newline (see compile_regex), so a match marks its line; the search goes on
-    from the next line, as a line is reported once. In UTF-8 bytes, newlines are counted
-    and found by stringzilla's vector code: counting the newlines before each match with
-    bytes.count was a third of a common pattern's grep."""
+    the next match, or -1) finds a match in, looked for from `first(text)` where given
+    (-1: nowhere); text is str, or UTF-8 bytes. No match spans a newline (see
+    compile_regex), so a match marks its line; the search goes on from the next line, as
+    a line is reported once. In UTF-8 bytes, newlines are counted and found by
+    stringzilla's vector code: counting the newlines before each match with bytes.count
+    was a third of a common pattern's grep."""
     utf8 = isinstance(text, bytes)
     newline, cr = (b"\n", b"\r") if utf8 else ("\n", "\r")
     count, find_newline = (stringzilla.count, stringzilla.find) if utf8 else (str.count,
                                                                               str.find)
     out: list[tuple[int, str]] = []
     line_no, counted, pos, size = 1, 0, 0, len(text)
+    if first is not None:
+        pos = first(text)
+        if pos < 0:
+            return out
     while pos < size:
         start = find(text, pos)
         if start < 0 or (start == size and text.endswith(newline)):
@@ -597,7 +680,7 @@ class TextRetriever:
             return ResultList()  # no line holds a newline, no indexed text a NUL (binary)
         deadline = time.monotonic() + (self.time_budget if time_budget is None else time_budget)
         wanted = Finder(pattern, regex, case_sensitive, whole_word)
-        find, utf8 = wanted.compiled()
+        find, utf8, first = wanted.compiled()
         required, as_written = wanted.required(), wanted.literals_as_written()
         if limit is None:
             candidates, _ = self._candidates(required, as_written, repo_id, path_glob, None,
@@ -618,7 +701,7 @@ class TextRetriever:
                     out.partial = True
                     return out
                 out.extend(self._line_matches(stored, matching_lines(texts[stored.file_id],
-                                                                     find)))
+                                                                     find, first)))
                 if limit is not None and len(out) >= limit:
                     del out[limit:]
                     return out

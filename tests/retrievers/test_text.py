@@ -84,11 +84,60 @@ def test_whole_word(stdlib_corpus):
 
 def test_required_literals_from_regex():
     assert regex_required("foo.*barbaz") == ("and", ["foo", "barbaz"])
-    assert regex_required("(hello|world)x") == ("or", ["hello", "world"])
+    # a small alternation is spelt out with the literals around it
+    assert regex_required("(hello|world)x") == ("or", ["hellox", "worldx"])
+    assert regex_required(r"def (get|set)_\w+\(self") == \
+        ("and", [("or", ["def get_", "def set_"]), "(self"])
+    assert regex_required(r"\bu(8|16|32|64)\b") is None  # u8: too short for a trigram
+    assert regex_required(r"\bu(8|16|32|64)\b", shortest=1) == \
+        ("or", ["u16", "u32", "u64", "u8"])
+    assert regex_required("u[xy]z") == ("or", ["uxz", "uyz"])
+    assert regex_required("x(a|)yz") == ("or", ["xayz", "xyz"])
+    # past SPELLINGS_MOST spellings the run so far ends and another begins
+    assert regex_required("(a|b|c|d)(e|f|g|h)(i|j)kl") == ("or", ["ikl", "jkl"])
     assert regex_required("ab+c") is None
     assert regex_required(r"\w+") is None
     assert regex_required("(?:abc)?def") == "def"
     assert regex_required("[[:upper:]]oo") is None  # RE2's POSIX class, not literals
+
+
+FROM_LITERALS = {
+    "a.c": "int x;\nbar = foo_call();\n  bar2 = foo_call(1);\nworldx\nhellox\n",
+    "b.c": "/* = foo */\nstatic int a(void);\nint b;\nstatic int c(void);\nhellox\n",
+    "c.c": "barbaz\nfoo\nfoo barbaz\n x = f foo_call\n all(\n",  # the trigrams, not the literal
+}
+
+
+@pytest.mark.parametrize("pattern", [r"\w+ = foo_call\(", r"^static int \w+\(", "foo.*barbaz",
+                                     "(hello|world)x", r"= foo_\w+"])
+def test_a_regex_is_searched_from_the_first_line_holding_its_literals(make_tree, pattern):
+    """A case-sensitive regex is looked for in a text from the first line holding the
+    literals every match holds (all of an "and", the earliest of an "or"), and not at all
+    in a text without them: the lines are still those Python's re finds, where a match
+    begins before its literal or at an anchor."""
+    ff = Fourfold(make_tree(FROM_LITERALS))
+    ff.index(embed=False)
+    expected = [(path, number) for path, text in sorted(FROM_LITERALS.items())
+                for number, line in enumerate(text.split("\n"), 1) if re.search(pattern, line)]
+    assert expected
+    assert [(m.path, m.line) for m in ff.grep(pattern, regex=True, case_sensitive=True)] \
+        == expected
+    assert [(m.path, m.line) for m in ff.grep(pattern, regex=True, case_sensitive=True,
+                                              limit=1)] == expected[:1]
+
+
+def test_a_regex_as_written_is_looked_for_from_its_literals_first_line():
+    from fourfold.retrievers.text import Finder
+
+    _, _, first = Finder(r"\w+ = foo_call\(", True, True, False).compiled()
+    assert first(b"int x;\nbar = foo_call();\n") == len(b"int x;\n")
+    assert first(b"foo_call\n = foo\n") == -1  # the literal's trigrams, not the literal
+    _, _, first = Finder(r"\bu(8|16)\b", True, True, False).compiled()
+    assert first(b"a\nb\nx u16 u8\n") == len(b"a\nb\n")
+    # where the literals may match in another case, the whole text is searched
+    assert Finder(r"(?i)foo\d", True, True, False).compiled()[2] is None
+    assert Finder(r"foo\d", True, False, False).compiled()[2] is None
+    assert Finder(r"\w+", True, True, False).compiled()[2] is None  # no literal
 
 
 def test_a_posix_class_in_a_regex_is_searched_as_re2_reads_it(index_on_each_store):
@@ -593,7 +642,8 @@ def test_token_text_is_the_tokens_of_the_text_joined(monkeypatch):
 def test_lines_found_in_utf8_bytes_are_those_found_in_the_decoded_text():
     """The byte path (stringzilla's newline counting and search) numbers and cuts lines as
     the str path does: random texts with CRLF, blank lines, non-ASCII letters and matches
-    at either end, literals and regexes (one matching the empty string on every line)."""
+    at either end, literals and regexes (one matching the empty string on every line; two
+    looked for from the first line holding their literals)."""
     import random
 
     from fourfold.retrievers.text import Finder, matching_lines
@@ -606,10 +656,10 @@ def test_lines_found_in_utf8_bytes_are_those_found_in_the_decoded_text():
         if text.endswith("\n") or not text:
             lines.pop()  # no line after the final newline
         for pattern, regex in (("ab", False), ("ba", False), ("é", False), (r"a+b", True),
-                               (r"x*", True)):
-            find, utf8 = Finder(pattern, regex, True, False).compiled()
+                               (r"x*", True), (r"(ab|é)b", True), (r"\s*b(a|x)", True)):
+            find, utf8, first = Finder(pattern, regex, True, False).compiled()
             assert utf8
-            from_bytes = matching_lines(text.encode(), find)
+            from_bytes = matching_lines(text.encode(), find, first)
             expected = [(number, line.rstrip("\r"))
                         for number, line in enumerate(lines, 1)
                         if re.search(pattern if regex else re.escape(pattern), line)]
