@@ -145,6 +145,7 @@ def _folded_kinds(orbits: set[tuple[str, ...]]) -> dict[tuple[str, ...], tuple[s
 
 
 SPELLINGS_MOST = 16  # strings a run of literals may become through small alternations
+FIRST_LINE_LITERALS = 4  # literals a text is searched for before a regex (_first_line_from)
 
 
 def _exact(items) -> set[str] | None:
@@ -430,12 +431,19 @@ def _first_line_holding(wanted: bytes | list, text: bytes) -> int:
     return min(held) if held else -1
 
 
-def _first_line_from(required: RequiredText) -> Callable[[bytes], int]:
+def _literals(wanted: bytes | list) -> int:
+    return 1 if isinstance(wanted, bytes) else sum(map(_literals, wanted))
+
+
+def _first_line_from(required: RequiredText) -> Callable[[bytes], int] | None:
     """Where in a UTF-8 text the regex is first looked for: the first line that holds a
     literal every matching line holds, -1 in a text without it. The trigram index lists
     files that hold a literal's trigrams, not the literal, and a vector search for it runs
-    many times faster than the regex through the lines before it."""
+    many times faster than the regex through the lines before it; but not for many
+    alternatives, each read through a text that lacks it (None: from the start)."""
     wanted = _looked_for(required)
+    if _literals(wanted) > FIRST_LINE_LITERALS:
+        return None
     return lambda text: _first_line_holding(wanted, text)
 
 
