@@ -145,7 +145,9 @@ def _folded_kinds(orbits: set[tuple[str, ...]]) -> dict[tuple[str, ...], tuple[s
 
 
 SPELLINGS_MOST = 16  # strings a run of literals may become through small alternations
-FIRST_LINE_LITERALS = 4  # literals a text is searched for before a regex (_first_line_from)
+# literals a text is searched for before a regex (_first_line_from): a win up to 8 on the
+# Linux kernel, even at 16, a loss at 40 (docs/benchmarks.md)
+FIRST_LINE_LITERALS = 8
 
 
 def _exact(items) -> set[str] | None:
