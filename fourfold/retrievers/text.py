@@ -401,13 +401,13 @@ def _re2_find(regex) -> Callable[[bytes, int], int]:
     return lambda text, pos: match(_UNANCHORED, text, pos, len(text))[0][0]
 
 
-def _shortest(required: RequiredText) -> int:
-    """The fewest characters a text holding what is required may hold of it: how rare it
-    is, roughly."""
+def _least_held(required: RequiredText) -> int:
+    """The fewest characters of it that a text holding what is required holds in one
+    literal: roughly, how rare it is."""
     if isinstance(required, str):
         return len(required)
     op, parts = required
-    return (max if op == "and" else min)(map(_shortest, parts))
+    return (max if op == "and" else min)(map(_least_held, parts))
 
 
 def _looked_for(required: RequiredText) -> bytes | list:
@@ -418,7 +418,7 @@ def _looked_for(required: RequiredText) -> bytes | list:
         return _utf8(required)
     op, parts = required
     if op == "and":
-        return _looked_for(max(parts, key=_shortest))
+        return _looked_for(max(parts, key=_least_held))
     return [_looked_for(part) for part in parts]
 
 
