@@ -732,7 +732,10 @@ class TextRetriever:
         while True:
             for start in range(0, len(candidates), GREP_LIMITED_READ):
                 batch = candidates[start:start + GREP_LIMITED_READ]
-                yield batch, self._texts.get(batch, utf8=utf8)
+                # as a whole grep does, only the first files' texts are kept (a rare line
+                # of common trigrams is looked for through every candidate)
+                yield batch, self._texts.get(batch, utf8=utf8,
+                                             keep=read + start < GREP_KEPT_FILES)
             if last is None:
                 return
             read += len(candidates)

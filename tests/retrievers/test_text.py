@@ -310,6 +310,23 @@ def test_a_grep_through_many_files_keeps_only_its_first_texts(make_tree, monkeyp
     assert kept == {f"m{i:02}.py" for i in range(8)}
 
 
+def test_a_grep_with_a_limit_keeps_only_its_first_texts(make_tree, monkeypatch):
+    """A grep with a limit whose lines are rare reads on through every candidate file, a
+    page at a time: it too keeps only its first files' texts."""
+    import fourfold.retrievers.text as text
+    monkeypatch.setattr(text, "GREP_LIST_PAGE", 4)
+    monkeypatch.setattr(text, "GREP_LIMITED_READ", 2)
+    monkeypatch.setattr(text, "GREP_KEPT_FILES", 8)
+    # every file holds the trigrams of "rare needle", two of them the words
+    ff = Fourfold(make_tree({f"m{i:02}.py": f"one needle, rare {i}\n"
+                             + ("rare needle\n" if i in (3, 27) else "") for i in range(30)}))
+    ff.index(embed=False)
+    assert [(m.path, m.line) for m in ff.grep("rare needle", limit=5)] == [
+        ("m03.py", 2), ("m27.py", 2)]
+    kept = {f.path for f in ff.store.files() if f.file_id in ff.text._texts._texts}
+    assert kept == {f"m{i:02}.py" for i in range(8)}
+
+
 def test_a_grep_limit_reads_past_the_first_listed_files(make_tree):
     """With a limit, candidate files are listed a page at a time, each after the last
     path of the one before: the lines are those of a grep without a limit, cut, under a
