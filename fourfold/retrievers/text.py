@@ -145,8 +145,9 @@ def _folded_kinds(orbits: set[tuple[str, ...]]) -> dict[tuple[str, ...], tuple[s
 
 
 SPELLINGS_MOST = 16  # strings a run of literals may become through small alternations
-# literals a text is searched for before a regex (_first_line_from): a win up to 8 on the
-# Linux kernel, even at 16, a loss at 40 (docs/benchmarks.md)
+# literals a text is searched for before a regex, at most (_first_line_from): with 8 a
+# grep through the Linux kernel was faster, with 16 about even, with 40 slower
+# (docs/benchmarks.md)
 FIRST_LINE_LITERALS = 8
 
 
@@ -402,8 +403,8 @@ def _re2_find(regex) -> Callable[[bytes, int], int]:
 
 
 def _least_held(required: RequiredText) -> int:
-    """The fewest characters of it that a text holding what is required holds in one
-    literal: roughly, how rare it is."""
+    """The length of the longest literal a text holding what is required surely holds:
+    roughly, how rare it is."""
     if isinstance(required, str):
         return len(required)
     op, parts = required
