@@ -144,6 +144,31 @@ def test_a_regex_as_written_is_looked_for_from_its_literals_first_line():
     assert Finder(f"({'|'.join(many[:8])})\\d", True, True, False).compiled()[2] is not None
 
 
+def test_random_regexes_find_the_same_lines_from_their_literals_as_from_the_start():
+    """Where a regex is first looked for (Finder.compiled's `first`) never changes its
+    lines: random regexes of literals, classes, groups, alternations (small ones spelt
+    out), repetitions and anchors, as plain and as whole-word searches, over random texts."""
+    from fourfold.retrievers.text import Finder, matching_lines
+
+    rng = random.Random(11)
+    atoms = ["a", "b", "ab", "ba", "x", "é", r"\w", r"\d", ".", "[ab]", "[xy]", "(a|b)",
+             "(ab|x)", "(a|)", " ", r"\b", "^", "$", "(?:ba|é)", "((a|b)x|y(z|))",
+             "(é|ab)(c|d)", "(?:ab){1,2}"]
+    pieces = ["ab", "ba", "x", "é", "a", "b", "\n", " ", "xy", "1", "c"]
+    looked_for = 0
+    for _ in range(600):
+        pattern = "".join(
+            atom + ("" if atom in ("^", "$", r"\b", "(?:ab){1,2}")
+                    else rng.choice(["", "", "+", "*", "?"]))
+            for atom in rng.choices(atoms, k=rng.randrange(1, 6)))
+        find, _, first = Finder(pattern, True, True, rng.random() < 0.3).compiled()
+        looked_for += first is not None
+        for _ in range(4):
+            text = "".join(rng.choices(pieces, k=rng.randrange(0, 40))).encode()
+            assert matching_lines(text, find, first) == matching_lines(text, find), pattern
+    assert looked_for > 200  # most of them have a literal to look for first
+
+
 def test_a_posix_class_in_a_regex_is_searched_as_re2_reads_it(index_on_each_store):
     _, ff = index_on_each_store({"a.py": "Foo = 1\n", "b.py": "foo = 2\n"})
     assert [m.path for m in ff.grep("[[:upper:]]oo", regex=True, case_sensitive=True)] == \
