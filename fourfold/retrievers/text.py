@@ -151,32 +151,46 @@ SPELLINGS_MOST = 16  # strings a run of literals may become through small altern
 FIRST_LINE_LITERALS = 8
 
 
-def _exact(items) -> set[str] | None:
+def _exact(items, known: dict) -> set[str] | None:
     """The strings a part of a regex matches where it is a few literals ("u(8|16)": u8
-    and u16; "[xy]": x and y), else None."""
+    and u16; "[xy]": x and y), else None. `known`: each group's, by its id, as groups
+    nested hundreds deep are asked about at every level."""
     out = {""}
     for op, arg in items:
-        if op is sre_parse.LITERAL:
-            spelt: set[str] | None = {chr(arg)}
-        elif op is sre_parse.IN:
-            spelt = ({chr(a) for o, a in arg} if all(o is sre_parse.LITERAL for o, _ in arg)
-                     else None)
-        elif op is sre_parse.SUBPATTERN:
-            spelt = _exact(arg[-1])
-        elif op is sre_parse.BRANCH:
-            branches = [_exact(branch) for branch in arg[1]]
-            spelt = None if None in branches else set().union(*branches)
-        else:
-            spelt = None
+        spelt = _spellings(op, arg, known)
         if spelt is None or len(out) * len(spelt) > SPELLINGS_MOST:
             return None
         out = {a + b for a in out for b in spelt}
     return out
 
 
-def _required(items, shortest: int) -> RequiredText | None:
+def _spellings(op, arg, known: dict) -> set[str] | None:
+    """_exact of one item of a regex."""
+    if op is sre_parse.LITERAL:
+        return {chr(arg)}
+    if op is sre_parse.IN:
+        return {chr(a) for o, a in arg} if all(o is sre_parse.LITERAL for o, _ in arg) else None
+    if op not in (sre_parse.SUBPATTERN, sre_parse.BRANCH):
+        return None
+    if id(arg) not in known:
+        if op is sre_parse.SUBPATTERN:
+            known[id(arg)] = _exact(arg[-1], known)
+        else:
+            spelt: set[str] | None = set()
+            for branch in arg[1]:  # given up as soon as there are too many
+                more = _exact(branch, known)
+                if more is None or len(spelt | more) > SPELLINGS_MOST:
+                    spelt = None
+                    break
+                spelt |= more
+            known[id(arg)] = spelt
+    return known[id(arg)]
+
+
+def _required(items, shortest: int, known: dict) -> RequiredText | None:
     """What every match of these regex items holds: runs of literals (spelt out through
-    small alternations) of at least `shortest` characters, joined by "and" and "or"."""
+    small alternations) of at least `shortest` characters, joined by "and" and "or";
+    `known`: as _exact's."""
     terms: list = []
     run = {""}  # what the run of literals so far may be
 
@@ -187,7 +201,7 @@ def _required(items, shortest: int) -> RequiredText | None:
         run = {""}
 
     for op, arg in items:
-        spelt = _exact([(op, arg)])
+        spelt = _spellings(op, arg, known)
         if spelt is not None:
             if len(run) * len(spelt) > SPELLINGS_MOST:
                 close()
@@ -195,21 +209,21 @@ def _required(items, shortest: int) -> RequiredText | None:
             continue
         close()
         if op is sre_parse.SUBPATTERN:
-            sub = _required(arg[-1], shortest)
+            sub = _required(arg[-1], shortest, known)
             if sub is not None:
                 terms.append(sub)
         elif op in (sre_parse.MAX_REPEAT, sre_parse.MIN_REPEAT, sre_parse.POSSESSIVE_REPEAT):
             low, _high, body = arg
             if low >= 1:
-                sub = _required(body, shortest)
+                sub = _required(body, shortest, known)
                 if sub is not None:
                     terms.append(sub)
         elif op is sre_parse.BRANCH:
-            branches = [_required(b, shortest) for b in arg[1]]
+            branches = [_required(b, shortest, known) for b in arg[1]]
             if branches and all(b is not None for b in branches):
                 terms.append(("or", branches))
         elif op is sre_parse.ATOMIC_GROUP:
-            sub = _required(arg, shortest)
+            sub = _required(arg, shortest, known)
             if sub is not None:
                 terms.append(sub)
     close()
@@ -239,10 +253,10 @@ def regex_required(pattern: str, shortest: int = MIN_TRIGRAM) -> RequiredText | 
     if any(op is sre_parse.LITERAL and arg > 0xFFFF for op, arg in parsed):
         return None
     try:
-        required = _required(list(parsed), shortest)
+        required = _required(list(parsed), shortest, {})
+        return required if _depth(required) <= MAX_REQUIRED_DEPTH else None
     except RecursionError:  # groups nested hundreds deep: no prefilter, verification is exact
         return None
-    return required if _depth(required) <= MAX_REQUIRED_DEPTH else None
 
 
 def _in_any_case(required: RequiredText | None) -> RequiredText | None:

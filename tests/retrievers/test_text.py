@@ -169,6 +169,27 @@ def test_random_regexes_find_the_same_lines_from_their_literals_as_from_the_star
     assert looked_for > 200  # most of them have a literal to look for first
 
 
+def test_groups_nested_hundreds_deep_are_searched_and_looked_into_once(make_tree, monkeypatch):
+    """Hostile regexes: alternations nested hundreds deep (whose literals' tree would be
+    too deep to measure) are searched as written; a wide alternation at the bottom of
+    hundreds of groups is spelt out once per group, not once per group above it."""
+    import itertools
+
+    import fourfold.retrievers.text as text
+
+    ff = Fourfold(make_tree({"a.txt": "abc\nab\nx\n"}))
+    ff.index(embed=False)
+    deep = "a(?:b|" * 300 + "c" + ")" * 300
+    assert [m.line for m in ff.grep(deep, regex=True, case_sensitive=True)] == [1, 2]
+    calls = []
+    spellings = text._spellings
+    monkeypatch.setattr(text, "_spellings", lambda *a: calls.append(1) or spellings(*a))
+    words = itertools.islice(itertools.product("abcdefghij", repeat=3), 750)
+    wide = "(?:|" * 240 + "(?:" + "|".join(map("".join, words)) + ")" + ")" * 240
+    assert regex_required(wide, 1) is None
+    assert len(calls) < 10_000
+
+
 def test_a_posix_class_in_a_regex_is_searched_as_re2_reads_it(index_on_each_store):
     _, ff = index_on_each_store({"a.py": "Foo = 1\n", "b.py": "foo = 2\n"})
     assert [m.path for m in ff.grep("[[:upper:]]oo", regex=True, case_sensitive=True)] == \
