@@ -6,6 +6,7 @@ import functools
 import itertools
 import math
 import numbers
+import os
 import re
 import sqlite3
 import sys
@@ -428,12 +429,19 @@ def _least_held(required: RequiredText) -> int:
 def _looked_for(required: RequiredText) -> bytes | list:
     """What a text is searched for to find where a match may first be: of an "and", its
     longest part alone (a line holding them all holds that one too; checking the others
-    cost a whole grep more than it saved); of an "or", each part (a list). UTF-8."""
+    cost a whole grep more than it saved); of an "or", each part (a list), or, of more
+    literals than FIRST_LINE_LITERALS, the beginning or end they share, where they share
+    one (`[abcdefghi]_suffix` spelt out: `_suffix`). UTF-8."""
     if isinstance(required, str):
         return _utf8(required)
     op, parts = required
     if op == "and":
         return _looked_for(max(parts, key=_least_held))
+    if len(parts) > FIRST_LINE_LITERALS and all(isinstance(part, str) for part in parts):
+        shared = max(os.path.commonprefix(parts),
+                     os.path.commonprefix([part[::-1] for part in parts])[::-1], key=len)
+        if shared:
+            return _utf8(shared)
     return [_looked_for(part) for part in parts]
 
 

@@ -142,6 +142,11 @@ def test_a_regex_as_written_is_looked_for_from_its_literals_first_line():
     many = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota"]
     assert Finder(f"({'|'.join(many)})\\d", True, True, False).compiled()[2] is None
     assert Finder(f"({'|'.join(many[:8])})\\d", True, True, False).compiled()[2] is not None
+    # unless they share a beginning or an end, which every matching line then holds
+    for pattern in (r"[abcdefghi]_suffix\d", r"prefix_[abcdefghi]\d"):
+        _, _, first = Finder(pattern, True, True, False).compiled()
+        assert first(b"x\n_suffix prefix_\nq_suffix7\n") == len(b"x\n")
+        assert first(b"suffix prefix\n") == -1
 
 
 def test_random_regexes_find_the_same_lines_from_their_literals_as_from_the_start():
@@ -153,7 +158,7 @@ def test_random_regexes_find_the_same_lines_from_their_literals_as_from_the_star
     rng = random.Random(11)
     atoms = ["a", "b", "ab", "ba", "x", "é", r"\w", r"\d", ".", "[ab]", "[xy]", "(a|b)",
              "(ab|x)", "(a|)", " ", r"\b", "^", "$", "(?:ba|é)", "((a|b)x|y(z|))",
-             "(é|ab)(c|d)", "(?:ab){1,2}"]
+             "(é|ab)(c|d)", "(?:ab){1,2}", "[abcxyé12 ]ab", "ba[abcxyé12 ]"]
     pieces = ["ab", "ba", "x", "é", "a", "b", "\n", " ", "xy", "1", "c"]
     looked_for = 0
     for _ in range(600):
