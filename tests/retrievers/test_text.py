@@ -111,10 +111,10 @@ FROM_LITERALS = {
 @pytest.mark.parametrize("pattern", [r"\w+ = foo_call\(", r"^static int \w+\(", "foo.*barbaz",
                                      "(hello|world)x", r"= foo_\w+"])
 def test_a_regex_is_searched_from_the_first_line_holding_its_literals(make_tree, pattern):
-    """A case-sensitive regex is looked for in a text from the first line holding the
-    literals every match holds (all of an "and", the earliest of an "or"), and not at all
-    in a text without them: the lines are still those Python's re finds, where a match
-    begins before its literal or at an anchor."""
+    """A case-sensitive regex is looked for in a text from the first line holding a
+    literal every match holds (the longest part of an "and", the earliest alternative of
+    an "or"), and not at all in a text without it: the lines are still those Python's re
+    finds, where a match begins before its literal or at an anchor."""
     ff = Fourfold(make_tree(FROM_LITERALS))
     ff.index(embed=False)
     expected = [(path, number) for path, text in sorted(FROM_LITERALS.items())
