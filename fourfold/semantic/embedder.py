@@ -32,13 +32,14 @@ import os
 import re
 import sys
 import threading
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from .embedding_text import split_identifier, split_identifier_lines
+from .embedding_text import split_identifier
 from .model_files import (MINILM_PACKAGE, MODEL_MISSING, STATIC_MISSING, STATIC_PATH,
                           TOKENIZER_MISSING, TOKENIZER_PATH, EmbedderUnavailable, model_files,
                           require, stored_name)
@@ -57,26 +58,95 @@ SPARSE_AFTER_TOKENS = 150_000
 SOURCE_BYTES_PER_TOKEN = 2
 SEGMENT_CACHE = 200_000  # segments whose token ids a static embedder keeps (tens of MB)
 WORD_CACHE = 200_000  # and words
-# Runs of identifier characters and single punctuation marks: the tokenizer's own split of
-# plain ASCII text (BERT's) never cuts inside one, and an identifier is expanded into its
+# Plain text (ASCII without control characters but tabs and line ends) is cut into runs of
+# identifier characters and single other characters, blanks between them: the tokenizer's
+# own split of it (BERT's) never cuts inside one, and an identifier is expanded into its
 # words within its run. What the tokenizer's normaliser would change or drop (control
 # characters, anything beyond ASCII) sends a text to the tokenizer whole; such a character
 # also separates plain texts split together.
-_SEGMENT = re.compile(r"[A-Za-z0-9_]+|[^\sA-Za-z0-9_]")
 _NOT_PLAIN = re.compile(r"[^\t\n\r\x20-\x7e]")
-# The tokenizer's words of lower-cased plain text (runs of letters and digits, each other
-# character alone), and the end of a line, which marks where a segment's words end.
-_WORD_OR_END = re.compile(r"[a-z0-9]+|[^\sa-z0-9]|\n")
 _SEPARATOR = "\x01"
 _NOTHING = 0  # the number of the separator between texts, and of a segment's end: no ids
+# What each byte is where text is cut into pieces: between pieces, in a run that is one
+# piece, or a piece alone.
+_BLANK, _RUN, _ALONE = 0, 1, 2
+_DIGITS, _LOWER = "0123456789", "abcdefghijklmnopqrstuvwxyz"
+
+
+def _byte_kinds(blank: str, run: str) -> np.ndarray:
+    kinds = np.full(256, _ALONE, dtype=np.uint8)
+    kinds[list(blank.encode())] = _BLANK
+    kinds[list(run.encode())] = _RUN
+    return kinds
+
+
+_SEGMENT_KINDS = _byte_kinds("\t\n\r ", _DIGITS + _LOWER + _LOWER.upper() + "_")
+# The tokenizer's words of lower-cased plain text (runs of letters and digits, each other
+# character alone), and the end of a line alone, which marks where a segment's words end.
+_WORD_KINDS = _byte_kinds("\t\r\x0b\x0c ", _DIGITS + _LOWER)
+_IS_DIGIT, _IS_LOWER, _IS_UPPER = (np.isin(np.arange(256), list(chars.encode()))
+                                   for chars in (_DIGITS, _LOWER, _LOWER.upper()))
+# A piece of at most 8 bytes is known by its bytes read as one integer (no byte of plain
+# text is 0, so the integer is the piece's alone): numpy groups such pieces, most of any
+# code, without making a string of each.
+CODE_BYTES = 8
+_LOW_BYTES = np.array([(1 << (8 * n)) - 1 for n in range(CODE_BYTES + 1)], dtype=np.uint64)
+
+
+def _cut(kind: np.ndarray, breaks: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Where each piece of a text starts and ends, from the kind of each of its bytes: a
+    run of _RUN bytes (cut again before each byte `breaks` marks), each _ALONE byte."""
+    in_run = kind == _RUN
+    first = in_run.copy()
+    first[1:] &= ~in_run[:-1]
+    if breaks is not None:
+        first |= in_run & breaks
+    last = in_run.copy()
+    last[:-1] &= first[1:] | ~in_run[1:]
+    starts = np.flatnonzero(first | (kind == _ALONE))
+    ends = starts + 1
+    ends[in_run[starts]] = np.flatnonzero(last) + 1
+    return starts, ends
+
+
+def _identifier_words(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where the words of the identifier of each newline-ended line (a segment) are, as
+    with_identifier_words adds them, and each line's end: runs of letters and digits of
+    what follows the line's leading digits (an identifier starts with no digit), cut where
+    split_identifier cuts camel case (before a capital that follows a small letter or a
+    digit, and before the last of several capitals that a small letter follows)."""
+    digit, lower, upper = _IS_DIGIT[data], _IS_LOWER[data], _IS_UPPER[data]
+    newline = data == ord("\n")
+    at = np.arange(len(data))
+    line_start = np.zeros(len(data), dtype=bool)
+    line_start[:1] = True
+    line_start[1:] = newline[:-1]
+    leading = digit & (np.maximum.accumulate(np.where(digit, -1, at))
+                       < np.maximum.accumulate(np.where(line_start, at, 0)))
+    word = (digit | lower | upper) & ~leading
+    after_small = np.zeros(len(data), dtype=bool)
+    after_small[1:] = word[:-1] & (lower | digit)[:-1]
+    inner_capital = np.zeros(len(data), dtype=bool)
+    inner_capital[1:-1] = word[:-2] & upper[:-2] & lower[2:]
+    kind = np.where(word, _RUN, np.where(newline, _ALONE, _BLANK))
+    return _cut(kind, upper & (after_small | inner_capital))
+
+
+def _grown(array: np.ndarray, size: int) -> np.ndarray:
+    out = np.empty(size, dtype=array.dtype)
+    out[:len(array)] = array
+    return out
 
 
 class _TokenTable:
     """Strings numbered as first seen, their token ids in one array, so that the ids of a
-    run of numbered strings are gathered by numpy. Number 0 has no ids (a separator)."""
+    run of numbered strings are gathered by numpy. Number 0 has no ids (a separator).
+    `learn(strings)`: extends the table with strings it lacks."""
 
-    def __init__(self, separator: str):
+    def __init__(self, separator: str, learn: Callable[["_TokenTable", list[str]], None]):
         self.number = {separator: _NOTHING}
+        self._by_code = {ord(separator): _NOTHING}  # a short string's code -> its number
+        self._learn = learn
         # where each string's ids start in `_tokens`, and how many; both arrays keep room
         # to grow, as batches add strings
         self._first = np.zeros(1024, dtype=np.int64)
@@ -88,17 +158,59 @@ class _TokenTable:
         numbered, ids_used = len(self.number), self._ids_used
         if numbered + len(strings) > len(self._first):
             room = 2 * (numbered + len(strings))
-            self._first = np.resize(self._first, room)
-            self._length = np.resize(self._length, room)
+            self._first, self._length = _grown(self._first, room), _grown(self._length, room)
         if ids_used + len(tokens) > len(self._tokens):
-            self._tokens = np.resize(self._tokens, 2 * (ids_used + len(tokens)))
+            self._tokens = _grown(self._tokens, 2 * (ids_used + len(tokens)))
         self._first[numbered:numbered + len(strings)] = ids_used + np.cumsum(lengths) - lengths
         self._length[numbered:numbered + len(strings)] = lengths
         self._tokens[ids_used:ids_used + len(tokens)] = tokens
         self._ids_used += len(tokens)
         self.number.update(zip(strings, range(numbered, numbered + len(strings))))
 
+    def pieces(self, text: str, data: np.ndarray, starts: np.ndarray, ends: np.ndarray
+               ) -> np.ndarray:
+        """The number of each piece text[start:end] (`data`: the text's bytes), those not
+        in the table learned first."""
+        lengths = ends - starts
+        coded = lengths <= CODE_BYTES
+        # the 8 bytes from each position as one little-endian integer, of which a piece
+        # keeps its own: its first byte lowest
+        padded = np.zeros(len(data) + CODE_BYTES, dtype=np.uint8)
+        padded[:len(data)] = data
+        windows = np.ndarray(len(data), dtype="<u8", buffer=padded, strides=(1,))
+        codes = windows[starts[coded]] & _LOW_BYTES[lengths[coded]]
+        # each distinct code looked up once (sorted and searched: a third faster than
+        # np.unique's inverse)
+        ordered = np.sort(codes)
+        first = np.ones(len(ordered), dtype=bool)
+        np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+        distinct = ordered[first]
+        numbers = np.empty(len(starts), dtype=np.int64)
+        numbers[coded] = self._numbers_of_codes(distinct.tolist())[
+            np.searchsorted(distinct, codes)]
+        if not coded.all():
+            longer = ~coded
+            numbers[longer] = self.numbers([text[a:b] for a, b in zip(
+                starts[longer].tolist(), ends[longer].tolist())])
+        return numbers
+
+    def _numbers_of_codes(self, codes: list[int]) -> np.ndarray:
+        numbers = np.fromiter(map(self._by_code.get, codes, itertools.repeat(-1)),
+                              dtype=np.int64, count=len(codes))
+        unknown = np.flatnonzero(numbers < 0)
+        if len(unknown):
+            new = [codes[i] for i in unknown.tolist()]
+            learned = self.numbers([code.to_bytes(CODE_BYTES, "little").rstrip(b"\0")
+                                    .decode("ascii") for code in new])
+            self._by_code.update(zip(new, learned.tolist()))
+            numbers[unknown] = learned
+        return numbers
+
     def numbers(self, strings: list[str]) -> np.ndarray:
+        """The number of each string, those not in the table learned first."""
+        new = list(set(strings).difference(self.number))
+        if new:
+            self._learn(self, new)
         return np.fromiter(map(self.number.__getitem__, strings), dtype=np.int64,
                            count=len(strings))
 
@@ -118,24 +230,31 @@ class _SegmentIds:
         # words looked up in the model, not in a copy of its vocabulary: making the dict
         # cost a search process 14-26 ms, more than its few words' lookups
         self._model = tokenizer.model
-        self.segments = _TokenTable(_SEPARATOR)
-        self._words = _TokenTable("\n")
+        self.segments = _TokenTable(_SEPARATOR, self._learn_segments)
+        self._words = _TokenTable("\n", self._learn_words)
 
-    def numbers(self, segments: list[str]) -> np.ndarray:
+    def numbers(self, text: str) -> np.ndarray:
+        """The number of each segment of a plain text, in order (of the separator,
+        _NOTHING)."""
         if len(self.segments.number) > SEGMENT_CACHE:
-            self.segments = _TokenTable(_SEPARATOR)
-        new = list(set(segments).difference(self.segments.number))
-        if new:
-            self._learn(new)
-        return self.segments.numbers(segments)
+            self.segments = _TokenTable(_SEPARATOR, self._learn_segments)
+        data = np.frombuffer(text.encode("ascii"), dtype=np.uint8)
+        return self.segments.pieces(text, data, *_cut(_SEGMENT_KINDS[data]))
 
-    def _learn(self, new: list[str]) -> None:
+    def _learn_segments(self, table: _TokenTable, new: list[str]) -> None:
         """The ids of segments not seen before: a segment's words' ids, then, when its
         identifier has several words, those words' ids, as with_identifier_words writes
         them; for all the segments at once."""
+        if len(self._words.number) > WORD_CACHE:
+            self._words = _TokenTable("\n", self._learn_words)
         lines = "\n".join(new) + "\n"
-        own, own_counts, _ = self._ids_by_line(lines.lower())
-        split, split_counts, words = self._ids_by_line(split_identifier_lines(lines))
+        small = lines.lower()
+        data = np.frombuffer(lines.encode("ascii"), dtype=np.uint8)
+        small_data = np.frombuffer(small.encode("ascii"), dtype=np.uint8)
+        own, own_counts, _ = self._ids_by_line(small, small_data,
+                                               *_cut(_WORD_KINDS[small_data]))
+        split, split_counts, words = self._ids_by_line(small, small_data,
+                                                       *_identifier_words(data))
         several = words > 1
         split = split[np.repeat(several, split_counts)]
         split_counts = np.where(several, split_counts, 0)
@@ -143,26 +262,23 @@ class _SegmentIds:
         # each segment's own ids, then its identifier's words' ids
         order = np.argsort(np.concatenate([2 * np.repeat(np.arange(len(new)), own_counts),
                                            2 * line_of_split + 1]), kind="stable")
-        self.segments.extend(new, own_counts + split_counts,
-                             np.concatenate([own, split])[order])
+        table.extend(new, own_counts + split_counts, np.concatenate([own, split])[order])
 
-    def _ids_by_line(self, lines: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The ids of newline-ended lines of lower-case plain text in a row, how many each
-        line has, and how many words."""
-        words = _WORD_OR_END.findall(lines)
-        if len(self._words.number) > WORD_CACHE:
-            self._words = _TokenTable("\n")
-        unknown = list(set(words).difference(self._words.number))
-        if unknown:
-            ids = list(map(self._word_ids, unknown))
-            lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
-            self._words.extend(unknown, lengths, np.fromiter(
-                itertools.chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum())))
-        numbers = self._words.numbers(words)
+    def _ids_by_line(self, text: str, data: np.ndarray, starts: np.ndarray, ends: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ids of the words of newline-ended lines of lower-case plain text, where they
+        are (and each line's end), in a row; how many each line has, and how many words."""
+        numbers = self._words.pieces(text, data, starts, ends)
         tokens, lengths = self._words.gather(numbers)
-        ends = np.flatnonzero(numbers == _NOTHING)
-        per_line = np.diff(np.concatenate([[0], np.cumsum(lengths)[ends]]))
-        return tokens, per_line, np.diff(np.concatenate([[-1], ends])) - 1
+        line_ends = np.flatnonzero(numbers == _NOTHING)
+        per_line = np.diff(np.concatenate([[0], np.cumsum(lengths)[line_ends]]))
+        return tokens, per_line, np.diff(np.concatenate([[-1], line_ends])) - 1
+
+    def _learn_words(self, table: _TokenTable, new: list[str]) -> None:
+        ids = list(map(self._word_ids, new))
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+        table.extend(new, lengths, np.fromiter(itertools.chain.from_iterable(ids),
+                                               dtype=np.int64, count=int(lengths.sum())))
 
     def _word_ids(self, word: str) -> tuple[int, ...]:
         """WordPiece takes a whole word that is in the vocabulary; the model splits others
@@ -355,8 +471,14 @@ class StaticEmbedder:
         and the texts' ids are gathered by numpy: many times faster than the tokenizer,
         and the same ids."""
         texts = [t or "" for t in texts]
-        plain = [i for i, t in enumerate(texts) if not _NOT_PLAIN.search(t)]
-        plain_flat, plain_lengths = self._plain_ids([texts[i] for i in plain])
+        joined = _SEPARATOR.join(texts)
+        if _NOT_PLAIN.search(joined):
+            plain = [i for i, t in enumerate(texts) if not _NOT_PLAIN.search(t)]
+            plain_flat, plain_lengths = self._plain_ids(
+                _SEPARATOR.join([texts[i] for i in plain]), len(plain))
+        else:  # nearly always: the texts as they were joined
+            plain = range(len(texts))
+            plain_flat, plain_lengths = self._plain_ids(joined, len(texts))
         if len(plain) == len(texts):
             flat, lengths = plain_flat, plain_lengths
         else:
@@ -374,14 +496,14 @@ class StaticEmbedder:
         np.cumsum(lengths, out=starts[1:])
         return flat, starts
 
-    def _plain_ids(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """The ids of texts the tokenizer would not normalise, and how many each has."""
-        segments = _SEGMENT.findall(_SEPARATOR.join(texts))  # the texts split in one pass
+    def _plain_ids(self, joined: str, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ids of `count` texts the tokenizer would not normalise, joined by the
+        separator, and how many each has."""
         with self._learning:  # a server's threads share the embedder and what it learned
-            numbers = self._segments.numbers(segments)
+            numbers = self._segments.numbers(joined)
             flat, counts = self._segments.segments.gather(numbers)
         text_of_token = np.repeat(np.cumsum(numbers == _NOTHING), counts)
-        lengths = np.bincount(text_of_token, minlength=len(texts)).astype(np.int64)
+        lengths = np.bincount(text_of_token, minlength=count).astype(np.int64)
         text_start = np.cumsum(lengths) - lengths
         kept = np.arange(len(flat)) - text_start[text_of_token] < self.max_tokens
         return flat[kept], np.minimum(lengths, self.max_tokens)

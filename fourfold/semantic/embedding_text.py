@@ -20,8 +20,6 @@ import re
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _SEP = re.compile(r"[_\W]+")
 _WS = re.compile(r"\s+")
-_DIGITS_FIRST = re.compile(r"^[0-9]+", re.MULTILINE)
-_NOT_ALNUM = re.compile(r"[^A-Za-z0-9\n]+")
 
 
 def split_identifier(name: str) -> str:
@@ -30,14 +28,6 @@ def split_identifier(name: str) -> str:
     if not (name.isascii() and name.islower()):  # a capital: camel case to split
         spaced = _CAMEL.sub(" ", spaced).lower()
     return " ".join(spaced.split())
-
-
-def split_identifier_lines(lines: str) -> str:
-    """split_identifier of each line's identifier, line for line, in a few passes over all
-    of them: each line a run of ASCII identifier characters or one punctuation mark, its
-    identifier what follows its leading digits ("0x1fMask" -> "x1f mask")."""
-    spaced = _NOT_ALNUM.sub(" ", _DIGITS_FIRST.sub("", lines))
-    return _CAMEL.sub(" ", spaced).lower()
 
 
 def chunk_text_for_embedding(path: str, symbol_qualname: str | None = None,
