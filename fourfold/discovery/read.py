@@ -91,9 +91,13 @@ def parseable(source: bytes) -> bool:
     """Whether parsing the file stays within bounded memory: not too long, no huge line."""
     if len(source) > MAX_PARSE_BYTES:
         return False
+    # From each line start, the last newline within a line's bound: every line ending
+    # before it is within the bound too, so the next one to check starts after it (a
+    # step a bound long, not a line: a line at a time was 3 % of a parser's time)
     start = 0
-    while True:
-        end = source.find(b"\n", start, start + MAX_LINE_BYTES + 1)
+    while len(source) - start > MAX_LINE_BYTES:
+        end = source.rfind(b"\n", start, start + MAX_LINE_BYTES + 1)
         if end == -1:
-            return len(source) - start <= MAX_LINE_BYTES
+            return False
         start = end + 1
+    return True
