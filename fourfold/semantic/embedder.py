@@ -66,6 +66,7 @@ WORD_CACHE = 200_000  # and words
 # also separates plain texts split together.
 _NOT_PLAIN = re.compile(r"[^\t\n\r\x20-\x7e]")
 _SEPARATOR = "\x01"
+_NOT_PLAIN_NOR_SEPARATOR = re.compile(r"[^\x01\t\n\r\x20-\x7e]")
 _NOTHING = 0  # the number of the separator between texts, and of a segment's end: no ids
 # What each byte is where text is cut into pieces: between pieces, in a run that is one
 # piece, or a piece alone.
@@ -472,7 +473,8 @@ class StaticEmbedder:
         and the same ids."""
         texts = [t or "" for t in texts]
         joined = _SEPARATOR.join(texts)
-        if _NOT_PLAIN.search(joined):
+        if (_NOT_PLAIN_NOR_SEPARATOR.search(joined)
+                or joined.count(_SEPARATOR) != len(texts) - 1):  # a text holds one
             plain = [i for i, t in enumerate(texts) if not _NOT_PLAIN.search(t)]
             plain_flat, plain_lengths = self._plain_ids(
                 _SEPARATOR.join([texts[i] for i in plain]), len(plain))

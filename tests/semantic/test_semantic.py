@@ -289,12 +289,18 @@ def test_static_model_reads_the_token_ids_the_tokenizer_gives():
              "naïve café — größe 日本語 façade", "bell\x07 and\x0bform\x0cfeed\x00nul",
              "x" * 150 + " " + "ab" * 60, "", "   \n\t ",
              " ".join(f"word{i} + ident_{i}" for i in range(400)),
-             "Ωmega".join(["plain words"] * 300)]
+             "Ωmega".join(["plain words"] * 300), "a\x01b start\x01", "\x01"]
     flat, starts = emb.token_ids(texts)
     for i, text in enumerate(texts):
         expected = emb._tok.encode(with_identifier_words(text), add_special_tokens=False).ids
         assert flat[starts[i]:starts[i + 1]].tolist() == expected[:emb.max_tokens], text[:40]
     assert starts[8] - starts[7] == emb.max_tokens
+    # plain texts but for the character that separates texts cut together
+    for texts in (["plain words here", "a\x01b start\x01"], ["\x01", "x y"]):
+        flat, starts = emb.token_ids(texts)
+        assert [flat[starts[i]:starts[i + 1]].tolist() for i in range(len(texts))] == [
+            emb._tok.encode(with_identifier_words(t), add_special_tokens=False).ids
+            for t in texts]
 
 
 def test_static_model_ids_hold_over_many_batches_and_forgotten_segments(monkeypatch):
