@@ -389,6 +389,13 @@ def test_chunk_text_layout_and_cut():
     assert split_identifier("__init__") == "init" and split_identifier("a.b::c_d") == "a b c d"
     assert split_identifier("naïve_café") == "naïve café" and split_identifier("PA1B") == "pa1 b"
     assert chunk_text_for_embedding("README.md", None, None, None, "hello") == "README.md\nhello"
+    # any whitespace run is one space in a signature and a doc, and a signature the body
+    # starts with (however it is spaced) is not written again
+    spaced = chunk_text_for_embedding("a.c", "f", "int\tf(int a,\n\u2003int b)",
+                                      " Frees\x0b the\u00a0buffer. ", "int  f(int a, int b)\n{}")
+    assert spaced.splitlines() == ["a.c", "f", "Frees the buffer.", "int  f(int a, int b)", "{}"]
+    shorter = chunk_text_for_embedding("a.c", "f", "int f(int a)", None, "int f(int \n")
+    assert shorter.splitlines() == ["a.c", "f", "int f(int a)", "int f(int"]
 
 
 # ---------------------------------------------------------------- embedders
