@@ -55,8 +55,7 @@ def chunk_text_for_embedding(path: str, symbol_qualname: str | None = None,
         if d and d[:60] not in _WS.sub(" ", body[:doc_chars + 400]):
             lines.append(d)
     if body:
-        body_lines = [ln.rstrip() for ln in body.splitlines() if ln.strip()]
-        lines.append("\n".join(body_lines))
+        lines.append("\n".join(filter(None, map(str.rstrip, body.splitlines()))))
     text = "\n".join(lines)
     if len(text) > max_chars:
         cut = text.rfind("\n", 0, max_chars)
