@@ -459,6 +459,12 @@ class StaticEmbedder:
         self.vocabulary_size = int(emb.shape[0])
         self.max_tokens = max_tokens
         self._segments = _SegmentIds(self._tok)
+        # The tokenizer's added tokens ([CLS], [SEP], ...) are taken whole from the raw
+        # text, before the split that plain text's segments follow: a text holding one (in
+        # any case, to be sure) goes to the tokenizer whole.
+        added = [token.content for token in self._tok.get_added_tokens_decoder().values()]
+        self._added = (re.compile("|".join(map(re.escape, added)), re.IGNORECASE)
+                       if added else None)
         self._learning = threading.Lock()
         self._gathered = 0  # tokens summed without scipy so far (SPARSE_AFTER_TOKENS)
 
@@ -473,9 +479,10 @@ class StaticEmbedder:
         and the same ids."""
         texts = [t or "" for t in texts]
         joined = _SEPARATOR.join(texts)
-        if (_NOT_PLAIN_NOR_SEPARATOR.search(joined)
+        if (_NOT_PLAIN_NOR_SEPARATOR.search(joined) or self._holds_added(joined)
                 or joined.count(_SEPARATOR) != len(texts) - 1):  # a text holds one
-            plain = [i for i, t in enumerate(texts) if not _NOT_PLAIN.search(t)]
+            plain = [i for i, t in enumerate(texts)
+                     if not _NOT_PLAIN.search(t) and not self._holds_added(t)]
             plain_flat, plain_lengths = self._plain_ids(
                 _SEPARATOR.join([texts[i] for i in plain]), len(plain))
         else:  # nearly always: the texts as they were joined
@@ -497,6 +504,9 @@ class StaticEmbedder:
         starts = np.zeros(len(texts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=starts[1:])
         return flat, starts
+
+    def _holds_added(self, text: str) -> bool:
+        return self._added is not None and self._added.search(text) is not None
 
     def _plain_ids(self, joined: str, count: int) -> tuple[np.ndarray, np.ndarray]:
         """The ids of `count` texts the tokenizer would not normalise, joined by the

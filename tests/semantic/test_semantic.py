@@ -295,8 +295,10 @@ def test_static_model_reads_the_token_ids_the_tokenizer_gives():
         expected = emb._tok.encode(with_identifier_words(text), add_special_tokens=False).ids
         assert flat[starts[i]:starts[i + 1]].tolist() == expected[:emb.max_tokens], text[:40]
     assert starts[8] - starts[7] == emb.max_tokens
-    # plain texts but for the character that separates texts cut together
-    for texts in (["plain words here", "a\x01b start\x01"], ["\x01", "x y"]):
+    # plain texts but for the character that separates texts cut together,
+    # and the tokenizer's added tokens, which it takes whole from the raw text
+    for texts in (["plain words here", "a\x01b start\x01"], ["\x01", "x y"],
+                  ["x [SEP] y", "[MASK]fooBar", "[cls] [Pad]"], ["plain", "[CLS]"]):
         flat, starts = emb.token_ids(texts)
         assert [flat[starts[i]:starts[i + 1]].tolist() for i in range(len(texts))] == [
             emb._tok.encode(with_identifier_words(t), add_special_tokens=False).ids
