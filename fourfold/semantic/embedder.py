@@ -142,7 +142,7 @@ def _grown(array: np.ndarray, size: int) -> np.ndarray:
 class _TokenTable:
     """Strings numbered as first seen, their token ids in one array, so that the ids of a
     run of numbered strings are gathered by numpy. Number 0 has no ids (a separator).
-    `learn(strings)`: extends the table with strings it lacks."""
+    `learn(table, strings)`: extends the table with strings it lacks."""
 
     def __init__(self, separator: str, learn: Callable[["_TokenTable", list[str]], None]):
         self.number = {separator: _NOTHING}
