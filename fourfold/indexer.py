@@ -639,8 +639,7 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
                 progress("write", backlog - len(records), backlog)
         if not owing:  # another run's mark is this run's too
             _owe_codes(store, repo_id, summary, writes=False)
-        if summary.added + summary.changed - summary.shared >= MERGE_AFTER_FILES:
-            store.merge_text_indexes()
+        merge = summary.added + summary.changed - summary.shared >= MERGE_AFTER_FILES
         if unfinished:
             store.set_setting(unfinished_setting(repo_id), 0)
         behind = build_graph and bool(store.setting(graph_behind_setting(repo_id), 0))
@@ -671,12 +670,16 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
             try:
                 store.put_staged_vectors()
                 after_files(summary)
+                if merge:  # on the other core, while the child resolves
+                    store.merge_text_indexes()
             except BaseException:
                 resolving.close(wait=False)
                 raise
             from .graph.build import release_freed_memory
             store.release_memory()  # given back before the child's graph is at its largest
             release_freed_memory()
+        elif merge:
+            store.merge_text_indexes()
         if resolve:
             from .graph.build import rebuild_graph, store_graph  # numpy: when needed
             graph = resolving.result() if resolving is not None else None

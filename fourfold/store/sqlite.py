@@ -659,12 +659,15 @@ class SQLiteStore(Store):
         self._document_orders.pop(repo_id, None)
 
     def merge_text_indexes(self) -> None:
-        # A bulk load leaves the symbol token index in many segments, which the commit of the
-        # next small change would otherwise merge (docs/benchmarks.md, schema 12).
+        # A bulk load leaves both FTS5 indexes in many segments: the commit of the next small
+        # change would merge the symbol tokens' (docs/benchmarks.md, schema 12), and a query
+        # of common trigrams reads each of its trigrams in every segment (a limited grep's
+        # first page on the kernel: docs/benchmarks.md, stop 56).
         conn = self._conn()
         with conn:
             conn.execute("BEGIN IMMEDIATE")
-            conn.execute("INSERT INTO symbol_tokens(symbol_tokens) VALUES('optimize')")
+            for table in ("symbol_tokens", "content_trigrams"):
+                conn.execute(f"INSERT INTO {table}({table}) VALUES('optimize')")
 
     def parser_of(self, repo_id: int) -> str | None:
         rows = self._query("SELECT value FROM meta WHERE key=?", (f"parser:{repo_id}",))

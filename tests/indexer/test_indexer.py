@@ -803,23 +803,36 @@ def test_a_first_index_answers_while_it_is_written_and_is_finished_later(make_tr
     assert other.ensure_indexed() is None
 
 
+def _fts5_segments(conn, table: str) -> int:
+    """The segments an FTS5 index is in (a data row's id holds its segment's number from
+    bit 37 on; segment 0 is the index's own records)."""
+    return conn.execute(f"SELECT count(DISTINCT id >> 37) FROM {table}_data "
+                        "WHERE id >> 37 > 0").fetchone()[0]
+
+
 @pytest.mark.parametrize("merge_after", [1, 10_000])
-def test_a_large_run_merges_the_symbol_token_index(make_tree, monkeypatch, merge_after):
-    """A run that wrote many files leaves the symbol token index merged (one segment: fewer
-    rows), so the next edit's commit has nothing of the bulk load left to merge; a smaller
-    run leaves it as written. Lookups are the same either way."""
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_large_run_merges_the_text_indexes(make_tree, monkeypatch, merge_after, workers):
+    """A run that wrote many files leaves the symbol token and trigram indexes merged (one
+    segment each), so the next edit's commit has nothing of the bulk load left to merge and
+    a grep reads each trigram once; a smaller run leaves them as written. Lookups are the
+    same either way. With parser processes, the merge is made while a forked child
+    resolves the graph."""
     from fourfold import indexer
 
     monkeypatch.setattr(indexer, "BATCH_FILES", 1)  # a segment per file
     monkeypatch.setattr(indexer, "MERGE_AFTER_FILES", merge_after)
+    monkeypatch.setattr(indexer, "PARALLEL_BYTES", 0)  # the pool, and the forked child
     root = make_tree({f"m{i}.py": f"def parse_job_{i}(x):\n    return x\n" for i in range(12)})
     ff = Fourfold(root)
-    ff.index(workers=1)
+    ff.index(workers=workers)
     conn = ff.store._conn()
-    leaves = conn.execute("SELECT count(*) FROM symbol_tokens_data").fetchone()[0]
-    assert (leaves <= 3) == (merge_after == 1), leaves
-    conn.execute("INSERT INTO symbol_tokens(symbol_tokens) VALUES('integrity-check')")
+    for table in ("symbol_tokens", "content_trigrams"):
+        segments = _fts5_segments(conn, table)
+        assert (segments == 1) == (merge_after == 1), (table, segments)
+        conn.execute(f"INSERT INTO {table}({table}) VALUES('integrity-check')")
     assert len(ff.store.symbols_by_token(["job"])) == 12
+    assert len(ff.grep("parse_job_")) == 12
 
 
 def test_chunks_of_files_are_bounded_in_files_and_bytes(tmp_path):
