@@ -426,14 +426,15 @@ def _least_held(required: RequiredText) -> int:
     return (max if op == "and" else min)(map(_least_held, parts))
 
 
-def _looked_for(required: RequiredText) -> bytes | list:
-    """What a text is searched for to find where a match may first be: of an "and", its
+def _looked_for(required: RequiredText) -> tuple[bytes, ...]:
+    """What a text is searched for to find where a match may first be, UTF-8: one literal,
+    or the alternatives of an "or" (of an "or" of them, all of them). Of an "and", its
     longest part alone (a line holding them all holds that one too; checking the others
-    cost a whole grep more than it saved); of an "or", each part (a list), or, of more
-    literals than FIRST_LINE_LITERALS, the beginning or end they share, where they share
-    one (`[abcdefghi]_suffix` spelt out: `_suffix`). UTF-8."""
+    cost a whole grep more than it saved); of an "or" of more literals than
+    FIRST_LINE_LITERALS, the beginning or end they share, where they share one
+    (`[abcdefghi]_suffix` spelt out: `_suffix`)."""
     if isinstance(required, str):
-        return _utf8(required)
+        return (_utf8(required),)
     op, parts = required
     if op == "and":
         return _looked_for(max(parts, key=_least_held))
@@ -441,23 +442,21 @@ def _looked_for(required: RequiredText) -> bytes | list:
         shared = max(os.path.commonprefix(parts),
                      os.path.commonprefix([part[::-1] for part in parts])[::-1], key=len)
         if shared:
-            return _utf8(shared)
-    return [_looked_for(part) for part in parts]
+            return (_utf8(shared),)
+    return tuple(literal for part in parts for literal in _looked_for(part))
 
 
-def _first_line_holding(wanted: bytes | list, text: bytes) -> int:
-    """Where in the UTF-8 text the first line holding `wanted` (_looked_for's) starts, or
-    -1 where none does."""
-    if isinstance(wanted, bytes):
-        found = stringzilla.find(text, wanted)
-        return -1 if found < 0 else text.rfind(b"\n", 0, found) + 1
-    held = [start for start in (_first_line_holding(part, text) for part in wanted)
-            if start >= 0]
-    return min(held) if held else -1
-
-
-def _literals(wanted: bytes | list) -> int:
-    return 1 if isinstance(wanted, bytes) else sum(map(_literals, wanted))
+def _first_line_holding(wanted: tuple[bytes, ...], text: bytes) -> int:
+    """Where in the UTF-8 text the first line holding any of `wanted` (_looked_for's)
+    starts, or -1 where none does. Each literal after the first is looked for only before
+    the earliest found so far: one that overlaps it is on its line (no literal holds a
+    newline)."""
+    earliest = -1
+    for literal in wanted:
+        found = stringzilla.find(text, literal, 0, len(text) if earliest < 0 else earliest)
+        if found >= 0:
+            earliest = found
+    return -1 if earliest < 0 else text.rfind(b"\n", 0, earliest) + 1
 
 
 def _first_line_from(required: RequiredText) -> Callable[[bytes], int] | None:
@@ -467,7 +466,7 @@ def _first_line_from(required: RequiredText) -> Callable[[bytes], int] | None:
     many times faster than the regex through the lines before it; but not for many
     alternatives, each read through a text that lacks it (None: from the start)."""
     wanted = _looked_for(required)
-    if _literals(wanted) > FIRST_LINE_LITERALS:
+    if len(wanted) > FIRST_LINE_LITERALS:
         return None
     return lambda text: _first_line_holding(wanted, text)
 
