@@ -669,9 +669,11 @@ def index_repository(store: Store, root: str | os.PathLike, lock: AbstractContex
         if beside:
             try:
                 store.put_staged_vectors()
-                after_files(summary)
-                if merge:  # on the other core, while the child resolves
+                # merged on the other core while the child resolves, and before the
+                # embedding, which a user may interrupt
+                if merge:
                     store.merge_text_indexes()
+                after_files(summary)
             except BaseException:
                 resolving.close(wait=False)
                 raise

@@ -449,8 +449,9 @@ def _looked_for(required: RequiredText) -> tuple[bytes, ...]:
 def _first_line_holding(wanted: tuple[bytes, ...], text: bytes) -> int:
     """Where in the UTF-8 text the first line holding any of `wanted` (_looked_for's)
     starts, or -1 where none does. Each literal after the first is looked for only before
-    the earliest found so far: one that overlaps it is on its line (no literal holds a
-    newline)."""
+    the earliest found so far: an occurrence overlapping it lies on its line, unless the
+    literal spells a newline (a regex may), which no match holds: where such a literal is
+    found only bounds where to begin."""
     earliest = -1
     for literal in wanted:
         found = stringzilla.find(text, literal, 0, len(text) if earliest < 0 else earliest)

@@ -835,6 +835,29 @@ def test_a_large_run_merges_the_text_indexes(make_tree, monkeypatch, merge_after
     assert len(ff.grep("parse_job_")) == 12
 
 
+def test_a_large_run_interrupted_while_embedding_has_merged_the_trigram_index(
+        make_tree, monkeypatch):
+    """The merge comes before the embedding that runs beside the graph's child: a first
+    index stopped there (Ctrl-C) is not left in many segments, which the next, smaller
+    run would not merge."""
+    from fourfold import indexer
+
+    monkeypatch.setattr(indexer, "BATCH_FILES", 1)
+    monkeypatch.setattr(indexer, "MERGE_AFTER_FILES", 1)
+    monkeypatch.setattr(indexer, "PARALLEL_BYTES", 0)
+
+    def interrupted(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Fourfold, "embed", interrupted)
+    root = make_tree({f"m{i}.py": f"def parse_job_{i}(x):\n    return x\n" for i in range(12)})
+    ff = Fourfold(root)
+    with pytest.raises(KeyboardInterrupt):
+        ff.index(workers=2)
+    assert _fts5_segments(ff.store._conn(), "content_trigrams") == 1
+    assert len(ff.grep("parse_job_")) == 12
+
+
 def test_chunks_of_files_are_bounded_in_files_and_bytes(tmp_path):
     from fourfold.discovery.walk import walk
     from fourfold.indexer import _chunks
